@@ -1,0 +1,11 @@
+//! Compiler passes over an npusim program. Today: the sequential placement every plan starts
+//! from (DESIGN §5, step 1). The reuse planner (levels 2/1/0), liveness and automatic sync
+//! build on the same [`Plan`] type.
+//!
+//! Invariant: nothing here touches files or the terminal.
+
+mod plan;
+mod sequential;
+
+pub use plan::*;
+pub use sequential::plan_sequential;

@@ -1,0 +1,107 @@
+//! The result of planning: a byte offset per buffer slot, per scope.
+
+use sim::{BufferId, Space};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub kernel: String,
+    /// `CONFIG/CORE`, e.g. `ascend910b/aiv`.
+    pub config: String,
+    /// The highest reuse level the planner was allowed to use.
+    pub level: u8,
+    /// Every on-chip scope of the core, in [`Space`] order.
+    pub scopes: Vec<ScopePlan>,
+    /// One entry per buffer, indexed by [`BufferId`].
+    pub buffers: Vec<BufferPlan>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopePlan {
+    pub space: Space,
+    pub capacity: u64,
+    pub align: u64,
+    /// Bytes the scope needs without reuse: every entry's aligned slots added up.
+    pub required: u64,
+    /// The highest planned address (end of the highest slot).
+    pub used: u64,
+    pub mode: ScopeMode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeMode {
+    /// Everything fits: a running sum, no reuse.
+    Sequential,
+}
+
+impl ScopeMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScopeMode::Sequential => "sequential",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferPlan {
+    pub buffer: BufferId,
+    pub scope: Space,
+    /// Bytes of one slot, rounded up to the scope alignment.
+    pub bytes: u64,
+    /// One byte offset per slot.
+    pub offsets: Vec<u64>,
+    pub placed_by: PlacedBy,
+}
+
+/// How a buffer got its address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlacedBy {
+    Sequential,
+    /// `at:` in the program.
+    Fixed,
+}
+
+impl PlacedBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacedBy::Sequential => "sequential",
+            PlacedBy::Fixed => "fixed",
+        }
+    }
+}
+
+impl Plan {
+    pub fn buffer(&self, id: BufferId) -> &BufferPlan {
+        &self.buffers[id.index()]
+    }
+
+    pub fn scope(&self, space: Space) -> Option<&ScopePlan> {
+        self.scopes.iter().find(|s| s.space == space)
+    }
+}
+
+/// Why a program could not be planned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// HIVM's overflow diagnostic, followed by what needed the space.
+    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}", .space.hivm_name(), Details(.largest))]
+    Overflow {
+        space: Space,
+        required_bits: u64,
+        available_bits: u64,
+        /// The buffers that needed the space, largest first: (name, bytes with all slots).
+        largest: Vec<(String, u64)>,
+    },
+}
+
+struct Details<'a>(&'a [(String, u64)]);
+
+impl fmt::Display for Details<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, bytes) in self.0 {
+            write!(f, "\n  {name}: {bytes} bytes")?;
+        }
+        Ok(())
+    }
+}

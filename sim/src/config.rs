@@ -1,0 +1,119 @@
+//! The chip description: core types with their scopes and pipes, data paths, and the cost
+//! tables the engine reads. Built by [`crate::load::load_config`]; immutable afterwards.
+
+use crate::types::{Pipe, Space};
+
+/// A validated chip config (DESIGN §2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub name: String,
+    pub description: String,
+    pub clock_mhz: u32,
+    /// Core types in declaration order.
+    pub cores: Vec<CoreConfig>,
+    /// Instructions waiting (not yet started) per pipe queue before the scalar unit stalls.
+    pub queue_depth: u32,
+    pub scalar: ScalarConfig,
+    pub sync: SyncConfig,
+    pub paths: Vec<PathConfig>,
+    pub vector: VectorConfig,
+    pub cube: CubeConfig,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreConfig {
+    pub name: String,
+    /// On-chip scopes in declaration order.
+    pub scopes: Vec<ScopeConfig>,
+    /// Pipes of this core in declaration order; always contains [`Pipe::S`].
+    pub pipes: Vec<Pipe>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScopeConfig {
+    pub space: Space,
+    pub bytes: u64,
+    /// Address alignment in bytes; a power of two.
+    pub align: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScalarConfig {
+    /// Cycles the scalar unit spends sending one instruction to another pipe.
+    pub issue_cycles: u32,
+    /// Cycles at the start of every loop iteration.
+    pub loop_cycles: u32,
+    /// Cycles before the chosen branch of an `if`.
+    pub branch_cycles: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncConfig {
+    /// Event ids per ordered pipe pair (`0..event_ids`).
+    pub event_ids: u32,
+    /// Cycles from a set_flag firing to the flag being visible to its destination pipe.
+    pub flag_latency: u32,
+}
+
+/// One legal data move and its cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathConfig {
+    pub from: Space,
+    pub to: Space,
+    pub pipe: Pipe,
+    pub bytes_per_cycle: u32,
+    pub startup: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VecCost {
+    pub cycles_per_repeat: u32,
+    pub startup: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorConfig {
+    pub repeat_bytes: u32,
+    pub default: VecCost,
+    /// Per-op overrides, keyed by the op's YAML name (`vexp`), sorted by name.
+    pub ops: Vec<(String, VecCost)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubeConfig {
+    pub fractal_m: u32,
+    pub fractal_n: u32,
+    pub fractal_k_bytes: u32,
+    pub startup: u32,
+}
+
+impl Config {
+    pub fn core(&self, name: &str) -> Option<&CoreConfig> {
+        self.cores.iter().find(|c| c.name == name)
+    }
+
+    /// The path that moves data from `from` to `to`, if the chip has one.
+    pub fn path(&self, from: Space, to: Space) -> Option<&PathConfig> {
+        self.paths.iter().find(|p| p.from == from && p.to == to)
+    }
+
+    /// The cost of vector op `op` (its YAML name): the override, else the default.
+    pub fn vector_cost(&self, op: &str) -> VecCost {
+        self.vector
+            .ops
+            .iter()
+            .find(|(name, _)| name == op)
+            .map(|(_, c)| *c)
+            .unwrap_or(self.vector.default)
+    }
+}
+
+impl CoreConfig {
+    pub fn scope(&self, space: Space) -> Option<&ScopeConfig> {
+        self.scopes.iter().find(|s| s.space == space)
+    }
+
+    pub fn has_pipe(&self, pipe: Pipe) -> bool {
+        self.pipes.contains(&pipe)
+    }
+}

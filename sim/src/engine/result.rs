@@ -1,0 +1,211 @@
+//! What a run produces: per-pipe cycle accounting, sync findings and, if the kernel hung, the
+//! deadlock. Plain data; reports render it.
+
+use crate::ids::OpId;
+use crate::types::Pipe;
+use std::fmt;
+
+/// The outcome of one run. Cycle counts are exact integers; ratios are derived on demand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    /// Cycles from 0 until S is done and every instruction has completed (or, after a
+    /// deadlock, until the cycle the engine found nothing could move).
+    pub total_cycles: u64,
+    /// One entry per pipe of the core, in [`Pipe`] order (S first).
+    pub pipes: Vec<PipeStats>,
+    /// Cycles in which at least two non-S pipes were busy.
+    pub overlap_cycles: u64,
+    /// `double set` and `unpaired set_flag` reports, in the order they were found.
+    pub findings: Vec<SyncFinding>,
+    pub deadlock: Option<Deadlock>,
+}
+
+/// Where every cycle of one pipe went: busy + Σ stalls + starved + idle = total cycles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipeStats {
+    pub pipe: Pipe,
+    /// Instructions this pipe started (for S: the scalar ops, loop iterations, branches and
+    /// sends it executed; see the engine docs).
+    pub instructions: u64,
+    pub busy: u64,
+    /// Non-zero stall cycles by reason, sorted by reason.
+    pub stalls: Vec<(Stall, u64)>,
+    /// Queue empty, more work will come.
+    pub starved: u64,
+    /// No more work will come.
+    pub idle: u64,
+}
+
+/// Why a pipe (or the scalar unit) could not make progress in a cycle.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Stall {
+    /// The head `wait_flag` waits for a flag from `src` with this id.
+    WaitFlag { src: Pipe, id: u32 },
+    /// The M part of an `mmad_l1` waits for its MTE1 staging to complete.
+    WaitMacro { src: Pipe },
+    /// A `set_flag` or `barrier` waits for earlier instructions of its pipe to complete.
+    Drain,
+    /// S: the queue of this pipe holds `queue_depth` instructions that have not started.
+    QueueFull(Pipe),
+    /// S: `barrier: all` waits for every pipe to finish.
+    BarrierAll,
+}
+
+impl fmt::Display for Stall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stall::WaitFlag { src, id } => write!(f, "wait_flag {src}#{id}"),
+            Stall::WaitMacro { src } => write!(f, "wait_flag {src}#mmad_l1"),
+            Stall::Drain => f.write_str("drain"),
+            Stall::QueueFull(p) => write!(f, "queue_full {p}"),
+            Stall::BarrierAll => f.write_str("barrier_all"),
+        }
+    }
+}
+
+/// A synchronisation mistake that does not stop the run (msSanitizer's synccheck).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyncFinding {
+    /// A `set_flag` on a flag that was already set and not yet consumed; the second set is
+    /// lost (flags are binary).
+    DoubleSet {
+        src: Pipe,
+        dst: Pipe,
+        id: u32,
+        op: OpId,
+        cycle: u64,
+    },
+    /// A flag still set when the kernel ended; `op` is the set_flag that set it.
+    UnpairedSet {
+        src: Pipe,
+        dst: Pipe,
+        id: u32,
+        op: OpId,
+    },
+}
+
+/// Nothing could move while something still waited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadlock {
+    pub cycle: u64,
+    /// Every waiting pipe, in [`Pipe`] order.
+    pub waiters: Vec<Waiter>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    pub pipe: Pipe,
+    /// The op at the head of the pipe's queue (for S: the op it is executing).
+    pub op: OpId,
+    pub on: WaitOn,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOn {
+    Flag { src: Pipe, dst: Pipe, id: u32 },
+    QueueFull(Pipe),
+    BarrierAll,
+    Macro { src: Pipe },
+}
+
+impl fmt::Display for WaitOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitOn::Flag { src, dst, id } => write!(f, "flag {src}->{dst}#{id}"),
+            WaitOn::QueueFull(p) => write!(f, "full queue of {p}"),
+            WaitOn::BarrierAll => f.write_str("barrier: all"),
+            WaitOn::Macro { src } => write!(f, "mmad_l1 staging on {src}"),
+        }
+    }
+}
+
+impl PipeStats {
+    pub fn stalled(&self) -> u64 {
+        self.stalls.iter().map(|(_, c)| c).sum()
+    }
+
+    /// busy + stalls + starved + idle; equals the run's total cycles.
+    pub fn accounted(&self) -> u64 {
+        self.busy + self.stalled() + self.starved + self.idle
+    }
+
+    pub fn utilisation(&self, total_cycles: u64) -> f64 {
+        ratio(self.busy, total_cycles)
+    }
+}
+
+impl RunResult {
+    pub fn pipe(&self, pipe: Pipe) -> Option<&PipeStats> {
+        self.pipes.iter().find(|p| p.pipe == pipe)
+    }
+
+    /// Cycles with at least two non-S pipes busy, over total cycles.
+    pub fn overlap(&self) -> f64 {
+        ratio(self.overlap_cycles, self.total_cycles)
+    }
+
+    /// The non-S pipe with the most busy cycles, and that count (ties: the first in pipe order).
+    pub fn pipe_bound(&self) -> Option<(Pipe, u64)> {
+        self.pipes
+            .iter()
+            .filter(|p| p.pipe != Pipe::S)
+            .fold(None, |best: Option<(Pipe, u64)>, p| match best {
+                Some((_, b)) if b >= p.busy => best,
+                _ => Some((p.pipe, p.busy)),
+            })
+    }
+
+    /// Pipe bound over total cycles: 1.0 means the busiest pipe never waited.
+    pub fn efficiency(&self) -> f64 {
+        ratio(self.pipe_bound().map_or(0, |(_, b)| b), self.total_cycles)
+    }
+
+    pub fn instructions(&self) -> u64 {
+        self.pipes.iter().map(|p| p.instructions).sum()
+    }
+
+    /// The accounting identity: every cycle of every pipe is in exactly one state.
+    pub fn check_accounting(&self) -> Result<(), String> {
+        for p in &self.pipes {
+            if p.accounted() != self.total_cycles {
+                return Err(format!(
+                    "pipe {}: busy {} + stalls {} + starved {} + idle {} = {} != total {}",
+                    p.pipe,
+                    p.busy,
+                    p.stalled(),
+                    p.starved,
+                    p.idle,
+                    p.accounted(),
+                    self.total_cycles
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the run found something a user must fix (exit code 1).
+    pub fn has_findings(&self) -> bool {
+        self.deadlock.is_some() || !self.findings.is_empty()
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// A failure while executing: an expression that cannot be evaluated for some iteration, an
+/// index out of bounds, a negative trip count, a flag id out of range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message} (cycle {cycle}{iteration})")]
+pub struct RunError {
+    pub op: OpId,
+    pub path: String,
+    pub message: String,
+    pub cycle: u64,
+    /// Loop variables at the failure, formatted `, t=3, k=1`; empty outside loops.
+    pub iteration: String,
+}

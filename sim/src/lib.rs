@@ -1,0 +1,28 @@
+//! The npusim machine: chip configs, kernel programs and the cycle engine.
+//!
+//! ```text
+//! config.yaml + program.yaml ──> load (parse + validate, every problem at once)
+//!                            ──> Program (typed ids, folded params) + Config
+//!                            ──> engine::run ──> RunResult (per-pipe accounting, findings)
+//! ```
+//!
+//! Nothing here touches files or the terminal: callers pass text in and get values out.
+
+pub mod builtin;
+pub mod config;
+pub mod diag;
+pub mod engine;
+pub mod expr;
+pub mod ids;
+pub mod load;
+pub mod program;
+pub mod types;
+pub mod yaml;
+
+pub use config::Config;
+pub use diag::{Diagnostic, LoadError};
+pub use ids::{BufferId, OpId, TensorId, VarId, ViewId};
+pub use program::Program;
+pub use types::{Dtype, Pipe, Space};
+pub use engine::{run, RunError, RunResult};
+pub use load::{load_config, load_program};

@@ -1,0 +1,596 @@
+//! The kernel program model (DESIGN §3) after loading: names resolved to typed ids, params
+//! folded into expressions, pipes chosen, shapes checked. Built by [`crate::load::load_program`];
+//! the planner, the engine and the reports only ever read it.
+//!
+//! Ops live in one table in pre-order ([`Program::ops`]); a control op's blocks list the ids of
+//! the ops inside them, so a walk over `body` visits ops in program order.
+
+use crate::expr::Expr;
+use crate::ids::{BufferId, OpId, TensorId, VarId, ViewId};
+use crate::types::{Dtype, Pipe, Space};
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub kernel: String,
+    /// The core type the program runs on (a key of the config's `cores`).
+    pub core: String,
+    pub sync: SyncMode,
+    /// Params after `--param` overrides, in declaration order.
+    pub params: Vec<(String, i64)>,
+    pub tensors: Vec<Tensor>,
+    pub buffers: Vec<Buffer>,
+    pub views: Vec<View>,
+    pub vars: Vec<Var>,
+    pub ops: Vec<Op>,
+    pub body: Block,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SyncMode {
+    /// npusim inserts the flags the plan needs.
+    Auto,
+    /// The program runs exactly as written.
+    Manual,
+}
+
+impl SyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Auto => "auto",
+            SyncMode::Manual => "manual",
+        }
+    }
+}
+
+/// A global-memory tensor (a kernel argument or workspace).
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    pub name: String,
+    pub shape: Vec<u64>,
+    pub dtype: Dtype,
+    pub elements: u64,
+    pub bytes: u64,
+    /// YAML path of the declaration (`gm.x`).
+    pub path: String,
+}
+
+/// An on-chip buffer.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    pub name: String,
+    pub scope: Space,
+    pub shape: Vec<u64>,
+    pub dtype: Dtype,
+    pub elements: u64,
+    /// Size of one slot: ceil(elements × bits / 8), before alignment.
+    pub bytes: u64,
+    /// Number of slots (1 for a plain buffer).
+    pub multi: u32,
+    /// `inplace: false` forbids taking over an input's address.
+    pub inplace: bool,
+    /// `unique: true`: never shares memory with anything.
+    pub unique: bool,
+    /// `share: OTHER`: must get OTHER's address.
+    pub share: Option<BufferId>,
+    /// `preload: true`: live for its whole enclosing loop.
+    pub preload: bool,
+    /// `at:` fixed byte offsets, one per slot; not planned.
+    pub at: Option<Vec<u64>>,
+    /// YAML path of the declaration (`body[0].for.buffers.xb`).
+    pub path: String,
+    /// The control op whose block declares the buffer; `None` for the kernel body.
+    pub declared_in: Option<OpId>,
+    /// The innermost loop enclosing the declaration.
+    pub loop_parent: Option<OpId>,
+}
+
+/// An alias of buffer storage; never allocated.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub name: String,
+    pub kind: ViewKind,
+    pub path: String,
+    pub declared_in: Option<OpId>,
+    /// Memory space, dtype and shape of the view as seen by operands.
+    pub scope: Space,
+    pub dtype: Dtype,
+    pub shape: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub enum ViewKind {
+    /// `{ of: BUF, offset: EXPR, shape: [...] }`: a window at an element offset of `of`
+    /// (a buffer, or another window).
+    Window { of: Ref, offset: Expr },
+    /// `{ select: [A, B] }`: any of these buffers, chosen at run time.
+    Select { of: Vec<BufferId> },
+}
+
+/// A loop variable.
+#[derive(Clone, Debug)]
+pub struct Var {
+    pub name: String,
+    /// The `for` or `while` that owns it.
+    pub loop_op: OpId,
+}
+
+/// What an operand names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ref {
+    Buffer(BufferId),
+    View(ViewId),
+    Tensor(TensorId),
+}
+
+/// One dimension of an operand's index list.
+#[derive(Clone, Debug)]
+pub enum Index {
+    /// `e`: selects one position and drops the dimension.
+    At(Expr),
+    /// `a:b`: the half-open range [a, b); a missing bound is 0 or the dimension's extent.
+    Slice { start: Expr, end: Expr },
+}
+
+/// An operand: `name`, `name[e1, e2:e3, ...]`, `name@k`.
+#[derive(Clone, Debug)]
+pub struct Operand {
+    /// The text as written, for reports.
+    pub text: String,
+    pub base: Ref,
+    /// `@k`: an explicit slot of a multi-buffer.
+    pub slot: Option<Expr>,
+    /// One entry per leading dimension indexed; missing trailing dimensions are whole.
+    pub indices: Vec<Index>,
+    pub space: Space,
+    pub dtype: Dtype,
+    /// Elements selected, when every slice extent is constant.
+    pub elements: Option<u64>,
+}
+
+impl Operand {
+    /// Bytes selected, when constant.
+    pub fn bytes(&self) -> Option<u64> {
+        self.elements.map(|e| self.dtype.bytes_for(e))
+    }
+}
+
+/// A block: the program body, a loop body, or a branch.
+#[derive(Clone, Debug, Default)]
+pub struct Block {
+    pub ops: Vec<OpId>,
+    pub buffers: Vec<BufferId>,
+    pub views: Vec<ViewId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub kind: OpKind,
+    /// YAML path of the op (`body[0].for.body[2]`).
+    pub path: String,
+    /// The pipe that executes it: the path's pipe for moves, V for vector ops, M for mmad
+    /// (mmad_l1 also stages on MTE1), S for scalar and control ops, `None` for `use`.
+    pub pipe: Option<Pipe>,
+    /// The innermost enclosing `for`/`while`.
+    pub loop_parent: Option<OpId>,
+    /// The enclosing control op.
+    pub parent: Option<OpId>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Layout {
+    Nd,
+    Nz,
+}
+
+#[derive(Clone, Debug)]
+pub enum Quant {
+    None,
+    /// A scalar quantisation (dtype conversion with one scale).
+    Scalar,
+    /// Per-channel parameters read from an FP-buffer operand.
+    Tensor(Operand),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BarrierTarget {
+    Pipe(Pipe),
+    All,
+}
+
+#[derive(Clone, Debug)]
+pub enum OpKind {
+    Load {
+        src: Operand,
+        dst: Operand,
+        layout: Layout,
+    },
+    Store {
+        src: Operand,
+        dst: Operand,
+    },
+    Copy {
+        src: Operand,
+        dst: Operand,
+    },
+    Fixpipe {
+        src: Operand,
+        dst: Operand,
+        quant: Quant,
+        relu: bool,
+    },
+    Mmad(Mmad),
+    /// The L1 macro: stages `a`/`b` through L0A/L0B on MTE1, then runs on M.
+    MmadL1(Mmad),
+    Vector(VectorOp),
+    Sload {
+        src: Operand,
+    },
+    Sstore {
+        dst: Operand,
+    },
+    Scalar {
+        cycles: Expr,
+    },
+    Use {
+        operands: Vec<Operand>,
+    },
+    SetFlag {
+        src: Pipe,
+        dst: Pipe,
+        id: Expr,
+    },
+    WaitFlag {
+        src: Pipe,
+        dst: Pipe,
+        id: Expr,
+    },
+    Barrier(BarrierTarget),
+    For {
+        var: VarId,
+        from: Expr,
+        to: Expr,
+        step: Expr,
+        body: Block,
+    },
+    If {
+        cond: Expr,
+        then: Block,
+        els: Option<Block>,
+    },
+    While {
+        /// The anonymous iteration counter (0, 1, ...).
+        var: VarId,
+        trips: Expr,
+        body: Block,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Mmad {
+    pub a: Operand,
+    pub b: Operand,
+    pub c: Operand,
+    pub m: Expr,
+    pub n: Expr,
+    pub k: Expr,
+    /// Non-zero: c = a·b; zero: c += a·b.
+    pub init: Expr,
+    /// A BT operand added to c (mmad only).
+    pub bias: Option<Operand>,
+}
+
+#[derive(Clone, Debug)]
+pub struct VectorOp {
+    pub op: VecOp,
+    pub ins: Vec<Operand>,
+    /// One output, two for `vdeinterleave`.
+    pub outs: Vec<Operand>,
+    pub tmp: Option<Operand>,
+    pub scalar: Option<Expr>,
+    /// Dimensions of the inputs broadcast to the output.
+    pub broadcast: Vec<u32>,
+    pub transpose: bool,
+    /// Reduced dimensions (`vreduce_*`).
+    pub dims: Vec<u32>,
+}
+
+/// Vector ops by form.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum VecOp {
+    // binary
+    Vadd,
+    Vsub,
+    Vmul,
+    Vdiv,
+    Vmax,
+    Vmin,
+    Vand,
+    Vor,
+    Vxor,
+    // unary
+    Vabs,
+    Vexp,
+    Vln,
+    Vsqrt,
+    Vrsqrt,
+    Vrec,
+    Vrelu,
+    Vnot,
+    Vcast,
+    Vcopy,
+    Vdup,
+    // with `scalar`
+    Vadds,
+    Vmuls,
+    Vmaxs,
+    Vmins,
+    // compare and select
+    Vcmp,
+    Vsel,
+    // broadcast, reductions, layout
+    Vbrc,
+    VreduceSum,
+    VreduceMax,
+    VreduceMin,
+    Vtranspose,
+    Vdeinterleave,
+}
+
+/// The operand shape an op family expects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum VecForm {
+    Binary,
+    Unary,
+    WithScalar,
+    Compare,
+    Select,
+    Broadcast,
+    Reduce,
+    Transpose,
+    Deinterleave,
+}
+
+impl VecOp {
+    pub const ALL: [VecOp; 32] = [
+        VecOp::Vadd,
+        VecOp::Vsub,
+        VecOp::Vmul,
+        VecOp::Vdiv,
+        VecOp::Vmax,
+        VecOp::Vmin,
+        VecOp::Vand,
+        VecOp::Vor,
+        VecOp::Vxor,
+        VecOp::Vabs,
+        VecOp::Vexp,
+        VecOp::Vln,
+        VecOp::Vsqrt,
+        VecOp::Vrsqrt,
+        VecOp::Vrec,
+        VecOp::Vrelu,
+        VecOp::Vnot,
+        VecOp::Vcast,
+        VecOp::Vcopy,
+        VecOp::Vdup,
+        VecOp::Vadds,
+        VecOp::Vmuls,
+        VecOp::Vmaxs,
+        VecOp::Vmins,
+        VecOp::Vcmp,
+        VecOp::Vsel,
+        VecOp::Vbrc,
+        VecOp::VreduceSum,
+        VecOp::VreduceMax,
+        VecOp::VreduceMin,
+        VecOp::Vtranspose,
+        VecOp::Vdeinterleave,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VecOp::Vadd => "vadd",
+            VecOp::Vsub => "vsub",
+            VecOp::Vmul => "vmul",
+            VecOp::Vdiv => "vdiv",
+            VecOp::Vmax => "vmax",
+            VecOp::Vmin => "vmin",
+            VecOp::Vand => "vand",
+            VecOp::Vor => "vor",
+            VecOp::Vxor => "vxor",
+            VecOp::Vabs => "vabs",
+            VecOp::Vexp => "vexp",
+            VecOp::Vln => "vln",
+            VecOp::Vsqrt => "vsqrt",
+            VecOp::Vrsqrt => "vrsqrt",
+            VecOp::Vrec => "vrec",
+            VecOp::Vrelu => "vrelu",
+            VecOp::Vnot => "vnot",
+            VecOp::Vcast => "vcast",
+            VecOp::Vcopy => "vcopy",
+            VecOp::Vdup => "vdup",
+            VecOp::Vadds => "vadds",
+            VecOp::Vmuls => "vmuls",
+            VecOp::Vmaxs => "vmaxs",
+            VecOp::Vmins => "vmins",
+            VecOp::Vcmp => "vcmp",
+            VecOp::Vsel => "vsel",
+            VecOp::Vbrc => "vbrc",
+            VecOp::VreduceSum => "vreduce_sum",
+            VecOp::VreduceMax => "vreduce_max",
+            VecOp::VreduceMin => "vreduce_min",
+            VecOp::Vtranspose => "vtranspose",
+            VecOp::Vdeinterleave => "vdeinterleave",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<VecOp> {
+        VecOp::ALL.into_iter().find(|o| o.name() == s)
+    }
+
+    pub fn form(self) -> VecForm {
+        use VecOp::*;
+        match self {
+            Vadd | Vsub | Vmul | Vdiv | Vmax | Vmin | Vand | Vor | Vxor => VecForm::Binary,
+            Vabs | Vexp | Vln | Vsqrt | Vrsqrt | Vrec | Vrelu | Vnot | Vcast | Vcopy | Vdup => {
+                VecForm::Unary
+            }
+            Vadds | Vmuls | Vmaxs | Vmins => VecForm::WithScalar,
+            Vcmp => VecForm::Compare,
+            Vsel => VecForm::Select,
+            Vbrc => VecForm::Broadcast,
+            VreduceSum | VreduceMax | VreduceMin => VecForm::Reduce,
+            Vtranspose => VecForm::Transpose,
+            Vdeinterleave => VecForm::Deinterleave,
+        }
+    }
+}
+
+impl Program {
+    #[inline]
+    pub fn op(&self, id: OpId) -> &Op {
+        &self.ops[id.index()]
+    }
+
+    #[inline]
+    pub fn buffer(&self, id: BufferId) -> &Buffer {
+        &self.buffers[id.index()]
+    }
+
+    #[inline]
+    pub fn view(&self, id: ViewId) -> &View {
+        &self.views[id.index()]
+    }
+
+    #[inline]
+    pub fn tensor(&self, id: TensorId) -> &Tensor {
+        &self.tensors[id.index()]
+    }
+
+    /// The name an operand base refers to.
+    pub fn ref_name(&self, r: Ref) -> &str {
+        match r {
+            Ref::Buffer(b) => &self.buffer(b).name,
+            Ref::View(v) => &self.view(v).name,
+            Ref::Tensor(t) => &self.tensor(t).name,
+        }
+    }
+
+    /// The buffers whose storage an operand base may touch (a window's root buffer, every
+    /// buffer of a `select`); empty for gm tensors.
+    pub fn root_buffers(&self, r: Ref) -> Vec<BufferId> {
+        match r {
+            Ref::Buffer(b) => vec![b],
+            Ref::Tensor(_) => vec![],
+            Ref::View(v) => match &self.view(v).kind {
+                ViewKind::Window { of, .. } => self.root_buffers(*of),
+                ViewKind::Select { of } => of.clone(),
+            },
+        }
+    }
+
+    /// The blocks directly inside a control op (empty for other ops).
+    pub fn blocks(&self, id: OpId) -> Vec<&Block> {
+        match &self.op(id).kind {
+            OpKind::For { body, .. } | OpKind::While { body, .. } => vec![body],
+            OpKind::If { then, els, .. } => {
+                let mut v = vec![then];
+                v.extend(els.iter());
+                v
+            }
+            _ => vec![],
+        }
+    }
+
+    /// The name of a loop variable, for printing expressions.
+    pub fn var_name(&self, v: VarId) -> String {
+        self.vars[v.index()].name.clone()
+    }
+}
+
+impl OpKind {
+    /// The op's YAML key (`load`, `vadd`, `for`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Load { .. } => "load",
+            OpKind::Store { .. } => "store",
+            OpKind::Copy { .. } => "copy",
+            OpKind::Fixpipe { .. } => "fixpipe",
+            OpKind::Mmad(_) => "mmad",
+            OpKind::MmadL1(_) => "mmad_l1",
+            OpKind::Vector(v) => v.op.name(),
+            OpKind::Sload { .. } => "sload",
+            OpKind::Sstore { .. } => "sstore",
+            OpKind::Scalar { .. } => "scalar",
+            OpKind::Use { .. } => "use",
+            OpKind::SetFlag { .. } => "set_flag",
+            OpKind::WaitFlag { .. } => "wait_flag",
+            OpKind::Barrier(_) => "barrier",
+            OpKind::For { .. } => "for",
+            OpKind::If { .. } => "if",
+            OpKind::While { .. } => "while",
+        }
+    }
+
+    /// Operands the op reads, in field order.
+    pub fn reads(&self) -> Vec<&Operand> {
+        match self {
+            OpKind::Load { src, .. } | OpKind::Store { src, .. } | OpKind::Copy { src, .. } => {
+                vec![src]
+            }
+            OpKind::Fixpipe { src, quant, .. } => {
+                let mut v = vec![src];
+                if let Quant::Tensor(q) = quant {
+                    v.push(q);
+                }
+                v
+            }
+            OpKind::Mmad(m) | OpKind::MmadL1(m) => {
+                let mut v = vec![&m.a, &m.b];
+                // c is read when the op accumulates (init may be false)
+                if m.init.as_const().is_none_or(|i| i == 0) {
+                    v.push(&m.c);
+                }
+                v.extend(m.bias.iter());
+                v
+            }
+            OpKind::Vector(v) => v.ins.iter().collect(),
+            OpKind::Sload { src } => vec![src],
+            OpKind::Use { operands } => operands.iter().collect(),
+            _ => vec![],
+        }
+    }
+
+    /// Operands the op writes, in field order (a vector op's `tmp` counts as written).
+    pub fn writes(&self) -> Vec<&Operand> {
+        match self {
+            OpKind::Load { dst, .. }
+            | OpKind::Store { dst, .. }
+            | OpKind::Copy { dst, .. }
+            | OpKind::Fixpipe { dst, .. } => vec![dst],
+            OpKind::Mmad(m) | OpKind::MmadL1(m) => vec![&m.c],
+            OpKind::Vector(v) => v.outs.iter().chain(v.tmp.iter()).collect(),
+            OpKind::Sstore { dst } => vec![dst],
+            _ => vec![],
+        }
+    }
+
+    pub fn is_control(&self) -> bool {
+        matches!(
+            self,
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::While { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_op_names_round_trip() {
+        for op in VecOp::ALL {
+            assert_eq!(VecOp::parse(op.name()), Some(op));
+        }
+        assert_eq!(VecOp::parse("vfoo"), None);
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the `sim` crate: one binary, one module per scenario.
+
+mod golden;
+mod load_errors;
