@@ -1,0 +1,401 @@
+//! Chip config loading (DESIGN §2). Each section is read independently so that a problem in
+//! one does not hide problems in another; the cross-checks (paths against cores) run only on
+//! the parts that parsed.
+
+use super::reader::{index, join, suggest, Reader};
+use crate::config::{
+    Config, CoreConfig, CubeConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, VecCost,
+    VectorConfig,
+};
+use crate::program::VecOp;
+use crate::types::{Pipe, Space};
+use crate::yaml::Node;
+
+const TOP_REQUIRED: &[&str] = &[
+    "name",
+    "clock_mhz",
+    "cores",
+    "queue_depth",
+    "scalar",
+    "sync",
+    "paths",
+    "vector",
+    "cube",
+];
+
+pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
+    let f = r.map(root, "", "a chip config", TOP_REQUIRED, &["description"])?;
+    let name = f
+        .get("name")
+        .and_then(|n| r.string(n, "name", "a config name"));
+    if name == Some("") {
+        r.error("name", "the config name is empty");
+    }
+    let description = match f.get("description") {
+        Some(n) => r
+            .string(n, "description", "a description")
+            .map(str::to_string),
+        None => Some(String::new()),
+    };
+    let clock_mhz = f.get("clock_mhz").and_then(|n| r.u32(n, "clock_mhz", true));
+    let cores = f.get("cores").and_then(|n| cores(r, n));
+    let queue_depth = f
+        .get("queue_depth")
+        .and_then(|n| r.u32(n, "queue_depth", true));
+    let scalar = f.get("scalar").and_then(|n| {
+        let g = r.map(
+            n,
+            "scalar",
+            "the scalar unit",
+            &["issue_cycles", "loop_cycles", "branch_cycles"],
+            &[],
+        )?;
+        let issue = g
+            .get("issue_cycles")
+            .and_then(|n| r.u32(n, &g.path("issue_cycles"), false));
+        let lp = g
+            .get("loop_cycles")
+            .and_then(|n| r.u32(n, &g.path("loop_cycles"), false));
+        let br = g
+            .get("branch_cycles")
+            .and_then(|n| r.u32(n, &g.path("branch_cycles"), false));
+        Some(ScalarConfig {
+            issue_cycles: issue?,
+            loop_cycles: lp?,
+            branch_cycles: br?,
+        })
+    });
+    let sync = f.get("sync").and_then(|n| {
+        let g = r.map(n, "sync", "sync", &["event_ids", "flag_latency"], &[])?;
+        let ids = g
+            .get("event_ids")
+            .and_then(|n| r.u32(n, &g.path("event_ids"), true));
+        let lat = g
+            .get("flag_latency")
+            .and_then(|n| r.u32(n, &g.path("flag_latency"), false));
+        Some(SyncConfig {
+            event_ids: ids?,
+            flag_latency: lat?,
+        })
+    });
+    let paths = f.get("paths").and_then(|n| paths(r, n, cores.as_deref()));
+    let vector = f.get("vector").and_then(|n| vector(r, n));
+    let cube = f.get("cube").and_then(|n| {
+        let g = r.map(
+            n,
+            "cube",
+            "the cube unit",
+            &["fractal_m", "fractal_n", "fractal_k_bytes", "startup"],
+            &[],
+        )?;
+        let m = g
+            .get("fractal_m")
+            .and_then(|n| r.u32(n, &g.path("fractal_m"), true));
+        let nn = g
+            .get("fractal_n")
+            .and_then(|n| r.u32(n, &g.path("fractal_n"), true));
+        let k = g
+            .get("fractal_k_bytes")
+            .and_then(|n| r.u32(n, &g.path("fractal_k_bytes"), true));
+        let s = g
+            .get("startup")
+            .and_then(|n| r.u32(n, &g.path("startup"), false));
+        Some(CubeConfig {
+            fractal_m: m?,
+            fractal_n: nn?,
+            fractal_k_bytes: k?,
+            startup: s?,
+        })
+    });
+    Some(Config {
+        name: name?.to_string(),
+        description: description?,
+        clock_mhz: clock_mhz?,
+        cores: cores?,
+        queue_depth: queue_depth?,
+        scalar: scalar?,
+        sync: sync?,
+        paths: paths?,
+        vector: vector?,
+        cube: cube?,
+    })
+}
+
+fn cores(r: &mut Reader, node: &Node) -> Option<Vec<CoreConfig>> {
+    let entries = r.entries(node, "cores", "core types")?;
+    if entries.is_empty() {
+        r.error("cores", "the config declares no core types");
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (name, n) in entries {
+        match core(r, name, n) {
+            Some(c) => out.push(c),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
+    let path = join("cores", name);
+    let f = r.map(node, &path, "a core type", &["scopes", "pipes"], &[])?;
+    let before = r.count();
+    let mut scopes = Vec::new();
+    if let Some(n) = f.get("scopes") {
+        let spath = f.path("scopes");
+        for (sname, sn) in r.entries(n, &spath, "scopes").unwrap_or(&[]) {
+            let p = join(&spath, sname);
+            let space = match Space::parse(sname) {
+                Some(Space::Gm) => {
+                    r.error_hint(
+                        &p,
+                        "gm is not an on-chip scope",
+                        Some("global memory always exists; list only on-chip scopes".into()),
+                    );
+                    None
+                }
+                Some(s) => Some(s),
+                None => {
+                    let names: Vec<&str> = Space::ON_CHIP.iter().map(|s| s.yaml_name()).collect();
+                    let hint = suggest(sname, &names);
+                    r.error_hint(&p, format!("unknown scope \"{sname}\""), hint);
+                    None
+                }
+            };
+            let Some(g) = r.map(sn, &p, "a scope", &["bytes", "align"], &[]) else {
+                continue;
+            };
+            let bytes = g
+                .get("bytes")
+                .and_then(|n| r.u64(n, &g.path("bytes"), true));
+            let align = g
+                .get("align")
+                .and_then(|n| r.u64(n, &g.path("align"), true));
+            if let Some(a) = align {
+                if !a.is_power_of_two() {
+                    let lower = 1u64 << (63 - a.leading_zeros());
+                    r.error_hint(
+                        &g.path("align"),
+                        format!("alignment {a} is not a power of two"),
+                        Some(format!("use {lower} or {}", lower * 2)),
+                    );
+                }
+            }
+            if let (Some(space), Some(bytes), Some(align)) = (space, bytes, align) {
+                scopes.push(ScopeConfig {
+                    space,
+                    bytes,
+                    align,
+                });
+            }
+        }
+    }
+    let mut pipes = Vec::new();
+    if let Some(n) = f.get("pipes") {
+        let ppath = f.path("pipes");
+        for (i, pn) in r
+            .seq(n, &ppath, "pipe names")
+            .unwrap_or(&[])
+            .iter()
+            .enumerate()
+        {
+            let p = index(&ppath, i);
+            let Some(s) = r.string(pn, &p, "a pipe name") else {
+                continue;
+            };
+            match Pipe::parse(s) {
+                Some(pipe) if pipes.contains(&pipe) => {
+                    r.error(&p, format!("pipe \"{s}\" is listed twice"));
+                }
+                Some(pipe) => pipes.push(pipe),
+                None => {
+                    let hint = suggest(s, &Pipe::yaml_names());
+                    r.error_hint(&p, format!("unknown pipe \"{s}\""), hint);
+                }
+            }
+        }
+        if r.count() == before && !pipes.contains(&Pipe::S) {
+            r.error_hint(
+                &ppath,
+                format!("core {name} has no scalar pipe s"),
+                Some("every core issues its instructions from the scalar unit; add s".into()),
+            );
+        }
+    }
+    (r.count() == before).then(|| CoreConfig {
+        name: name.to_string(),
+        scopes,
+        pipes,
+    })
+}
+
+fn space_name(r: &mut Reader, node: &Node, path: &str) -> Option<Space> {
+    let s = r.string(node, path, "a memory space name")?;
+    match Space::parse(s) {
+        Some(sp) => Some(sp),
+        None => {
+            let hint = suggest(s, &Space::yaml_names());
+            r.error_hint(path, format!("unknown scope \"{s}\""), hint);
+            None
+        }
+    }
+}
+
+fn paths(r: &mut Reader, node: &Node, cores: Option<&[CoreConfig]>) -> Option<Vec<PathConfig>> {
+    let items = r.seq(node, "paths", "data paths")?;
+    let before = r.count();
+    let mut out: Vec<PathConfig> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = index("paths", i);
+        let Some(f) = r.map(
+            item,
+            &p,
+            "a data path",
+            &["from", "to", "pipe", "bytes_per_cycle", "startup"],
+            &[],
+        ) else {
+            continue;
+        };
+        let from = f
+            .get("from")
+            .and_then(|n| space_name(r, n, &f.path("from")));
+        let to = f.get("to").and_then(|n| space_name(r, n, &f.path("to")));
+        let pipe = f.get("pipe").and_then(|n| {
+            let s = r.string(n, &f.path("pipe"), "a pipe name")?;
+            let pipe = Pipe::parse(s);
+            if pipe.is_none() {
+                let hint = suggest(s, &Pipe::yaml_names());
+                r.error_hint(&f.path("pipe"), format!("unknown pipe \"{s}\""), hint);
+            }
+            pipe
+        });
+        let bpc = f
+            .get("bytes_per_cycle")
+            .and_then(|n| r.u32(n, &f.path("bytes_per_cycle"), true));
+        let startup = f
+            .get("startup")
+            .and_then(|n| r.u32(n, &f.path("startup"), false));
+        let (Some(from), Some(to), Some(pipe), Some(bpc), Some(startup)) =
+            (from, to, pipe, bpc, startup)
+        else {
+            continue;
+        };
+        if out.iter().any(|q| q.from == from && q.to == to) {
+            r.error(
+                &p,
+                format!(
+                    "a second path from {} to {}",
+                    from.yaml_name(),
+                    to.yaml_name()
+                ),
+            );
+            continue;
+        }
+        if let Some(cores) = cores {
+            let has = |c: &CoreConfig, s: Space| s == Space::Gm || c.scope(s).is_some();
+            let with_scopes: Vec<&CoreConfig> = cores
+                .iter()
+                .filter(|c| has(c, from) && has(c, to))
+                .collect();
+            if with_scopes.is_empty() {
+                r.error(
+                    &p,
+                    format!(
+                        "no core has both {} and {} for the path {} -> {}",
+                        from.yaml_name(),
+                        to.yaml_name(),
+                        from.yaml_name(),
+                        to.yaml_name()
+                    ),
+                );
+            } else if !with_scopes.iter().any(|c| c.has_pipe(pipe)) {
+                let names: Vec<&str> = with_scopes.iter().map(|c| c.name.as_str()).collect();
+                r.error_hint(
+                    &f.path("pipe"),
+                    format!(
+                        "path {} -> {} runs on pipe {}, which core {} does not have",
+                        from.yaml_name(),
+                        to.yaml_name(),
+                        pipe.yaml_name(),
+                        names.join(" or ")
+                    ),
+                    Some(format!(
+                        "add {} to the pipes of core {}, or use one of its pipes",
+                        pipe.yaml_name(),
+                        names[0]
+                    )),
+                );
+            }
+        }
+        out.push(PathConfig {
+            from,
+            to,
+            pipe,
+            bytes_per_cycle: bpc,
+            startup,
+        });
+    }
+    (r.count() == before).then_some(out)
+}
+
+fn vec_cost(r: &mut Reader, node: &Node, path: &str) -> Option<VecCost> {
+    let f = r.map(
+        node,
+        path,
+        "a vector cost",
+        &["cycles_per_repeat", "startup"],
+        &[],
+    )?;
+    let c = f
+        .get("cycles_per_repeat")
+        .and_then(|n| r.u32(n, &f.path("cycles_per_repeat"), false));
+    let s = f
+        .get("startup")
+        .and_then(|n| r.u32(n, &f.path("startup"), false));
+    Some(VecCost {
+        cycles_per_repeat: c?,
+        startup: s?,
+    })
+}
+
+fn vector(r: &mut Reader, node: &Node) -> Option<VectorConfig> {
+    let f = r.map(
+        node,
+        "vector",
+        "the vector unit",
+        &["repeat_bytes", "default"],
+        &["ops"],
+    )?;
+    let before = r.count();
+    let repeat = f
+        .get("repeat_bytes")
+        .and_then(|n| r.u32(n, &f.path("repeat_bytes"), true));
+    let default = f
+        .get("default")
+        .and_then(|n| vec_cost(r, n, &f.path("default")));
+    let mut ops = Vec::new();
+    if let Some(n) = f.get("ops") {
+        let opath = f.path("ops");
+        let names: Vec<&str> = VecOp::ALL.iter().map(|o| o.name()).collect();
+        for (name, cn) in r.entries(n, &opath, "vector op costs").unwrap_or(&[]) {
+            let p = join(&opath, name);
+            if VecOp::parse(name).is_none() {
+                let hint = suggest(name, &names);
+                r.error_hint(&p, format!("unknown vector op \"{name}\""), hint);
+                continue;
+            }
+            if let Some(c) = vec_cost(r, cn, &p) {
+                ops.push((name.clone(), c));
+            }
+        }
+    }
+    ops.sort_by(|a, b| a.0.cmp(&b.0));
+    (r.count() == before).then_some(())?;
+    Some(VectorConfig {
+        repeat_bytes: repeat?,
+        default: default?,
+        ops,
+    })
+}

@@ -1,0 +1,1114 @@
+//! Leaf ops and operands (DESIGN §3 op table, §4 checks). Each builder reads every field before
+//! giving up, so one op reports all of its problems; the read-before-write walk runs on each op
+//! as it is built, which is program order because blocks are read in order.
+
+use super::operand::{bounds, const_difference, parse_operand, OperandError, RawIndex};
+use super::program::{resolve_value, Entity, Loader, Note};
+use super::reader::{index, show, suggest, Fields};
+use crate::expr::Expr;
+use crate::ids::{BufferId, OpId};
+use crate::program::{
+    BarrierTarget, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp, VectorOp,
+    ViewKind,
+};
+use crate::types::{Pipe, Space};
+use crate::yaml::Node;
+
+use super::program::Ctx;
+
+const LEAF_OPS: &[&str] = &[
+    "load",
+    "store",
+    "copy",
+    "fixpipe",
+    "mmad",
+    "mmad_l1",
+    "sload",
+    "sstore",
+    "scalar",
+    "use",
+    "set_flag",
+    "wait_flag",
+    "barrier",
+];
+
+pub(super) fn is_op(key: &str) -> bool {
+    LEAF_OPS.contains(&key) || matches!(key, "for" | "while" | "if") || VecOp::parse(key).is_some()
+}
+
+/// Every op key, for did-you-mean.
+pub(super) fn op_names() -> Vec<&'static str> {
+    let mut v: Vec<&str> = LEAF_OPS.to_vec();
+    v.extend(["for", "while", "if"]);
+    v.extend(VecOp::ALL.iter().map(|o| o.name()));
+    v
+}
+
+type Built = Option<(OpKind, Option<Pipe>)>;
+
+impl Loader<'_, '_> {
+    pub(super) fn leaf_op(
+        &mut self,
+        key: &str,
+        value: &Node,
+        path: &str,
+        ctx: Ctx,
+    ) -> Option<OpId> {
+        self.operand_paths.clear();
+        self.touched.clear();
+        let before = self.r.count();
+        let opath = super::reader::join(path, key);
+        let built = match key {
+            "load" | "store" | "copy" => self.move_op(key, value, &opath),
+            "fixpipe" => self.fixpipe(value, &opath),
+            "mmad" => self.mmad(false, value, &opath),
+            "mmad_l1" => self.mmad(true, value, &opath),
+            "sload" | "sstore" => self.scalar_access(key, value, &opath),
+            "scalar" => self.scalar_op(value, &opath),
+            "use" => self.use_op(value, &opath),
+            "set_flag" | "wait_flag" => self.flag_op(key, value, &opath),
+            "barrier" => self.barrier(value, &opath),
+            _ => match VecOp::parse(key) {
+                Some(op) => self.vector(op, value, &opath),
+                None => None,
+            },
+        };
+        match built {
+            Some((kind, pipe)) if self.r.count() == before => {
+                self.check_reads_and_writes(&kind, &opath);
+                self.ops.push(Op {
+                    kind,
+                    path: path.to_string(),
+                    pipe,
+                    loop_parent: ctx.loop_parent,
+                    parent: ctx.parent,
+                });
+                Some(OpId::new(self.ops.len() - 1))
+            }
+            _ => {
+                // a rejected op may still have meant to write what it names: do not follow it
+                // with "read before written" errors that only repeat this one
+                for b in std::mem::take(&mut self.touched) {
+                    self.written[b.index()] = true;
+                }
+                None
+            }
+        }
+    }
+
+    // ----- operands ------------------------------------------------------------------------
+
+    pub(super) fn roots(&self, r: Ref) -> Vec<BufferId> {
+        match r {
+            Ref::Buffer(b) => vec![b],
+            Ref::Tensor(_) => vec![],
+            Ref::View(v) => match &self.views[v.index()].kind {
+                ViewKind::Window { of, .. } => self.roots(*of),
+                ViewKind::Select { of } => of.clone(),
+            },
+        }
+    }
+
+    fn base_shape(&self, r: Ref) -> &[u64] {
+        match r {
+            Ref::Buffer(b) => &self.buffers[b.index()].shape,
+            Ref::View(v) => &self.views[v.index()].shape,
+            Ref::Tensor(t) => &self.tensors[t.index()].shape,
+        }
+    }
+
+    /// Dimensions left after indexing (an `At` index drops its dimension).
+    fn rank(&self, o: &Operand) -> usize {
+        let at = o
+            .indices
+            .iter()
+            .filter(|i| matches!(i, Index::At(_)))
+            .count();
+        self.base_shape(o.base).len() - at
+    }
+
+    pub(super) fn operand(&mut self, node: &Node, path: &str) -> Option<Operand> {
+        let text = self
+            .r
+            .string(
+                node,
+                path,
+                "an operand (a string such as \"xb\" or \"x[t, 0:n]\")",
+            )?
+            .to_string();
+        self.operand_paths.push((text.clone(), path.to_string()));
+        if !self.simple_enough(&text, path) {
+            return None;
+        }
+        let mut note = Note::default();
+        let raw = {
+            let scopes = &self.scopes;
+            parse_operand(&text, &mut |n| resolve_value(scopes, n, true, &mut note))
+        };
+        if note.tainted {
+            return None;
+        }
+        let raw = match raw {
+            Ok(r) => r,
+            Err(OperandError::Syntax(m)) => {
+                self.r.error_hint(
+                    path,
+                    format!("bad operand \"{text}\": {m}"),
+                    Some("operands are name, name[i, a:b, :] or name@k".into()),
+                );
+                return None;
+            }
+            Err(OperandError::Expr(e)) => {
+                self.report_expr_error(&text, path, e, note, true);
+                return None;
+            }
+        };
+        let name = raw.name.as_str();
+        let (base, space, dtype, multi) = match self.lookup(name).map(|n| n.entity) {
+            Some(Entity::Buffer(b)) => {
+                let x = &self.buffers[b.index()];
+                (Ref::Buffer(b), x.scope, x.dtype, Some(x.multi))
+            }
+            Some(Entity::View(v)) => {
+                let x = &self.views[v.index()];
+                (Ref::View(v), x.scope, x.dtype, None)
+            }
+            Some(Entity::Tensor(t)) => {
+                let x = &self.tensors[t.index()];
+                (Ref::Tensor(t), Space::Gm, x.dtype, None)
+            }
+            Some(Entity::Invalid) => return None,
+            Some(e) => {
+                self.r.error(
+                    path,
+                    format!(
+                        "\"{name}\" is {}, not a buffer or tensor (in operand \"{text}\")",
+                        e.kind()
+                    ),
+                );
+                return None;
+            }
+            None => {
+                let cands = self.names_where(|e| {
+                    matches!(e, Entity::Buffer(_) | Entity::View(_) | Entity::Tensor(_))
+                });
+                let hint = suggest(name, &cands);
+                self.r
+                    .error_hint(path, format!("unknown buffer \"{name}\""), hint);
+                return None;
+            }
+        };
+        let roots = self.roots(base);
+        self.touched.extend(roots);
+        let shape = self.base_shape(base).to_vec();
+        let shape_text = format!("{name} has shape {shape:?}");
+        if raw.indices.len() > shape.len() {
+            self.r.error_hint(
+                path,
+                format!(
+                    "operand \"{text}\" has {} indices but {name} has rank {}",
+                    raw.indices.len(),
+                    shape.len()
+                ),
+                Some(shape_text),
+            );
+            return None;
+        }
+        let mut ok = true;
+        let mut elements = Some(1u64);
+        let mut indices = Vec::new();
+        let written = raw.indices.len();
+        for (d, idx) in raw.indices.into_iter().enumerate() {
+            let extent = shape[d] as i64;
+            let mut oob = |l: &mut Self, what: String| {
+                l.r.error_hint(
+                    path,
+                    format!(
+                        "{what} is out of bounds for dimension {d} of {name} (extent {extent}) in \"{text}\""
+                    ),
+                    Some(shape_text.clone()),
+                );
+                ok = false;
+            };
+            match idx {
+                RawIndex::At(e) => {
+                    if let Some((lo, hi)) = bounds(&e, &self.ranges) {
+                        if lo < 0 || hi >= extent {
+                            let what = self.reach("index", &e, if lo < 0 { lo } else { hi });
+                            oob(self, what);
+                        }
+                    }
+                    indices.push(Index::At(e));
+                }
+                RawIndex::Slice(s, e) => {
+                    let s = s.unwrap_or(Expr::Const(0));
+                    let e = e.unwrap_or(Expr::Const(extent));
+                    let sb = bounds(&s, &self.ranges);
+                    let eb = bounds(&e, &self.ranges);
+                    let mut reported = false;
+                    if let Some((lo, _)) = sb.filter(|b| b.0 < 0) {
+                        let what = self.reach("slice start", &s, lo);
+                        oob(self, what);
+                        reported = true;
+                    }
+                    if let Some((_, hi)) = eb.filter(|b| b.1 > extent) {
+                        let what = self.reach("slice end", &e, hi);
+                        oob(self, what);
+                        reported = true;
+                    }
+                    let backwards = match const_difference(&e, &s) {
+                        Some(n) => {
+                            // bounds of a loop expression may be unknown; its length is not
+                            if n > extent && !reported {
+                                oob(self, format!("slice length {n}"));
+                            }
+                            elements = elements.and_then(|x| x.checked_mul(n.max(0) as u64));
+                            n < 0
+                        }
+                        None => {
+                            elements = None;
+                            matches!((sb, eb), (Some(a), Some(b)) if a.0 > b.1)
+                        }
+                    };
+                    if backwards {
+                        let msg = format!(
+                            "slice start {} is after its end {} in dimension {d} of {name} (in \"{text}\")",
+                            self.show_expr(&s),
+                            self.show_expr(&e)
+                        );
+                        self.r.error_hint(
+                            path,
+                            msg,
+                            Some("a slice a:b is the half-open range [a, b) with a <= b".into()),
+                        );
+                        ok = false;
+                    }
+                    indices.push(Index::Slice { start: s, end: e });
+                }
+            }
+        }
+        for extent in &shape[written..] {
+            elements = elements.and_then(|x| x.checked_mul(*extent));
+        }
+        let slot = match raw.slot {
+            None => None,
+            Some(k) => {
+                match multi {
+                    None => {
+                        let kind = if matches!(base, Ref::View(_)) {
+                            "a view"
+                        } else {
+                            "a gm tensor"
+                        };
+                        self.r.error_hint(
+                            path,
+                            format!("\"{text}\": @ selects a slot of a multi-buffer, but {name} is {kind}"),
+                            Some(format!("drop @{}", self.show_expr(&k))),
+                        );
+                        ok = false;
+                    }
+                    Some(m) => {
+                        if let Some((lo, hi)) = bounds(&k, &self.ranges) {
+                            if lo < 0 || hi >= m as i64 {
+                                let bad = if lo < 0 { lo } else { hi };
+                                if m == 1 {
+                                    self.r.error_hint(
+                                        path,
+                                        format!("\"{text}\": {name} is not a multi-buffer, so slot @{bad} does not exist"),
+                                        Some(format!("declare {name} with multi: N (N >= 2), or drop @")),
+                                    );
+                                } else {
+                                    self.r.error_hint(
+                                        path,
+                                        format!("\"{text}\": slot @{bad} is out of range: {name} has {m} slots"),
+                                        Some(format!("slots are @0 to @{}", m - 1)),
+                                    );
+                                }
+                                ok = false;
+                            }
+                        }
+                    }
+                }
+                Some(k)
+            }
+        };
+        ok.then_some(Operand {
+            text,
+            base,
+            slot,
+            indices,
+            space,
+            dtype,
+            elements,
+        })
+    }
+
+    /// "index 16" for a constant, "index t + 1 (can reach 16)" for a loop expression.
+    fn reach(&self, what: &str, e: &Expr, value: i64) -> String {
+        match e.as_const() {
+            Some(_) => format!("{what} {value}"),
+            None => format!("{what} {} (can reach {value})", self.show_expr(e)),
+        }
+    }
+
+    fn operand_field(&mut self, f: &Fields, key: &str) -> Option<Operand> {
+        f.get(key).and_then(|n| self.operand(n, &f.path(key)))
+    }
+
+    fn operand_list(&mut self, node: &Node, path: &str) -> Option<Vec<Operand>> {
+        let items = self.r.seq(node, path, "operands")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, n) in items.iter().enumerate() {
+            match self.operand(n, &index(path, i)) {
+                Some(o) => out.push(o),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// The path of an operand by its text within the op being built.
+    fn operand_path(&self, o: &Operand, opath: &str) -> String {
+        self.operand_paths
+            .iter()
+            .find(|(t, _)| *t == o.text)
+            .map_or_else(|| opath.to_string(), |(_, p)| p.clone())
+    }
+
+    // ----- checks shared by ops ------------------------------------------------------------
+
+    fn check_reads_and_writes(&mut self, kind: &OpKind, opath: &str) {
+        // the brief: skip c when init is not constant (the op may or may not accumulate)
+        let skip: Option<*const Operand> = match kind {
+            OpKind::Mmad(m) | OpKind::MmadL1(m) if m.init.as_const().is_none() => Some(&m.c),
+            _ => None,
+        };
+        for o in kind.reads() {
+            if skip == Some(o as *const Operand) {
+                continue;
+            }
+            for b in self.roots(o.base) {
+                if self.written[b.index()] {
+                    continue;
+                }
+                // report once per buffer
+                self.written[b.index()] = true;
+                let name = self.buffers[b.index()].name.clone();
+                let via = match o.base {
+                    Ref::View(v) => format!(" (through view {})", self.views[v.index()].name),
+                    _ => String::new(),
+                };
+                let path = self.operand_path(o, opath);
+                self.r.error_hint(
+                    &path,
+                    format!(
+                        "read before first write: {} reads buffer \"{name}\"{via}, which no earlier op writes",
+                        kind.name()
+                    ),
+                    Some(format!("write {name} first (load, copy, a vector op, ...) or do not read it here")),
+                );
+            }
+        }
+        for o in kind.writes() {
+            for b in self.roots(o.base) {
+                self.written[b.index()] = true;
+            }
+        }
+    }
+
+    fn need_space(&mut self, o: &Operand, want: &[Space], path: &str, what: &str) -> bool {
+        if want.contains(&o.space) {
+            return true;
+        }
+        let names: Vec<&str> = want.iter().map(|s| s.yaml_name()).collect();
+        self.r.error(
+            path,
+            format!(
+                "{what} must be in {}; \"{}\" is in {}",
+                names.join(" or "),
+                o.text,
+                o.space.yaml_name()
+            ),
+        );
+        false
+    }
+
+    /// The pipe of the config path `from -> to`, which must also be a pipe of the core.
+    fn move_pipe(&mut self, from: Space, to: Space, path: &str) -> Option<Pipe> {
+        let (f, t) = (from.yaml_name(), to.yaml_name());
+        let Some(p) = self.config.path(from, to) else {
+            let out: Vec<String> = self
+                .config
+                .paths
+                .iter()
+                .filter(|p| p.from == from)
+                .map(|p| format!("{} ({})", p.to.yaml_name(), p.pipe.yaml_name()))
+                .collect();
+            let hint = if out.is_empty() {
+                format!("config {} has no path from {f}", self.config.name)
+            } else {
+                format!("paths from {f} go to: {}", out.join(", "))
+            };
+            self.r.error_hint(
+                path,
+                format!("no path from {f} to {t} in config {}", self.config.name),
+                Some(hint),
+            );
+            return None;
+        };
+        let pipe = p.pipe;
+        self.core_has_pipe(pipe, path, &format!("the path {f} -> {t}"))
+            .then_some(pipe)
+    }
+
+    fn same_size(&mut self, a: &Operand, b: &Operand, path: &str, what: &str) {
+        if let (Some(x), Some(y)) = (a.elements, b.elements) {
+            if x != y {
+                self.r.error(
+                    path,
+                    format!(
+                        "size mismatch in {what}: \"{}\" has {x} elements, \"{}\" has {y}",
+                        a.text, b.text
+                    ),
+                );
+            }
+        }
+    }
+
+    // ----- moves ---------------------------------------------------------------------------
+
+    fn move_op(&mut self, key: &str, value: &Node, opath: &str) -> Built {
+        let optional: &[&str] = if key == "load" { &["layout"] } else { &[] };
+        let f = self.r.map(value, opath, key, &["src", "dst"], optional)?;
+        let src = self.operand_field(&f, "src");
+        let dst = self.operand_field(&f, "dst");
+        let layout = match f.get("layout") {
+            None => Some(Layout::Nd),
+            Some(n) => match self.r.string(n, &f.path("layout"), "a layout (nd or nz)") {
+                Some("nd") => Some(Layout::Nd),
+                Some("nz") => Some(Layout::Nz),
+                Some(other) => {
+                    let hint = suggest(other, &["nd", "nz"]);
+                    self.r.error_hint(
+                        &f.path("layout"),
+                        format!("unknown layout \"{other}\""),
+                        hint,
+                    );
+                    None
+                }
+                None => None,
+            },
+        };
+        let (src, dst, layout) = (src?, dst?, layout?);
+        let (sp, dp) = (f.path("src"), f.path("dst"));
+        let gm = |o: &Operand| o.space == Space::Gm;
+        let spaces_ok = match key {
+            "load" => {
+                let a = self.space_rule(
+                    gm(&src),
+                    &src,
+                    &sp,
+                    "load reads from gm",
+                    "use copy to move data on chip",
+                );
+                let b = self.space_rule(
+                    !gm(&dst),
+                    &dst,
+                    &dp,
+                    "load writes on chip",
+                    "use store to write gm",
+                );
+                a && b
+            }
+            "store" => {
+                let a = self.space_rule(
+                    !gm(&src),
+                    &src,
+                    &sp,
+                    "store reads on-chip data",
+                    "gm to gm moves are not supported",
+                );
+                let b = self.space_rule(
+                    gm(&dst),
+                    &dst,
+                    &dp,
+                    "store writes to gm",
+                    "use copy to move data on chip",
+                );
+                a && b
+            }
+            _ => {
+                let a = self.space_rule(
+                    !gm(&src),
+                    &src,
+                    &sp,
+                    "copy moves data on chip",
+                    "use load to read gm",
+                );
+                let b = self.space_rule(
+                    !gm(&dst),
+                    &dst,
+                    &dp,
+                    "copy moves data on chip",
+                    "use store to write gm",
+                );
+                a && b
+            }
+        };
+        if src.dtype != dst.dtype {
+            self.r.error_hint(
+                opath,
+                format!(
+                    "dtype mismatch in {key}: \"{}\" is {}, \"{}\" is {}",
+                    src.text, src.dtype, dst.text, dst.dtype
+                ),
+                Some("moves do not convert; use vcast in UB or fixpipe from L0C".into()),
+            );
+        }
+        self.same_size(&src, &dst, opath, key);
+        if !spaces_ok {
+            return None;
+        }
+        let pipe = self.move_pipe(src.space, dst.space, &dp)?;
+        let kind = match key {
+            "load" => OpKind::Load { src, dst, layout },
+            "store" => OpKind::Store { src, dst },
+            _ => OpKind::Copy { src, dst },
+        };
+        Some((kind, Some(pipe)))
+    }
+
+    fn space_rule(&mut self, ok: bool, o: &Operand, path: &str, rule: &str, hint: &str) -> bool {
+        if !ok {
+            self.r.error_hint(
+                path,
+                format!("{rule}; \"{}\" is in {}", o.text, o.space.yaml_name()),
+                Some(hint.to_string()),
+            );
+        }
+        ok
+    }
+
+    fn fixpipe(&mut self, value: &Node, opath: &str) -> Built {
+        let f = self
+            .r
+            .map(value, opath, "fixpipe", &["src", "dst"], &["quant", "relu"])?;
+        let src = self.operand_field(&f, "src");
+        let dst = self.operand_field(&f, "dst");
+        let quant = match f.get("quant") {
+            None | Some(Node::Bool(false)) => Some(Quant::None),
+            Some(Node::Bool(true)) => Some(Quant::Scalar),
+            Some(n @ Node::Str(_)) => {
+                let q = self.operand(n, &f.path("quant"));
+                match q {
+                    Some(q)
+                        if self.need_space(
+                            &q,
+                            &[Space::Fp],
+                            &f.path("quant"),
+                            "fixpipe quant parameters",
+                        ) =>
+                    {
+                        Some(Quant::Tensor(q))
+                    }
+                    _ => None,
+                }
+            }
+            Some(other) => {
+                self.r.error(
+                    &f.path("quant"),
+                    format!(
+                        "expected true, false or an fp operand, found {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let relu = match f.get("relu") {
+            Some(n) => self.r.boolean(n, &f.path("relu")),
+            None => Some(false),
+        };
+        let (src, dst, quant, relu) = (src?, dst?, quant?, relu?);
+        let a = self.need_space(&src, &[Space::L0c], &f.path("src"), "fixpipe src");
+        let b = self.need_space(&dst, &[Space::Gm, Space::L1], &f.path("dst"), "fixpipe dst");
+        self.same_size(&src, &dst, opath, "fixpipe");
+        if !(a && b) {
+            return None;
+        }
+        let pipe = self.move_pipe(Space::L0c, dst.space, &f.path("dst"))?;
+        Some((
+            OpKind::Fixpipe {
+                src,
+                dst,
+                quant,
+                relu,
+            },
+            Some(pipe),
+        ))
+    }
+
+    // ----- cube ----------------------------------------------------------------------------
+
+    fn mmad(&mut self, l1: bool, value: &Node, opath: &str) -> Built {
+        let name = if l1 { "mmad_l1" } else { "mmad" };
+        let optional: &[&str] = if l1 { &[] } else { &["bias"] };
+        let f = self.r.map(
+            value,
+            opath,
+            name,
+            &["a", "b", "c", "m", "n", "k", "init"],
+            optional,
+        )?;
+        let a = self.operand_field(&f, "a");
+        let b = self.operand_field(&f, "b");
+        let c = self.operand_field(&f, "c");
+        let bias = f.get("bias").map(|n| self.operand(n, &f.path("bias")));
+        let dim = |l: &mut Self, key: &str| -> Option<Expr> {
+            let e = f
+                .get(key)
+                .and_then(|n| l.expr(n, &f.path(key), true, false))?;
+            if let Some(v) = e.as_const().filter(|v| *v <= 0) {
+                l.r.error(&f.path(key), format!("{name} {key} = {v} is not positive"));
+                return None;
+            }
+            Some(e)
+        };
+        let (m, n, k) = (dim(self, "m"), dim(self, "n"), dim(self, "k"));
+        let init = f
+            .get("init")
+            .and_then(|n| self.expr(n, &f.path("init"), true, true));
+        let (a, b, c, m, n, k, init) = (a?, b?, c?, m?, n?, k?, init?);
+        let bias = match bias {
+            Some(Some(x)) => Some(x),
+            Some(None) => return None,
+            None => None,
+        };
+        let (sa, sb) = if l1 {
+            (Space::L1, Space::L1)
+        } else {
+            (Space::L0a, Space::L0b)
+        };
+        let mut ok = self.need_space(&a, &[sa], &f.path("a"), &format!("{name} a"));
+        ok &= self.need_space(&b, &[sb], &f.path("b"), &format!("{name} b"));
+        ok &= self.need_space(&c, &[Space::L0c], &f.path("c"), &format!("{name} c"));
+        if let Some(x) = &bias {
+            ok &= self.need_space(x, &[Space::Bt], &f.path("bias"), "mmad bias");
+        }
+        if !ok {
+            return None;
+        }
+        let (mc, nc, kc) = (m.as_const(), n.as_const(), k.as_const());
+        let need = |l: &mut Self, o: &Operand, key: &str, dims: &[(&str, Option<i64>)]| {
+            let Some(have) = o.elements else { return };
+            let Some(vals) = dims.iter().map(|d| d.1).collect::<Option<Vec<i64>>>() else {
+                return;
+            };
+            let want = vals
+                .iter()
+                .try_fold(1i64, |p, v| p.checked_mul(*v))
+                .unwrap_or(i64::MAX);
+            if (have as i128) < want as i128 {
+                let names: Vec<&str> = dims.iter().map(|d| d.0).collect();
+                let shown: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
+                l.r.error(
+                    &f.path(key),
+                    format!(
+                        "{name} {key} \"{}\" is too small: {have} elements, but {} = {} needs {want}",
+                        o.text,
+                        names.join(" × "),
+                        shown.join(" × ")
+                    ),
+                );
+            }
+        };
+        need(self, &a, "a", &[("m", mc), ("k", kc)]);
+        need(self, &b, "b", &[("k", kc), ("n", nc)]);
+        need(self, &c, "c", &[("m", mc), ("n", nc)]);
+        if let Some(x) = &bias {
+            need(self, x, "bias", &[("n", nc)]);
+        }
+        let mut pipes_ok = self.core_has_pipe(Pipe::M, opath, name);
+        if l1 {
+            pipes_ok &= self.core_has_pipe(Pipe::Mte1, opath, name);
+            if self.mmad_l1_at.is_none() {
+                self.mmad_l1_at = Some(opath.to_string());
+            }
+        }
+        let mm = Mmad {
+            a,
+            b,
+            c,
+            m,
+            n,
+            k,
+            init,
+            bias,
+        };
+        let kind = if l1 {
+            OpKind::MmadL1(mm)
+        } else {
+            OpKind::Mmad(mm)
+        };
+        pipes_ok.then_some((kind, Some(Pipe::M)))
+    }
+
+    // ----- vector --------------------------------------------------------------------------
+
+    fn vector(&mut self, op: VecOp, value: &Node, opath: &str) -> Built {
+        let name = op.name();
+        let form = op.form();
+        let mut required = vec!["out"];
+        let mut optional = vec!["tmp", "broadcast", "transpose"];
+        if op == VecOp::Vdup {
+            optional.push("ins");
+        } else {
+            required.insert(0, "ins");
+        }
+        match form {
+            VecForm::WithScalar => required.push("scalar"),
+            _ if op == VecOp::Vdup => optional.push("scalar"),
+            VecForm::Reduce => optional.push("dims"),
+            _ => {}
+        }
+        let f = self.r.map(value, opath, name, &required, &optional)?;
+        let before = self.r.count();
+        let ins = match f.get("ins") {
+            Some(n) => self.operand_list(n, &f.path("ins")),
+            None => Some(vec![]),
+        };
+        let outs = match f.get("out") {
+            Some(n) if form == VecForm::Deinterleave => {
+                let outs = self.operand_list(n, &f.path("out"));
+                if let Some(o) = outs.as_ref().filter(|o| o.len() != 2) {
+                    self.r.error(
+                        &f.path("out"),
+                        format!("vdeinterleave writes two outputs, found {}", o.len()),
+                    );
+                }
+                outs
+            }
+            Some(n) => self.operand(n, &f.path("out")).map(|o| vec![o]),
+            None => None,
+        };
+        let tmp = match f.get("tmp") {
+            Some(n) => self.operand(n, &f.path("tmp")).map(Some),
+            None => Some(None),
+        };
+        let scalar = match f.get("scalar") {
+            Some(n) => self.expr(n, &f.path("scalar"), true, false).map(Some),
+            None => Some(None),
+        };
+        let broadcast = self.dims(&f, "broadcast");
+        let dims = self.dims(&f, "dims");
+        let transpose = match f.get("transpose") {
+            Some(n) => self.r.boolean(n, &f.path("transpose")),
+            None => Some(false),
+        };
+        let (ins, outs, tmp, scalar, broadcast, dims, transpose) =
+            (ins?, outs?, tmp?, scalar?, broadcast?, dims?, transpose?);
+        let want = match form {
+            VecForm::Binary | VecForm::Compare => 2,
+            VecForm::Select => 3,
+            _ if op == VecOp::Vdup && scalar.is_some() => 0,
+            _ => 1,
+        };
+        if op == VecOp::Vdup && scalar.is_some() && f.has("ins") {
+            self.r.error_hint(
+                opath,
+                "vdup takes ins: or scalar:, not both",
+                Some("vdup fills out with a scalar, or broadcasts one input".into()),
+            );
+        } else if ins.len() != want {
+            let path = if f.has("ins") {
+                f.path("ins")
+            } else {
+                opath.to_string()
+            };
+            self.r.error(
+                &path,
+                format!(
+                    "{name} takes {want} input{}, found {}",
+                    if want == 1 { "" } else { "s" },
+                    ins.len()
+                ),
+            );
+        }
+        // every vector operand lives in UB
+        let mut all: Vec<(&Operand, String)> = Vec::new();
+        for (i, o) in ins.iter().enumerate() {
+            all.push((o, index(&f.path("ins"), i)));
+        }
+        for (i, o) in outs.iter().enumerate() {
+            let p = if form == VecForm::Deinterleave {
+                index(&f.path("out"), i)
+            } else {
+                f.path("out")
+            };
+            all.push((o, p));
+        }
+        if let Some(t) = &tmp {
+            all.push((t, f.path("tmp")));
+        }
+        for (o, p) in all {
+            if o.space != Space::Ub {
+                self.r.error_hint(
+                    &p,
+                    format!(
+                        "vector operand \"{}\" is in {}; vector ops read and write ub only",
+                        o.text,
+                        o.space.yaml_name()
+                    ),
+                    Some("move the data to a ub buffer first (load or copy)".into()),
+                );
+            }
+        }
+        if self.r.count() == before {
+            self.vector_sizes(op, &ins, &outs, &broadcast, &dims, &f);
+        }
+        let pipe_ok = self.core_has_pipe(Pipe::V, opath, name);
+        (pipe_ok && self.r.count() == before).then_some((
+            OpKind::Vector(VectorOp {
+                op,
+                ins,
+                outs,
+                tmp,
+                scalar,
+                broadcast,
+                transpose,
+                dims,
+            }),
+            Some(Pipe::V),
+        ))
+    }
+
+    fn dims(&mut self, f: &Fields, key: &str) -> Option<Vec<u32>> {
+        let Some(n) = f.get(key) else {
+            return Some(vec![]);
+        };
+        let path = f.path(key);
+        let items = self.r.seq(n, &path, "dimensions")?;
+        let mut out = Vec::new();
+        for (i, d) in items.iter().enumerate() {
+            let v = self.r.u32(d, &index(&path, i), false)?;
+            if out.contains(&v) {
+                self.r
+                    .error(&index(&path, i), format!("dimension {v} is listed twice"));
+                return None;
+            }
+            out.push(v);
+        }
+        Some(out)
+    }
+
+    fn vector_sizes(
+        &mut self,
+        op: VecOp,
+        ins: &[Operand],
+        outs: &[Operand],
+        broadcast: &[u32],
+        dims: &[u32],
+        f: &Fields,
+    ) {
+        let name = op.name();
+        let out = &outs[0];
+        let ipath = |i: usize| index(&f.path("ins"), i);
+        for (key, list, of) in [
+            ("broadcast", broadcast, out),
+            ("dims", dims, ins.first().unwrap_or(out)),
+        ] {
+            let rank = self.rank(of);
+            if let Some(bad) = list.iter().find(|d| **d as usize >= rank) {
+                self.r.error(
+                    &f.path(key),
+                    format!(
+                        "{key} names dimension {bad}, but \"{}\" has rank {rank}",
+                        of.text
+                    ),
+                );
+            }
+        }
+        match op.form() {
+            VecForm::Broadcast => {
+                if let (Some(i), Some(o)) = (ins[0].elements, out.elements) {
+                    if i == 0 || o % i != 0 {
+                        self.r.error(
+                            &f.path("out"),
+                            format!(
+                                "size mismatch in vbrc: output \"{}\" has {o} elements, not a multiple of input \"{}\" ({i})",
+                                out.text, ins[0].text
+                            ),
+                        );
+                    }
+                }
+            }
+            VecForm::Reduce => {
+                if let (Some(i), Some(o)) = (ins[0].elements, out.elements) {
+                    if o == 0 || i % o != 0 {
+                        self.r.error(
+                            &f.path("out"),
+                            format!(
+                                "size mismatch in {name}: input \"{}\" has {i} elements, not a multiple of output \"{}\" ({o})",
+                                ins[0].text, out.text
+                            ),
+                        );
+                    }
+                }
+            }
+            VecForm::Deinterleave => {
+                if let Some(i) = ins[0].elements {
+                    for (k, o) in outs.iter().enumerate() {
+                        if let Some(n) = o.elements.filter(|n| n * 2 != i) {
+                            self.r.error(
+                                &index(&f.path("out"), k),
+                                format!(
+                                    "size mismatch in vdeinterleave: output \"{}\" has {n} elements, half of input \"{}\" is {}",
+                                    o.text,
+                                    ins[0].text,
+                                    i as f64 / 2.0
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+            // vdup broadcasts its one value (an input element or the scalar) to all of out
+            _ if broadcast.is_empty() && op != VecOp::Vdup => {
+                let Some(o) = out.elements else { return };
+                for (i, x) in ins.iter().enumerate() {
+                    if let Some(n) = x.elements.filter(|n| *n != o) {
+                        self.r.error_hint(
+                            &ipath(i),
+                            format!(
+                                "size mismatch in {name}: input \"{}\" has {n} elements, output \"{}\" has {o}",
+                                x.text, out.text
+                            ),
+                            Some("slice the operands to the same size, or give broadcast: [dims]".into()),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ----- scalar, use, sync ---------------------------------------------------------------
+
+    fn scalar_access(&mut self, key: &str, value: &Node, opath: &str) -> Built {
+        let field = if key == "sload" { "src" } else { "dst" };
+        let f = self.r.map(value, opath, key, &[field], &[])?;
+        let o = self.operand_field(&f, field)?;
+        let kind = if key == "sload" {
+            OpKind::Sload { src: o }
+        } else {
+            OpKind::Sstore { dst: o }
+        };
+        Some((kind, Some(Pipe::S)))
+    }
+
+    fn scalar_op(&mut self, value: &Node, opath: &str) -> Built {
+        let f = self.r.map(value, opath, "scalar", &["cycles"], &[])?;
+        let path = f.path("cycles");
+        let cycles = self.expr(f.get("cycles")?, &path, true, false)?;
+        if let Some(c) = cycles.as_const().filter(|c| *c < 0) {
+            self.r
+                .error(&path, format!("scalar cycles {c} is negative"));
+            return None;
+        }
+        Some((OpKind::Scalar { cycles }, Some(Pipe::S)))
+    }
+
+    fn use_op(&mut self, value: &Node, opath: &str) -> Built {
+        let operands = self.operand_list(value, opath)?;
+        Some((OpKind::Use { operands }, None))
+    }
+
+    fn auto_sync_error(&mut self, key: &str, opath: &str) {
+        if self.sync == crate::program::SyncMode::Auto {
+            self.r.error_hint(
+                opath,
+                format!("hand-written {key} in a sync: auto program"),
+                Some(
+                    "sync: auto inserts synchronisation; remove this op or write sync: manual"
+                        .into(),
+                ),
+            );
+        }
+    }
+
+    fn flag_op(&mut self, key: &str, value: &Node, opath: &str) -> Built {
+        let f = self.r.map(value, opath, key, &["src", "dst", "id"], &[])?;
+        let src = f.get("src").and_then(|n| self.pipe(n, &f.path("src")));
+        let dst = f.get("dst").and_then(|n| self.pipe(n, &f.path("dst")));
+        let id = f
+            .get("id")
+            .and_then(|n| self.expr(n, &f.path("id"), true, false));
+        self.auto_sync_error(key, opath);
+        let (src, dst, id) = (src?, dst?, id?);
+        if src == dst {
+            self.r.error_hint(
+                opath,
+                format!("{key} from pipe {} to itself", src.yaml_name()),
+                Some(format!(
+                    "order instructions on one pipe with barrier: {}",
+                    src.yaml_name()
+                )),
+            );
+            return None;
+        }
+        let n = self.config.sync.event_ids as i64;
+        if let Some((lo, hi)) = bounds(&id, &self.ranges) {
+            if lo < 0 || hi >= n {
+                let what = self.reach("flag id", &id, if lo < 0 { lo } else { hi });
+                self.r.error_hint(
+                    &f.path("id"),
+                    format!(
+                        "{what} is outside 0..{n} (event_ids of config {})",
+                        self.config.name
+                    ),
+                    Some(format!("use ids 0 to {}", n - 1)),
+                );
+                return None;
+            }
+        }
+        let (kind, pipe) = if key == "set_flag" {
+            (OpKind::SetFlag { src, dst, id }, src)
+        } else {
+            (OpKind::WaitFlag { src, dst, id }, dst)
+        };
+        Some((kind, Some(pipe)))
+    }
+
+    fn barrier(&mut self, value: &Node, opath: &str) -> Built {
+        let s = self.r.string(value, opath, "a pipe name or all")?;
+        self.auto_sync_error("barrier", opath);
+        if s == "all" {
+            return Some((OpKind::Barrier(BarrierTarget::All), Some(Pipe::S)));
+        }
+        match Pipe::parse(s) {
+            Some(Pipe::S) => {
+                self.r.error_hint(
+                    opath,
+                    "barrier: s orders nothing",
+                    Some("the scalar pipe S executes in order; use barrier: all to wait for every pipe".into()),
+                );
+                None
+            }
+            Some(p) => self
+                .core_has_pipe(p, opath, "barrier")
+                .then_some((OpKind::Barrier(BarrierTarget::Pipe(p)), Some(p))),
+            None => {
+                let mut names = match self.core {
+                    Some(c) => c.pipes.iter().map(|p| p.yaml_name()).collect(),
+                    None => Pipe::yaml_names(),
+                };
+                names.push("all");
+                let hint = suggest(s, &names);
+                self.r
+                    .error_hint(opath, format!("unknown pipe \"{s}\""), hint);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,1520 @@
+//! Program loading (DESIGN §3): params, gm tensors, blocks with their declarations, control
+//! ops, and the whole-program checks. Leaf ops and operands are in [`super::ops`].
+//!
+//! Declarations of a block are processed before its ops and inner blocks, so checking a new
+//! name against the visible scope chain is enough to forbid shadowing everywhere.
+
+use super::reader::{index, join, show, suggest, Fields, Reader};
+use crate::config::{Config, CoreConfig};
+use crate::expr::{self, Expr, ParseError};
+use crate::ids::{BufferId, OpId, TensorId, VarId, ViewId};
+use crate::program::{
+    Block, Buffer, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
+};
+use crate::types::{Dtype, Pipe, Space};
+use crate::yaml::Node;
+
+/// What a declared name stands for. `Invalid` marks a declaration that failed: uses of it are
+/// silently skipped, so one bad declaration does not cascade into many errors.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Entity {
+    Param(i64),
+    Tensor(TensorId),
+    Buffer(BufferId),
+    View(ViewId),
+    Var(VarId),
+    Invalid,
+}
+
+impl Entity {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Entity::Param(_) => "a param",
+            Entity::Tensor(_) => "a gm tensor",
+            Entity::Buffer(_) => "a buffer",
+            Entity::View(_) => "a view",
+            Entity::Var(_) => "a loop variable",
+            Entity::Invalid => "an invalid declaration",
+        }
+    }
+}
+
+pub(super) struct Name {
+    pub name: String,
+    pub entity: Entity,
+    pub path: String,
+}
+
+/// Where an op or declaration sits.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ctx {
+    pub parent: Option<OpId>,
+    pub loop_parent: Option<OpId>,
+}
+
+/// Notes taken while an expression resolves names, reported after the parse.
+#[derive(Default)]
+pub(super) struct Note {
+    pub misuse: Option<String>,
+    pub tainted: bool,
+}
+
+pub(super) fn resolve_value(
+    scopes: &[Vec<Name>],
+    name: &str,
+    vars: bool,
+    note: &mut Note,
+) -> Option<Expr> {
+    match lookup_in(scopes, name).map(|n| n.entity) {
+        Some(Entity::Param(v)) => Some(Expr::Const(v)),
+        Some(Entity::Var(id)) if vars => Some(Expr::Var(id)),
+        Some(Entity::Var(_)) => {
+            note.misuse = Some(format!(
+                "\"{name}\" is a loop variable, but this value must be constant (params only)"
+            ));
+            None
+        }
+        Some(Entity::Invalid) => {
+            note.tainted = true;
+            // any non-zero value: the result is discarded
+            Some(Expr::Const(1))
+        }
+        Some(e) => {
+            note.misuse = Some(format!(
+                "\"{name}\" is {}, not a param or loop variable",
+                e.kind()
+            ));
+            None
+        }
+        None => None,
+    }
+}
+
+fn lookup_in<'s>(scopes: &'s [Vec<Name>], name: &str) -> Option<&'s Name> {
+    scopes
+        .iter()
+        .rev()
+        .find_map(|s| s.iter().find(|n| n.name == name))
+}
+
+const RESERVED: &[&str] = &["min", "max", "true", "false", "all"];
+const OP_SIBLINGS: &[&str] = &["buffers", "views", "body", "then", "else"];
+
+pub(super) struct Loader<'a, 'f> {
+    pub r: &'a mut Reader<'f>,
+    pub config: &'a Config,
+    pub core: Option<&'a CoreConfig>,
+    pub sync: SyncMode,
+    pub params: Vec<(String, i64)>,
+    pub tensors: Vec<Tensor>,
+    pub buffers: Vec<Buffer>,
+    pub views: Vec<View>,
+    pub vars: Vec<Var>,
+    /// Inclusive value range of each loop variable, where it can be bounded.
+    pub ranges: Vec<Option<(i64, i64)>>,
+    pub ops: Vec<Op>,
+    pub scopes: Vec<Vec<Name>>,
+    /// Per buffer: written by an earlier op in program order.
+    pub written: Vec<bool>,
+    /// Per op being parsed: the YAML path of each operand text, and the buffers it touches.
+    pub operand_paths: Vec<(String, String)>,
+    pub touched: Vec<BufferId>,
+    pub mmad_l1_at: Option<String>,
+}
+
+pub(crate) fn program(
+    r: &mut Reader,
+    root: &Node,
+    config: &Config,
+    overrides: &[(String, i64)],
+) -> Option<Program> {
+    let f = r.map(
+        root,
+        "",
+        "a kernel program",
+        &["kernel", "body"],
+        &["core", "sync", "params", "gm", "buffers", "views"],
+    )?;
+    let mut l = Loader {
+        r,
+        config,
+        core: None,
+        sync: SyncMode::Auto,
+        params: Vec::new(),
+        tensors: Vec::new(),
+        buffers: Vec::new(),
+        views: Vec::new(),
+        vars: Vec::new(),
+        ranges: Vec::new(),
+        ops: Vec::new(),
+        scopes: vec![Vec::new()],
+        written: Vec::new(),
+        operand_paths: Vec::new(),
+        touched: Vec::new(),
+        mmad_l1_at: None,
+    };
+    let kernel = f
+        .get("kernel")
+        .and_then(|n| l.r.string(n, "kernel", "a kernel name"))
+        .map(str::to_string);
+    l.core(&f);
+    if let Some(n) = f.get("sync") {
+        match l.r.string(n, "sync", "auto or manual") {
+            Some("auto") => l.sync = SyncMode::Auto,
+            Some("manual") => l.sync = SyncMode::Manual,
+            Some(other) => {
+                let hint = suggest(other, &["auto", "manual"]);
+                l.r.error_hint("sync", format!("unknown sync mode \"{other}\""), hint);
+            }
+            None => {}
+        }
+    }
+    l.params(f.get("params"), overrides);
+    if let Some(n) = f.get("gm") {
+        l.tensors(n);
+    }
+    let top = Ctx {
+        parent: None,
+        loop_parent: None,
+    };
+    l.scopes.push(Vec::new());
+    let mut body = Block::default();
+    if let Some(n) = f.get("buffers") {
+        body.buffers = l.buffers(n, "buffers", top);
+    }
+    if let Some(n) = f.get("views") {
+        body.views = l.views(n, "views", top);
+    }
+    if let Some(n) = f.get("body") {
+        let inner = match n {
+            // `body: { buffers:, views:, body: [...] }`
+            Node::Map(_) => l.block_map(n, "body", top),
+            _ => l.ops_list(n, "body", top),
+        };
+        body.buffers.extend(inner.buffers);
+        body.views.extend(inner.views);
+        body.ops = inner.ops;
+    }
+    l.scopes.pop();
+    l.whole_program_checks();
+    Some(Program {
+        kernel: kernel?,
+        core: l.core?.name.clone(),
+        sync: l.sync,
+        params: l.params,
+        tensors: l.tensors,
+        buffers: l.buffers,
+        views: l.views,
+        vars: l.vars,
+        ops: l.ops,
+        body,
+    })
+}
+
+impl<'a> Loader<'a, '_> {
+    fn core(&mut self, f: &Fields) {
+        let names: Vec<&str> = self.config.cores.iter().map(|c| c.name.as_str()).collect();
+        match f.get("core") {
+            Some(n) => {
+                let Some(name) = self.r.string(n, "core", "a core name") else {
+                    return;
+                };
+                match self.config.core(name) {
+                    Some(c) => {
+                        self.core = Some(c);
+                    }
+                    None => {
+                        let hint = suggest(name, &names);
+                        self.r.error_hint(
+                            "core",
+                            format!("unknown core \"{name}\" in config {}", self.config.name),
+                            hint,
+                        );
+                    }
+                }
+            }
+            None if self.config.cores.len() == 1 => {
+                self.core = Some(&self.config.cores[0]);
+            }
+            None => self.r.error_hint(
+                "",
+                "missing required key \"core\" in a kernel program",
+                Some(format!(
+                    "config {} has several core types ({}); name one with core:",
+                    self.config.name,
+                    names.join(", ")
+                )),
+            ),
+        }
+    }
+
+    // ----- names -------------------------------------------------------------------------
+
+    pub fn lookup(&self, name: &str) -> Option<&Name> {
+        lookup_in(&self.scopes, name)
+    }
+
+    /// Declares `name` in the innermost scope; `false` (and a diagnostic) if it is taken or
+    /// not an identifier. On a clash the earlier declaration stays visible, so later uses
+    /// still resolve and do not repeat the problem.
+    pub fn declare(&mut self, name: &str, entity: Entity, path: &str) -> bool {
+        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            self.r.error_hint(
+                path,
+                format!("\"{name}\" is not a valid name"),
+                Some("names are letters, digits and _, starting with a letter or _".into()),
+            );
+            return false;
+        }
+        if RESERVED.contains(&name) {
+            self.r.error_hint(
+                path,
+                format!("\"{name}\" is a reserved word"),
+                Some(format!(
+                    "{} are reserved; pick another name",
+                    RESERVED.join(", ")
+                )),
+            );
+            return false;
+        }
+        if let Some(prev) = self.lookup(name) {
+            let prev_path = prev.path.clone();
+            self.r.error_hint(
+                path,
+                format!("\"{name}\" is already declared at {prev_path}"),
+                Some(
+                    "params, gm tensors, buffers, views and loop variables share one namespace \
+                     and inner blocks cannot shadow outer names; rename one"
+                        .into(),
+                ),
+            );
+            return false;
+        }
+        self.scopes.last_mut().expect("a scope is open").push(Name {
+            name: name.to_string(),
+            entity,
+            path: path.to_string(),
+        });
+        true
+    }
+
+    /// Names in scope that `pred` accepts, for did-you-mean hints.
+    pub fn names_where(&self, pred: impl Fn(Entity) -> bool) -> Vec<&str> {
+        self.scopes
+            .iter()
+            .flatten()
+            .filter(|n| pred(n.entity))
+            .map(|n| n.name.as_str())
+            .collect()
+    }
+
+    pub fn var_name(&self, v: VarId) -> String {
+        self.vars
+            .get(v.index())
+            .map_or_else(|| v.to_string(), |x| x.name.clone())
+    }
+
+    pub fn show_expr(&self, e: &Expr) -> String {
+        let name = |v: VarId| self.var_name(v);
+        let text = e.display(&name).to_string();
+        text
+    }
+
+    // ----- expressions -------------------------------------------------------------------
+
+    /// An integer expression. `vars`: loop variables may appear (else params only);
+    /// `boolean`: `true`/`false` are accepted as 1/0.
+    pub fn expr(&mut self, node: &Node, path: &str, vars: bool, boolean: bool) -> Option<Expr> {
+        match node {
+            Node::Int(i) => Some(Expr::Const(*i)),
+            Node::Bool(b) if boolean => Some(Expr::Const(*b as i64)),
+            Node::Str(s) => self.expr_text(s, path, vars),
+            other => {
+                let hint = match other {
+                    Node::Float(_) => Some("expressions are integers".to_string()),
+                    Node::Bool(_) => Some("write an integer (1 or 0)".to_string()),
+                    _ => None,
+                };
+                self.r.error_hint(
+                    path,
+                    format!("expected an integer expression, found {}", show(other)),
+                    hint,
+                );
+                None
+            }
+        }
+    }
+
+    fn expr_text(&mut self, src: &str, path: &str, vars: bool) -> Option<Expr> {
+        if !self.simple_enough(src, path) {
+            return None;
+        }
+        let mut note = Note::default();
+        let res = {
+            let scopes = &self.scopes;
+            expr::parse(src, &mut |n| resolve_value(scopes, n, vars, &mut note))
+        };
+        if note.tainted {
+            return None;
+        }
+        match res {
+            Ok(e) => Some(e),
+            Err(e) => {
+                self.report_expr_error(src, path, e, note, vars);
+                None
+            }
+        }
+    }
+
+    /// The expression parser recurses per parenthesis and unary operator; refuse text that
+    /// could exhaust the stack, since no real kernel comes near the limit.
+    pub fn simple_enough(&mut self, src: &str, path: &str) -> bool {
+        let nesting = src
+            .chars()
+            .filter(|c| matches!(c, '(' | '[' | '-' | '!'))
+            .count();
+        if nesting > 256 || src.len() > 8192 {
+            self.r.error(
+                path,
+                format!("expression is too complex ({} characters, {nesting} nesting operators; limits 8192 and 256)", src.len()),
+            );
+            return false;
+        }
+        true
+    }
+
+    pub fn report_expr_error(
+        &mut self,
+        src: &str,
+        path: &str,
+        e: ParseError,
+        note: Note,
+        vars: bool,
+    ) {
+        match e {
+            ParseError::UnknownName { name, .. } => {
+                if let Some(m) = note.misuse {
+                    self.r.error(path, format!("{m} (in \"{src}\")"));
+                } else {
+                    let cands = self.names_where(|e| {
+                        matches!(e, Entity::Param(_)) || (vars && matches!(e, Entity::Var(_)))
+                    });
+                    let hint = suggest(&name, &cands);
+                    self.r.error_hint(
+                        path,
+                        format!("unknown name \"{name}\" in expression \"{src}\""),
+                        hint,
+                    );
+                }
+            }
+            ParseError::Syntax { message, at } => self.r.error(
+                path,
+                format!(
+                    "bad expression \"{src}\": {message} at character {}",
+                    at + 1
+                ),
+            ),
+            ParseError::Eval { error, .. } => {
+                self.r.error(path, format!("expression \"{src}\": {error}"))
+            }
+        }
+    }
+
+    /// A constant integer over params.
+    pub fn const_int(&mut self, node: &Node, path: &str) -> Option<i64> {
+        self.expr(node, path, false, false)?.as_const()
+    }
+
+    fn shape(&mut self, node: &Node, path: &str) -> Option<(Vec<u64>, u64)> {
+        let items = self.r.seq(node, path, "a shape")?;
+        let mut dims = Vec::new();
+        let mut ok = true;
+        for (i, d) in items.iter().enumerate() {
+            let p = index(path, i);
+            match self.const_int(d, &p) {
+                Some(v) if v > 0 => dims.push(v as u64),
+                Some(v) => {
+                    self.r
+                        .error(&p, format!("shape dimension {v} is not positive"));
+                    ok = false;
+                }
+                None => ok = false,
+            }
+        }
+        if !ok {
+            return None;
+        }
+        // at most 2^56 elements, so bytes (elements × up to 64 bits) never overflow
+        let elements = dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(*d).filter(|x| *x < 1 << 56));
+        if elements.is_none() {
+            self.r.error(path, "shape is too large");
+        }
+        Some((dims, elements?))
+    }
+
+    pub fn dtype(&mut self, node: &Node, path: &str) -> Option<Dtype> {
+        let s = self.r.string(node, path, "a dtype")?;
+        let d = Dtype::parse(s);
+        if d.is_none() {
+            let hint = suggest(s, &Dtype::names());
+            self.r
+                .error_hint(path, format!("unknown dtype \"{s}\""), hint);
+        }
+        d
+    }
+
+    pub fn pipe(&mut self, node: &Node, path: &str) -> Option<Pipe> {
+        let s = self.r.string(node, path, "a pipe name")?;
+        let Some(p) = Pipe::parse(s) else {
+            let names: Vec<&str> = match self.core {
+                Some(c) => c.pipes.iter().map(|p| p.yaml_name()).collect(),
+                None => Pipe::yaml_names(),
+            };
+            let hint = suggest(s, &names);
+            self.r
+                .error_hint(path, format!("unknown pipe \"{s}\""), hint);
+            return None;
+        };
+        self.core_has_pipe(p, path, &format!("pipe {}", p.yaml_name()))
+            .then_some(p)
+    }
+
+    /// `true` when the program's core has `pipe` (or the core is unknown).
+    pub fn core_has_pipe(&mut self, pipe: Pipe, path: &str, what: &str) -> bool {
+        let Some(core) = self.core else {
+            return true;
+        };
+        if core.has_pipe(pipe) {
+            return true;
+        }
+        let have: Vec<&str> = core.pipes.iter().map(|p| p.yaml_name()).collect();
+        self.r.error_hint(
+            path,
+            format!(
+                "{what} needs pipe {}, which core {} does not have",
+                pipe.yaml_name(),
+                core.name
+            ),
+            Some(format!("core {} has pipes: {}", core.name, have.join(", "))),
+        );
+        false
+    }
+
+    // ----- params and tensors ------------------------------------------------------------
+
+    fn params(&mut self, node: Option<&Node>, overrides: &[(String, i64)]) {
+        let entries = match node {
+            Some(n) => self.r.entries(n, "params", "params").unwrap_or(&[]),
+            None => &[],
+        };
+        for (name, n) in entries {
+            let path = join("params", name);
+            let over = overrides
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| *v);
+            let value = match (over, n) {
+                (Some(v), Node::Int(_) | Node::Str(_)) => Some(v),
+                (None, Node::Int(i)) => Some(*i),
+                (None, Node::Str(s)) => self.expr_text(s, &path, false).and_then(|e| e.as_const()),
+                (_, other) => {
+                    self.r.error(
+                        &path,
+                        format!(
+                            "expected an integer or an expression over earlier params, found {}",
+                            show(other)
+                        ),
+                    );
+                    None
+                }
+            };
+            let entity = value.map_or(Entity::Invalid, Entity::Param);
+            if self.declare(name, entity, &path) {
+                if let Some(v) = value {
+                    self.params.push((name.clone(), v));
+                }
+            }
+        }
+        let declared: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+        for (k, v) in overrides {
+            if !declared.contains(&k.as_str()) {
+                let hint = suggest(k, &declared);
+                self.r.error_hint(
+                    "params",
+                    format!("--param {k}={v}: the program has no param \"{k}\""),
+                    hint.or_else(|| Some("the program declares no params".into())),
+                );
+            }
+        }
+    }
+
+    fn tensors(&mut self, node: &Node) {
+        let entries = self.r.entries(node, "gm", "gm tensors").unwrap_or(&[]);
+        for (name, n) in entries {
+            let path = join("gm", name);
+            let t = self.tensor(name, n, &path);
+            let entity = match t {
+                Some(t) => {
+                    self.tensors.push(t);
+                    Entity::Tensor(TensorId::new(self.tensors.len() - 1))
+                }
+                None => Entity::Invalid,
+            };
+            if !self.declare(name, entity, &path) && matches!(entity, Entity::Tensor(_)) {
+                self.tensors.pop();
+            }
+        }
+    }
+
+    fn tensor(&mut self, name: &str, node: &Node, path: &str) -> Option<Tensor> {
+        let f = self.r.map(
+            node,
+            path,
+            &format!("gm tensor {name}"),
+            &["shape", "dtype"],
+            &[],
+        )?;
+        let shape = f.get("shape").and_then(|n| self.shape(n, &f.path("shape")));
+        let dtype = f.get("dtype").and_then(|n| self.dtype(n, &f.path("dtype")));
+        let (shape, elements) = shape?;
+        let dtype = dtype?;
+        Some(Tensor {
+            name: name.to_string(),
+            bytes: dtype.bytes_for(elements),
+            shape,
+            dtype,
+            elements,
+            path: path.to_string(),
+        })
+    }
+
+    // ----- buffers and views -------------------------------------------------------------
+
+    pub fn buffers(&mut self, node: &Node, path: &str, ctx: Ctx) -> Vec<BufferId> {
+        let entries = self.r.entries(node, path, "buffers").unwrap_or(&[]);
+        let mut ids = Vec::new();
+        let mut shares = Vec::new();
+        for (name, n) in entries {
+            let p = join(path, name);
+            let entity = match self.buffer(name, n, &p, ctx) {
+                Some((b, share)) => {
+                    let id = BufferId::new(self.buffers.len());
+                    self.buffers.push(b);
+                    self.written.push(false);
+                    if let Some(s) = share {
+                        shares.push((id, s));
+                    }
+                    Entity::Buffer(id)
+                }
+                None => Entity::Invalid,
+            };
+            if self.declare(name, entity, &p) {
+                if let Entity::Buffer(id) = entity {
+                    ids.push(id);
+                }
+            } else if let Entity::Buffer(id) = entity {
+                // keep the table dense: an undeclared buffer is never referenced
+                self.buffers.truncate(id.index());
+                self.written.truncate(id.index());
+                shares.retain(|(b, _)| *b != id);
+            }
+        }
+        // `share` may name a buffer later in the same block, so resolve after declaring all
+        for (id, (target, tpath)) in shares {
+            self.resolve_share(id, &target, &tpath);
+        }
+        ids
+    }
+
+    fn resolve_share(&mut self, id: BufferId, target: &str, path: &str) {
+        let other = match self.lookup(target).map(|n| n.entity) {
+            Some(Entity::Buffer(o)) => o,
+            Some(Entity::Invalid) => return,
+            Some(e) => {
+                self.r.error(
+                    path,
+                    format!("share: \"{target}\" is {}, not a buffer", e.kind()),
+                );
+                return;
+            }
+            None => {
+                let cands = self.names_where(|e| matches!(e, Entity::Buffer(_)));
+                let hint = suggest(target, &cands);
+                self.r
+                    .error_hint(path, format!("unknown buffer \"{target}\""), hint);
+                return;
+            }
+        };
+        let (me, them) = (&self.buffers[id.index()], &self.buffers[other.index()]);
+        if me.scope != them.scope {
+            let msg = format!(
+                "share: {} is in {} but {} is in {}; shared buffers must be in the same scope",
+                me.name,
+                me.scope.yaml_name(),
+                them.name,
+                them.scope.yaml_name()
+            );
+            self.r.error(path, msg);
+            return;
+        }
+        if them.unique {
+            let msg = format!(
+                "share: {} is unique: true and never shares memory",
+                them.name
+            );
+            self.r.error(path, msg);
+            return;
+        }
+        self.buffers[id.index()].share = Some(other);
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn buffer(
+        &mut self,
+        name: &str,
+        node: &Node,
+        path: &str,
+        ctx: Ctx,
+    ) -> Option<(Buffer, Option<(String, String)>)> {
+        let f = self.r.map(
+            node,
+            path,
+            &format!("buffer {name}"),
+            &["scope", "shape", "dtype"],
+            &["multi", "inplace", "unique", "share", "preload", "at"],
+        )?;
+        let before = self.r.count();
+        let scope = f.get("scope").and_then(|n| self.scope(n, &f.path("scope")));
+        let shape = f.get("shape").and_then(|n| self.shape(n, &f.path("shape")));
+        let dtype = f.get("dtype").and_then(|n| self.dtype(n, &f.path("dtype")));
+        let multi = match f.get("multi") {
+            Some(n) => self.r.u32(n, &f.path("multi"), true),
+            None => Some(1),
+        };
+        let flag = |l: &mut Self, key: &str, default: bool| match f.get(key) {
+            Some(n) => l.r.boolean(n, &f.path(key)).unwrap_or(default),
+            None => default,
+        };
+        let inplace = flag(self, "inplace", true);
+        let unique = flag(self, "unique", false);
+        let preload = flag(self, "preload", false);
+        let share = f.get("share").and_then(|n| {
+            let s = self.r.string(n, &f.path("share"), "a buffer name")?;
+            Some((s.to_string(), f.path("share")))
+        });
+        if share.is_some() && unique {
+            self.r.error_hint(
+                &f.path("share"),
+                format!("buffer {name} is unique: true and also shares another buffer's memory"),
+                Some("drop unique: true or share:".into()),
+            );
+        }
+        if preload && ctx.loop_parent.is_none() {
+            self.r.error_hint(
+                &f.path("preload"),
+                format!("buffer {name} has preload: true but is not declared inside a loop"),
+                Some("preload keeps a buffer live for its whole enclosing loop; declare it in the loop's buffers:".into()),
+            );
+        }
+        let (scope, (shape, elements), dtype, multi) = (scope?, shape?, dtype?, multi?);
+        let bytes = dtype.bytes_for(elements);
+        let at = match f.get("at") {
+            Some(n) => self.at(n, &f.path("at"), scope, bytes, multi),
+            None => Some(None),
+        };
+        (self.r.count() == before).then_some(())?;
+        Some((
+            Buffer {
+                name: name.to_string(),
+                scope,
+                shape,
+                dtype,
+                elements,
+                bytes,
+                multi,
+                inplace,
+                unique,
+                share: None,
+                preload,
+                at: at?,
+                path: path.to_string(),
+                declared_in: ctx.parent,
+                loop_parent: ctx.loop_parent,
+            },
+            share,
+        ))
+    }
+
+    fn scope(&mut self, node: &Node, path: &str) -> Option<Space> {
+        let s = self.r.string(node, path, "a scope name")?;
+        let core_scopes: Vec<&str> = match self.core {
+            Some(c) => c.scopes.iter().map(|s| s.space.yaml_name()).collect(),
+            None => Space::ON_CHIP.iter().map(|s| s.yaml_name()).collect(),
+        };
+        match Space::parse(s) {
+            None => {
+                let hint = suggest(s, &core_scopes);
+                self.r
+                    .error_hint(path, format!("unknown scope \"{s}\""), hint);
+                None
+            }
+            Some(Space::Gm) => {
+                self.r.error_hint(
+                    path,
+                    "gm is not an on-chip scope",
+                    Some("declare global-memory tensors under gm:".into()),
+                );
+                None
+            }
+            Some(sp) => match self.core {
+                Some(c) if c.scope(sp).is_none() => {
+                    self.r.error_hint(
+                        path,
+                        format!("scope {} is not on core {}", sp.yaml_name(), c.name),
+                        Some(format!(
+                            "core {} has scopes: {}",
+                            c.name,
+                            core_scopes.join(", ")
+                        )),
+                    );
+                    None
+                }
+                _ => Some(sp),
+            },
+        }
+    }
+
+    fn at(
+        &mut self,
+        node: &Node,
+        path: &str,
+        scope: Space,
+        bytes: u64,
+        multi: u32,
+    ) -> Option<Option<Vec<u64>>> {
+        let items: Vec<(String, &Node)> = match node {
+            Node::Seq(s) => s
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (index(path, i), n))
+                .collect(),
+            other => vec![(path.to_string(), other)],
+        };
+        if items.len() != multi as usize {
+            self.r.error_hint(
+                path,
+                format!(
+                    "at: gives {} offset{} but the buffer has {multi} slot{}",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" },
+                    if multi == 1 { "" } else { "s" }
+                ),
+                Some("give one byte offset per slot: at: [o0, o1, ...]".into()),
+            );
+            return None;
+        }
+        let sc = self.core.and_then(|c| c.scope(scope)).copied();
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (p, n) in items {
+            let Some(v) = self.const_int(n, &p) else {
+                ok = false;
+                continue;
+            };
+            if v < 0 {
+                self.r.error(&p, format!("at: offset {v} is negative"));
+                ok = false;
+                continue;
+            }
+            let v = v as u64;
+            if let Some(sc) = sc {
+                if !v.is_multiple_of(sc.align) {
+                    self.r.error_hint(
+                        &p,
+                        format!(
+                            "at: offset {v} is not a multiple of the {} alignment {}",
+                            scope.yaml_name(),
+                            sc.align
+                        ),
+                        Some(format!(
+                            "use {} or {}",
+                            v / sc.align * sc.align,
+                            (v / sc.align + 1) * sc.align
+                        )),
+                    );
+                    ok = false;
+                }
+                if v.saturating_add(bytes) > sc.bytes {
+                    self.r.error(
+                        &p,
+                        format!(
+                            "at: a slot of {bytes} bytes at offset {v} ends past the {} capacity {}",
+                            scope.yaml_name(),
+                            sc.bytes
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+            out.push(v);
+        }
+        ok.then_some(Some(out))
+    }
+
+    pub fn views(&mut self, node: &Node, path: &str, ctx: Ctx) -> Vec<ViewId> {
+        let entries = self.r.entries(node, path, "views").unwrap_or(&[]);
+        let mut ids = Vec::new();
+        for (name, n) in entries {
+            let p = join(path, name);
+            let entity = match self.view(name, n, &p, ctx) {
+                Some(v) => {
+                    self.views.push(v);
+                    Entity::View(ViewId::new(self.views.len() - 1))
+                }
+                None => Entity::Invalid,
+            };
+            if self.declare(name, entity, &p) {
+                if let Entity::View(id) = entity {
+                    ids.push(id);
+                }
+            } else if let Entity::View(id) = entity {
+                self.views.truncate(id.index());
+            }
+        }
+        ids
+    }
+
+    fn view(&mut self, name: &str, node: &Node, path: &str, ctx: Ctx) -> Option<View> {
+        let f = self.r.map(
+            node,
+            path,
+            &format!("view {name}"),
+            &[],
+            &["of", "offset", "shape", "select"],
+        )?;
+        if f.has("select") {
+            if let Some((k, _)) = f.entries.iter().find(|(k, _)| k != "select") {
+                self.r.error_hint(
+                    &f.path(k),
+                    format!("view {name} mixes select: with {k}:"),
+                    Some("a view is either { of, offset, shape } or { select: [A, B] }".into()),
+                );
+                return None;
+            }
+            return self.select_view(name, f.get("select")?, &f.path("select"), path, ctx);
+        }
+        let mut missing = false;
+        for k in ["of", "shape"] {
+            if !f.has(k) {
+                self.r.error_hint(
+                    path,
+                    format!("missing required key \"{k}\" in view {name}"),
+                    Some("a view is either { of, offset, shape } or { select: [A, B] }".into()),
+                );
+                missing = true;
+            }
+        }
+        if missing {
+            return None;
+        }
+        let of_path = f.path("of");
+        let of_name = self
+            .r
+            .string(f.get("of")?, &of_path, "a buffer or view name")?;
+        let of = match self.lookup(of_name).map(|n| n.entity) {
+            Some(Entity::Buffer(b)) => Some(Ref::Buffer(b)),
+            Some(Entity::View(v))
+                if matches!(self.views[v.index()].kind, ViewKind::Window { .. }) =>
+            {
+                Some(Ref::View(v))
+            }
+            Some(Entity::View(_)) => {
+                self.r.error(
+                    &of_path,
+                    format!("view {name}: \"{of_name}\" is a select; a window must be of a buffer or another window"),
+                );
+                None
+            }
+            Some(Entity::Invalid) => None,
+            Some(e) => {
+                self.r.error_hint(
+                    &of_path,
+                    format!(
+                        "view {name}: \"{of_name}\" is {}, not an on-chip buffer",
+                        e.kind()
+                    ),
+                    Some(
+                        "views alias on-chip buffers; index gm tensors directly in operands".into(),
+                    ),
+                );
+                None
+            }
+            None => {
+                let cands = self.names_where(|e| matches!(e, Entity::Buffer(_) | Entity::View(_)));
+                let hint = suggest(of_name, &cands);
+                self.r
+                    .error_hint(&of_path, format!("unknown buffer \"{of_name}\""), hint);
+                None
+            }
+        };
+        let offset = match f.get("offset") {
+            Some(n) => self.expr(n, &f.path("offset"), true, false),
+            None => Some(Expr::Const(0)),
+        };
+        let shape = f.get("shape").and_then(|n| self.shape(n, &f.path("shape")));
+        let (of, offset, (shape, elements)) = (of?, offset?, shape?);
+        let (scope, dtype, of_elements) = match of {
+            Ref::Buffer(b) => {
+                let b = &self.buffers[b.index()];
+                (b.scope, b.dtype, b.elements)
+            }
+            Ref::View(v) => {
+                let v = &self.views[v.index()];
+                (v.scope, v.dtype, v.shape.iter().product())
+            }
+            Ref::Tensor(_) => unreachable!("windows are never of tensors"),
+        };
+        let fits = match super::operand::bounds(&offset, &self.ranges) {
+            Some((lo, hi)) => lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128,
+            None => elements <= of_elements,
+        };
+        if !fits {
+            let msg = format!(
+                "view {name}: a window of {elements} elements at offset {} does not fit in {of_name} ({of_elements} elements)",
+                self.show_expr(&offset)
+            );
+            self.r.error(path, msg);
+            return None;
+        }
+        Some(View {
+            name: name.to_string(),
+            kind: ViewKind::Window { of, offset },
+            path: path.to_string(),
+            declared_in: ctx.parent,
+            scope,
+            dtype,
+            shape,
+        })
+    }
+
+    fn select_view(
+        &mut self,
+        name: &str,
+        node: &Node,
+        spath: &str,
+        path: &str,
+        ctx: Ctx,
+    ) -> Option<View> {
+        let items = self.r.seq(node, spath, "buffer names")?;
+        if items.len() < 2 {
+            self.r.error(
+                spath,
+                format!(
+                    "view {name}: select needs at least two buffers, found {}",
+                    items.len()
+                ),
+            );
+            return None;
+        }
+        let mut of = Vec::new();
+        let mut ok = true;
+        for (i, n) in items.iter().enumerate() {
+            let p = index(spath, i);
+            let Some(s) = self.r.string(n, &p, "a buffer name") else {
+                ok = false;
+                continue;
+            };
+            match self.lookup(s).map(|n| n.entity) {
+                Some(Entity::Buffer(b)) => of.push(b),
+                Some(Entity::Invalid) => ok = false,
+                Some(e) => {
+                    self.r.error(
+                        &p,
+                        format!("view {name}: \"{s}\" is {}; select takes buffers", e.kind()),
+                    );
+                    ok = false;
+                }
+                None => {
+                    let cands = self.names_where(|e| matches!(e, Entity::Buffer(_)));
+                    let hint = suggest(s, &cands);
+                    self.r
+                        .error_hint(&p, format!("unknown buffer \"{s}\""), hint);
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let first = self.buffers[of[0].index()].clone();
+        for (i, b) in of.iter().enumerate().skip(1) {
+            let b = &self.buffers[b.index()];
+            if b.scope != first.scope || b.dtype != first.dtype || b.shape != first.shape {
+                let msg = format!(
+                    "view {name}: select mixes {} ({} {} {:?}) and {} ({} {} {:?}); they must have the same scope, dtype and shape",
+                    first.name,
+                    first.scope.yaml_name(),
+                    first.dtype,
+                    first.shape,
+                    b.name,
+                    b.scope.yaml_name(),
+                    b.dtype,
+                    b.shape
+                );
+                self.r.error(&index(spath, i), msg);
+                ok = false;
+            }
+        }
+        ok.then(|| View {
+            name: name.to_string(),
+            kind: ViewKind::Select { of },
+            path: path.to_string(),
+            declared_in: ctx.parent,
+            scope: first.scope,
+            dtype: first.dtype,
+            shape: first.shape.clone(),
+        })
+    }
+
+    // ----- blocks --------------------------------------------------------------------------
+
+    /// A block that opens its own scope: a list of ops, or `{ buffers, views, body }`.
+    fn block(&mut self, node: &Node, path: &str, ctx: Ctx) -> Block {
+        self.scopes.push(Vec::new());
+        let b = match node {
+            Node::Map(_) => self.block_map(node, path, ctx),
+            _ => self.ops_list(node, path, ctx),
+        };
+        self.scopes.pop();
+        b
+    }
+
+    /// `{ buffers:, views:, body: }` in the current scope.
+    fn block_map(&mut self, node: &Node, path: &str, ctx: Ctx) -> Block {
+        let mut b = Block::default();
+        let Some(f) = self
+            .r
+            .map(node, path, "a block", &["body"], &["buffers", "views"])
+        else {
+            return b;
+        };
+        if let Some(n) = f.get("buffers") {
+            b.buffers = self.buffers(n, &f.path("buffers"), ctx);
+        }
+        if let Some(n) = f.get("views") {
+            b.views = self.views(n, &f.path("views"), ctx);
+        }
+        if let Some(n) = f.get("body") {
+            b.ops = self.ops_list(n, &f.path("body"), ctx).ops;
+        }
+        b
+    }
+
+    fn ops_list(&mut self, node: &Node, path: &str, ctx: Ctx) -> Block {
+        let mut b = Block::default();
+        let items: &[Node] = match node {
+            Node::Seq(s) => s,
+            Node::Null => &[],
+            other => {
+                self.r.error_hint(
+                    path,
+                    format!("expected a list of ops, found {}", show(other)),
+                    Some("write each op as a list item: - load: { src: x, dst: xb }".into()),
+                );
+                return b;
+            }
+        };
+        for (i, item) in items.iter().enumerate() {
+            if let Some(id) = self.op(item, &index(path, i), ctx) {
+                b.ops.push(id);
+            }
+        }
+        b
+    }
+
+    /// One list item. Control ops get their id before their blocks (pre-order); leaf ops only
+    /// once they are built, so a rejected op leaves no hole.
+    fn op(&mut self, item: &Node, path: &str, ctx: Ctx) -> Option<OpId> {
+        let Node::Map(entries) = item else {
+            self.r.error_hint(
+                path,
+                format!("expected an op (a one-key mapping), found {}", show(item)),
+                Some("write - OP: { fields }".into()),
+            );
+            return None;
+        };
+        let Some((key, value)) = entries
+            .iter()
+            .find(|(k, _)| !OP_SIBLINGS.contains(&k.as_str()))
+        else {
+            self.r.error(
+                path,
+                "this list item has no op: only block keys (buffers, views, body, then, else)",
+            );
+            return None;
+        };
+        let siblings: &[&str] = match key.as_str() {
+            "for" | "while" => &["buffers", "views", "body"],
+            "if" => &["then", "else"],
+            _ => &[],
+        };
+        let known = super::ops::is_op(key);
+        for (k, _) in entries {
+            // beside an unknown op the sibling keys mean nothing yet: report the op alone
+            if known && k != key && !siblings.contains(&k.as_str()) {
+                let hint = if siblings.is_empty() {
+                    Some(format!(
+                        "an op is a one-key mapping; only for/while take buffers:, views:, body: beside them and if takes then:, else: (is \"{k}\" a field of {key}? indent it under {key}:)"
+                    ))
+                } else {
+                    suggest(k, siblings)
+                };
+                self.r.error_hint(
+                    &join(path, k),
+                    format!("unknown key \"{k}\" beside op \"{key}\""),
+                    hint,
+                );
+            }
+        }
+        let opath = join(path, key);
+        match key.as_str() {
+            "for" => self.for_op(value, entries, path, &opath, ctx),
+            "while" => self.while_op(value, entries, path, &opath, ctx),
+            "if" => self.if_op(value, entries, path, &opath, ctx),
+            _ if known => self.leaf_op(key, value, path, ctx),
+            _ => {
+                let hint = suggest(key, &super::ops::op_names());
+                self.r
+                    .error_hint(&opath, format!("unknown op \"{key}\""), hint);
+                None
+            }
+        }
+    }
+
+    fn push_placeholder(&mut self, path: &str, ctx: Ctx) -> OpId {
+        self.ops.push(Op {
+            kind: OpKind::Use { operands: vec![] },
+            path: path.to_string(),
+            pipe: Some(Pipe::S),
+            loop_parent: ctx.loop_parent,
+            parent: ctx.parent,
+        });
+        OpId::new(self.ops.len() - 1)
+    }
+
+    fn declare_var(
+        &mut self,
+        name: &str,
+        op: OpId,
+        range: Option<(i64, i64)>,
+        path: &str,
+    ) -> VarId {
+        let id = VarId::new(self.vars.len());
+        self.vars.push(Var {
+            name: name.to_string(),
+            loop_op: op,
+        });
+        self.ranges.push(range);
+        self.declare(name, Entity::Var(id), path);
+        id
+    }
+
+    /// The sibling blocks of a loop item, in the scope the caller opened.
+    fn loop_block(
+        &mut self,
+        entries: &[(String, Node)],
+        path: &str,
+        opath: &str,
+        ctx: Ctx,
+    ) -> Block {
+        let get = |k: &str| entries.iter().find(|(x, _)| x == k).map(|(_, v)| v);
+        let mut b = Block::default();
+        if let Some(n) = get("buffers") {
+            b.buffers = self.buffers(n, &join(opath, "buffers"), ctx);
+        }
+        if let Some(n) = get("views") {
+            b.views = self.views(n, &join(opath, "views"), ctx);
+        }
+        match get("body") {
+            Some(Node::Map(_)) => self.r.error_hint(
+                &join(opath, "body"),
+                "expected a list of ops, found a mapping",
+                Some(
+                    "a loop's buffers: and views: sit beside for:/while:, not inside body:".into(),
+                ),
+            ),
+            Some(n) => b.ops = self.ops_list(n, &join(opath, "body"), ctx).ops,
+            None => self.r.error_hint(
+                path,
+                format!(
+                    "missing required key \"body\" beside {}",
+                    opath.rsplit('.').next().unwrap_or("the loop")
+                ),
+                Some("write body: as a sibling of the loop key in the same list item".into()),
+            ),
+        }
+        b
+    }
+
+    fn for_op(
+        &mut self,
+        value: &Node,
+        entries: &[(String, Node)],
+        path: &str,
+        opath: &str,
+        ctx: Ctx,
+    ) -> Option<OpId> {
+        let header = self.r.map(
+            value,
+            opath,
+            "a for loop",
+            &["var", "to"],
+            &["from", "step"],
+        );
+        let mut var_name = None;
+        let (mut from, mut to, mut step) = (None, None, None);
+        if let Some(f) = &header {
+            var_name = f
+                .get("var")
+                .and_then(|n| self.r.string(n, &f.path("var"), "a loop variable name"))
+                .map(str::to_string);
+            from = match f.get("from") {
+                Some(n) => self.expr(n, &f.path("from"), true, false),
+                None => Some(Expr::Const(0)),
+            };
+            to = f
+                .get("to")
+                .and_then(|n| self.expr(n, &f.path("to"), true, false));
+            step = match f.get("step") {
+                Some(n) => self.expr(n, &f.path("step"), true, false),
+                None => Some(Expr::Const(1)),
+            };
+            if let Some(s) = step.as_ref().and_then(Expr::as_const) {
+                if s <= 0 {
+                    self.r.error_hint(
+                        &f.path("step"),
+                        format!("for step {s} is not positive: the loop would never end"),
+                        Some("loops count upwards; use a positive step".into()),
+                    );
+                    step = None;
+                }
+            }
+            if let (Some(a), Some(b)) = (
+                from.as_ref().and_then(Expr::as_const),
+                to.as_ref().and_then(Expr::as_const),
+            ) {
+                if b < a {
+                    self.r.error_hint(
+                        &f.path("to"),
+                        format!("for runs from {a} to {b}: a negative trip count"),
+                        Some("to must be at least from (to == from runs zero times)".into()),
+                    );
+                    to = None;
+                }
+            }
+        }
+        let range = match (&from, &to, &step) {
+            (Some(f), Some(t), Some(s)) => self.for_range(f, t, s),
+            _ => None,
+        };
+        let id = self.push_placeholder(path, ctx);
+        let inner = Ctx {
+            parent: Some(id),
+            loop_parent: Some(id),
+        };
+        self.scopes.push(Vec::new());
+        let var = var_name
+            .as_ref()
+            .map(|n| self.declare_var(n, id, range, &join(opath, "var")));
+        let body = self.loop_block(entries, path, opath, inner);
+        self.scopes.pop();
+        if let (Some(var), Some(from), Some(to), Some(step)) = (var, from, to, step) {
+            self.ops[id.index()].kind = OpKind::For {
+                var,
+                from,
+                to,
+                step,
+                body,
+            };
+        }
+        Some(id)
+    }
+
+    /// The values a `for` variable takes: [from, last], where `last` is the largest
+    /// from + k·step below `to` when from and step are constant.
+    fn for_range(&self, from: &Expr, to: &Expr, step: &Expr) -> Option<(i64, i64)> {
+        let (flo, _) = super::operand::bounds(from, &self.ranges)?;
+        let (_, thi) = super::operand::bounds(to, &self.ranges)?;
+        let last = thi.checked_sub(1)?;
+        let hi = match (from.as_const(), step.as_const()) {
+            (Some(f), Some(s)) if s > 0 && last >= f => {
+                f.checked_add(last.checked_sub(f)? / s * s)?
+            }
+            _ => last,
+        };
+        (hi >= flo).then_some((flo, hi))
+    }
+
+    fn while_op(
+        &mut self,
+        value: &Node,
+        entries: &[(String, Node)],
+        path: &str,
+        opath: &str,
+        ctx: Ctx,
+    ) -> Option<OpId> {
+        let header = self
+            .r
+            .map(value, opath, "a while loop", &["trips"], &["var"]);
+        let mut trips = None;
+        let mut var_name = None;
+        if let Some(f) = &header {
+            trips = f
+                .get("trips")
+                .and_then(|n| self.expr(n, &f.path("trips"), true, false));
+            if let Some(t) = trips.as_ref().and_then(Expr::as_const) {
+                if t < 0 {
+                    self.r.error_hint(
+                        &f.path("trips"),
+                        format!("while trips {t} is negative"),
+                        Some("trips is how many times the body runs: 0 or more".into()),
+                    );
+                    trips = None;
+                }
+            }
+            var_name = match f.get("var") {
+                Some(n) => self
+                    .r
+                    .string(n, &f.path("var"), "a loop variable name")
+                    .map(|s| (s.to_string(), true)),
+                None => Some((format!("while@{path}"), false)),
+            };
+        }
+        let range = trips
+            .as_ref()
+            .and_then(|t| super::operand::bounds(t, &self.ranges))
+            .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+        let id = self.push_placeholder(path, ctx);
+        let inner = Ctx {
+            parent: Some(id),
+            loop_parent: Some(id),
+        };
+        self.scopes.push(Vec::new());
+        let var = var_name.map(|(n, named)| {
+            if named {
+                self.declare_var(&n, id, range, &join(opath, "var"))
+            } else {
+                // anonymous: not a name a program can write, so not in the namespace
+                let v = VarId::new(self.vars.len());
+                self.vars.push(Var {
+                    name: n,
+                    loop_op: id,
+                });
+                self.ranges.push(range);
+                v
+            }
+        });
+        let body = self.loop_block(entries, path, opath, inner);
+        self.scopes.pop();
+        if let (Some(var), Some(trips)) = (var, trips) {
+            self.ops[id.index()].kind = OpKind::While { var, trips, body };
+        }
+        Some(id)
+    }
+
+    fn if_op(
+        &mut self,
+        value: &Node,
+        entries: &[(String, Node)],
+        path: &str,
+        opath: &str,
+        ctx: Ctx,
+    ) -> Option<OpId> {
+        let cond = self.expr(value, opath, true, true);
+        let id = self.push_placeholder(path, ctx);
+        let inner = Ctx {
+            parent: Some(id),
+            loop_parent: ctx.loop_parent,
+        };
+        let get = |k: &str| entries.iter().find(|(x, _)| x == k).map(|(_, v)| v);
+        let then = match get("then") {
+            Some(n) => Some(self.block(n, &join(opath, "then"), inner)),
+            None => {
+                self.r.error_hint(
+                    path,
+                    "missing required key \"then\" beside if",
+                    Some("write then: (and optionally else:) as siblings of if: in the same list item".into()),
+                );
+                None
+            }
+        };
+        let els = get("else").map(|n| self.block(n, &join(opath, "else"), inner));
+        if let (Some(cond), Some(then)) = (cond, then) {
+            self.ops[id.index()].kind = OpKind::If { cond, then, els };
+        }
+        Some(id)
+    }
+
+    // ----- whole program -----------------------------------------------------------------
+
+    fn whole_program_checks(&mut self) {
+        if let Some(at) = self.mmad_l1_at.clone() {
+            for i in 0..self.buffers.len() {
+                let b = &self.buffers[i];
+                if matches!(b.scope, Space::L0a | Space::L0b) {
+                    let msg = format!(
+                        "buffer {} is in {}, but the program uses mmad_l1 ({at}), which stages through L0A/L0B itself",
+                        b.name,
+                        b.scope.yaml_name()
+                    );
+                    let path = join(&b.path, "scope");
+                    self.r.error_hint(
+                        &path,
+                        msg,
+                        Some(
+                            "use mmad with explicit l0a/l0b buffers, or drop the l0a/l0b buffers"
+                                .into(),
+                        ),
+                    );
+                }
+            }
+        }
+        // share cycles: report each cycle once, at its lowest-numbered buffer
+        for start in 0..self.buffers.len() {
+            let mut chain = vec![start];
+            let mut cur = start;
+            while let Some(next) = self.buffers[cur].share.map(|b| b.index()) {
+                if next == start {
+                    if chain.iter().all(|&b| b >= start) {
+                        let names: Vec<&str> = chain
+                            .iter()
+                            .map(|&b| self.buffers[b].name.as_str())
+                            .collect();
+                        let msg = format!(
+                            "share cycle: {} -> {}",
+                            names.join(" -> "),
+                            self.buffers[start].name
+                        );
+                        let path = join(&self.buffers[start].path, "share");
+                        self.r.error_hint(
+                            &path,
+                            msg,
+                            Some("share must end at a buffer that shares nothing".into()),
+                        );
+                    }
+                    break;
+                }
+                if chain.contains(&next) {
+                    break;
+                }
+                chain.push(next);
+                cur = next;
+            }
+        }
+    }
+}
