@@ -1,14 +1,179 @@
-//! The cycle engine (DESIGN §7). OWNED BY THE ENGINE HELPER: replace this file.
+//! The cycle engine (DESIGN §7): a discrete-event simulation of one core.
+//!
+//! # Model
+//!
+//! The scalar unit S walks the program in order from cycle 0. The other pipes of the core
+//! (`config.core(&program.core).pipes`) run in-order queues that S fills.
+//!
+//! **Scalar unit.** S spends `loop_cycles` at the start of every loop iteration (before the body;
+//! zero iterations cost nothing), `branch_cycles` before the chosen branch of an `if` (the
+//! condition is evaluated per execution), `cycles` for `scalar`, `issue_cycles` for each
+//! `sload`/`sstore`; `use` costs nothing. Loop bounds are evaluated once when the loop is
+//! entered: a `for` runs ceil((to - from) / step) times (`step` 0 or a negative count is a run-time
+//! error), a `while` runs `trips` times (negative: error). Sending an instruction to pipe P at
+//! cycle t keeps S busy for [t, t + issue_cycles); it joins P's queue at t + issue_cycles. When P
+//! already holds `queue_depth` sent-but-not-started instructions (in transit included), S waits
+//! (stall `queue_full P`) until one starts. `barrier: all` is executed by S: it waits (stall
+//! `barrier_all`) until every queue is empty and every instruction has completed. A `wait_flag`
+//! whose destination is S blocks S (stall `wait_flag`); a `set_flag` whose source is S is executed
+//! by S at once (nothing to drain, no cycles) and becomes visible `flag_latency` later like any
+//! set. `mmad_l1` is sent as two instructions (2 × issue_cycles): an MTE1 part (work =
+//! ceil(a bytes / L1→L0A rate) + ceil(b bytes / L1→L0B rate), startup = the larger of the two
+//! paths' startups), then an M part costed like `mmad` that cannot start before the MTE1 part has
+//! completed (stall `wait_flag MTE1#mmad_l1`). The macro's L0 staging is its own: no other sync.
+//!
+//! **Pipes.** A pipe starts its head instruction at the first cycle at which the instruction has
+//! joined the queue, every earlier instruction of the pipe has started and finished its work,
+//! and its condition holds; the pipe is busy for `work` cycles from the start and the instruction
+//! completes at start + startup + work (pipes are pipelined: the next instruction may start while
+//! an earlier one is still completing). `set_flag`, `wait_flag` and `barrier` have no work and no
+//! startup: they start and complete in the cycle their condition holds, so several can start in
+//! one cycle and the next instruction may start in that same cycle.
+//! - `set_flag(src→dst, id)` waits until every earlier src instruction has completed (stall
+//!   `drain`); the flag is visible to dst `flag_latency` cycles later. Flags are binary per
+//!   (src, dst, id): a set while the flag is set (pending or visible, not yet consumed) is a
+//!   [`SyncFinding::DoubleSet`] and does not count twice (the first set's visibility stands).
+//! - `wait_flag(src→dst, id)` at the head of dst waits (stall `wait_flag src#id`) until the flag
+//!   is visible, then clears it.
+//! - `barrier: P` waits until every earlier P instruction has completed (stall `drain`).
+//!
+//! **Costs.** A move on path P of B bytes: work = ceil(B / bytes_per_cycle), startup = P.startup,
+//! B = max(source bytes, destination bytes) (they differ only for a quantising fixpipe); the path
+//! is `config.path(src.space, dst.space)`. A vector op: repeats = ceil(max bytes over `ins` and
+//! `outs` / repeat_bytes) (`tmp` does not count), work = repeats × cycles_per_repeat, startup and
+//! cycles_per_repeat from `config.vector_cost(name)`. mmad: work = ceil(m/fractal_m) ×
+//! ceil(n/fractal_n) × ceil(k / (fractal_k_bytes / dtype bytes of a)) (dtype bytes at least 1, the
+//! quotient at least 1), startup = cube.startup. Operand bytes are static when every slice extent
+//! is constant, else computed from the slice bounds at issue.
+//!
+//! **Ordering within a cycle.** Events are processed in cycle order; within one cycle the pipes
+//! go first, in [`Pipe`] order (V, M, MTE1, MTE2, MTE3, FIX), then S. So a pipe starts what it
+//! can before S sends in the same cycle, and a `wait_flag` that becomes startable in the same
+//! cycle as a second `set_flag` of the same flag consumes it first only if its pipe comes first.
+//! With `flag_latency` 0 a flag set in a cycle can be consumed in that cycle.
+//!
+//! **Multi-buffer slots.** An operand written `x@k` uses slot k (outside 0..multi is a run-time
+//! error). Otherwise a multi-buffer operand uses slot = (iterations completed so far by the op's
+//! innermost enclosing loop, counted over the whole run, never reset) mod N; outside loops slot 0.
+//! N is the multi of the operand's root buffer (for a `select`, the largest one). Timing does not
+//! depend on slots; the observer reports them.
+//!
+//! **Accounting.** Every cycle of every pipe of the core, from 0 to the end, is in exactly one
+//! state. For a non-S pipe, when it starts an instruction at t, the gap since the end of its
+//! previous work is `starved` until the instruction joined the queue, then stalled for the
+//! instruction's reason (`wait_flag src#id`, `drain`, `wait_flag MTE1#mmad_l1`); the work is
+//! `busy`; the trailing gap after its last work is `idle`. S is `busy` (its own cycles, issue
+//! cycles, loop and branch cycles), `queue_full P`, `barrier_all` or `wait_flag`, and `idle` after
+//! it has executed the whole program. `instructions` counts, for a non-S pipe, the instructions it
+//! started (flags and barriers included); for S, the ops it executed itself: `scalar`, `sload`,
+//! `sstore`, S-side `set_flag`/`wait_flag`, `barrier: all`, loop iterations and `if`
+//! evaluations. `overlap_cycles` counts cycles with at least two non-S pipes busy. The identity
+//! busy + stalls + starved + idle = total is checked at the end of every run
+//! ([`RunResult::check_accounting`]); a violation is an engine bug and panics.
+//!
+//! **End.** The kernel ends when S has executed the whole program and every instruction has
+//! completed; total = the latest of S's end and every completion. Flags still set then are
+//! reported as [`SyncFinding::UnpairedSet`], one per flag, naming the set_flag that set it.
+//!
+//! **Deadlock.** When nothing can ever move again and something still waits (a `wait_flag` whose
+//! flag is never set, S blocked on a full queue behind it, an M part behind a blocked MTE1 part,
+//! a program ending with an unmatched wait), the run stops with [`RunResult::deadlock`] naming
+//! every waiting pipe (S first), what it waits on and the op. Its cycle (and the run's total) is
+//! the last cycle at which anything happened: the latest of S's stop, every completion and every
+//! queue join. Waiting pipes are stalled from their head's join to that cycle; the others idle.
+//!
+//! **Run-time errors** ([`RunError`], with the op's YAML path, the cycle at which S reached the
+//! op and the enclosing loop variables): an expression that fails to evaluate, an index, slice or
+//! window offset out of bounds, a slot outside 0..multi, a negative trip count, a `for` step of
+//! 0, a flag id outside 0..event_ids, negative scalar cycles or mmad sizes.
+//!
+//! # Implementation
+//!
+//! The program is compiled once ([`compile`]) into a flat S bytecode with dense `u32` ids (loops
+//! and ifs as jumps, costs precomputed when static). The machine ([`exec`]) keeps a fixed-capacity
+//! ring queue per pipe and each pipe's head start cycle (cached, recomputed only when something it
+//! depends on changed), runs S while it is strictly earlier than every pipe, and otherwise starts
+//! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
+//! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
+mod compile;
+mod exec;
 mod result;
+#[cfg(test)]
+mod tests;
 
+pub use compile::operands;
 pub use result::*;
 
 use crate::config::Config;
+use crate::ids::OpId;
 use crate::program::Program;
+use crate::types::Pipe;
+
+/// One dynamic instruction, as S issues it.
+#[derive(Clone, Copy, Debug)]
+pub struct Issue<'a> {
+    /// Dense, increasing sequence number of the dynamic instruction; [`Observer::on_start`]
+    /// refers to it.
+    pub seq: u64,
+    pub op: OpId,
+    /// The pipe that executes it (S for ops S executes itself; MTE1 then M for the two parts
+    /// of an `mmad_l1`, which share the op).
+    pub pipe: Pipe,
+    /// The cycle S sends it (or executes it).
+    pub cycle: u64,
+    /// Loop-variable values, indexed by [`crate::VarId`].
+    pub vars: &'a [i64],
+    /// The multi-buffer slot of each operand, in the order of [`operands`] (empty for flags,
+    /// barriers and `scalar`).
+    pub slots: &'a [u32],
+    /// The evaluated id of a `set_flag` / `wait_flag`.
+    pub flag_id: Option<u32>,
+}
+
+/// Watches a run. Every method has an empty default body, so an observer implements only what
+/// it needs and an unused hook costs nothing (calls are monomorphised).
+///
+/// Calls come in nondecreasing cycle order of the events they describe. `on_issue` is called
+/// for every dynamic op instance S sends or executes itself (`scalar`, `sload`, `sstore`,
+/// S-side flags, `barrier: all` included; control ops and `use` excluded); `on_start` follows
+/// once the instruction starts, with its start and completion cycles (for S's own ops, right
+/// after `on_issue`).
+pub trait Observer {
+    #[inline(always)]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        let _ = issue;
+    }
+
+    #[inline(always)]
+    fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
+        let _ = (seq, start, complete);
+    }
+}
+
+/// The observer that watches nothing.
+impl Observer for () {}
 
 /// Runs `program` on the core it names. The program must have been loaded against `config`.
 pub fn run(program: &Program, config: &Config) -> Result<RunResult, RunError> {
-    let _ = (program, config);
-    todo!("engine")
+    run_observed(program, config, &mut ())
+}
+
+/// Runs `program`, reporting every issue and start to `observer`.
+pub fn run_observed<O: Observer>(
+    program: &Program,
+    config: &Config,
+    observer: &mut O,
+) -> Result<RunResult, RunError> {
+    let compiled = compile::compile(program, config).map_err(|e| {
+        let op = e.op.unwrap_or(OpId(0));
+        RunError {
+            op,
+            path: e.op.map(|o| program.op(o).path.clone()).unwrap_or_default(),
+            message: e.message,
+            cycle: 0,
+            iteration: String::new(),
+        }
+    })?;
+    exec::Machine::new(program, config, &compiled, observer).run()
 }

@@ -146,13 +146,13 @@ impl RunResult {
 
     /// The non-S pipe with the most busy cycles, and that count (ties: the first in pipe order).
     pub fn pipe_bound(&self) -> Option<(Pipe, u64)> {
-        self.pipes
-            .iter()
-            .filter(|p| p.pipe != Pipe::S)
-            .fold(None, |best: Option<(Pipe, u64)>, p| match best {
+        self.pipes.iter().filter(|p| p.pipe != Pipe::S).fold(
+            None,
+            |best: Option<(Pipe, u64)>, p| match best {
                 Some((_, b)) if b >= p.busy => best,
                 _ => Some((p.pipe, p.busy)),
-            })
+            },
+        )
     }
 
     /// Pipe bound over total cycles: 1.0 means the busiest pipe never waited.

@@ -1,0 +1,111 @@
+//! Engine throughput: runs a double-buffered vector add (the flags Ascend C's queues generate)
+//! big enough to execute at least N dynamic instructions, and prints the instruction count,
+//! the wall time, instructions per second and the peak resident memory (VmHWM).
+//!
+//! ```text
+//! cargo run --release -p sim --example engine_throughput -- 10000000
+//! ```
+//!
+//! N defaults to 10 000 000 and accepts a `k`/`M` suffix (`1M`). Memory must not depend on N:
+//! compare a 1M and a 10M run.
+
+use std::time::Instant;
+
+const CONFIG: &str = "ascend910b";
+
+fn kernel(tiles: u64) -> String {
+    format!(
+        r#"
+kernel: vec_add_db_throughput
+core: aiv
+sync: manual
+params: {{ tiles: {tiles}, n: 4096 }}
+gm:
+  x: {{ shape: [tiles, n], dtype: f16 }}
+  y: {{ shape: [tiles, n], dtype: f16 }}
+  z: {{ shape: [tiles, n], dtype: f16 }}
+body:
+  - for: {{ var: t, to: tiles }}
+    buffers:
+      xb: {{ scope: ub, shape: [n], dtype: f16, multi: 2 }}
+      yb: {{ scope: ub, shape: [n], dtype: f16, multi: 2 }}
+      zb: {{ scope: ub, shape: [n], dtype: f16, multi: 2 }}
+    body:
+      - if: "t >= 2"
+        then:
+          - wait_flag: {{ src: v, dst: mte2, id: "t % 2" }}
+      - load: {{ src: "x[t]", dst: xb }}
+      - load: {{ src: "y[t]", dst: yb }}
+      - set_flag: {{ src: mte2, dst: v, id: "t % 2" }}
+      - wait_flag: {{ src: mte2, dst: v, id: "t % 2" }}
+      - if: "t >= 2"
+        then:
+          - wait_flag: {{ src: mte3, dst: v, id: "t % 2" }}
+      - vadd: {{ ins: [xb, yb], out: zb }}
+      - set_flag: {{ src: v, dst: mte2, id: "t % 2" }}
+      - set_flag: {{ src: v, dst: mte3, id: "t % 2" }}
+      - wait_flag: {{ src: v, dst: mte3, id: "t % 2" }}
+      - store: {{ src: zb, dst: "z[t]" }}
+      - set_flag: {{ src: mte3, dst: v, id: "t % 2" }}
+  - for: {{ var: d, to: "min(tiles, 2)" }}
+    body:
+      - wait_flag: {{ src: v, dst: mte2, id: d }}
+      - wait_flag: {{ src: mte3, dst: v, id: d }}
+"#
+    )
+}
+
+fn parse_count(s: &str) -> Option<u64> {
+    let s = s.trim().replace('_', "");
+    let (num, mul) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1_000),
+        'm' | 'M' => (&s[..s.len() - 1], 1_000_000),
+        _ => (&s[..], 1),
+    };
+    num.parse::<u64>().ok().map(|n| n * mul)
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn run(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64) {
+    let text = kernel(tiles);
+    let program = sim::load_program(&text, "throughput.yaml", config, &[])
+        .unwrap_or_else(|e| panic!("the generated kernel must load: {e}"));
+    let t0 = Instant::now();
+    let result = sim::run(&program, config).expect("the generated kernel runs");
+    (result, t0.elapsed().as_secs_f64())
+}
+
+fn main() {
+    let target = match std::env::args().nth(1) {
+        None => 10_000_000,
+        Some(a) => parse_count(&a).unwrap_or_else(|| {
+            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M]");
+            std::process::exit(2)
+        }),
+    };
+    let config = sim::load_config(sim::builtin::builtin(CONFIG).unwrap(), CONFIG)
+        .expect("the built-in config loads");
+    // calibrate: dynamic instructions per tile
+    let (a, _) = run(&config, 100);
+    let (b, _) = run(&config, 200);
+    let per_tile = (b.instructions() - a.instructions()) / 100;
+    let tiles = target.div_ceil(per_tile).max(2);
+
+    let (result, secs) = run(&config, tiles);
+    assert!(result.deadlock.is_none() && result.findings.is_empty());
+    let n = result.instructions();
+    println!("kernel: vec_add_db, {tiles} tiles, {per_tile} instructions per tile");
+    println!("dynamic instructions: {n}");
+    println!("simulated cycles:     {}", result.total_cycles);
+    println!("seconds:              {secs:.3}");
+    println!("instructions/s:       {:.2} M", n as f64 / secs / 1e6);
+    match peak_rss_kib() {
+        Some(k) => println!("peak RSS (VmHWM):     {:.1} MiB", k as f64 / 1024.0),
+        None => println!("peak RSS (VmHWM):     unavailable"),
+    }
+}

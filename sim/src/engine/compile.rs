@@ -1,0 +1,796 @@
+//! Compiles a [`Program`] once into the flat form the engine executes: a scalar-unit bytecode
+//! ([`SOp`]) with loops and ifs as jumps, a table of send templates ([`Spec`]) whose costs are
+//! precomputed when they are static, and a flat operand table ([`Opnd`]) with everything the
+//! hot path needs (slot modulus, loop counter, static bytes, whether run-time bounds checks are
+//! needed). Every id is a dense `u32`; nothing here is touched by strings at run time.
+
+use crate::config::{Config, PathConfig};
+use crate::expr::{EvalError, Expr};
+use crate::ids::{OpId, VarId};
+use crate::program::{
+    BarrierTarget, Index, Mmad, Op, OpKind, Operand, Program, Quant, Ref, ViewKind,
+};
+use crate::types::{Pipe, Space};
+
+/// "Not inside any loop" in [`Opnd::counter`].
+pub(super) const NO_LOOP: u32 = u32::MAX;
+
+/// An expression, with constants unwrapped so the hot path never walks a tree for them.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Val<'p> {
+    Const(i64),
+    Dyn(&'p Expr),
+}
+
+impl<'p> Val<'p> {
+    pub fn new(e: &'p Expr) -> Val<'p> {
+        match e.as_const() {
+            Some(c) => Val::Const(c),
+            None => Val::Dyn(e),
+        }
+    }
+
+    #[inline(always)]
+    pub fn eval(self, vars: &[i64]) -> Result<i64, (EvalError, &'p Expr)> {
+        match self {
+            Val::Const(c) => Ok(c),
+            Val::Dyn(e) => e.eval(vars).map_err(|err| (err, e)),
+        }
+    }
+}
+
+/// A window of a view chain whose offset is only known at run time.
+#[derive(Clone, Debug)]
+pub(super) struct WindowCheck<'p> {
+    pub offset: Val<'p>,
+    /// Elements of the window.
+    pub len: u64,
+    /// Elements of what it is a window of.
+    pub of_len: u64,
+    pub name: &'p str,
+}
+
+/// One operand of one op, as the engine needs it.
+#[derive(Clone, Debug)]
+pub(super) struct Opnd<'p> {
+    pub operand: &'p Operand,
+    /// The shape of the operand's base (buffer, view or tensor), which indices refer to.
+    pub shape: &'p [u64],
+    /// Slot modulus: the multi of the root buffer (the largest one for a `select`); 1 for gm.
+    pub multi: u32,
+    /// `@k`.
+    pub slot: Option<Val<'p>>,
+    /// Dense index of the op's innermost enclosing loop, or [`NO_LOOP`].
+    pub counter: u32,
+    /// Bytes selected when every extent is constant.
+    pub static_bytes: Option<u64>,
+    /// Whether an index, a slice bound or a window offset must be checked at run time.
+    pub check: bool,
+    pub windows: Vec<WindowCheck<'p>>,
+}
+
+/// What a queue entry does when it reaches the head of its pipe.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub(super) enum Kind {
+    /// A move, vector op or mmad: busy for `work`, completes `startup` later.
+    #[default]
+    Work,
+    /// Waits until every earlier instruction of the pipe has completed, then sets a flag.
+    SetFlag,
+    /// Waits until the flag is visible, then clears it.
+    WaitFlag,
+    /// `barrier: P`: waits until every earlier instruction of the pipe has completed.
+    Barrier,
+    /// The MTE1 part of an `mmad_l1`.
+    Stage,
+    /// The M part of an `mmad_l1`: waits until its MTE1 part has completed.
+    MacroM,
+}
+
+/// How the cost of a sent instruction is found.
+#[derive(Clone, Debug)]
+pub(super) enum Cost<'p> {
+    Fixed {
+        work: u64,
+        startup: u64,
+    },
+    /// bytes = max(bytes of operand `src`, bytes of operand `dst`) (absolute operand indices).
+    Move {
+        bpc: u64,
+        startup: u64,
+        src: u32,
+        dst: u32,
+    },
+    /// bytes = max over operands `lo..hi` (ins and outs).
+    Vector {
+        repeat: u64,
+        cpr: u64,
+        startup: u64,
+        lo: u32,
+        hi: u32,
+    },
+    Mmad {
+        m: Val<'p>,
+        n: Val<'p>,
+        k: Val<'p>,
+        /// Elements of k per fractal: fractal_k_bytes / dtype bytes of a (at least 1).
+        kf: u64,
+        fm: u64,
+        fnn: u64,
+        startup: u64,
+    },
+    /// The MTE1 part of mmad_l1: ceil(a / bpc_a) + ceil(b / bpc_b).
+    Stage {
+        bpc_a: u64,
+        bpc_b: u64,
+        startup: u64,
+        a: u32,
+        b: u32,
+    },
+}
+
+/// A template for one instruction S sends to a pipe.
+#[derive(Clone, Debug)]
+pub(super) struct Spec<'p> {
+    pub op: OpId,
+    pub pipe: Pipe,
+    pub kind: Kind,
+    pub cost: Cost<'p>,
+    /// (src, dst, id) of a set_flag / wait_flag.
+    pub flag: Option<(Pipe, Pipe, Val<'p>)>,
+    /// The op's operands, `lo..hi` in the operand table (see [`super::operands`]).
+    pub lo: u32,
+    pub hi: u32,
+}
+
+/// A dynamic loop (for or while).
+#[derive(Clone, Debug)]
+pub(super) struct LoopSpec<'p> {
+    pub op: OpId,
+    pub var: VarId,
+    pub bounds: Bounds<'p>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Bounds<'p> {
+    For {
+        from: Val<'p>,
+        to: Val<'p>,
+        step: Val<'p>,
+    },
+    While {
+        trips: Val<'p>,
+    },
+}
+
+/// The scalar unit's bytecode.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SOp<'p> {
+    /// Evaluates the bounds of loop `lp` (no cycles).
+    LoopEnter {
+        lp: u32,
+    },
+    /// Starts the next iteration (`loop_cycles`) or jumps to `exit`.
+    LoopHead {
+        lp: u32,
+        exit: u32,
+    },
+    /// Ends an iteration: counts it and jumps back to `head`.
+    LoopBack {
+        lp: u32,
+        head: u32,
+    },
+    /// `branch_cycles`, then falls through (cond true) or jumps to `els`.
+    If {
+        op: OpId,
+        cond: Val<'p>,
+        els: u32,
+    },
+    Jump {
+        to: u32,
+    },
+    Scalar {
+        op: OpId,
+        cycles: Val<'p>,
+    },
+    /// sload / sstore: `issue_cycles`, operands `lo..hi`.
+    SMem {
+        op: OpId,
+        lo: u32,
+        hi: u32,
+    },
+    /// `use` with operands that need run-time bounds checks (no cycles).
+    Check {
+        op: OpId,
+        lo: u32,
+        hi: u32,
+    },
+    /// A set_flag whose source is S.
+    SetFlag {
+        op: OpId,
+        dst: Pipe,
+        id: Val<'p>,
+    },
+    /// A wait_flag whose destination is S.
+    WaitFlag {
+        op: OpId,
+        src: Pipe,
+        id: Val<'p>,
+    },
+    BarrierAll {
+        op: OpId,
+    },
+    /// Sends the instruction `spec`.
+    Send {
+        spec: u32,
+    },
+    End,
+}
+
+/// The compiled program.
+#[derive(Clone, Debug)]
+pub(super) struct Compiled<'p> {
+    pub code: Vec<SOp<'p>>,
+    pub specs: Vec<Spec<'p>>,
+    pub opnds: Vec<Opnd<'p>>,
+    pub loops: Vec<LoopSpec<'p>>,
+    /// The core's pipes, as a bit set over [`Pipe::index`].
+    pub pipe_mask: u8,
+    /// Largest operand count of one op (scratch size for slots).
+    pub max_operands: usize,
+}
+
+/// A compile-time problem: the program does not fit the config (the loader normally rejects
+/// these first).
+pub(super) struct CompileError {
+    pub op: Option<OpId>,
+    pub message: String,
+}
+
+/// The operands of an op in field order; the order of [`super::Issue::slots`].
+pub fn operands(kind: &OpKind) -> Vec<&Operand> {
+    match kind {
+        OpKind::Load { src, dst, .. } | OpKind::Store { src, dst } | OpKind::Copy { src, dst } => {
+            vec![src, dst]
+        }
+        OpKind::Fixpipe {
+            src, dst, quant, ..
+        } => {
+            let mut v = vec![src, dst];
+            if let Quant::Tensor(q) = quant {
+                v.push(q);
+            }
+            v
+        }
+        OpKind::Mmad(m) | OpKind::MmadL1(m) => {
+            let mut v = vec![&m.a, &m.b, &m.c];
+            v.extend(m.bias.iter());
+            v
+        }
+        OpKind::Vector(v) => v
+            .ins
+            .iter()
+            .chain(v.outs.iter())
+            .chain(v.tmp.iter())
+            .collect(),
+        OpKind::Sload { src } => vec![src],
+        OpKind::Sstore { dst } => vec![dst],
+        OpKind::Use { operands } => operands.iter().collect(),
+        _ => vec![],
+    }
+}
+
+struct Compiler<'p, 'c> {
+    program: &'p Program,
+    config: &'c Config,
+    out: Compiled<'p>,
+    /// Dense loop index of each op (for/while), else NO_LOOP.
+    loop_index: Vec<u32>,
+}
+
+pub(super) fn compile<'p>(
+    program: &'p Program,
+    config: &Config,
+) -> Result<Compiled<'p>, CompileError> {
+    let core = config.core(&program.core).ok_or_else(|| CompileError {
+        op: None,
+        message: format!(
+            "core \"{}\" is not in config \"{}\"",
+            program.core, config.name
+        ),
+    })?;
+    let mut pipe_mask = 1u8 << Pipe::S.index();
+    for p in &core.pipes {
+        pipe_mask |= 1 << p.index();
+    }
+    let mut loop_index = vec![NO_LOOP; program.ops.len()];
+    let mut n = 0u32;
+    for (i, op) in program.ops.iter().enumerate() {
+        if matches!(op.kind, OpKind::For { .. } | OpKind::While { .. }) {
+            loop_index[i] = n;
+            n += 1;
+        }
+    }
+    let mut c = Compiler {
+        program,
+        config,
+        out: Compiled {
+            code: Vec::new(),
+            specs: Vec::new(),
+            opnds: Vec::new(),
+            loops: Vec::new(),
+            pipe_mask,
+            max_operands: 0,
+        },
+        loop_index,
+    };
+    c.block(&program.body.ops)?;
+    c.out.code.push(SOp::End);
+    Ok(c.out)
+}
+
+fn err(op: OpId, message: String) -> CompileError {
+    CompileError {
+        op: Some(op),
+        message,
+    }
+}
+
+impl<'p> Compiler<'p, '_> {
+    fn block(&mut self, ops: &'p [OpId]) -> Result<(), CompileError> {
+        for &id in ops {
+            self.op(id)?;
+        }
+        Ok(())
+    }
+
+    fn pc(&self) -> u32 {
+        self.out.code.len() as u32
+    }
+
+    fn emit(&mut self, op: SOp<'p>) -> u32 {
+        self.out.code.push(op);
+        self.pc() - 1
+    }
+
+    fn has_pipe(&self, pipe: Pipe) -> bool {
+        self.out.pipe_mask & (1 << pipe.index()) != 0
+    }
+
+    fn op(&mut self, id: OpId) -> Result<(), CompileError> {
+        let program = self.program;
+        let op = program.op(id);
+        match &op.kind {
+            OpKind::For {
+                var,
+                from,
+                to,
+                step,
+                body,
+            } => self.emit_loop(
+                id,
+                *var,
+                Bounds::For {
+                    from: Val::new(from),
+                    to: Val::new(to),
+                    step: Val::new(step),
+                },
+                &body.ops,
+            ),
+            OpKind::While { var, trips, body } => self.emit_loop(
+                id,
+                *var,
+                Bounds::While {
+                    trips: Val::new(trips),
+                },
+                &body.ops,
+            ),
+            OpKind::If { cond, then, els } => {
+                let at = self.emit(SOp::If {
+                    op: id,
+                    cond: Val::new(cond),
+                    els: 0,
+                });
+                self.block(&then.ops)?;
+                let target = if let Some(els) = els {
+                    let jump = self.emit(SOp::Jump { to: 0 });
+                    let target = self.pc();
+                    self.block(&els.ops)?;
+                    let end = self.pc();
+                    self.out.code[jump as usize] = SOp::Jump { to: end };
+                    target
+                } else {
+                    self.pc()
+                };
+                if let SOp::If { els, .. } = &mut self.out.code[at as usize] {
+                    *els = target;
+                }
+                Ok(())
+            }
+            OpKind::Scalar { cycles } => {
+                self.emit(SOp::Scalar {
+                    op: id,
+                    cycles: Val::new(cycles),
+                });
+                Ok(())
+            }
+            OpKind::Sload { .. } | OpKind::Sstore { .. } => {
+                let (lo, hi) = self.operands(op)?;
+                self.emit(SOp::SMem { op: id, lo, hi });
+                Ok(())
+            }
+            OpKind::Use { .. } => {
+                let (lo, hi) = self.operands(op)?;
+                if self.out.opnds[lo as usize..hi as usize]
+                    .iter()
+                    .any(|o| o.check)
+                {
+                    self.emit(SOp::Check { op: id, lo, hi });
+                }
+                Ok(())
+            }
+            OpKind::SetFlag { src, dst, id: fid } => {
+                if *src == Pipe::S {
+                    self.need_pipe(id, *dst)?;
+                    self.emit(SOp::SetFlag {
+                        op: id,
+                        dst: *dst,
+                        id: Val::new(fid),
+                    });
+                    Ok(())
+                } else {
+                    self.need_pipe(id, *dst)?;
+                    self.send(Spec {
+                        op: id,
+                        pipe: *src,
+                        kind: Kind::SetFlag,
+                        cost: Cost::Fixed {
+                            work: 0,
+                            startup: 0,
+                        },
+                        flag: Some((*src, *dst, Val::new(fid))),
+                        lo: 0,
+                        hi: 0,
+                    })
+                }
+            }
+            OpKind::WaitFlag { src, dst, id: fid } => {
+                self.need_pipe(id, *src)?;
+                if *dst == Pipe::S {
+                    self.emit(SOp::WaitFlag {
+                        op: id,
+                        src: *src,
+                        id: Val::new(fid),
+                    });
+                    Ok(())
+                } else {
+                    self.send(Spec {
+                        op: id,
+                        pipe: *dst,
+                        kind: Kind::WaitFlag,
+                        cost: Cost::Fixed {
+                            work: 0,
+                            startup: 0,
+                        },
+                        flag: Some((*src, *dst, Val::new(fid))),
+                        lo: 0,
+                        hi: 0,
+                    })
+                }
+            }
+            OpKind::Barrier(BarrierTarget::All) => {
+                self.emit(SOp::BarrierAll { op: id });
+                Ok(())
+            }
+            OpKind::Barrier(BarrierTarget::Pipe(Pipe::S)) => {
+                // S executes in order: nothing to wait for (the loader rejects it anyway).
+                self.emit(SOp::Scalar {
+                    op: id,
+                    cycles: Val::Const(0),
+                });
+                Ok(())
+            }
+            OpKind::Barrier(BarrierTarget::Pipe(p)) => self.send(Spec {
+                op: id,
+                pipe: *p,
+                kind: Kind::Barrier,
+                cost: Cost::Fixed {
+                    work: 0,
+                    startup: 0,
+                },
+                flag: None,
+                lo: 0,
+                hi: 0,
+            }),
+            OpKind::Load { src, dst, .. }
+            | OpKind::Store { src, dst }
+            | OpKind::Copy { src, dst }
+            | OpKind::Fixpipe { src, dst, .. } => {
+                let path = *self.path(id, src.space, dst.space)?;
+                let (lo, hi) = self.operands(op)?;
+                let (s, d) = (lo, lo + 1);
+                let bpc = path.bytes_per_cycle.max(1) as u64;
+                let startup = path.startup as u64;
+                let cost = match (self.static_bytes(s), self.static_bytes(d)) {
+                    (Some(a), Some(b)) => Cost::Fixed {
+                        work: a.max(b).div_ceil(bpc),
+                        startup,
+                    },
+                    _ => Cost::Move {
+                        bpc,
+                        startup,
+                        src: s,
+                        dst: d,
+                    },
+                };
+                self.send(Spec {
+                    op: id,
+                    pipe: path.pipe,
+                    kind: Kind::Work,
+                    cost,
+                    flag: None,
+                    lo,
+                    hi,
+                })
+            }
+            OpKind::Vector(v) => {
+                let (lo, hi) = self.operands(op)?;
+                let n = (v.ins.len() + v.outs.len()) as u32;
+                let vc = self.config.vector_cost(v.op.name());
+                let repeat = self.config.vector.repeat_bytes.max(1) as u64;
+                let (cpr, startup) = (vc.cycles_per_repeat as u64, vc.startup as u64);
+                let fixed = (lo..lo + n)
+                    .map(|i| self.static_bytes(i))
+                    .try_fold(0u64, |m, b| b.map(|b| m.max(b)));
+                let cost = match fixed {
+                    Some(bytes) => Cost::Fixed {
+                        work: bytes.div_ceil(repeat) * cpr,
+                        startup,
+                    },
+                    None => Cost::Vector {
+                        repeat,
+                        cpr,
+                        startup,
+                        lo,
+                        hi: lo + n,
+                    },
+                };
+                self.send(Spec {
+                    op: id,
+                    pipe: Pipe::V,
+                    kind: Kind::Work,
+                    cost,
+                    flag: None,
+                    lo,
+                    hi,
+                })
+            }
+            OpKind::Mmad(m) => {
+                let (lo, hi) = self.operands(op)?;
+                let cost = self.mmad_cost(m);
+                self.send(Spec {
+                    op: id,
+                    pipe: Pipe::M,
+                    kind: Kind::Work,
+                    cost,
+                    flag: None,
+                    lo,
+                    hi,
+                })
+            }
+            OpKind::MmadL1(m) => {
+                let (lo, hi) = self.operands(op)?;
+                let pa = *self.path(id, m.a.space, Space::L0a)?;
+                let pb = *self.path(id, m.b.space, Space::L0b)?;
+                let (a, b) = (lo, lo + 1);
+                let (bpc_a, bpc_b) = (
+                    pa.bytes_per_cycle.max(1) as u64,
+                    pb.bytes_per_cycle.max(1) as u64,
+                );
+                let startup = pa.startup.max(pb.startup) as u64;
+                let cost = match (self.static_bytes(a), self.static_bytes(b)) {
+                    (Some(x), Some(y)) => Cost::Fixed {
+                        work: x.div_ceil(bpc_a) + y.div_ceil(bpc_b),
+                        startup,
+                    },
+                    _ => Cost::Stage {
+                        bpc_a,
+                        bpc_b,
+                        startup,
+                        a,
+                        b,
+                    },
+                };
+                self.send(Spec {
+                    op: id,
+                    pipe: pa.pipe,
+                    kind: Kind::Stage,
+                    cost,
+                    flag: None,
+                    lo,
+                    hi,
+                })?;
+                let cost = self.mmad_cost(m);
+                self.send(Spec {
+                    op: id,
+                    pipe: Pipe::M,
+                    kind: Kind::MacroM,
+                    cost,
+                    flag: None,
+                    lo,
+                    hi,
+                })
+            }
+        }
+    }
+
+    fn emit_loop(
+        &mut self,
+        id: OpId,
+        var: VarId,
+        bounds: Bounds<'p>,
+        body: &'p [OpId],
+    ) -> Result<(), CompileError> {
+        let lp = self.loop_index[id.index()];
+        debug_assert_eq!(
+            lp as usize,
+            self.out.loops.len(),
+            "loops are numbered in pre-order"
+        );
+        self.out.loops.push(LoopSpec {
+            op: id,
+            var,
+            bounds,
+        });
+        self.emit(SOp::LoopEnter { lp });
+        let head = self.emit(SOp::LoopHead { lp, exit: 0 });
+        self.block(body)?;
+        self.emit(SOp::LoopBack { lp, head });
+        let exit = self.pc();
+        self.out.code[head as usize] = SOp::LoopHead { lp, exit };
+        Ok(())
+    }
+
+    fn need_pipe(&self, op: OpId, pipe: Pipe) -> Result<(), CompileError> {
+        if self.has_pipe(pipe) {
+            Ok(())
+        } else {
+            Err(err(
+                op,
+                format!(
+                    "pipe {pipe} is not a pipe of core \"{}\"",
+                    self.program.core
+                ),
+            ))
+        }
+    }
+
+    fn send(&mut self, spec: Spec<'p>) -> Result<(), CompileError> {
+        self.need_pipe(spec.op, spec.pipe)?;
+        let at = self.out.specs.len() as u32;
+        self.out.specs.push(spec);
+        self.emit(SOp::Send { spec: at });
+        Ok(())
+    }
+
+    fn path(&self, op: OpId, from: Space, to: Space) -> Result<&PathConfig, CompileError> {
+        self.config.path(from, to).ok_or_else(|| {
+            err(
+                op,
+                format!(
+                    "config \"{}\" has no path {} -> {}",
+                    self.config.name, from, to
+                ),
+            )
+        })
+    }
+
+    fn static_bytes(&self, i: u32) -> Option<u64> {
+        self.out.opnds[i as usize].static_bytes
+    }
+
+    fn mmad_cost(&self, m: &'p Mmad) -> Cost<'p> {
+        let cube = &self.config.cube;
+        let db = (m.a.dtype.bits() / 8).max(1);
+        let kf = (cube.fractal_k_bytes as u64 / db).max(1);
+        let (fm, fnn) = (cube.fractal_m.max(1) as u64, cube.fractal_n.max(1) as u64);
+        let startup = cube.startup as u64;
+        match (m.m.as_const(), m.n.as_const(), m.k.as_const()) {
+            (Some(a), Some(b), Some(c)) if a >= 0 && b >= 0 && c >= 0 => Cost::Fixed {
+                work: mmad_work(a as u64, b as u64, c as u64, fm, fnn, kf),
+                startup,
+            },
+            _ => Cost::Mmad {
+                m: Val::new(&m.m),
+                n: Val::new(&m.n),
+                k: Val::new(&m.k),
+                kf,
+                fm,
+                fnn,
+                startup,
+            },
+        }
+    }
+
+    /// Appends the op's operands to the operand table; returns their range.
+    fn operands(&mut self, op: &'p Op) -> Result<(u32, u32), CompileError> {
+        let lo = self.out.opnds.len() as u32;
+        let counter = op
+            .loop_parent
+            .map_or(NO_LOOP, |l| self.loop_index[l.index()]);
+        let list = operands(&op.kind);
+        self.out.max_operands = self.out.max_operands.max(list.len());
+        for o in list {
+            let opnd = self.opnd(o, counter);
+            self.out.opnds.push(opnd);
+        }
+        Ok((lo, self.out.opnds.len() as u32))
+    }
+
+    fn opnd(&self, o: &'p Operand, counter: u32) -> Opnd<'p> {
+        let program = self.program;
+        let shape: &'p [u64] = match o.base {
+            Ref::Buffer(b) => &program.buffer(b).shape,
+            Ref::View(v) => &program.view(v).shape,
+            Ref::Tensor(t) => &program.tensor(t).shape,
+        };
+        let multi = program
+            .root_buffers(o.base)
+            .iter()
+            .map(|b| program.buffer(*b).multi)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let mut windows = Vec::new();
+        let mut r = o.base;
+        while let Ref::View(v) = r {
+            let view = program.view(v);
+            match &view.kind {
+                ViewKind::Window { of, offset } => {
+                    if offset.as_const().is_none() {
+                        windows.push(WindowCheck {
+                            offset: Val::new(offset),
+                            len: view.shape.iter().product(),
+                            of_len: ref_shape(program, *of).iter().product(),
+                            name: &view.name,
+                        });
+                    }
+                    r = *of;
+                }
+                ViewKind::Select { .. } => break,
+            }
+        }
+        let dynamic_index = o.indices.iter().any(|i| match i {
+            Index::At(e) => e.as_const().is_none(),
+            Index::Slice { start, end } => start.as_const().is_none() || end.as_const().is_none(),
+        });
+        let slot_dyn = o.slot.as_ref().is_some_and(|s| s.as_const().is_none());
+        Opnd {
+            operand: o,
+            shape,
+            multi,
+            slot: o.slot.as_ref().map(Val::new),
+            counter,
+            static_bytes: o.bytes(),
+            check: dynamic_index || !windows.is_empty() || slot_dyn,
+            windows,
+        }
+    }
+}
+
+fn ref_shape(program: &Program, r: Ref) -> &[u64] {
+    match r {
+        Ref::Buffer(b) => &program.buffer(b).shape,
+        Ref::View(v) => &program.view(v).shape,
+        Ref::Tensor(t) => &program.tensor(t).shape,
+    }
+}
+
+/// ceil(m/fm) × ceil(n/fn) × ceil(k/kf).
+#[inline]
+pub(super) fn mmad_work(m: u64, n: u64, k: u64, fm: u64, fnn: u64, kf: u64) -> u64 {
+    m.div_ceil(fm)
+        .saturating_mul(n.div_ceil(fnn))
+        .saturating_mul(k.div_ceil(kf))
+}

@@ -1,0 +1,1191 @@
+//! The discrete-event machine: the scalar unit walks the compiled bytecode, pipes run their
+//! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
+//! Nothing on the hot path allocates; the dynamic trace is never stored.
+
+use super::compile::{mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP};
+use super::result::{Deadlock, PipeStats, RunError, RunResult, Stall, SyncFinding, WaitOn, Waiter};
+use super::{Issue, Observer};
+use crate::config::Config;
+use crate::expr::{EvalError, Expr};
+use crate::ids::OpId;
+use crate::program::{Index, OpKind, Program};
+use crate::types::Pipe;
+
+const INF: u64 = u64::MAX;
+const NP: usize = Pipe::COUNT;
+
+/// One sent instruction waiting in (or travelling to) its pipe's queue.
+#[derive(Clone, Copy, Default, Debug)]
+struct Entry {
+    /// The cycle it joins the queue (send cycle + issue_cycles).
+    join: u64,
+    work: u64,
+    startup: u64,
+    seq: u64,
+    /// The flag index (set/wait) or the macro number (M part of mmad_l1).
+    arg: u64,
+    op: u32,
+    kind: Kind,
+}
+
+/// A fixed-capacity FIFO of entries that have not started (in transit included).
+struct Ring {
+    buf: Vec<Entry>,
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn new(cap: usize) -> Ring {
+        Ring {
+            buf: vec![Entry::default(); cap.max(1)],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn front(&self) -> &Entry {
+        &self.buf[self.head]
+    }
+
+    #[inline(always)]
+    fn push(&mut self, e: Entry) {
+        debug_assert!(self.len < self.buf.len());
+        let mut at = self.head + self.len;
+        if at >= self.buf.len() {
+            at -= self.buf.len();
+        }
+        self.buf[at] = e;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Entry {
+        debug_assert!(self.len > 0);
+        let e = self.buf[self.head];
+        self.head += 1;
+        if self.head == self.buf.len() {
+            self.head = 0;
+        }
+        self.len -= 1;
+        e
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        (0..self.len).map(move |i| &self.buf[(self.head + i) % self.buf.len()])
+    }
+}
+
+/// One non-S pipe: its queue, timing state and accounting.
+struct PipeState {
+    ring: Ring,
+    /// End of the last work interval; everything before it is accounted.
+    free: u64,
+    /// Latest completion of any started instruction.
+    max_complete: u64,
+    /// Cached start cycle of the head (INF: empty or blocked).
+    cand: u64,
+    busy: u64,
+    starved: u64,
+    instructions: u64,
+    drain: u64,
+    macro_wait: u64,
+    /// Wait-flag stalls, indexed `src * event_ids + id`.
+    wait_flag: Vec<u64>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Flag {
+    set: bool,
+    visible: u64,
+    op: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct LoopRt {
+    trips: i64,
+    i: i64,
+    from: i64,
+    step: i64,
+    /// Iterations completed over the whole run (multi-buffer slot counter).
+    completed: u64,
+}
+
+/// What the scalar unit is waiting to do.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// Nothing: S executes the op at `pc` when it is the earliest event.
+    None,
+    Send {
+        pipe: Pipe,
+        entry: Entry,
+        flag_id: Option<u32>,
+        nslots: u32,
+    },
+    SetFlag {
+        op: OpId,
+        flag: u64,
+        id: u32,
+    },
+    WaitFlag {
+        op: OpId,
+        flag: u64,
+        id: u32,
+    },
+    BarrierAll {
+        op: OpId,
+    },
+    /// S has executed the whole program.
+    Done,
+}
+
+/// A run-time error before the cycle and loop variables are attached.
+struct Fail {
+    op: OpId,
+    message: String,
+}
+
+type R<T> = Result<T, Fail>;
+
+pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
+    program: &'p Program,
+    c: &'c Compiled<'p>,
+    obs: &'o mut O,
+    issue: u64,
+    loop_cycles: u64,
+    branch_cycles: u64,
+    latency: u64,
+    depth: usize,
+    events: usize,
+    vars: Vec<i64>,
+    loops: Vec<LoopRt>,
+    pipes: Vec<PipeState>,
+    /// Non-S pipes of the core.
+    mask: u8,
+    flags: Vec<Flag>,
+    macro_done: Vec<u64>,
+    macro_started: u64,
+    macro_sent: u64,
+    // scalar unit
+    s_time: u64,
+    pc: usize,
+    pending: Pending,
+    s_busy: u64,
+    s_instr: u64,
+    s_queue_full: [u64; NP],
+    s_barrier_all: u64,
+    s_wait_flag: Vec<u64>,
+    s_end: u64,
+    seq: u64,
+    slots: Vec<u32>,
+    overlap: u64,
+    overlap_from: u64,
+    findings: Vec<SyncFinding>,
+    dirty: u8,
+    pmin: u64,
+    pmin_pipe: usize,
+    /// The cycle of the last event processed; nothing can happen before it any more.
+    now: u64,
+}
+
+impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
+    pub(super) fn new(
+        program: &'p Program,
+        config: &Config,
+        c: &'c Compiled<'p>,
+        obs: &'o mut O,
+    ) -> Self {
+        let events = config.sync.event_ids as usize;
+        let depth = config.queue_depth as usize;
+        let pipes = (0..NP)
+            .map(|_| PipeState {
+                ring: Ring::new(depth),
+                free: 0,
+                max_complete: 0,
+                cand: INF,
+                busy: 0,
+                starved: 0,
+                instructions: 0,
+                drain: 0,
+                macro_wait: 0,
+                wait_flag: vec![0; NP * events],
+            })
+            .collect();
+        Machine {
+            program,
+            c,
+            obs,
+            issue: config.scalar.issue_cycles as u64,
+            loop_cycles: config.scalar.loop_cycles as u64,
+            branch_cycles: config.scalar.branch_cycles as u64,
+            latency: config.sync.flag_latency as u64,
+            depth,
+            events,
+            vars: vec![0; program.vars.len()],
+            loops: vec![LoopRt::default(); c.loops.len()],
+            pipes,
+            mask: c.pipe_mask & !(1 << Pipe::S.index()),
+            flags: vec![Flag::default(); NP * NP * events],
+            macro_done: vec![0; depth + 2],
+            macro_started: 0,
+            macro_sent: 0,
+            s_time: 0,
+            pc: 0,
+            pending: Pending::None,
+            s_busy: 0,
+            s_instr: 0,
+            s_queue_full: [0; NP],
+            s_barrier_all: 0,
+            s_wait_flag: vec![0; NP * events],
+            s_end: 0,
+            seq: 0,
+            slots: vec![0; c.max_operands],
+            overlap: 0,
+            overlap_from: 0,
+            findings: Vec::new(),
+            dirty: 0,
+            pmin: INF,
+            pmin_pipe: 0,
+            now: 0,
+        }
+    }
+
+    /// Runs to the end (or to a deadlock).
+    pub(super) fn run(mut self) -> Result<RunResult, RunError> {
+        loop {
+            if self.dirty != 0 {
+                self.refresh();
+            }
+            if matches!(self.pending, Pending::None) {
+                if self.s_time < self.pmin {
+                    if let Err(f) = self.arrive() {
+                        return Err(self.error(f));
+                    }
+                    continue;
+                }
+            } else {
+                let sc = self.s_cand();
+                if sc < self.pmin {
+                    self.fire(sc);
+                    continue;
+                }
+            }
+            if self.pmin == INF {
+                break;
+            }
+            self.start(self.pmin_pipe, self.pmin);
+        }
+        Ok(self.finish())
+    }
+
+    // ----- pipes -------------------------------------------------------------------------
+
+    #[inline]
+    fn refresh(&mut self) {
+        let dirty = self.dirty & self.mask;
+        self.dirty = 0;
+        let mut bits = dirty;
+        while bits != 0 {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.pipes[p].cand = self.head_start(p);
+        }
+        let mut best = INF;
+        let mut at = 0;
+        let mut bits = self.mask;
+        while bits != 0 {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let c = self.pipes[p].cand;
+            if c < best {
+                best = c;
+                at = p;
+            }
+        }
+        self.pmin = best;
+        self.pmin_pipe = at;
+    }
+
+    /// The cycle the head of pipe `p` can start, or INF when the queue is empty or the head
+    /// waits for something that has not happened yet.
+    #[inline]
+    fn head_start(&self, p: usize) -> u64 {
+        let ps = &self.pipes[p];
+        if ps.ring.len == 0 {
+            return INF;
+        }
+        let e = ps.ring.front();
+        let base = e.join.max(ps.free);
+        match e.kind {
+            Kind::Work | Kind::Stage => base,
+            Kind::SetFlag | Kind::Barrier => base.max(ps.max_complete),
+            Kind::WaitFlag => {
+                let f = &self.flags[e.arg as usize];
+                if f.set {
+                    base.max(f.visible)
+                } else {
+                    INF
+                }
+            }
+            Kind::MacroM => {
+                if e.arg < self.macro_started {
+                    base.max(self.macro_done[(e.arg % self.macro_done.len() as u64) as usize])
+                } else {
+                    INF
+                }
+            }
+        }
+    }
+
+    /// Pipe `p` starts its head instruction at cycle `t`.
+    #[inline]
+    fn start(&mut self, p: usize, t: u64) {
+        debug_assert!(t >= self.now);
+        self.now = t;
+        self.sweep_overlap(t);
+        let events = self.events as u64;
+        let ps = &mut self.pipes[p];
+        let e = ps.ring.pop();
+        let gap = ps.free;
+        if t > gap {
+            let j = e.join.clamp(gap, t);
+            ps.starved += j - gap;
+            let stall = t - j;
+            if stall > 0 {
+                match e.kind {
+                    Kind::WaitFlag => {
+                        let src = e.arg / (NP as u64 * events);
+                        let id = e.arg % events;
+                        ps.wait_flag[(src * events + id) as usize] += stall;
+                    }
+                    Kind::SetFlag | Kind::Barrier => ps.drain += stall,
+                    Kind::MacroM => ps.macro_wait += stall,
+                    Kind::Work | Kind::Stage => {
+                        debug_assert!(false, "an unconditional instruction cannot stall")
+                    }
+                }
+            }
+        }
+        ps.free = t + e.work;
+        ps.busy += e.work;
+        ps.instructions += 1;
+        let complete = t + e.startup + e.work;
+        ps.max_complete = ps.max_complete.max(complete);
+        self.dirty |= 1 << p;
+        match e.kind {
+            Kind::SetFlag => self.set_flag(e.arg, e.op, t),
+            Kind::WaitFlag => self.flags[e.arg as usize].set = false,
+            Kind::Stage => {
+                let cap = self.macro_done.len() as u64;
+                self.macro_done[(self.macro_started % cap) as usize] = complete;
+                self.macro_started += 1;
+                self.dirty |= 1 << Pipe::M.index();
+            }
+            _ => {}
+        }
+        self.obs.on_start(e.seq, t, complete);
+    }
+
+    /// Counts the cycles in [overlap_from, t) with at least two non-S pipes busy. Every busy
+    /// interval known so far started at or before `overlap_from`, and the ones that start later
+    /// start at or after `t`, so only each pipe's latest interval matters.
+    #[inline]
+    fn sweep_overlap(&mut self, t: u64) {
+        if t <= self.overlap_from {
+            return;
+        }
+        let (mut a, mut b) = (0u64, 0u64);
+        let mut bits = self.mask;
+        while bits != 0 {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let w = self.pipes[p].free;
+            if w > a {
+                b = a;
+                a = w;
+            } else if w > b {
+                b = w;
+            }
+        }
+        let second = b.min(t);
+        if second > self.overlap_from {
+            self.overlap += second - self.overlap_from;
+        }
+        self.overlap_from = t;
+    }
+
+    fn set_flag(&mut self, idx: u64, op: u32, t: u64) {
+        let latency = self.latency;
+        let f = &mut self.flags[idx as usize];
+        if f.set {
+            let (src, dst, id) = self.flag_parts(idx);
+            self.findings.push(SyncFinding::DoubleSet {
+                src,
+                dst,
+                id,
+                op: OpId(op),
+                cycle: t,
+            });
+        } else {
+            f.set = true;
+            f.visible = t + latency;
+            f.op = op;
+        }
+        let dst = (idx as usize / self.events) % NP;
+        self.dirty |= 1 << dst;
+    }
+
+    fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {
+        let e = self.events as u64;
+        let id = (idx % e) as u32;
+        let pair = (idx / e) as usize;
+        (Pipe::ALL[pair / NP], Pipe::ALL[pair % NP], id)
+    }
+
+    // ----- scalar unit -------------------------------------------------------------------
+
+    /// The cycle S can carry out its pending action (INF: blocked, nothing pending, or done).
+    /// Never earlier than `now`: S may have been unblocked by the event just processed.
+    #[inline]
+    fn s_cand(&self) -> u64 {
+        let c = self.s_cand_raw();
+        if c == INF {
+            INF
+        } else {
+            c.max(self.now)
+        }
+    }
+
+    #[inline]
+    fn s_cand_raw(&self) -> u64 {
+        match self.pending {
+            Pending::None | Pending::Done => INF,
+            Pending::Send { pipe, .. } => {
+                if self.pipes[pipe.index()].ring.len < self.depth {
+                    self.s_time
+                } else {
+                    INF
+                }
+            }
+            Pending::SetFlag { .. } => self.s_time,
+            Pending::WaitFlag { flag, .. } => {
+                let f = &self.flags[flag as usize];
+                if f.set {
+                    self.s_time.max(f.visible)
+                } else {
+                    INF
+                }
+            }
+            Pending::BarrierAll { .. } => {
+                let mut done = self.s_time;
+                let mut bits = self.mask;
+                while bits != 0 {
+                    let p = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let ps = &self.pipes[p];
+                    if ps.ring.len > 0 {
+                        return INF;
+                    }
+                    done = done.max(ps.max_complete);
+                }
+                done
+            }
+        }
+    }
+
+    /// S carries out its pending action at cycle `t` (>= s_time); the wait before it is a stall.
+    #[inline]
+    fn fire(&mut self, t: u64) {
+        debug_assert!(t >= self.now);
+        self.now = t;
+        let stall = t - self.s_time;
+        let pending = std::mem::replace(&mut self.pending, Pending::None);
+        match pending {
+            Pending::Send {
+                pipe,
+                mut entry,
+                flag_id,
+                nslots,
+            } => {
+                self.s_queue_full[pipe.index()] += stall;
+                let seq = self.next_seq();
+                entry.join = t + self.issue;
+                entry.seq = seq;
+                if entry.kind == Kind::Stage {
+                    self.macro_sent += 1;
+                }
+                self.pipes[pipe.index()].ring.push(entry);
+                self.dirty |= 1 << pipe.index();
+                self.obs.on_issue(&Issue {
+                    seq,
+                    op: OpId(entry.op),
+                    pipe,
+                    cycle: t,
+                    vars: &self.vars,
+                    slots: &self.slots[..nslots as usize],
+                    flag_id,
+                });
+                self.s_busy += self.issue;
+                self.s_time = t + self.issue;
+            }
+            Pending::SetFlag { op, flag, id } => {
+                debug_assert_eq!(stall, 0);
+                self.s_instr += 1;
+                self.s_time = t;
+                self.observe_s(op, t, t, Some(id));
+                self.set_flag(flag, op.0, t);
+            }
+            Pending::WaitFlag { op, flag, id } => {
+                let (src, _, _) = self.flag_parts(flag);
+                self.s_wait_flag[src.index() * self.events + id as usize] += stall;
+                self.flags[flag as usize].set = false;
+                self.s_instr += 1;
+                self.s_time = t;
+                self.observe_s(op, t, t, Some(id));
+            }
+            Pending::BarrierAll { op } => {
+                self.s_barrier_all += stall;
+                self.s_instr += 1;
+                self.s_time = t;
+                self.observe_s(op, t, t, None);
+            }
+            Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+        }
+    }
+
+    #[inline(always)]
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    /// Observer calls for an op S executes itself (slots from the scratch when it has operands).
+    #[inline(always)]
+    fn observe_s_slots(&mut self, op: OpId, start: u64, complete: u64, nslots: usize) {
+        let seq = self.next_seq();
+        self.obs.on_issue(&Issue {
+            seq,
+            op,
+            pipe: Pipe::S,
+            cycle: start,
+            vars: &self.vars,
+            slots: &self.slots[..nslots],
+            flag_id: None,
+        });
+        self.obs.on_start(seq, start, complete);
+    }
+
+    #[inline(always)]
+    fn observe_s(&mut self, op: OpId, start: u64, complete: u64, flag_id: Option<u32>) {
+        let seq = self.next_seq();
+        self.obs.on_issue(&Issue {
+            seq,
+            op,
+            pipe: Pipe::S,
+            cycle: start,
+            vars: &self.vars,
+            slots: &[],
+            flag_id,
+        });
+        self.obs.on_start(seq, start, complete);
+    }
+
+    /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
+    #[inline]
+    fn arrive(&mut self) -> R<()> {
+        let code = self.c.code[self.pc];
+        match code {
+            SOp::LoopEnter { lp } => {
+                self.enter_loop(lp as usize)?;
+                self.pc += 1;
+            }
+            SOp::LoopHead { lp, exit } => {
+                let l = &self.loops[lp as usize];
+                if l.i >= l.trips {
+                    self.pc = exit as usize;
+                } else {
+                    let v = l.from + l.i * l.step;
+                    let var = self.c.loops[lp as usize].var;
+                    self.vars[var.index()] = v;
+                    self.s_time += self.loop_cycles;
+                    self.s_busy += self.loop_cycles;
+                    self.s_instr += 1;
+                    self.pc += 1;
+                }
+            }
+            SOp::LoopBack { lp, head } => {
+                let l = &mut self.loops[lp as usize];
+                l.i += 1;
+                l.completed += 1;
+                self.pc = head as usize;
+            }
+            SOp::If { op, cond, els } => {
+                let v = self.eval(op, cond)?;
+                self.s_time += self.branch_cycles;
+                self.s_busy += self.branch_cycles;
+                self.s_instr += 1;
+                self.pc = if v != 0 { self.pc + 1 } else { els as usize };
+            }
+            SOp::Jump { to } => self.pc = to as usize,
+            SOp::Scalar { op, cycles } => {
+                let n = self.eval(op, cycles)?;
+                if n < 0 {
+                    return Err(Fail {
+                        op,
+                        message: format!("scalar cycles {n} is negative"),
+                    });
+                }
+                let n = n as u64;
+                self.observe_s(op, self.s_time, self.s_time + n, None);
+                self.s_time += n;
+                self.s_busy += n;
+                self.s_instr += 1;
+                self.pc += 1;
+            }
+            SOp::SMem { op, lo, hi } => {
+                let n = self.prepare_operands(op, lo, hi)?;
+                self.observe_s_slots(op, self.s_time, self.s_time + self.issue, n);
+                self.s_time += self.issue;
+                self.s_busy += self.issue;
+                self.s_instr += 1;
+                self.pc += 1;
+            }
+            SOp::Check { op, lo, hi } => {
+                self.prepare_operands(op, lo, hi)?;
+                self.pc += 1;
+            }
+            SOp::SetFlag { op, dst, id } => {
+                let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
+                self.pending = Pending::SetFlag { op, flag, id };
+                self.pc += 1;
+            }
+            SOp::WaitFlag { op, src, id } => {
+                let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
+                self.pending = Pending::WaitFlag { op, flag, id };
+                self.pc += 1;
+            }
+            SOp::BarrierAll { op } => {
+                self.pending = Pending::BarrierAll { op };
+                self.pc += 1;
+            }
+            SOp::Send { spec } => {
+                self.prepare_send(spec as usize)?;
+                self.pc += 1;
+            }
+            SOp::End => {
+                self.pending = Pending::Done;
+                self.s_end = self.s_time;
+            }
+        }
+        Ok(())
+    }
+
+    fn enter_loop(&mut self, lp: usize) -> R<()> {
+        let spec = &self.c.loops[lp];
+        let op = spec.op;
+        let (from, step, trips) = match spec.bounds {
+            super::compile::Bounds::For { from, to, step } => {
+                let f = self.eval(op, from)?;
+                let t = self.eval(op, to)?;
+                let s = self.eval(op, step)?;
+                if s == 0 {
+                    return Err(Fail {
+                        op,
+                        message: "for step is 0".to_string(),
+                    });
+                }
+                let d = t as i128 - f as i128;
+                let s128 = s as i128;
+                let mut q = d / s128;
+                let r = d % s128;
+                if r != 0 && ((r > 0) == (s128 > 0)) {
+                    q += 1;
+                }
+                if q < 0 {
+                    return Err(Fail {
+                        op,
+                        message: format!("negative trip count {q} (from {f} to {t} step {s})"),
+                    });
+                }
+                (f, s, q as i64)
+            }
+            super::compile::Bounds::While { trips } => {
+                let n = self.eval(op, trips)?;
+                if n < 0 {
+                    return Err(Fail {
+                        op,
+                        message: format!("negative trip count {n}"),
+                    });
+                }
+                (0, 1, n)
+            }
+        };
+        let l = &mut self.loops[lp];
+        l.trips = trips;
+        l.i = 0;
+        l.from = from;
+        l.step = step;
+        Ok(())
+    }
+
+    fn prepare_send(&mut self, spec: usize) -> R<()> {
+        let sp = &self.c.specs[spec];
+        let op = sp.op;
+        let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
+        let (work, startup) = self.cost(op, &sp.cost)?;
+        let mut arg = 0;
+        let mut flag_id = None;
+        if let Some((src, dst, id)) = sp.flag {
+            let (idx, id) = self.flag_index(op, src, dst, id)?;
+            arg = idx;
+            flag_id = Some(id);
+        }
+        if sp.kind == Kind::MacroM {
+            debug_assert!(self.macro_sent > 0);
+            arg = self.macro_sent - 1;
+        }
+        self.pending = Pending::Send {
+            pipe: sp.pipe,
+            entry: Entry {
+                join: 0,
+                work,
+                startup,
+                seq: 0,
+                arg,
+                op: op.0,
+                kind: sp.kind,
+            },
+            flag_id,
+            nslots,
+        };
+        Ok(())
+    }
+
+    /// Chooses each operand's slot into the scratch and checks dynamic bounds; returns the
+    /// operand count.
+    #[inline]
+    fn prepare_operands(&mut self, op: OpId, lo: u32, hi: u32) -> R<usize> {
+        let c = self.c;
+        let opnds = &c.opnds[lo as usize..hi as usize];
+        for (k, o) in opnds.iter().enumerate() {
+            let slot = if let Some(s) = o.slot {
+                let v = self.eval(op, s)?;
+                if v < 0 || v >= o.multi as i64 {
+                    return Err(Fail {
+                        op,
+                        message: format!(
+                            "slot {v} of \"{}\" is outside 0..{}",
+                            o.operand.text, o.multi
+                        ),
+                    });
+                }
+                v as u32
+            } else if o.multi > 1 && o.counter != NO_LOOP {
+                (self.loops[o.counter as usize].completed % o.multi as u64) as u32
+            } else {
+                0
+            };
+            self.slots[k] = slot;
+            if o.check {
+                self.check_operand(op, o)?;
+            }
+        }
+        Ok(opnds.len())
+    }
+
+    fn check_operand(&self, op: OpId, o: &Opnd<'p>) -> R<()> {
+        for (d, idx) in o.operand.indices.iter().enumerate() {
+            let dim = *o.shape.get(d).ok_or_else(|| Fail {
+                op,
+                message: format!("\"{}\" has more indices than dimensions", o.operand.text),
+            })?;
+            match idx {
+                Index::At(e) => {
+                    let v = self.eval(op, Val::new(e))?;
+                    if v < 0 || v as u64 >= dim {
+                        return Err(Fail {
+                            op,
+                            message: format!(
+                                "index {v} out of bounds for dimension {d} (size {dim}) of \"{}\"",
+                                o.operand.text
+                            ),
+                        });
+                    }
+                }
+                Index::Slice { start, end } => {
+                    let a = self.eval(op, Val::new(start))?;
+                    let b = self.eval(op, Val::new(end))?;
+                    if a < 0 || b < a || b as u64 > dim {
+                        return Err(Fail {
+                            op,
+                            message: format!(
+                                "slice {a}:{b} out of bounds for dimension {d} (size {dim}) of \"{}\"",
+                                o.operand.text
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        for w in &o.windows {
+            let off = self.eval(op, w.offset)?;
+            if off < 0 || (off as u64).saturating_add(w.len) > w.of_len {
+                return Err(Fail {
+                    op,
+                    message: format!(
+                        "window \"{}\" at offset {off} ({} elements) is outside its base ({} elements)",
+                        w.name, w.len, w.of_len
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes an operand selects for the current loop variables.
+    fn bytes(&self, op: OpId, i: u32) -> R<u64> {
+        let o = &self.c.opnds[i as usize];
+        if let Some(b) = o.static_bytes {
+            return Ok(b);
+        }
+        let mut elements: u64 = 1;
+        for (d, &dim) in o.shape.iter().enumerate() {
+            let n = match o.operand.indices.get(d) {
+                None => dim,
+                Some(Index::At(_)) => 1,
+                Some(Index::Slice { start, end }) => {
+                    let a = self.eval(op, Val::new(start))?;
+                    let b = self.eval(op, Val::new(end))?;
+                    (b - a).max(0) as u64
+                }
+            };
+            elements = elements.saturating_mul(n);
+        }
+        Ok(o.operand.dtype.bytes_for(elements))
+    }
+
+    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64)> {
+        Ok(match *cost {
+            Cost::Fixed { work, startup } => (work, startup),
+            Cost::Move {
+                bpc,
+                startup,
+                src,
+                dst,
+            } => {
+                let b = self.bytes(op, src)?.max(self.bytes(op, dst)?);
+                (b.div_ceil(bpc), startup)
+            }
+            Cost::Vector {
+                repeat,
+                cpr,
+                startup,
+                lo,
+                hi,
+            } => {
+                let mut b = 0;
+                for i in lo..hi {
+                    b = b.max(self.bytes(op, i)?);
+                }
+                (b.div_ceil(repeat) * cpr, startup)
+            }
+            Cost::Mmad {
+                m,
+                n,
+                k,
+                kf,
+                fm,
+                fnn,
+                startup,
+            } => {
+                let mut dims = [0u64; 3];
+                for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
+                    let x = self.eval(op, v)?;
+                    if x < 0 {
+                        return Err(Fail {
+                            op,
+                            message: format!("mmad {name} = {x} is negative"),
+                        });
+                    }
+                    *slot = x as u64;
+                }
+                (mmad_work(dims[0], dims[1], dims[2], fm, fnn, kf), startup)
+            }
+            Cost::Stage {
+                bpc_a,
+                bpc_b,
+                startup,
+                a,
+                b,
+            } => (
+                self.bytes(op, a)?.div_ceil(bpc_a) + self.bytes(op, b)?.div_ceil(bpc_b),
+                startup,
+            ),
+        })
+    }
+
+    fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u64, u32)> {
+        let v = self.eval(op, id)?;
+        if v < 0 || v as u64 >= self.events as u64 {
+            return Err(Fail {
+                op,
+                message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
+            });
+        }
+        let idx = ((src.index() * NP + dst.index()) * self.events) as u64 + v as u64;
+        Ok((idx, v as u32))
+    }
+
+    #[inline(always)]
+    fn eval(&self, op: OpId, v: Val<'p>) -> R<i64> {
+        v.eval(&self.vars)
+            .map_err(|(e, expr)| self.eval_fail(op, e, expr))
+    }
+
+    #[cold]
+    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Fail {
+        let program = self.program;
+        let name = |v| program.var_name(v);
+        Fail {
+            op,
+            message: format!("cannot evaluate \"{}\": {e}", expr.display(&name)),
+        }
+    }
+
+    #[cold]
+    fn error(&self, f: Fail) -> RunError {
+        let program = self.program;
+        let mut loops = Vec::new();
+        let mut at = program.op(f.op).parent;
+        while let Some(p) = at {
+            let op = program.op(p);
+            if let OpKind::For { var, .. } | OpKind::While { var, .. } = op.kind {
+                loops.push(var);
+            }
+            at = op.parent;
+        }
+        let mut iteration = String::new();
+        for var in loops.iter().rev() {
+            let name = program.var_name(*var);
+            if !name.is_empty() {
+                iteration += &format!(", {name}={}", self.vars[var.index()]);
+            }
+        }
+        RunError {
+            op: f.op,
+            path: program.op(f.op).path.clone(),
+            message: f.message,
+            cycle: self.s_time,
+            iteration,
+        }
+    }
+
+    // ----- the end -----------------------------------------------------------------------
+
+    fn finish(mut self) -> RunResult {
+        let s_done = matches!(self.pending, Pending::Done);
+        let mut all_complete = 0;
+        let mut queued = false;
+        let mut last_join = 0;
+        for p in self.pipe_list() {
+            let ps = &self.pipes[p];
+            all_complete = all_complete.max(ps.max_complete).max(ps.free);
+            queued |= ps.ring.len > 0;
+            for e in ps.ring.iter() {
+                last_join = last_join.max(e.join);
+            }
+        }
+        let s_stop = if s_done { self.s_end } else { self.s_time };
+        let total = s_stop.max(all_complete).max(last_join);
+        let deadlock = if s_done && !queued {
+            None
+        } else {
+            Some(self.deadlock(total))
+        };
+        self.sweep_overlap(total);
+        let events = self.events as u64;
+        for (idx, f) in self.flags.iter().enumerate() {
+            if f.set {
+                let id = (idx as u64 % events) as u32;
+                let pair = idx / self.events;
+                self.findings.push(SyncFinding::UnpairedSet {
+                    src: Pipe::ALL[pair / NP],
+                    dst: Pipe::ALL[pair % NP],
+                    id,
+                    op: OpId(f.op),
+                });
+            }
+        }
+
+        let mut pipes = Vec::new();
+        // S
+        let mut stalls = Vec::new();
+        for p in Pipe::ALL {
+            push_stall(
+                &mut stalls,
+                Stall::QueueFull(p),
+                self.s_queue_full[p.index()],
+            );
+        }
+        push_stall(&mut stalls, Stall::BarrierAll, self.s_barrier_all);
+        self.wait_stalls(&mut stalls, &self.s_wait_flag.clone());
+        let mut s_idle = 0;
+        if s_done {
+            s_idle = total - self.s_end;
+        } else {
+            let stall = total - self.s_time;
+            let reason = match self.pending {
+                Pending::Send { pipe, .. } => Stall::QueueFull(pipe),
+                Pending::BarrierAll { .. } => Stall::BarrierAll,
+                Pending::WaitFlag { flag, id, .. } => Stall::WaitFlag {
+                    src: self.flag_parts(flag).0,
+                    id,
+                },
+                _ => unreachable!("S deadlocked without waiting"),
+            };
+            add_stall(&mut stalls, reason, stall);
+        }
+        stalls.sort();
+        pipes.push(PipeStats {
+            pipe: Pipe::S,
+            instructions: self.s_instr,
+            busy: self.s_busy,
+            stalls,
+            starved: 0,
+            idle: s_idle,
+        });
+        for p in self.pipe_list() {
+            let mut stalls = Vec::new();
+            let wait = std::mem::take(&mut self.pipes[p].wait_flag);
+            self.wait_stalls(&mut stalls, &wait);
+            let ps = &self.pipes[p];
+            push_stall(&mut stalls, Stall::Drain, ps.drain);
+            push_stall(
+                &mut stalls,
+                Stall::WaitMacro { src: Pipe::Mte1 },
+                ps.macro_wait,
+            );
+            let mut starved = ps.starved;
+            let mut idle = 0;
+            if ps.ring.len > 0 {
+                let head = ps.ring.front();
+                let j = head.join.clamp(ps.free, total);
+                starved += j - ps.free;
+                let reason = match head.kind {
+                    Kind::WaitFlag => Stall::WaitFlag {
+                        src: self.flag_parts(head.arg).0,
+                        id: self.flag_parts(head.arg).2,
+                    },
+                    Kind::MacroM => Stall::WaitMacro { src: Pipe::Mte1 },
+                    _ => Stall::Drain,
+                };
+                add_stall(&mut stalls, reason, total - j);
+            } else {
+                idle = total - ps.free;
+            }
+            stalls.sort();
+            pipes.push(PipeStats {
+                pipe: Pipe::ALL[p],
+                instructions: ps.instructions,
+                busy: ps.busy,
+                stalls,
+                starved,
+                idle,
+            });
+        }
+        let result = RunResult {
+            total_cycles: total,
+            pipes,
+            overlap_cycles: self.overlap,
+            findings: self.findings,
+            deadlock,
+        };
+        if let Err(e) = result.check_accounting() {
+            panic!("engine bug: accounting identity violated: {e}");
+        }
+        result
+    }
+
+    fn pipe_list(&self) -> impl Iterator<Item = usize> {
+        let mask = self.mask;
+        (1..NP).filter(move |p| mask & (1 << p) != 0)
+    }
+
+    fn wait_stalls(&self, stalls: &mut Vec<(Stall, u64)>, table: &[u64]) {
+        for (i, &c) in table.iter().enumerate() {
+            if c > 0 {
+                let src = Pipe::ALL[i / self.events];
+                let id = (i % self.events) as u32;
+                stalls.push((Stall::WaitFlag { src, id }, c));
+            }
+        }
+    }
+
+    fn deadlock(&self, total: u64) -> Deadlock {
+        let mut waiters = Vec::new();
+        match self.pending {
+            Pending::Send { pipe, entry, .. } => waiters.push(Waiter {
+                pipe: Pipe::S,
+                op: OpId(entry.op),
+                on: WaitOn::QueueFull(pipe),
+            }),
+            Pending::WaitFlag { op, flag, .. } => {
+                let (src, dst, id) = self.flag_parts(flag);
+                waiters.push(Waiter {
+                    pipe: Pipe::S,
+                    op,
+                    on: WaitOn::Flag { src, dst, id },
+                });
+            }
+            Pending::BarrierAll { op } => waiters.push(Waiter {
+                pipe: Pipe::S,
+                op,
+                on: WaitOn::BarrierAll,
+            }),
+            _ => {}
+        }
+        for p in self.pipe_list() {
+            let ps = &self.pipes[p];
+            if ps.ring.len == 0 {
+                continue;
+            }
+            let head = ps.ring.front();
+            let on = match head.kind {
+                Kind::WaitFlag => {
+                    let (src, dst, id) = self.flag_parts(head.arg);
+                    WaitOn::Flag { src, dst, id }
+                }
+                Kind::MacroM => WaitOn::Macro { src: Pipe::Mte1 },
+                _ => unreachable!("only flag and macro waits can block forever"),
+            };
+            waiters.push(Waiter {
+                pipe: Pipe::ALL[p],
+                op: OpId(head.op),
+                on,
+            });
+        }
+        Deadlock {
+            cycle: total,
+            waiters,
+        }
+    }
+}
+
+fn push_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
+    if c > 0 {
+        stalls.push((s, c));
+    }
+}
+
+fn add_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
+    if c == 0 {
+        return;
+    }
+    if let Some(e) = stalls.iter_mut().find(|(r, _)| *r == s) {
+        e.1 += c;
+    } else {
+        stalls.push((s, c));
+    }
+}
