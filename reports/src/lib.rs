@@ -1,1 +1,313 @@
+//! Pure functions from npusim results to text tables and JSON/YAML documents.
+//!
+//! Nothing here does IO, reads the clock or iterates a hash map: the same inputs always give
+//! byte-identical outputs. Cycle counts are reported as exact integers; ratios are derived
+//! from them (rounded to 4 decimals in JSON, shown as percentages with one decimal in text).
+//!
+//! Run report JSON ([`run_json`]), keys in this order:
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where |
+//! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
+//! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` |
+//! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
+//! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
+//! | `efficiency` | pipe bound / total |
+//! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
+//! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
+//! | `syncs_inserted` | flags added by the sync pass (0 for `sync: manual`) |
+//! | `plan` | the plan document ([`plan_json`]) |
+//!
+//! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
 
+mod plan_doc;
+mod run_report;
+pub mod table;
+
+pub use plan_doc::{plan_json, plan_text, plan_yaml};
+pub use run_report::{deadlock_text, finding_text, op_ref, run_json, run_text};
+
+/// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
+pub(crate) fn percent(a: u64, b: u64) -> String {
+    if b == 0 {
+        return "0.0".into();
+    }
+    format!("{:.1}", a as f64 * 100.0 / b as f64)
+}
+
+/// A ratio rounded to 4 decimals, for JSON.
+pub(crate) fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! A hand-built double-buffered vec_add: program, config, plan and run result.
+
+    use planner::{BufferPlan, PlacedBy, Plan, ScopeMode, ScopePlan};
+    use sim::config::*;
+    use sim::engine::{PipeStats, Stall};
+    use sim::expr::Expr;
+    use sim::program::*;
+    use sim::*;
+
+    pub fn config() -> Config {
+        Config {
+            name: "ascend910b".into(),
+            description: "test".into(),
+            clock_mhz: 1800,
+            cores: vec![CoreConfig {
+                name: "aiv".into(),
+                scopes: vec![ScopeConfig {
+                    space: Space::Ub,
+                    bytes: 196608,
+                    align: 32,
+                }],
+                pipes: vec![Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3],
+            }],
+            queue_depth: 32,
+            scalar: ScalarConfig {
+                issue_cycles: 1,
+                loop_cycles: 2,
+                branch_cycles: 1,
+            },
+            sync: SyncConfig {
+                event_ids: 8,
+                flag_latency: 2,
+            },
+            paths: vec![],
+            vector: VectorConfig {
+                repeat_bytes: 256,
+                default: VecCost {
+                    cycles_per_repeat: 2,
+                    startup: 10,
+                },
+                ops: vec![],
+            },
+            cube: CubeConfig {
+                fractal_m: 16,
+                fractal_n: 16,
+                fractal_k_bytes: 32,
+                startup: 21,
+            },
+        }
+    }
+
+    fn buffer(name: &str) -> Buffer {
+        Buffer {
+            name: name.into(),
+            scope: Space::Ub,
+            shape: vec![16384],
+            dtype: Dtype::F16,
+            elements: 16384,
+            bytes: 32768,
+            multi: 2,
+            inplace: true,
+            unique: false,
+            share: None,
+            preload: false,
+            at: None,
+            path: format!("body[0].for.buffers.{name}"),
+            declared_in: Some(OpId::new(0)),
+            loop_parent: Some(OpId::new(0)),
+        }
+    }
+
+    fn op(kind: OpKind, path: &str, pipe: Option<Pipe>) -> Op {
+        Op {
+            kind,
+            path: path.into(),
+            pipe,
+            loop_parent: Some(OpId::new(0)),
+            parent: Some(OpId::new(0)),
+        }
+    }
+
+    pub fn program_db() -> Program {
+        let c = Expr::Const;
+        let mut ops = vec![Op {
+            kind: OpKind::For {
+                var: VarId::new(0),
+                from: c(0),
+                to: c(16),
+                step: c(1),
+                body: Block {
+                    ops: (1..=5).map(OpId::new).collect(),
+                    buffers: (0..3).map(BufferId::new).collect(),
+                    views: vec![],
+                },
+            },
+            path: "body[0]".into(),
+            pipe: Some(Pipe::S),
+            loop_parent: None,
+            parent: None,
+        }];
+        ops.push(op(
+            OpKind::Scalar { cycles: c(1) },
+            "body[0].for.body[1]",
+            Some(Pipe::S),
+        ));
+        ops.push(op(
+            OpKind::Scalar { cycles: c(1) },
+            "body[0].for.body[2]",
+            Some(Pipe::S),
+        ));
+        ops.push(op(
+            OpKind::SetFlag {
+                src: Pipe::Mte2,
+                dst: Pipe::V,
+                id: c(0),
+            },
+            "body[0].for.body[3]",
+            Some(Pipe::Mte2),
+        ));
+        ops.push(op(
+            OpKind::WaitFlag {
+                src: Pipe::Mte2,
+                dst: Pipe::V,
+                id: c(0),
+            },
+            "body[0].for.body[4]",
+            Some(Pipe::V),
+        ));
+        ops.push(op(
+            OpKind::SetFlag {
+                src: Pipe::V,
+                dst: Pipe::Mte3,
+                id: c(1),
+            },
+            "body[0].for.body[5]",
+            Some(Pipe::V),
+        ));
+        Program {
+            kernel: "vec_add_db".into(),
+            core: "aiv".into(),
+            sync: SyncMode::Manual,
+            params: vec![("tiles".into(), 16), ("n".into(), 16384)],
+            tensors: vec![],
+            buffers: vec![buffer("xb"), buffer("yb"), buffer("zb")],
+            views: vec![],
+            vars: vec![Var {
+                name: "t".into(),
+                loop_op: OpId::new(0),
+            }],
+            ops,
+            body: Block {
+                ops: vec![OpId::new(0)],
+                buffers: vec![],
+                views: vec![],
+            },
+        }
+    }
+
+    pub fn plan_db() -> Plan {
+        let b = |i: usize, offsets: [u64; 2]| BufferPlan {
+            buffer: BufferId::new(i),
+            scope: Space::Ub,
+            bytes: 32768,
+            offsets: offsets.to_vec(),
+            placed_by: PlacedBy::Sequential,
+        };
+        Plan {
+            kernel: "vec_add_db".into(),
+            config: "ascend910b/aiv".into(),
+            level: 2,
+            scopes: vec![ScopePlan {
+                space: Space::Ub,
+                capacity: 196608,
+                align: 32,
+                required: 196608,
+                used: 196608,
+                mode: ScopeMode::Sequential,
+            }],
+            buffers: vec![
+                b(0, [0, 98304]),
+                b(1, [32768, 131072]),
+                b(2, [65536, 163840]),
+            ],
+            warnings: vec![],
+        }
+    }
+
+    pub fn result_clean() -> RunResult {
+        RunResult {
+            total_cycles: 1000,
+            pipes: vec![
+                PipeStats {
+                    pipe: Pipe::S,
+                    instructions: 40,
+                    busy: 120,
+                    stalls: vec![],
+                    starved: 0,
+                    idle: 880,
+                },
+                PipeStats {
+                    pipe: Pipe::V,
+                    instructions: 16,
+                    busy: 256,
+                    stalls: vec![
+                        (
+                            Stall::WaitFlag {
+                                src: Pipe::Mte2,
+                                id: 0,
+                            },
+                            150,
+                        ),
+                        (
+                            Stall::WaitFlag {
+                                src: Pipe::Mte2,
+                                id: 1,
+                            },
+                            100,
+                        ),
+                    ],
+                    starved: 94,
+                    idle: 400,
+                },
+                PipeStats {
+                    pipe: Pipe::Mte2,
+                    instructions: 32,
+                    busy: 700,
+                    stalls: vec![],
+                    starved: 100,
+                    idle: 200,
+                },
+                PipeStats {
+                    pipe: Pipe::Mte3,
+                    instructions: 16,
+                    busy: 300,
+                    stalls: vec![(
+                        Stall::WaitFlag {
+                            src: Pipe::V,
+                            id: 0,
+                        },
+                        200,
+                    )],
+                    starved: 300,
+                    idle: 200,
+                },
+            ],
+            overlap_cycles: 450,
+            findings: vec![],
+            deadlock: None,
+        }
+    }
+
+    #[test]
+    fn fixtures_are_consistent() {
+        assert_eq!(result_clean().check_accounting(), Ok(()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_and_rounding() {
+        assert_eq!(percent(1, 3), "33.3");
+        assert_eq!(percent(5, 0), "0.0");
+        assert_eq!(round4(2.0 / 3.0), 0.6667);
+    }
+}

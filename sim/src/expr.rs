@@ -145,11 +145,12 @@ impl Expr {
             }
             Expr::Binary(op, a, b) => {
                 let (a, b) = (a.eval(vars)?, b.eval(vars)?);
-                op.apply(a, b).ok_or(if b == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
-                    EvalError::DivisionByZero
-                } else {
-                    EvalError::Overflow
-                })
+                op.apply(a, b)
+                    .ok_or(if b == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                        EvalError::DivisionByZero
+                    } else {
+                        EvalError::Overflow
+                    })
             }
         }
     }
@@ -302,7 +303,11 @@ impl fmt::Display for ParseError {
 /// Parses `src` completely. `resolve` maps a name to its value (a param's constant or a loop
 /// variable) or `None` when the name is unknown.
 pub fn parse(src: &str, resolve: &mut dyn FnMut(&str) -> Option<Expr>) -> Result<Expr, ParseError> {
-    let mut p = Parser { src, pos: 0, resolve };
+    let mut p = Parser {
+        src,
+        pos: 0,
+        resolve,
+    };
     let e = p.expr(0)?;
     p.skip_ws();
     if p.pos < src.len() {
@@ -317,7 +322,11 @@ pub fn parse_prefix(
     src: &str,
     resolve: &mut dyn FnMut(&str) -> Option<Expr>,
 ) -> Result<(Expr, usize), ParseError> {
-    let mut p = Parser { src, pos: 0, resolve };
+    let mut p = Parser {
+        src,
+        pos: 0,
+        resolve,
+    };
     let e = p.expr(0)?;
     p.skip_ws();
     Ok((e, p.pos))
@@ -418,7 +427,9 @@ impl Parser<'_, '_> {
             return Ok(e);
         }
         if c.is_ascii_digit() {
-            let len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let len = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             let v: i64 = rest[..len]
                 .parse()
                 .map_err(|_| self.syntax(format!("integer \"{}\" is too large", &rest[..len])))?;
@@ -448,7 +459,11 @@ impl Parser<'_, '_> {
                         return Err(self.syntax("expected \")\"".into()));
                     }
                     self.pos += 1;
-                    let op = if name == "min" { BinOp::Min } else { BinOp::Max };
+                    let op = if name == "min" {
+                        BinOp::Min
+                    } else {
+                        BinOp::Max
+                    };
                     return Expr::binary(op, a, b).map_err(|error| ParseError::Eval { error, at });
                 }
             }
@@ -511,16 +526,36 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         assert!(matches!(p("t +"), Err(ParseError::Syntax { .. })));
-        assert!(matches!(p("foo + 1"), Err(ParseError::UnknownName { name, at: 0 }) if name == "foo"));
-        assert!(matches!(p("n / 0"), Err(ParseError::Eval { error: EvalError::DivisionByZero, .. })));
+        assert!(
+            matches!(p("foo + 1"), Err(ParseError::UnknownName { name, at: 0 }) if name == "foo")
+        );
+        assert!(matches!(
+            p("n / 0"),
+            Err(ParseError::Eval {
+                error: EvalError::DivisionByZero,
+                ..
+            })
+        ));
         assert!(matches!(p("(n"), Err(ParseError::Syntax { .. })));
         assert!(matches!(p("n n"), Err(ParseError::Syntax { .. })));
     }
 
     #[test]
     fn display_round_trips() {
-        let names = |v: VarId| if v.0 == 0 { "t".to_string() } else { "i".to_string() };
-        for src in ["t % 2 + i * 16", "(t + 1) * i", "min(t, i) - 1", "t - (i - 1)", "t >= 2 && i < 3"] {
+        let names = |v: VarId| {
+            if v.0 == 0 {
+                "t".to_string()
+            } else {
+                "i".to_string()
+            }
+        };
+        for src in [
+            "t % 2 + i * 16",
+            "(t + 1) * i",
+            "min(t, i) - 1",
+            "t - (i - 1)",
+            "t >= 2 && i < 3",
+        ] {
             let e = p(src).unwrap();
             let text = e.display(&names).to_string();
             assert_eq!(p(&text).unwrap(), e, "{src} -> {text}");

@@ -21,8 +21,8 @@ pub mod yaml;
 
 pub use config::Config;
 pub use diag::{Diagnostic, LoadError};
+pub use engine::{run, RunError, RunResult};
 pub use ids::{BufferId, OpId, TensorId, VarId, ViewId};
+pub use load::{load_config, load_program};
 pub use program::Program;
 pub use types::{Dtype, Pipe, Space};
-pub use engine::{run, RunError, RunResult};
-pub use load::{load_config, load_program};

@@ -2,3 +2,4 @@
 
 mod golden;
 mod load_errors;
+mod properties;

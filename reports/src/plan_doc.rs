@@ -1,0 +1,230 @@
+//! The plan document (DESIGN §5 "Plan output"): what `npusim plan` prints and what the snapshot
+//! tests store, as YAML, JSON or a readable table.
+
+use crate::table::{Align, Table};
+use planner::{BufferPlan, Plan, ScopePlan};
+use serde_json::{json, Map, Value};
+use sim::Program;
+
+/// The plan as a JSON value: `kernel`, `config`, `level`, `scopes` (in scope order: `capacity`,
+/// `required`, `used`, `mode`), `buffers` (in declaration order: `scope`, `bytes`, `offsets`,
+/// `level`) and `warnings`.
+pub fn plan_json(program: &Program, plan: &Plan) -> Value {
+    let mut scopes = Map::new();
+    for s in sorted_scopes(plan) {
+        scopes.insert(
+            s.space.yaml_name().to_string(),
+            json!({
+                "capacity": s.capacity,
+                "required": s.required,
+                "used": s.used,
+                "mode": s.mode.name(),
+            }),
+        );
+    }
+    let mut buffers = Map::new();
+    for (key, b) in buffer_rows(program, plan) {
+        buffers.insert(
+            key,
+            json!({
+                "scope": b.scope.yaml_name(),
+                "bytes": b.bytes,
+                "offsets": b.offsets,
+                "level": b.placed_by.name(),
+            }),
+        );
+    }
+    json!({
+        "kernel": plan.kernel,
+        "config": plan.config,
+        "level": plan.level,
+        "scopes": scopes,
+        "buffers": buffers,
+        "warnings": plan.warnings,
+    })
+}
+
+/// The plan document as YAML.
+pub fn plan_yaml(program: &Program, plan: &Plan) -> String {
+    sim::yaml::to_string(&plan_json(program, plan))
+}
+
+/// The plan as readable tables: one row per scope, then one row per buffer (grouped by scope,
+/// in declaration order), then the warnings.
+pub fn plan_text(program: &Program, plan: &Plan) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("kernel   {}\n", plan.kernel));
+    out.push_str(&format!("config   {}\n", plan.config));
+    out.push_str(&format!(
+        "level    {} (highest reuse level allowed)\n",
+        plan.level
+    ));
+    out.push('\n');
+
+    let mut scopes = Table::new(vec![
+        ("scope".into(), Align::Left),
+        ("capacity".into(), Align::Right),
+        ("required".into(), Align::Right),
+        ("used".into(), Align::Right),
+        ("used %".into(), Align::Right),
+        ("mode".into(), Align::Left),
+    ]);
+    for s in sorted_scopes(plan) {
+        scopes.row(vec![
+            s.space.report_name().to_string(),
+            s.capacity.to_string(),
+            s.required.to_string(),
+            s.used.to_string(),
+            crate::percent(s.used, s.capacity),
+            s.mode.name().to_string(),
+        ]);
+    }
+    out.push_str(&scopes.render(""));
+    out.push('\n');
+
+    let rows = buffer_rows(program, plan);
+    if rows.is_empty() {
+        out.push_str("no on-chip buffers\n");
+    } else {
+        let mut buffers = Table::new(vec![
+            ("scope".into(), Align::Left),
+            ("buffer".into(), Align::Left),
+            ("bytes".into(), Align::Right),
+            ("offsets".into(), Align::Left),
+            ("placed by".into(), Align::Left),
+        ]);
+        for s in sorted_scopes(plan) {
+            for (key, b) in rows.iter().filter(|(_, b)| b.scope == s.space) {
+                buffers.row(vec![
+                    b.scope.report_name().to_string(),
+                    key.clone(),
+                    b.bytes.to_string(),
+                    b.offsets
+                        .iter()
+                        .map(|o| o.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    b.placed_by.name().to_string(),
+                ]);
+            }
+        }
+        // buffers of a scope the plan has no entry for (not expected; never dropped silently)
+        for (key, b) in rows
+            .iter()
+            .filter(|(_, b)| plan.scopes.iter().all(|s| s.space != b.scope))
+        {
+            buffers.row(vec![
+                b.scope.report_name().to_string(),
+                key.clone(),
+                b.bytes.to_string(),
+                b.offsets
+                    .iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                b.placed_by.name().to_string(),
+            ]);
+        }
+        out.push_str(&buffers.render(""));
+    }
+    out.push('\n');
+    out.push_str(&legend_lines());
+    out.push('\n');
+    if plan.warnings.is_empty() {
+        out.push_str("warnings: none\n");
+    } else {
+        out.push_str("warnings:\n");
+        for w in &plan.warnings {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out
+}
+
+fn legend_lines() -> String {
+    [
+        "capacity   bytes the scope holds",
+        "required   bytes the scope needs without reuse (every buffer slot, aligned, added up)",
+        "used       the end of the highest planned slot",
+        "bytes      one slot of the buffer, rounded up to the scope alignment",
+        "offsets    byte offset of each slot",
+        "placed by  sequential: running sum, no reuse; fixed: `at:` in the program",
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect()
+}
+
+fn sorted_scopes(plan: &Plan) -> Vec<&ScopePlan> {
+    let mut v: Vec<&ScopePlan> = plan.scopes.iter().collect();
+    v.sort_by_key(|s| s.space);
+    v
+}
+
+/// Every planned buffer with the key it is reported under, in declaration order. The key is the
+/// buffer's name, or its declaration path when two buffers of the program share a name.
+pub(crate) fn buffer_rows<'a>(program: &Program, plan: &'a Plan) -> Vec<(String, &'a BufferPlan)> {
+    let name_of = |b: &BufferPlan| -> (String, String) {
+        match program.buffers.get(b.buffer.index()) {
+            Some(buf) => (buf.name.clone(), buf.path.clone()),
+            None => (b.buffer.to_string(), b.buffer.to_string()),
+        }
+    };
+    let mut rows: Vec<&BufferPlan> = plan.buffers.iter().collect();
+    rows.sort_by_key(|b| b.buffer);
+    let names: Vec<(String, String)> = rows.iter().map(|b| name_of(b)).collect();
+    rows.iter()
+        .zip(&names)
+        .map(|(b, (name, path))| {
+            let shared = names.iter().filter(|(n, _)| n == name).count() > 1;
+            let key = if shared { path.clone() } else { name.clone() };
+            (key, *b)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+
+    #[test]
+    fn json_keeps_document_order() {
+        let (program, plan) = (program_db(), plan_db());
+        let doc = plan_json(&program, &plan);
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["kernel", "config", "level", "scopes", "buffers", "warnings"]
+        );
+        let bufs: Vec<&String> = doc["buffers"].as_object().unwrap().keys().collect();
+        assert_eq!(bufs, ["xb", "yb", "zb"]);
+        assert_eq!(doc["buffers"]["yb"]["offsets"], json!([32768, 131072]));
+        assert_eq!(doc["scopes"]["ub"]["mode"], "sequential");
+    }
+
+    #[test]
+    fn yaml_document() {
+        let (program, plan) = (program_db(), plan_db());
+        insta::assert_snapshot!(plan_yaml(&program, &plan));
+    }
+
+    #[test]
+    fn text_document() {
+        let (program, plan) = (program_db(), plan_db());
+        insta::assert_snapshot!(plan_text(&program, &plan));
+    }
+
+    #[test]
+    fn duplicate_names_are_keyed_by_path() {
+        let mut program = program_db();
+        program.buffers[2].name = "xb".into();
+        let plan = plan_db();
+        let doc = plan_json(&program, &plan);
+        let bufs: Vec<&String> = doc["buffers"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            bufs,
+            ["body[0].for.buffers.xb", "yb", "body[0].for.buffers.zb"]
+        );
+    }
+}

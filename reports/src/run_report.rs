@@ -1,0 +1,547 @@
+//! The run report: where every cycle of every pipe went, the derived metrics with their
+//! definitions, and what the run found (sync mistakes, a deadlock).
+
+use crate::table::{Align, Table};
+use planner::Plan;
+use serde_json::{json, Map, Value};
+use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
+use sim::{Config, OpId, Program, RunResult};
+use std::collections::BTreeSet;
+
+/// The run report as text: header, per-pipe table, totals and derived metrics, a legend, then
+/// the sync findings and the deadlock, if any.
+pub fn run_text(program: &Program, config: &Config, plan: &Plan, result: &RunResult) -> String {
+    let total = result.total_cycles;
+    let mut out = String::new();
+    out.push_str(&format!("kernel  {}\n", program.kernel));
+    out.push_str(&format!(
+        "config  {}/{} ({} MHz)\n",
+        config.name, program.core, config.clock_mhz
+    ));
+    out.push_str(&format!("sync    {}\n", program.sync.name()));
+    let mut scopes: Vec<_> = plan.scopes.iter().collect();
+    scopes.sort_by_key(|s| s.space);
+    // scopes the program does not use are in the plan document, not here
+    let used: Vec<String> = scopes
+        .iter()
+        .filter(|s| s.used > 0)
+        .map(|s| {
+            format!(
+                "{} {} of {} bytes ({})",
+                s.space.report_name(),
+                s.used,
+                s.capacity,
+                s.mode.name()
+            )
+        })
+        .collect();
+    if used.is_empty() {
+        out.push_str("plan    no on-chip buffers\n");
+    }
+    for line in used {
+        out.push_str(&format!("plan    {line}\n"));
+    }
+    out.push('\n');
+
+    let pipes = sorted_pipes(result);
+    let reasons = stall_reasons(result);
+    let mut columns = vec![
+        ("pipe".to_string(), Align::Left),
+        ("instr".to_string(), Align::Right),
+        ("busy".to_string(), Align::Right),
+    ];
+    columns.extend(reasons.iter().map(|r| (column_name(*r), Align::Right)));
+    columns.extend([
+        ("starved".to_string(), Align::Right),
+        ("idle".to_string(), Align::Right),
+        ("util %".to_string(), Align::Right),
+    ]);
+    let mut table = Table::new(columns);
+    for p in &pipes {
+        let mut row = vec![
+            p.pipe.report_name().to_string(),
+            p.instructions.to_string(),
+            p.busy.to_string(),
+        ];
+        row.extend(reasons.iter().map(|r| stall_cycles(p, *r).to_string()));
+        row.extend([
+            p.starved.to_string(),
+            p.idle.to_string(),
+            crate::percent(p.busy, total),
+        ]);
+        table.row(row);
+    }
+    out.push_str(&table.render(""));
+    out.push('\n');
+
+    let mut summary = Table::new(vec![
+        (String::new(), Align::Left),
+        (String::new(), Align::Right),
+        (String::new(), Align::Left),
+    ]);
+    summary.row(vec![
+        "total".into(),
+        total.to_string(),
+        format!(
+            "cycles = {} us at {} MHz",
+            fmt_micros(total, config.clock_mhz),
+            config.clock_mhz
+        ),
+    ]);
+    summary.row(vec![
+        "overlap".into(),
+        format!("{} %", crate::percent(result.overlap_cycles, total)),
+        format!("({} cycles)", result.overlap_cycles),
+    ]);
+    match result.pipe_bound() {
+        Some((pipe, cycles)) => {
+            summary.row(vec![
+                "pipe bound".into(),
+                cycles.to_string(),
+                format!("cycles ({pipe})"),
+            ]);
+            summary.row(vec![
+                "efficiency".into(),
+                format!("{} %", crate::percent(cycles, total)),
+                String::new(),
+            ]);
+        }
+        None => summary.row(vec![
+            "pipe bound".into(),
+            "-".into(),
+            "(no pipe besides S)".into(),
+        ]),
+    }
+    // the header row of this table is empty; drop it
+    let rendered = summary.render("");
+    out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
+    out.push('\n');
+
+    out.push_str(&legend(&reasons));
+
+    if !result.findings.is_empty() {
+        out.push('\n');
+        out.push_str(&format!("sync findings ({}):\n", result.findings.len()));
+        for f in &result.findings {
+            out.push_str(&format!("  {}\n", finding_text(program, f)));
+        }
+    }
+    if let Some(d) = &result.deadlock {
+        out.push('\n');
+        out.push_str(&deadlock_text(program, d));
+    }
+    out
+}
+
+/// The run report as a JSON document with a stable key order (see the crate docs).
+pub fn run_json(program: &Program, config: &Config, plan: &Plan, result: &RunResult) -> Value {
+    let total = result.total_cycles;
+    let mut pipes = Map::new();
+    for p in sorted_pipes(result) {
+        let mut stalls = Map::new();
+        let mut own: Vec<(Stall, u64)> = p.stalls.clone();
+        own.sort_by_key(|(s, _)| *s);
+        for (reason, cycles) in own {
+            stalls.insert(reason.to_string(), json!(cycles));
+        }
+        pipes.insert(
+            p.pipe.report_name().to_string(),
+            json!({
+                "busy": p.busy,
+                "stalls": stalls,
+                "starved": p.starved,
+                "idle": p.idle,
+                "instructions": p.instructions,
+                "utilisation": crate::round4(p.utilisation(total)),
+            }),
+        );
+    }
+    let pipe_bound = match result.pipe_bound() {
+        Some((pipe, cycles)) => json!({ "pipe": pipe.report_name(), "cycles": cycles }),
+        None => Value::Null,
+    };
+    let findings: Vec<Value> = result
+        .findings
+        .iter()
+        .map(|f| finding_json(program, f))
+        .collect();
+    let deadlock = match &result.deadlock {
+        Some(d) => json!({
+            "cycle": d.cycle,
+            "waiters": d.waiters.iter().map(|w| json!({
+                "pipe": w.pipe.report_name(),
+                "waits_on": w.on.to_string(),
+                "op": op_path(program, w.op),
+                "op_kind": op_kind(program, w.op),
+            })).collect::<Vec<_>>(),
+        }),
+        None => Value::Null,
+    };
+    json!({
+        "kernel": program.kernel,
+        "config": format!("{}/{}", config.name, program.core),
+        "sync": program.sync.name(),
+        "total_cycles": total,
+        "microseconds": micros(total, config.clock_mhz),
+        "pipes": pipes,
+        "overlap": crate::round4(result.overlap()),
+        "overlap_cycles": result.overlap_cycles,
+        "pipe_bound": pipe_bound,
+        "efficiency": crate::round4(result.efficiency()),
+        "findings": findings,
+        "deadlock": deadlock,
+        "syncs_inserted": 0,
+        "plan": crate::plan_json(program, plan),
+    })
+}
+
+/// One line describing a sync finding: what happened, the flag, and the op that did it.
+pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
+    match f {
+        SyncFinding::DoubleSet {
+            src,
+            dst,
+            id,
+            op,
+            cycle,
+        } => format!(
+            "double set: flag {src}->{dst}#{id} set again at cycle {cycle} before a wait_flag \
+             consumed it; the second set is lost ({})",
+            op_ref(program, *op)
+        ),
+        SyncFinding::UnpairedSet { src, dst, id, op } => format!(
+            "unpaired set_flag: flag {src}->{dst}#{id} was still set when the kernel ended; \
+             no wait_flag consumed it ({})",
+            op_ref(program, *op)
+        ),
+    }
+}
+
+/// The deadlock section: the cycle, then one line per waiting pipe.
+pub fn deadlock_text(program: &Program, d: &Deadlock) -> String {
+    let mut out = format!(
+        "DEADLOCK at cycle {}: nothing can move, and {} pipe{} wait{}:\n",
+        d.cycle,
+        d.waiters.len(),
+        if d.waiters.len() == 1 { "" } else { "s" },
+        if d.waiters.len() == 1 { "s" } else { "" },
+    );
+    let mut t = Table::new(vec![
+        ("pipe".into(), Align::Left),
+        ("waits on".into(), Align::Left),
+        ("op".into(), Align::Left),
+    ]);
+    for w in &d.waiters {
+        t.row(vec![
+            w.pipe.report_name().to_string(),
+            w.on.to_string(),
+            op_ref(program, w.op),
+        ]);
+    }
+    out.push_str(&t.render("  "));
+    if d.waiters
+        .iter()
+        .any(|w| matches!(w.on, WaitOn::Flag { .. }))
+    {
+        out.push_str(
+            "hint: a wait_flag on SRC->DST#id completes only after a set_flag with the same \
+             src, dst and id; check that every wait has a set earlier in program order\n",
+        );
+    }
+    out
+}
+
+fn finding_json(program: &Program, f: &SyncFinding) -> Value {
+    match f {
+        SyncFinding::DoubleSet {
+            src,
+            dst,
+            id,
+            op,
+            cycle,
+        } => json!({
+            "kind": "double_set",
+            "flag": format!("{src}->{dst}#{id}"),
+            "op": op_path(program, *op),
+            "op_kind": op_kind(program, *op),
+            "cycle": cycle,
+        }),
+        SyncFinding::UnpairedSet { src, dst, id, op } => json!({
+            "kind": "unpaired_set_flag",
+            "flag": format!("{src}->{dst}#{id}"),
+            "op": op_path(program, *op),
+            "op_kind": op_kind(program, *op),
+        }),
+    }
+}
+
+/// `body[0].for.body[3] wait_flag`: the op's YAML path and kind.
+pub fn op_ref(program: &Program, op: OpId) -> String {
+    format!("{} {}", op_path(program, op), op_kind(program, op))
+}
+
+fn op_path(program: &Program, op: OpId) -> String {
+    program
+        .ops
+        .get(op.index())
+        .map_or_else(|| op.to_string(), |o| o.path.clone())
+}
+
+fn op_kind(program: &Program, op: OpId) -> &'static str {
+    program.ops.get(op.index()).map_or("?", |o| o.kind.name())
+}
+
+fn sorted_pipes(result: &RunResult) -> Vec<&PipeStats> {
+    let mut v: Vec<&PipeStats> = result.pipes.iter().collect();
+    v.sort_by_key(|p| p.pipe);
+    v
+}
+
+/// Every stall reason with cycles on some pipe, in [`Stall`] order.
+fn stall_reasons(result: &RunResult) -> Vec<Stall> {
+    let set: BTreeSet<Stall> = result
+        .pipes
+        .iter()
+        .flat_map(|p| p.stalls.iter().filter(|(_, c)| *c > 0).map(|(s, _)| *s))
+        .collect();
+    set.into_iter().collect()
+}
+
+/// A stall reason as a text column header: its JSON key, with `wait_flag` shortened to `wait`.
+fn column_name(reason: Stall) -> String {
+    let name = reason.to_string();
+    match name.strip_prefix("wait_flag ") {
+        Some(rest) => format!("wait {rest}"),
+        None => name,
+    }
+}
+
+fn stall_cycles(p: &PipeStats, reason: Stall) -> u64 {
+    p.stalls
+        .iter()
+        .filter(|(s, _)| *s == reason)
+        .map(|(_, c)| c)
+        .sum()
+}
+
+/// Microseconds at the config clock, rounded to the nanosecond.
+fn micros(total: u64, clock_mhz: u32) -> f64 {
+    if clock_mhz == 0 {
+        return 0.0;
+    }
+    (total as f64 / clock_mhz as f64 * 1000.0).round() / 1000.0
+}
+
+fn fmt_micros(total: u64, clock_mhz: u32) -> String {
+    format!("{:.3}", micros(total, clock_mhz))
+}
+
+fn legend(reasons: &[Stall]) -> String {
+    let mut lines: Vec<(String, String)> = vec![
+        (
+            "instr".into(),
+            "instructions the pipe started, flags and barriers included (S: its own ops, loop \
+             iterations and `if` evaluations, not what it sends to other pipes)"
+                .into(),
+        ),
+        ("busy".into(), "cycles the pipe did instruction work".into()),
+    ];
+    let mut kinds = BTreeSet::new();
+    for r in reasons {
+        let (key, text) = match r {
+            Stall::WaitFlag { .. } => (
+                "wait P#i",
+                "a wait_flag at the head of the queue waited for the flag from pipe P with id i",
+            ),
+            Stall::WaitMacro { .. } => (
+                "wait P#mmad_l1",
+                "the M part of an mmad_l1 waited for its staging on pipe P",
+            ),
+            Stall::Drain => (
+                "drain",
+                "a set_flag or barrier waited for earlier instructions of its pipe to complete",
+            ),
+            Stall::QueueFull(_) => (
+                "queue_full P",
+                "S waited because the queue of pipe P was full (queue_depth instructions not started)",
+            ),
+            Stall::BarrierAll => (
+                "barrier_all",
+                "S waited in `barrier: all` for every pipe to finish",
+            ),
+        };
+        if kinds.insert(key) {
+            lines.push((key.into(), text.into()));
+        }
+    }
+    lines.extend([
+        ("starved".into(), "queue empty, more work will come".into()),
+        (
+            "idle".into(),
+            "no more work will come (after the pipe's last instruction)".into(),
+        ),
+        (
+            "util %".into(),
+            "busy / total cycles; busy + stalls + starved + idle = total for every pipe".into(),
+        ),
+        (
+            "overlap".into(),
+            "cycles with at least two non-S pipes busy / total cycles".into(),
+        ),
+        (
+            "pipe bound".into(),
+            "the most busy cycles of one non-S pipe: no schedule of this work is shorter".into(),
+        ),
+        (
+            "efficiency".into(),
+            "pipe bound / total cycles (100 % = the busiest pipe never waited)".into(),
+        ),
+    ]);
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::from("legend:\n");
+    for (k, t) in lines {
+        out.push_str(&format!("  {k:<width$}  {t}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use sim::engine::Waiter;
+    use sim::Pipe;
+
+    #[test]
+    fn text_report_of_a_clean_run() {
+        let text = run_text(&program_db(), &config(), &plan_db(), &result_clean());
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn text_report_with_findings_and_deadlock() {
+        let mut r = result_clean();
+        r.findings = vec![
+            SyncFinding::DoubleSet {
+                src: Pipe::Mte2,
+                dst: Pipe::V,
+                id: 0,
+                op: OpId::new(3),
+                cycle: 700,
+            },
+            SyncFinding::UnpairedSet {
+                src: Pipe::V,
+                dst: Pipe::Mte3,
+                id: 1,
+                op: OpId::new(5),
+            },
+        ];
+        r.deadlock = Some(Deadlock {
+            cycle: 900,
+            waiters: vec![
+                Waiter {
+                    pipe: Pipe::S,
+                    op: OpId::new(0),
+                    on: WaitOn::QueueFull(Pipe::V),
+                },
+                Waiter {
+                    pipe: Pipe::V,
+                    op: OpId::new(4),
+                    on: WaitOn::Flag {
+                        src: Pipe::Mte2,
+                        dst: Pipe::V,
+                        id: 0,
+                    },
+                },
+            ],
+        });
+        let text = run_text(&program_db(), &config(), &plan_db(), &r);
+        assert!(text.contains("body[0].for.body[3] set_flag"), "{text}");
+        assert!(text.contains("flag MTE2->V#0"), "{text}");
+        assert!(text.contains("full queue of V"), "{text}");
+        insta::assert_snapshot!(text);
+
+        let j = run_json(&program_db(), &config(), &plan_db(), &r);
+        assert_eq!(j["findings"][0]["kind"], "double_set");
+        assert_eq!(j["findings"][0]["flag"], "MTE2->V#0");
+        assert_eq!(j["findings"][1]["kind"], "unpaired_set_flag");
+        assert_eq!(j["deadlock"]["waiters"][1]["op"], "body[0].for.body[4]");
+        assert_eq!(j["deadlock"]["waiters"][1]["op_kind"], "wait_flag");
+        assert_eq!(j["deadlock"]["waiters"][1]["waits_on"], "flag MTE2->V#0");
+    }
+
+    #[test]
+    fn json_key_order_and_values() {
+        let r = result_clean();
+        let j = run_json(&program_db(), &config(), &plan_db(), &r);
+        let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "kernel",
+                "config",
+                "sync",
+                "total_cycles",
+                "microseconds",
+                "pipes",
+                "overlap",
+                "overlap_cycles",
+                "pipe_bound",
+                "efficiency",
+                "findings",
+                "deadlock",
+                "syncs_inserted",
+                "plan"
+            ]
+        );
+        let pipes: Vec<&String> = j["pipes"].as_object().unwrap().keys().collect();
+        assert_eq!(pipes, ["S", "V", "MTE2", "MTE3"]);
+        let stalls: Vec<&String> = j["pipes"]["V"]["stalls"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(stalls, ["wait_flag MTE2#0", "wait_flag MTE2#1"]);
+        assert_eq!(j["config"], "ascend910b/aiv");
+        assert_eq!(j["microseconds"], json!(0.556));
+        assert_eq!(j["pipe_bound"], json!({"pipe": "MTE2", "cycles": 700}));
+        assert_eq!(j["efficiency"], json!(0.7));
+        assert_eq!(j["deadlock"], Value::Null);
+        // busy + stalls + starved + idle == total, read back from the document
+        for (name, p) in j["pipes"].as_object().unwrap() {
+            let stalls: u64 = p["stalls"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            let sum = p["busy"].as_u64().unwrap()
+                + stalls
+                + p["starved"].as_u64().unwrap()
+                + p["idle"].as_u64().unwrap();
+            assert_eq!(sum, j["total_cycles"].as_u64().unwrap(), "{name}");
+        }
+        insta::assert_json_snapshot!(j);
+    }
+
+    #[test]
+    fn legend_defines_only_the_reasons_that_occur() {
+        let text = run_text(&program_db(), &config(), &plan_db(), &result_clean());
+        assert!(text.contains("wait P#i"));
+        assert!(!text.contains("queue_full P"));
+        assert!(text.contains("overlap"));
+    }
+
+    #[test]
+    fn reports_survive_unknown_op_ids() {
+        let mut r = result_clean();
+        r.findings = vec![SyncFinding::UnpairedSet {
+            src: Pipe::V,
+            dst: Pipe::Mte3,
+            id: 1,
+            op: OpId::new(999),
+        }];
+        let text = run_text(&program_db(), &config(), &plan_db(), &r);
+        assert!(text.contains("op999 ?"), "{text}");
+    }
+}

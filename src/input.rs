@@ -1,0 +1,282 @@
+//! Reading input files and reporting what is wrong with them. The only module that reads files
+//! (besides `output`, which writes them) and renders diagnostics.
+
+use crate::Exit;
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+use sim::diag::{did_you_mean, Severity};
+use sim::{Config, Diagnostic, LoadError, Program};
+use std::io::IsTerminal;
+use std::path::Path;
+
+/// The text of one input and the name diagnostics use for it.
+pub struct Source {
+    pub name: String,
+    pub text: String,
+}
+
+/// Reads a file named on the command line.
+pub fn read(path: &Path, what: &str) -> Result<Source, Exit> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Source { name, text }),
+        Err(e) => Err(Exit::input(format!("cannot read {what} file {name}: {e}"))),
+    }
+}
+
+/// Resolves `--config`: a built-in name, else a file.
+pub fn config_source(arg: &str) -> Result<Source, Exit> {
+    if let Some(text) = sim::builtin::builtin(arg) {
+        return Ok(Source {
+            name: format!("<built-in {arg}>"),
+            text: text.to_string(),
+        });
+    }
+    let path = Path::new(arg);
+    let looks_like_path =
+        arg.contains(['/', '\\']) || arg.ends_with(".yaml") || arg.ends_with(".yml");
+    if path.exists() || looks_like_path {
+        return read(path, "config");
+    }
+    let names: Vec<&str> = sim::builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
+    let mut msg = format!(
+        "unknown config `{arg}`: not a built-in config ({}) and no such file",
+        names.join(", ")
+    );
+    if let Some(close) = did_you_mean(arg, names.iter().copied()) {
+        msg.push_str(&format!(" (hint: did you mean `{close}`?)"));
+    }
+    Err(Exit::input(msg))
+}
+
+/// Loads and validates the config named by `--config`.
+pub fn load_config(arg: &str) -> Result<Config, Exit> {
+    let src = config_source(arg)?;
+    sim::load_config(&src.text, &src.name).map_err(|e| report_load_error(&e, &[&src]))
+}
+
+/// Loads and validates the program at `path` against `config`.
+pub fn load_program(
+    path: &Path,
+    config: &Config,
+    params: &[(String, i64)],
+) -> Result<(Program, Source), Exit> {
+    let src = read(path, "program")?;
+    match sim::load_program(&src.text, &src.name, config, params) {
+        Ok(p) => Ok((p, src)),
+        Err(e) => Err(report_load_error(&e, &[&src])),
+    }
+}
+
+/// Prints every problem of a rejected input (a summary line, then for each problem its plain
+/// `file:line:col: error: path: message` line and a source snippet) and returns exit code 2.
+pub fn report_load_error(e: &LoadError, sources: &[&Source]) -> Exit {
+    let errors = e
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let mut files: Vec<&str> = Vec::new();
+    for d in &e.diagnostics {
+        if !files.contains(&d.file.as_str()) {
+            files.push(&d.file);
+        }
+    }
+    let n = e.diagnostics.len();
+    eprintln!(
+        "error: {} rejected: {n} problem{}{}",
+        if files.is_empty() {
+            "input".to_string()
+        } else {
+            files.join(", ")
+        },
+        if n == 1 { "" } else { "s" },
+        if errors < n {
+            format!(" ({errors} error{})", if errors == 1 { "" } else { "s" })
+        } else {
+            String::new()
+        }
+    );
+    for d in &e.diagnostics {
+        let src = sources.iter().find(|s| s.name == d.file).copied();
+        eprint!("\n{}", render(d, src));
+    }
+    Exit(2)
+}
+
+/// The plain line, then miette's snippet with a label at the diagnostic's location.
+pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
+    let mut out = format!("{d}\n");
+    let severity = match d.severity {
+        Severity::Error => miette::Severity::Error,
+        Severity::Warning => miette::Severity::Warning,
+    };
+    let mut md = MietteDiagnostic::new(d.message.clone()).with_severity(severity);
+    if let Some(h) = &d.hint {
+        md = md.with_help(h.clone());
+    }
+    let span = src.and_then(|s| {
+        let offset = byte_offset(&s.text, d.line?, d.column.unwrap_or(1))?;
+        Some((s, offset, token_len(&s.text[offset..])))
+    });
+    let report = match span {
+        Some((s, offset, len)) => {
+            let label = if d.path.is_empty() {
+                "here".to_string()
+            } else {
+                d.path.clone()
+            };
+            md = md.with_label(LabeledSpan::at(offset..offset + len, label));
+            miette::Report::new(md).with_source_code(NamedSource::new(&s.name, s.text.clone()))
+        }
+        None => miette::Report::new(md),
+    };
+    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
+    let mut snippet = String::new();
+    if handler.render_report(&mut snippet, report.as_ref()).is_ok() {
+        out.push_str(&snippet);
+        if !snippet.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Fills the line and column of a diagnostic raised after loading (a run error), whose path is
+/// in DESIGN's logical form (`body[0].for.body[2]`): the blocks of `for`/`while` and the
+/// branches of `if` sit beside the op key in the YAML list item (`body[0].body[2]`).
+/// (The loader has the same mapping, crate-private, as `sim::load::yaml_path`.)
+pub fn locate(text: &str, d: &mut Diagnostic) {
+    use sim::yaml::Seg;
+    if d.line.is_some() {
+        return;
+    }
+    let segs = sim::yaml::split_path(&d.path);
+    let mut path = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        match seg {
+            Seg::Key(k) => {
+                let after_item = i > 0 && matches!(segs[i - 1], Seg::Index(_));
+                let next = match segs.get(i + 1) {
+                    Some(Seg::Key(n)) => n.as_str(),
+                    _ => "",
+                };
+                let sibling = match k.as_str() {
+                    "for" | "while" => matches!(next, "body" | "buffers" | "views"),
+                    "if" => matches!(next, "then" | "else"),
+                    _ => false,
+                };
+                if after_item && sibling {
+                    continue;
+                }
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+            }
+            Seg::Index(n) => path.push_str(&format!("[{n}]")),
+        }
+    }
+    let original = std::mem::replace(&mut d.path, path);
+    sim::yaml::locate_all(text, std::slice::from_mut(d));
+    d.path = original;
+}
+
+/// The byte offset of 1-based `line` and `column` (in characters) in `text`.
+pub fn byte_offset(text: &str, line: u32, column: u32) -> Option<usize> {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(line as usize - 2)
+            .map(|(i, _)| i + 1)?
+    };
+    let rest = &text[line_start..];
+    let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let col = column.max(1) as usize - 1;
+    let within = line_text
+        .char_indices()
+        .nth(col)
+        .map_or(line_text.len(), |(i, _)| i);
+    Some(line_start + within)
+}
+
+/// The length of the YAML token at the start of `s`: a quoted string, or a plain scalar up to
+/// the next `,`, `]`, `}`, `#` or the end of the line; at least one byte where possible.
+fn token_len(s: &str) -> usize {
+    let line = &s[..s.find('\n').unwrap_or(s.len())];
+    let len = if let Some(q @ ('"' | '\'')) = line.chars().next() {
+        line[1..].find(q).map_or(line.len(), |i| i + 2)
+    } else if line.starts_with(['{', '[']) {
+        // a flow collection: up to its matching bracket on this line
+        let mut depth = 0usize;
+        let mut end = 1;
+        for (i, c) in line.char_indices() {
+            match c {
+                '{' | '[' => depth += 1,
+                '}' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth == 0 {
+                end = i + 1;
+                break;
+            }
+        }
+        end
+    } else {
+        let end = line.find([',', ']', '}', '#']).unwrap_or(line.len());
+        line[..end].trim_end().len()
+    };
+    if len == 0 {
+        line.chars().next().map_or(0, char::len_utf8)
+    } else {
+        len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_follow_lines_and_columns() {
+        let text = "kernel: x\nbody:\n  - vadd: {ins: [a, b], out: zbb}\n";
+        assert_eq!(byte_offset(text, 1, 9), Some(8));
+        let o = byte_offset(text, 3, 30).unwrap();
+        assert_eq!(&text[o..o + token_len(&text[o..])], "zbb");
+        assert_eq!(byte_offset(text, 9, 1), None);
+    }
+
+    #[test]
+    fn tokens() {
+        assert_eq!(token_len("\"x[t]\", dst: xb }"), 6);
+        assert_eq!(token_len("zb   # c\n"), 2);
+        assert_eq!(token_len("\n"), 0);
+        assert_eq!(token_len(", x"), 1);
+        assert_eq!(token_len("{ ins: [zb], out: zb }   # c"), 22);
+        assert_eq!(token_len("[a, [b]] x"), 8);
+        assert_eq!(token_len("{ open"), 1);
+    }
+
+    #[test]
+    fn render_has_plain_line_and_snippet() {
+        let src = Source {
+            name: "p.yaml".into(),
+            text: "kernel: x\nbody:\n  - vadd: {ins: [a, b], out: zbb}\n".into(),
+        };
+        let mut d = Diagnostic::error("p.yaml", "body[0].vadd.out", "unknown buffer \"zbb\"")
+            .with_hint("did you mean \"zb\"?");
+        d.line = Some(3);
+        d.column = Some(30);
+        let text = render(&d, Some(&src));
+        assert!(text.starts_with(
+            "p.yaml:3:30: error: body[0].vadd.out: unknown buffer \"zbb\" (hint: did you mean \"zb\"?)\n"
+        ));
+        assert!(text.contains("[p.yaml:3:30]"), "{text}");
+        assert!(text.contains("did you mean"), "{text}");
+    }
+}

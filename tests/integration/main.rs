@@ -1,0 +1,52 @@
+//! Integration tests of the `npusim` command line and of the whole pipeline
+//! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
+
+mod cli;
+mod programs;
+mod speedup;
+
+use planner::Plan;
+use sim::{Config, Program, RunResult};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (where `programs/` and `tests/fixtures/` live).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn default_config() -> Config {
+    let text =
+        sim::builtin::builtin(sim::builtin::DEFAULT).expect("the default config is built in");
+    sim::load_config(text, "<built-in>").unwrap_or_else(|e| panic!("default config: {e}"))
+}
+
+/// Loads, plans and runs a program on the default config.
+pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult) {
+    let config = default_config();
+    let text = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let program =
+        sim::load_program(&text, &name, &config, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let plan =
+        planner::plan_sequential(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let result = sim::run(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, program, plan, result)
+}
+
+/// Runs the `npusim` binary in the workspace root.
+pub fn npusim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_npusim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("npusim runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
