@@ -1,17 +1,16 @@
 //! Double buffering pays: the double-buffered vector add overlaps its loads with its adds and
-//! finishes well ahead of the single-buffered one doing the same work.
+//! finishes at least 1.4x ahead of the single-buffered one doing the same work.
 //!
-//! The bound, per tile: single buffering serialises the loads (L = 298 cycles of MTE2 work),
-//! the set_flag drain (D = 50, the load startup), and the V round trip MTE2 waits for
-//! (C = 128 cycles of vadd + 6 startup + 2 × 2 flag latency = 138); double buffering leaves
-//! L + D on MTE2. The steady-state speedup is (L + D + C) / (L + D) = 486 / 348 = 1.397, and
-//! the pipeline fill and drain of 32 tiles bring it to 1.37. So the test asks for 1.35x.
-
+//! The bound, per 32 KiB tile on the default config: double buffering leaves MTE2 with its
+//! loads (2 × ceil(32768 / 110) = 596 cycles) plus the EnQue set_flag's drain (50, the load
+//! startup) = 646; single buffering adds the V round trip MTE2 waits for (256 cycles of vadd +
+//! 6 startup + 2 × 2 flag latency = 266). Steady state: 912 / 646 = 1.41; the pipeline fill and
+//! drain of 128 tiles bring it to 1.40. The extra cycles show up as MTE2 `wait_flag V#0`.
 use crate::{root, simulate};
 use sim::Pipe;
 
 #[test]
-fn double_buffering_is_at_least_1_35x_faster_with_more_overlap() {
+fn double_buffering_is_at_least_1_4x_faster_with_more_overlap() {
     let (_, db_prog, _, db) = simulate(&root().join("programs/vec_add_db_manual.yaml"));
     let (_, sb_prog, _, sb) = simulate(&root().join("programs/vec_add_sb_manual.yaml"));
     // same work: the same number of instructions on every data pipe
@@ -26,7 +25,7 @@ fn double_buffering_is_at_least_1_35x_faster_with_more_overlap() {
     }
     let speedup = sb.total_cycles as f64 / db.total_cycles as f64;
     assert!(
-        speedup >= 1.35,
+        speedup >= 1.4,
         "double buffering: {} cycles vs single: {} cycles = {speedup:.2}x",
         db.total_cycles,
         sb.total_cycles
@@ -38,4 +37,21 @@ fn double_buffering_is_at_least_1_35x_faster_with_more_overlap() {
         sb.overlap_cycles
     );
     assert!(db.overlap() > sb.overlap());
+    // the why: single buffering's extra cycles are MTE2 waiting for V to free x and y
+    let waits = |r: &sim::RunResult| -> u64 {
+        r.pipe(Pipe::Mte2)
+            .unwrap()
+            .stalls
+            .iter()
+            .filter(|(s, _)| matches!(s, sim::engine::Stall::WaitFlag { src: Pipe::V, .. }))
+            .map(|(_, c)| c)
+            .sum()
+    };
+    let extra = sb.total_cycles - db.total_cycles;
+    assert!(
+        waits(&sb) - waits(&db) >= extra * 9 / 10,
+        "MTE2 waits on V: sb {} db {}, extra cycles {extra}",
+        waits(&sb),
+        waits(&db)
+    );
 }
