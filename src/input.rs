@@ -147,43 +147,9 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
 }
 
 /// Fills the line and column of a diagnostic raised after loading (a run error), whose path is
-/// in DESIGN's logical form (`body[0].for.body[2]`): the blocks of `for`/`while` and the
-/// branches of `if` sit beside the op key in the YAML list item (`body[0].body[2]`).
-/// (The loader has the same mapping, crate-private, as `sim::load::yaml_path`.)
+/// in DESIGN's logical form (`body[0].for.body[2]`), the way the loader locates its own.
 pub fn locate(text: &str, d: &mut Diagnostic) {
-    use sim::yaml::Seg;
-    if d.line.is_some() {
-        return;
-    }
-    let segs = sim::yaml::split_path(&d.path);
-    let mut path = String::new();
-    for (i, seg) in segs.iter().enumerate() {
-        match seg {
-            Seg::Key(k) => {
-                let after_item = i > 0 && matches!(segs[i - 1], Seg::Index(_));
-                let next = match segs.get(i + 1) {
-                    Some(Seg::Key(n)) => n.as_str(),
-                    _ => "",
-                };
-                let sibling = match k.as_str() {
-                    "for" | "while" => matches!(next, "body" | "buffers" | "views"),
-                    "if" => matches!(next, "then" | "else"),
-                    _ => false,
-                };
-                if after_item && sibling {
-                    continue;
-                }
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(k);
-            }
-            Seg::Index(n) => path.push_str(&format!("[{n}]")),
-        }
-    }
-    let original = std::mem::replace(&mut d.path, path);
-    sim::yaml::locate_all(text, std::slice::from_mut(d));
-    d.path = original;
+    sim::load::locate(text, std::slice::from_mut(d));
 }
 
 /// The byte offset of 1-based `line` and `column` (in characters) in `text`.

@@ -24,8 +24,9 @@ pub struct RunResult {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PipeStats {
     pub pipe: Pipe,
-    /// Instructions this pipe started (for S: the scalar ops, loop iterations, branches and
-    /// sends it executed; see the engine docs).
+    /// Instructions this pipe started. For S: the work it executed itself (scalar ops, S-side
+    /// flags, `barrier: all`, loop iterations, `if` evaluations); what it sends is counted on
+    /// the pipe that runs it.
     pub instructions: u64,
     pub busy: u64,
     /// Non-zero stall cycles by reason, sorted by reason.

@@ -70,8 +70,9 @@ fn finish<T>(text: &str, r: Reader, value: Option<T>) -> Result<T, LoadError> {
 }
 
 /// Fills line and column through the YAML form of each path, falling back to the nearest
-/// existing ancestor; `yaml::locate_all` then covers anything left (nothing, today).
-fn locate(text: &str, diags: &mut [Diagnostic]) {
+/// existing ancestor; `yaml::locate_all` then covers anything left (nothing, today). Public so
+/// problems found after loading (run errors) are located the same way.
+pub fn locate(text: &str, diags: &mut [Diagnostic]) {
     for d in diags.iter_mut().filter(|d| d.line.is_none()) {
         let mut path = yaml_path(&d.path);
         loop {
