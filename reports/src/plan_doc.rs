@@ -93,27 +93,8 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
             ("offsets".into(), Align::Left),
             ("placed by".into(), Align::Left),
         ]);
-        for s in sorted_scopes(plan) {
-            for (key, b) in rows.iter().filter(|(_, b)| b.scope == s.space) {
-                buffers.row(vec![
-                    b.scope.report_name().to_string(),
-                    key.clone(),
-                    b.bytes.to_string(),
-                    b.offsets
-                        .iter()
-                        .map(|o| o.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    b.placed_by.name().to_string(),
-                ]);
-            }
-        }
-        // buffers of a scope the plan has no entry for (not expected; never dropped silently)
-        for (key, b) in rows
-            .iter()
-            .filter(|(_, b)| plan.scopes.iter().all(|s| s.space != b.scope))
-        {
-            buffers.row(vec![
+        let cells = |key: &String, b: &BufferPlan| {
+            vec![
                 b.scope.report_name().to_string(),
                 key.clone(),
                 b.bytes.to_string(),
@@ -123,7 +104,19 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
                     .collect::<Vec<_>>()
                     .join(", "),
                 b.placed_by.name().to_string(),
-            ]);
+            ]
+        };
+        for s in sorted_scopes(plan) {
+            for (key, b) in rows.iter().filter(|(_, b)| b.scope == s.space) {
+                buffers.row(cells(key, b));
+            }
+        }
+        // buffers of a scope the plan has no entry for (not expected; never dropped silently)
+        for (key, b) in rows
+            .iter()
+            .filter(|(_, b)| plan.scopes.iter().all(|s| s.space != b.scope))
+        {
+            buffers.row(cells(key, b));
         }
         out.push_str(&buffers.render(""));
     }
