@@ -188,6 +188,9 @@ pub fn run_json(program: &Program, config: &Config, plan: &Plan, result: &RunRes
         "overlap_cycles": result.overlap_cycles,
         "pipe_bound": pipe_bound,
         "efficiency": crate::round4(result.efficiency()),
+        // `null`, not `[]`: no race check ran, so no claim that none was found (issue 5)
+        "race_check": false,
+        "hazards": Value::Null,
         "findings": findings,
         "deadlock": deadlock,
         "syncs_inserted": 0,
@@ -488,6 +491,8 @@ mod tests {
                 "overlap_cycles",
                 "pipe_bound",
                 "efficiency",
+                "race_check",
+                "hazards",
                 "findings",
                 "deadlock",
                 "syncs_inserted",
