@@ -1,0 +1,296 @@
+//! The HIVM PlanMemory conformance suite (`planner/tests/conformance/`): the 60 tabulated cases
+//! of `plan-memory.mlir` (reference/hivm-planmemory.md §2.3) as npusim programs, with their
+//! expected results in `expected.yaml`. See `planner/tests/conformance/README.md`.
+//!
+//! For now these tests check the suite itself: 60 cases, every expressible case has a program
+//! that loads against the conformance config (or fails to load with the expected error, for the
+//! read-before-write case), and every program on disk is listed. The planner assertions (offsets,
+//! ties, relations, errors, warnings) are added when the reuse planner exists; they read the
+//! same [`expectations`].
+#![allow(dead_code)]
+
+use sim::yaml::{self, Node};
+use std::path::{Path, PathBuf};
+
+/// How faithfully a case is translated (README.md, column "status").
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Status {
+    /// The program is the HIVM test, op for op.
+    Exact,
+    /// The program differs in a way stated in its header and in `approximation`.
+    Approx,
+    /// No program: a feature our format lacks (`gap` says which).
+    NotExpressible,
+}
+
+/// One alternative of a TIE: either a full offset map or a set of relations.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Tie {
+    Offsets(Vec<(String, Vec<u64>)>),
+    Relations(Vec<String>),
+}
+
+/// One case of `expected.yaml`.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Case {
+    /// `T01` ... `T79`.
+    pub id: String,
+    /// The HIVM test function name.
+    pub name: String,
+    /// The program file, relative to the suite directory; `None` when not expressible.
+    pub file: Option<String>,
+    /// `seq`, `reuse` or `err` (reference §2.2).
+    pub mode: String,
+    pub status: Status,
+    /// The plan must succeed (cases that pin no offsets).
+    pub success: bool,
+    /// Pinned offsets per buffer, one per slot.
+    pub offsets: Vec<(String, Vec<u64>)>,
+    /// When non-empty, the result must match one of these alternatives (the pinned `offsets`
+    /// are the reference's choice, and one of them).
+    pub tie: Vec<Tie>,
+    /// Relations between offsets that must hold (README.md, "Relations").
+    pub relations: Vec<String>,
+    /// Relations the reference shows but our program format rules out (not asserted).
+    pub unasserted: Vec<String>,
+    /// The expected error text (a prefix of the planner's message, or a substring of the
+    /// loader's for `load_error` cases).
+    pub error: Option<String>,
+    /// The error is found by `sim::load_program` itself.
+    pub load_error: bool,
+    /// The expected DMA-reuse warning text.
+    pub warning: Option<String>,
+    /// The feature missing from our format (not-expressible cases).
+    pub gap: Option<String>,
+    pub note: Option<String>,
+}
+
+/// The suite directory.
+pub fn suite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn text(case: &str, node: &Node, key: &str) -> Option<String> {
+    match node.get(key)? {
+        Node::Null => None,
+        Node::Str(s) => Some(s.clone()),
+        other => panic!("{case}.{key}: expected a string, found {}", other.kind()),
+    }
+}
+
+fn flag(case: &str, node: &Node, key: &str) -> bool {
+    match node.get(key) {
+        None => false,
+        Some(Node::Bool(b)) => *b,
+        Some(other) => panic!("{case}.{key}: expected a boolean, found {}", other.kind()),
+    }
+}
+
+fn strings(case: &str, node: Option<&Node>, key: &str) -> Vec<String> {
+    match node {
+        None => vec![],
+        Some(Node::Seq(items)) => items
+            .iter()
+            .map(|n| match n {
+                Node::Str(s) => s.clone(),
+                other => panic!("{case}.{key}: expected strings, found {}", other.kind()),
+            })
+            .collect(),
+        Some(other) => panic!("{case}.{key}: expected a list, found {}", other.kind()),
+    }
+}
+
+fn offset_map(case: &str, node: &Node, key: &str) -> Vec<(String, Vec<u64>)> {
+    let Node::Map(entries) = node else {
+        panic!(
+            "{case}.{key}: expected a map of buffer -> [offsets], found {}",
+            node.kind()
+        );
+    };
+    entries
+        .iter()
+        .map(|(buf, v)| {
+            let Node::Seq(items) = v else {
+                panic!("{case}.{key}.{buf}: expected a list of offsets");
+            };
+            let offs = items
+                .iter()
+                .map(|o| match o {
+                    Node::Int(i) if *i >= 0 => *i as u64,
+                    other => panic!("{case}.{key}.{buf}: bad offset {other:?}"),
+                })
+                .collect();
+            (buf.clone(), offs)
+        })
+        .collect()
+}
+
+/// Parses `expected.yaml` into its cases, in file order.
+pub fn expectations() -> Vec<Case> {
+    let path = suite_dir().join("expected.yaml");
+    let root =
+        yaml::parse(&read(&path)).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
+    let Node::Map(entries) = root else {
+        panic!("expected.yaml: expected a map of case id -> case");
+    };
+    entries
+        .iter()
+        .map(|(id, n)| {
+            let status = match text(id, n, "status").as_deref() {
+                Some("exact") => Status::Exact,
+                Some("approx") => Status::Approx,
+                Some("none") => Status::NotExpressible,
+                other => panic!("{id}.status: unknown {other:?}"),
+            };
+            let tie = match n.get("tie") {
+                None => vec![],
+                Some(Node::Seq(alts)) => alts
+                    .iter()
+                    .map(|a| match a {
+                        Node::Map(_) => Tie::Offsets(offset_map(id, a, "tie")),
+                        Node::Seq(_) => Tie::Relations(strings(id, Some(a), "tie")),
+                        other => panic!("{id}.tie: bad alternative {}", other.kind()),
+                    })
+                    .collect(),
+                Some(other) => panic!("{id}.tie: expected a list, found {}", other.kind()),
+            };
+            Case {
+                id: id.clone(),
+                name: text(id, n, "name").unwrap_or_else(|| panic!("{id}: no name")),
+                file: text(id, n, "file"),
+                mode: text(id, n, "mode").unwrap_or_else(|| panic!("{id}: no mode")),
+                status,
+                success: flag(id, n, "success"),
+                offsets: n
+                    .get("offsets")
+                    .map(|o| offset_map(id, o, "offsets"))
+                    .unwrap_or_default(),
+                tie,
+                relations: strings(id, n.get("relations"), "relations"),
+                unasserted: strings(id, n.get("unasserted"), "unasserted"),
+                error: text(id, n, "error"),
+                load_error: flag(id, n, "load_error"),
+                warning: text(id, n, "warning"),
+                gap: text(id, n, "gap"),
+                note: text(id, n, "note"),
+            }
+        })
+        .collect()
+}
+
+fn conformance_config() -> sim::Config {
+    let path = suite_dir().join("config.yaml");
+    sim::load_config(&read(&path), "conformance/config.yaml")
+        .unwrap_or_else(|e| panic!("conformance config does not load: {e:?}"))
+}
+
+#[test]
+fn expected_yaml_lists_the_60_cases_once_each() {
+    let cases = expectations();
+    assert_eq!(cases.len(), 60, "reference §2.3 tabulates 60 cases");
+    let mut ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 60, "duplicate case ids");
+    for c in &cases {
+        assert!(
+            matches!(c.mode.as_str(), "seq" | "reuse" | "err"),
+            "{}: mode {}",
+            c.id,
+            c.mode
+        );
+        match c.status {
+            Status::NotExpressible => {
+                assert!(c.file.is_none(), "{}: not expressible but has a file", c.id);
+                assert!(c.gap.is_some(), "{}: not expressible needs a gap", c.id);
+            }
+            _ => {
+                let f = c
+                    .file
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{}: no file", c.id));
+                assert_eq!(
+                    f,
+                    format!("{}_{}.yaml", c.id, c.name),
+                    "{}: file name",
+                    c.id
+                );
+            }
+        }
+        if c.mode == "err" {
+            assert!(c.error.is_some(), "{}: an err case needs error:", c.id);
+        }
+        if let Some(Tie::Offsets(_)) = c.tie.first() {
+            let pinned = Tie::Offsets(c.offsets.clone());
+            assert!(
+                c.tie.contains(&pinned),
+                "{}: the pinned offsets are not a tie alternative",
+                c.id
+            );
+        }
+    }
+}
+
+#[test]
+fn every_program_on_disk_is_a_listed_case() {
+    let listed: Vec<String> = expectations().into_iter().filter_map(|c| c.file).collect();
+    let dir = suite_dir();
+    let mut on_disk = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with('T') && name.ends_with(".yaml") {
+            on_disk += 1;
+            assert!(listed.contains(&name), "{name} is not in expected.yaml");
+        }
+    }
+    assert_eq!(on_disk, listed.len());
+}
+
+#[test]
+fn expressible_programs_load_against_the_conformance_config() {
+    let config = conformance_config();
+    let mut loaded = 0;
+    for c in expectations() {
+        let Some(file) = &c.file else { continue };
+        let path = suite_dir().join(file);
+        let result = sim::load_program(&read(&path), file, &config, &[]);
+        if c.load_error {
+            let err = match result {
+                Ok(_) => panic!("{}: expected a load error, the program loaded", c.id),
+                Err(e) => e,
+            };
+            let want = c.error.as_deref().expect("load_error needs error:");
+            assert!(
+                err.diagnostics.iter().any(|d| d.message.contains(want)),
+                "{}: no diagnostic contains {want:?}: {:?}",
+                c.id,
+                err.diagnostics
+            );
+        } else {
+            let p = result.unwrap_or_else(|e| panic!("{}: {file} does not load: {e:?}", c.id));
+            assert_eq!(p.core, "mix", "{}", c.id);
+            assert_eq!(p.kernel, c.name, "{}", c.id);
+            // every buffer the expectations name exists in the program
+            let names: Vec<&str> = p.buffers.iter().map(|b| b.name.as_str()).collect();
+            let mut named: Vec<&str> = c.offsets.iter().map(|(b, _)| b.as_str()).collect();
+            for t in &c.tie {
+                if let Tie::Offsets(m) = t {
+                    named.extend(m.iter().map(|(b, _)| b.as_str()));
+                }
+            }
+            for b in named {
+                assert!(
+                    names.contains(&b),
+                    "{}: expected.yaml names unknown buffer {b}",
+                    c.id
+                );
+            }
+        }
+        loaded += 1;
+    }
+    assert_eq!(loaded, 48, "programs in the suite (README.md counts)");
+}
