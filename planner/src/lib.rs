@@ -4,8 +4,12 @@
 //!
 //! Invariant: nothing here touches files or the terminal.
 
+pub mod liveness;
 mod plan;
 mod sequential;
+pub mod validate;
 
+pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use plan::*;
 pub use sequential::plan_sequential;
+pub use validate::{validate, validate_with_touch, Violation};

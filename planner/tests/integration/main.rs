@@ -1,0 +1,39 @@
+//! Integration tests of the planner crate, one module per scenario.
+
+mod conformance;
+mod liveness;
+mod validate;
+
+use sim::{Config, Program};
+use std::path::PathBuf;
+
+pub fn config() -> Config {
+    sim::load_config(sim::builtin::builtin("ascend910b").unwrap(), "<built-in>").unwrap()
+}
+
+pub fn load(text: &str) -> Program {
+    sim::load_program(text, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every shipped program: (file name, text).
+pub fn shipped_programs() -> Vec<(String, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../programs");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no programs in {}", dir.display());
+    out
+}
+
+pub fn buf(p: &Program, name: &str) -> sim::BufferId {
+    sim::BufferId::new(p.buffers.iter().position(|b| b.name == name).unwrap())
+}
