@@ -4,12 +4,16 @@
 //!
 //! Invariant: nothing here touches files or the terminal.
 
+pub mod inplace;
 pub mod liveness;
+pub mod place;
 mod plan;
 mod sequential;
 pub mod validate;
 
+pub use inplace::{inplace_pairs, InplacePair, InplaceResult};
 pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
+pub use place::{place, plan, Placement, PlanOptions, StorageEntry};
 pub use plan::*;
 pub use sequential::plan_sequential;
 pub use validate::{validate, validate_with_touch, Violation};

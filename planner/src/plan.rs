@@ -33,12 +33,15 @@ pub struct ScopePlan {
 pub enum ScopeMode {
     /// Everything fits: a running sum, no reuse.
     Sequential,
+    /// The slots did not all fit: first fit with reuse levels 2/1/0 (DESIGN §5 step 2).
+    Reuse,
 }
 
 impl ScopeMode {
     pub fn name(self) -> &'static str {
         match self {
             ScopeMode::Sequential => "sequential",
+            ScopeMode::Reuse => "reuse",
         }
     }
 }
@@ -60,6 +63,10 @@ pub enum PlacedBy {
     Sequential,
     /// `at:` in the program.
     Fixed,
+    /// Took over the address of an input that dies at the op writing it.
+    Inplace,
+    /// Placed by the reuse planner at this level (2, 1 or 0).
+    Level(u8),
 }
 
 impl PlacedBy {
@@ -67,6 +74,10 @@ impl PlacedBy {
         match self {
             PlacedBy::Sequential => "sequential",
             PlacedBy::Fixed => "fixed",
+            PlacedBy::Inplace => "inplace",
+            PlacedBy::Level(2) => "2",
+            PlacedBy::Level(1) => "1",
+            PlacedBy::Level(_) => "0",
         }
     }
 }
@@ -85,14 +96,28 @@ impl Plan {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// HIVM's overflow diagnostic, followed by what needed the space.
-    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}", .space.hivm_name(), Details(.largest))]
+    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}{}", .space.hivm_name(), Peak(.peak), Details(.largest))]
     Overflow {
         space: Space,
         required_bits: u64,
         available_bits: u64,
         /// The buffers that needed the space, largest first: (name, bytes with all slots).
+        /// With `peak`, only the buffers live at that instant.
         largest: Vec<(String, u64)>,
+        /// The instant of peak liveness: (position, the op there as `PATH (NAME)`).
+        peak: Option<(usize, String)>,
     },
+}
+
+struct Peak<'a>(&'a Option<(usize, String)>);
+
+impl fmt::Display for Peak<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((pos, op)) = self.0 {
+            write!(f, "\n  peak liveness at position {pos}, {op}; live there:")?;
+        }
+        Ok(())
+    }
 }
 
 struct Details<'a>(&'a [(String, u64)]);

@@ -67,27 +67,14 @@ pub fn plan_sequential(program: &Program, config: &Config) -> Result<Plan, PlanE
             entry_slots[root.index()] = entry_slots[root.index()].max(b.multi);
         }
 
-        let mut cursor = 0u64;
-        let mut place = |bytes: u64| -> u64 {
-            // step over every fixed range the slot would overlap
-            while let Some(&(_, end)) = fixed
-                .iter()
-                .find(|&&(s, e)| s < cursor + bytes && cursor < e && bytes > 0)
-            {
-                cursor = end.div_ceil(align) * align;
-            }
-            let at = cursor;
-            cursor += bytes;
-            at
-        };
+        let sizes: Vec<(u64, u32)> = entries
+            .iter()
+            .map(|e| (entry_bytes[e.index()], entry_slots[e.index()]))
+            .collect();
+        let (entry_offsets, cursor) = running_sum(&sizes, &fixed, align);
         let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); program.buffers.len()];
-        for &e in &entries {
-            offsets[e.index()].push(place(entry_bytes[e.index()]));
-        }
-        for &e in &entries {
-            for _ in 1..entry_slots[e.index()] {
-                offsets[e.index()].push(place(entry_bytes[e.index()]));
-            }
+        for (&e, offs) in entries.iter().zip(entry_offsets) {
+            offsets[e.index()] = offs;
         }
         let required: u64 = entries
             .iter()
@@ -125,6 +112,7 @@ pub fn plan_sequential(program: &Program, config: &Config) -> Result<Plan, PlanE
                 required_bits: used * 8,
                 available_bits: scope.bytes * 8,
                 largest,
+                peak: None,
             });
         }
         scopes.push(ScopePlan {
@@ -148,6 +136,39 @@ pub fn plan_sequential(program: &Program, config: &Config) -> Result<Plan, PlanE
     })
 }
 
+/// The running sum (§1.9 A): `entries` are (aligned slot bytes, slots) in placement order; slot
+/// 0 of every entry first, then the extra slots, stepping over the `fixed` byte ranges (sorted).
+/// Returns every entry's slot offsets and the end of the sum.
+pub(crate) fn running_sum(
+    entries: &[(u64, u32)],
+    fixed: &[(u64, u64)],
+    align: u64,
+) -> (Vec<Vec<u64>>, u64) {
+    let mut cursor = 0u64;
+    let mut place = |bytes: u64| -> u64 {
+        // step over every fixed range the slot would overlap
+        while let Some(&(_, end)) = fixed
+            .iter()
+            .find(|&&(s, e)| s < cursor + bytes && cursor < e && bytes > 0)
+        {
+            cursor = end.div_ceil(align) * align;
+        }
+        let at = cursor;
+        cursor += bytes;
+        at
+    };
+    let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); entries.len()];
+    for (i, &(bytes, _)) in entries.iter().enumerate() {
+        offsets[i].push(place(bytes));
+    }
+    for (i, &(bytes, slots)) in entries.iter().enumerate() {
+        for _ in 1..slots {
+            offsets[i].push(place(bytes));
+        }
+    }
+    (offsets, cursor)
+}
+
 fn share_root(program: &Program, mut b: BufferId) -> BufferId {
     // the loader rejects share cycles; the bound keeps a bad input from looping forever
     for _ in 0..program.buffers.len() {
@@ -161,7 +182,7 @@ fn share_root(program: &Program, mut b: BufferId) -> BufferId {
 
 /// Buffers in the order of their first write in program order; buffers never written follow
 /// in declaration order.
-fn first_write_order(program: &Program) -> Vec<BufferId> {
+pub(crate) fn first_write_order(program: &Program) -> Vec<BufferId> {
     let mut seen = vec![false; program.buffers.len()];
     let mut order = Vec::with_capacity(program.buffers.len());
     walk(program, &program.body, &mut |b| {

@@ -1,7 +1,9 @@
 //! Integration tests of the planner crate, one module per scenario.
 
 mod conformance;
+mod inplace;
 mod liveness;
+mod place;
 mod validate;
 
 use sim::{Config, Program};

@@ -1,0 +1,1099 @@
+//! Storage entries and address assignment with reuse levels 2/1/0 (DESIGN §5 "Placement";
+//! `reference/hivm-planmemory.md` §1.8, §1.9).
+//!
+//! Per scope of the core:
+//! 1. **Storage entries.** One per liveness entry (share groups are already one there); then
+//!    every inplace pair `(gen, kill)` merges the gen's entry into the kill's (lifetimes unioned,
+//!    touching intervals merged, `multi` = the larger); a multi-buffer entry has `multi` slots of
+//!    the same size and lifetime. `at:` entries are fixed: they occupy their bytes for their
+//!    lifetime and never move. Sizes are rounded up to the scope alignment.
+//! 2. **Sequential** (§1.9 A) when the running sum (first-write order, slot 0 of every entry,
+//!    then the extra slots, stepping over fixed ranges) fits: [`crate::plan_sequential`]'s code.
+//! 3. Otherwise **reuse**, in HIVM planning order (UB: unique, DMA, other, scalar groups, each
+//!    entry's slots back to back; other scopes: first-write order, extra slots at the end):
+//!    - pass C: every slot at level 2 on an unbounded address line; kept if it fits;
+//!    - pass D: bounded; each slot tries levels `max_level` .. 0 and takes the lowest address
+//!      that passes the lifetime test (Stage 0) and the level's rule; when every level fails,
+//!      HIVM's rollback (§1.9 "Rollback order") lowers the level of an earlier slot and forbids
+//!      its old address; when nothing is left to roll back, the scope overflows.
+//!
+//! Conflict tests are made against the placed slots themselves (each with its own lifetime),
+//! not against HIVM's outline bounds, whose lifetimes are unions over everything ever placed on
+//! the bound's whole range. This is HIVM's split-outline mode from the start, so HIVM's
+//! split-outline restart has nothing left to change and is not repeated.
+//!
+//! Levels (seed 004; HIVM stage in brackets):
+//! - level 2 [stage 3]: no address range may hold a slot of another pipeline class: an entry
+//!   touched by DMA or by the scalar unit never shares bytes with another class (two scalar
+//!   entries may), vector-only entries share with vector-only entries;
+//! - level 1 [stage 1]: only a reuse of slot 0 of a multi-buffer (or of an upgraded single
+//!   buffer) in the same innermost loop, taking all its slots: a single buffer is upgraded to a
+//!   multi-buffer over them ([`Placement::upgraded`]), a multi-buffer takes the first N of them;
+//! - level 0 [stage 0]: lifetimes only.
+//!
+//! Stage 0, at every level: two entries whose inclusive lifetimes share a position conflict,
+//! except a pair listed as touch-allowed sharing exactly one position; a `unique` entry
+//! conflicts with everything.
+
+use crate::liveness::{Interval, Liveness};
+use crate::plan::*;
+use crate::sequential::{first_write_order, running_sum};
+use sim::program::Program;
+use sim::{BufferId, Config, OpId, Space};
+
+/// Knobs of [`plan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// The highest reuse level tried (0..=2; larger values count as 2).
+    pub max_level: u8,
+    /// Scope capacities in bytes that replace the config's.
+    pub capacities: Vec<(Space, u64)>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            max_level: 2,
+            capacities: Vec::new(),
+        }
+    }
+}
+
+/// A plan with what [`Plan`] cannot say yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub plan: Plan,
+    /// Single buffers upgraded to multi-buffers at level 1: every slot offset (slot 0 is the
+    /// plan's offset). The plan keeps one offset per declared slot.
+    pub upgraded: Vec<(BufferId, Vec<u64>)>,
+}
+
+/// A storage entry: the unit that gets an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorageEntry {
+    /// Every member buffer: the inplace gens first (HIVM's `inplaceBuffers` order), then the
+    /// liveness entry's buffers.
+    pub buffers: Vec<BufferId>,
+    /// Members that took over an input's address (placed by inplace).
+    pub inplace: Vec<BufferId>,
+    /// Sorted, merged, inclusive intervals.
+    pub lifetime: Vec<Interval>,
+    /// Bytes of one slot, aligned.
+    pub size: u64,
+    /// Slots.
+    pub multi: u32,
+    /// (dma, scalar) of every liveness entry merged in, in member order.
+    pub classes: Vec<(bool, bool)>,
+    pub unique: bool,
+    /// The innermost loop enclosing the declaration of the entry's first kill-side buffer.
+    pub loop_parent: Option<OpId>,
+    /// `at:` offsets: the entry is not planned.
+    pub fixed: Option<Vec<u64>>,
+}
+
+impl StorageEntry {
+    /// The name used in diagnostics: the first member that is not an inplace gen.
+    fn name<'p>(&self, program: &'p Program) -> &'p str {
+        let b = self
+            .buffers
+            .iter()
+            .find(|b| !self.inplace.contains(b))
+            .unwrap_or(&self.buffers[0]);
+        &program.buffer(*b).name
+    }
+}
+
+/// The storage entries of one scope, in first-write ("vector") order. `inplace` lists
+/// `(gen, kill)` pairs; pairs across scopes, with a fixed side, or already merged are ignored.
+pub fn storage_entries(
+    program: &Program,
+    live: &Liveness,
+    inplace: &[(BufferId, BufferId)],
+    space: Space,
+    align: u64,
+) -> Vec<StorageEntry> {
+    let align = align.max(1);
+    let aligned = |bytes: u64| bytes.div_ceil(align) * align;
+    let n = live.entries.len();
+    let mut st: Vec<Option<StorageEntry>> = (0..n)
+        .map(|e| {
+            let le = &live.entries[e];
+            let members: Vec<BufferId> = le
+                .buffers
+                .iter()
+                .copied()
+                .filter(|&b| program.buffer(b).scope == space)
+                .collect();
+            let first = *members.first()?;
+            let fixed = members.iter().find_map(|&b| program.buffer(b).at.clone());
+            Some(StorageEntry {
+                size: members
+                    .iter()
+                    .map(|&b| aligned(program.buffer(b).bytes))
+                    .max()
+                    .unwrap_or(0),
+                multi: members
+                    .iter()
+                    .map(|&b| program.buffer(b).multi.max(1))
+                    .max()
+                    .unwrap_or(1),
+                unique: members.iter().any(|&b| program.buffer(b).unique),
+                loop_parent: program.buffer(first).loop_parent,
+                classes: vec![(le.dma, le.scalar)],
+                lifetime: le.lifetime.clone(),
+                inplace: Vec::new(),
+                buffers: members,
+                fixed,
+            })
+        })
+        .collect();
+    let mut rep: Vec<usize> = (0..n).collect();
+    let find = |rep: &Vec<usize>, mut e: usize| {
+        while rep[e] != e {
+            e = rep[e];
+        }
+        e
+    };
+    for &(gen, kill) in inplace {
+        let g = find(&rep, live.entry_of[gen.index()]);
+        let k = find(&rep, live.entry_of[kill.index()]);
+        let ok = g != k
+            && matches!((&st[g], &st[k]), (Some(a), Some(b)) if a.fixed.is_none() && b.fixed.is_none());
+        if !ok {
+            continue;
+        }
+        let ge = st[g].take().expect("checked");
+        let ke = st[k].as_mut().expect("checked");
+        let mut buffers = ge.buffers.clone();
+        buffers.extend(ke.buffers.iter().copied());
+        ke.buffers = buffers;
+        let mut inpl = ge.inplace.clone();
+        inpl.extend(ge.buffers.iter().filter(|b| !ge.inplace.contains(b)));
+        inpl.extend(ke.inplace.iter().copied());
+        ke.inplace = inpl;
+        let mut classes = ge.classes.clone();
+        classes.extend(ke.classes.iter().copied());
+        ke.classes = classes;
+        ke.lifetime = union(&ge.lifetime, &ke.lifetime);
+        ke.size = ke.size.max(ge.size);
+        ke.multi = ke.multi.max(ge.multi);
+        ke.unique |= ge.unique;
+        rep[g] = k;
+    }
+    // first-write order of the entries (by their kill-side root)
+    let mut out = Vec::new();
+    let mut seen = vec![false; n];
+    for b in first_write_order(program) {
+        let e = find(&rep, live.entry_of[b.index()]);
+        if !seen[e] {
+            seen[e] = true;
+            if let Some(se) = st[e].take() {
+                out.push(se);
+            }
+        }
+    }
+    out
+}
+
+/// Union of two interval lists; intervals that overlap or touch (`next.first <= prev.last + 1`)
+/// merge.
+fn union(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut all: Vec<Interval> = a.iter().chain(b).copied().collect();
+    all.sort();
+    let mut out: Vec<Interval> = Vec::new();
+    for i in all {
+        match out.last_mut() {
+            Some(l) if i.first <= l.last + 1 => l.last = l.last.max(i.last),
+            _ => out.push(i),
+        }
+    }
+    out
+}
+
+/// Number of positions two interval lists share.
+fn shared_positions(a: &[Interval], b: &[Interval]) -> usize {
+    let mut n = 0;
+    for x in a {
+        for y in b {
+            let first = x.first.max(y.first);
+            let last = x.last.min(y.last);
+            if first <= last {
+                n += last - first + 1;
+            }
+        }
+    }
+    n
+}
+
+/// HIVM `BufferPipeConflict` over every pair of classes (dma, scalar).
+fn pipe_conflict(a: &StorageEntry, b: &StorageEntry) -> bool {
+    a.classes.iter().any(|&(ad, as_)| {
+        b.classes.iter().any(|&(bd, bs)| match (as_, bs) {
+            (true, true) => false,
+            (true, false) | (false, true) => true,
+            (false, false) => ad || bd,
+        })
+    })
+}
+
+/// One planning unit: slot `k` of entry `entry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub entry: usize,
+    pub k: u32,
+}
+
+/// HIVM's planning order (§1.8): in UB the groups unique, DMA, other, scalar, each entry's
+/// slots back to back; elsewhere first-write order with the extra slots at the end. Fixed
+/// entries are not planned.
+pub fn planning_order(entries: &[StorageEntry], space: Space) -> Vec<Slot> {
+    let planned: Vec<usize> = (0..entries.len())
+        .filter(|&e| entries[e].fixed.is_none())
+        .collect();
+    let mut out = Vec::new();
+    if space == Space::Ub {
+        let group = |e: &StorageEntry| -> u8 {
+            if e.unique {
+                return 0;
+            }
+            for &(dma, scalar) in &e.classes {
+                if dma {
+                    return 1;
+                }
+                if scalar {
+                    return 3;
+                }
+            }
+            2
+        };
+        for g in 0..4 {
+            for &e in planned.iter().filter(|&&e| group(&entries[e]) == g) {
+                out.extend((0..entries[e].multi).map(|k| Slot { entry: e, k }));
+            }
+        }
+    } else {
+        out.extend(planned.iter().map(|&e| Slot { entry: e, k: 0 }));
+        for &e in &planned {
+            out.extend((1..entries[e].multi).map(|k| Slot { entry: e, k }));
+        }
+    }
+    out
+}
+
+/// A placed slot.
+#[derive(Clone, Copy, Debug)]
+struct Rec {
+    /// Index in the planning order; `usize::MAX` for fixed slots.
+    idx: usize,
+    entry: usize,
+    k: u32,
+    offset: u64,
+    level: u8,
+    /// Placed together with its slot 0 (level 1).
+    joint: bool,
+}
+
+/// The address assignment of one scope.
+struct Placer<'a> {
+    entries: &'a [StorageEntry],
+    order: &'a [Slot],
+    touch: &'a [(BufferId, BufferId)],
+    align: u64,
+    /// `None`: the unbounded outline of passes C and of the level-0 peak.
+    cap: Option<u64>,
+    fixed: Vec<Rec>,
+    records: Vec<Rec>,
+    /// Offset per planning-order index, once placed.
+    placed: Vec<Option<u64>>,
+    /// Extra slot offsets of single entries upgraded at level 1.
+    upgraded: Vec<Vec<u64>>,
+    /// HIVM `rollbackIdx`/`rollbackAddr`.
+    forbid: Option<(usize, u64)>,
+}
+
+/// How many rollbacks a scope may take before it is declared full.
+const MAX_ROLLBACKS: usize = 10_000;
+
+impl<'a> Placer<'a> {
+    fn new(
+        entries: &'a [StorageEntry],
+        order: &'a [Slot],
+        touch: &'a [(BufferId, BufferId)],
+        align: u64,
+        cap: Option<u64>,
+    ) -> Self {
+        let mut fixed = Vec::new();
+        for (e, se) in entries.iter().enumerate() {
+            for (k, &o) in se.fixed.iter().flatten().enumerate() {
+                fixed.push(Rec {
+                    idx: usize::MAX,
+                    entry: e,
+                    k: k as u32,
+                    offset: o,
+                    level: 0,
+                    joint: false,
+                });
+            }
+        }
+        Placer {
+            entries,
+            order,
+            touch,
+            align: align.max(1),
+            cap,
+            fixed,
+            records: Vec::new(),
+            placed: vec![None; order.len()],
+            upgraded: vec![Vec::new(); entries.len()],
+            forbid: None,
+        }
+    }
+
+    fn size(&self, e: usize) -> u64 {
+        self.entries[e].size
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Rec> {
+        self.fixed.iter().chain(self.records.iter())
+    }
+
+    /// Slots (fixed or placed) whose bytes meet [o, o + size).
+    fn overlapping(&self, o: u64, size: u64) -> Vec<Rec> {
+        self.all()
+            .filter(|r| {
+                let rs = self.size(r.entry);
+                size > 0 && rs > 0 && r.offset < o + size && o < r.offset + rs
+            })
+            .copied()
+            .collect()
+    }
+
+    fn touch_allowed(&self, a: usize, b: usize) -> bool {
+        let (ea, eb) = (&self.entries[a], &self.entries[b]);
+        self.touch.iter().any(|&(x, y)| {
+            (ea.buffers.contains(&x) && eb.buffers.contains(&y))
+                || (ea.buffers.contains(&y) && eb.buffers.contains(&x))
+        })
+    }
+
+    /// Stage 0 between entry `e` and a placed slot of entry `r`.
+    fn stage0(&self, e: usize, r: usize) -> bool {
+        if e == r {
+            return true; // two slots of one entry never share bytes
+        }
+        let (ee, re) = (&self.entries[e], &self.entries[r]);
+        if ee.unique || re.unique {
+            return true;
+        }
+        match shared_positions(&ee.lifetime, &re.lifetime) {
+            0 => false,
+            1 => !self.touch_allowed(e, r),
+            _ => true,
+        }
+    }
+
+    fn fits(&self, o: u64, size: u64) -> bool {
+        self.cap.is_none_or(|c| o + size <= c)
+    }
+
+    /// The candidate start offsets, ascending: 0 and every start and end of a placed slot.
+    fn candidates(&self) -> Vec<u64> {
+        let mut c = vec![0u64];
+        for r in self.all() {
+            c.push(r.offset);
+            c.push((r.offset + self.size(r.entry)).div_ceil(self.align) * self.align);
+        }
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
+    /// Tries to place planning-order slot `idx` at `level`; true on success.
+    fn try_place(&mut self, idx: usize, level: u8) -> bool {
+        let e = self.order[idx].entry;
+        let size = self.size(e);
+        if size == 0 {
+            self.push(idx, 0, level, false);
+            return true;
+        }
+        if level == 1 {
+            return self.try_level1(idx);
+        }
+        for o in self.candidates() {
+            if self.forbid == Some((idx, o)) || !self.fits(o, size) {
+                continue;
+            }
+            let over = self.overlapping(o, size);
+            let conflict = over.iter().any(|r| {
+                self.stage0(e, r.entry)
+                    || (level == 2 && pipe_conflict(&self.entries[e], &self.entries[r.entry]))
+            });
+            if !conflict {
+                self.push(idx, o, level, false);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Level 1: reuse slot 0 of a multi-buffer (or upgraded single buffer) R of the same
+    /// innermost loop and take R's other slots too.
+    fn try_level1(&mut self, idx: usize) -> bool {
+        let Slot { entry: e, k } = self.order[idx];
+        if k != 0 {
+            return false;
+        }
+        let ee = &self.entries[e];
+        let size = ee.size;
+        let Some(lp) = ee.loop_parent else {
+            return false;
+        };
+        let mut cands: Vec<u64> = self
+            .records
+            .iter()
+            .filter(|r| r.k == 0)
+            .map(|r| r.offset)
+            .collect();
+        cands.sort_unstable();
+        cands.dedup();
+        for o in cands {
+            if self.forbid == Some((idx, o)) || !self.fits(o, size) {
+                continue;
+            }
+            let over = self.overlapping(o, size);
+            if over.iter().any(|r| self.stage0(e, r.entry)) {
+                continue;
+            }
+            // the last placed slot on this range
+            let Some(r) = over
+                .iter()
+                .filter(|r| r.idx != usize::MAX)
+                .max_by_key(|r| r.idx)
+            else {
+                continue;
+            };
+            let re = &self.entries[r.entry];
+            if r.k != 0 || r.offset != o || size > re.size || re.loop_parent != Some(lp) {
+                continue;
+            }
+            let others: Vec<u64> = if re.multi > 1 {
+                (1..re.multi)
+                    .filter_map(|kk| {
+                        self.records
+                            .iter()
+                            .find(|x| x.entry == r.entry && x.k == kk)
+                            .map(|x| x.offset)
+                    })
+                    .collect()
+            } else {
+                self.upgraded[r.entry].clone()
+            };
+            let want = if ee.multi > 1 {
+                ee.multi as usize - 1
+            } else {
+                others.len()
+            };
+            if others.is_empty() || others.len() < want {
+                continue;
+            }
+            let targets = &others[..want];
+            let ok = targets.iter().all(|&t| {
+                self.fits(t, size)
+                    && self
+                        .overlapping(t, size)
+                        .iter()
+                        .all(|x| !self.stage0(e, x.entry))
+            });
+            if !ok {
+                continue;
+            }
+            let targets = targets.to_vec();
+            self.push(idx, o, 1, false);
+            if ee.multi > 1 {
+                for (j, &t) in targets.iter().enumerate() {
+                    let kk = j as u32 + 1;
+                    let Some(ti) = self.order.iter().position(|s| s.entry == e && s.k == kk) else {
+                        continue;
+                    };
+                    self.push(ti, t, 1, true);
+                }
+            } else {
+                // the upgraded slots occupy their bytes like any slot
+                for (j, &t) in targets.iter().enumerate() {
+                    self.records.push(Rec {
+                        idx,
+                        entry: e,
+                        k: j as u32 + 1,
+                        offset: t,
+                        level: 1,
+                        joint: true,
+                    });
+                }
+                self.upgraded[e] = targets;
+            }
+            return true;
+        }
+        false
+    }
+
+    fn push(&mut self, idx: usize, offset: u64, level: u8, joint: bool) {
+        let Slot { entry, k } = self.order[idx];
+        self.placed[idx] = Some(offset);
+        self.records.push(Rec {
+            idx,
+            entry,
+            k,
+            offset,
+            level,
+            joint,
+        });
+    }
+
+    fn pop(&mut self) -> Option<Rec> {
+        let r = self.records.pop()?;
+        self.placed[r.idx] = None;
+        if r.k == 0 {
+            self.upgraded[r.entry].clear();
+        }
+        Some(r)
+    }
+
+    /// Every slot at one level, no rollback (passes C and the level-0 peak).
+    fn single_level(&mut self, level: u8) -> bool {
+        for idx in 0..self.order.len() {
+            if self.placed[idx].is_none() && !self.try_place(idx, level) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Pass D: levels `max` .. 0 per slot, with rollback.
+    fn multi_level(&mut self, max: u8) -> bool {
+        let cap = self.cap.unwrap_or(u64::MAX);
+        let n = self.order.len();
+        let (mut i, mut spec_level, mut spec_start, mut rollbacks) = (0usize, max, 0usize, 0);
+        while i < n {
+            if self.placed[i].is_some() {
+                i += 1;
+                continue;
+            }
+            if (0..=spec_level).rev().any(|lv| self.try_place(i, lv)) {
+                i += 1;
+                if i >= spec_start {
+                    spec_level = max;
+                }
+                continue;
+            }
+            // every level failed: roll back (§1.9)
+            rollbacks += 1;
+            if rollbacks > MAX_ROLLBACKS {
+                return false;
+            }
+            spec_start = spec_start.max(i);
+            let fail_size = self.size(self.order[i].entry);
+            let mut landing = None;
+            while let Some(r) = self.pop() {
+                if r.k > 0 {
+                    let first_level = self
+                        .records
+                        .iter()
+                        .find(|x| x.entry == r.entry && x.k == 0)
+                        .map(|x| x.level);
+                    if r.joint || first_level == Some(r.level) {
+                        continue; // popped together with its first slot
+                    }
+                }
+                if r.level == 0 {
+                    continue;
+                }
+                landing = Some(r);
+                if r.offset + fail_size <= cap {
+                    break;
+                }
+            }
+            let Some(r) = landing else {
+                return false;
+            };
+            // everything placed after the landing slot is popped; retry it one level lower
+            self.forbid = Some((r.idx, r.offset));
+            i = r.idx;
+            spec_level = r.level - 1;
+        }
+        true
+    }
+
+    /// The end of the highest placed or fixed slot.
+    fn end(&self) -> u64 {
+        self.all()
+            .map(|r| r.offset + self.size(r.entry))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Offsets per entry (slot order) and the lowest level any slot of the entry was placed at.
+    fn result(&self) -> (Vec<Vec<u64>>, Vec<u8>) {
+        let mut offs: Vec<Vec<Option<u64>>> = self
+            .entries
+            .iter()
+            .map(|e| vec![None; e.multi as usize])
+            .collect();
+        let mut level = vec![u8::MAX; self.entries.len()];
+        for r in self.all() {
+            if let Some(s) = offs[r.entry].get_mut(r.k as usize) {
+                *s = Some(r.offset);
+            }
+            level[r.entry] = level[r.entry].min(r.level);
+        }
+        let offs = offs
+            .into_iter()
+            .map(|v| v.into_iter().map(|o| o.unwrap_or(0)).collect())
+            .collect();
+        (offs, level)
+    }
+}
+
+/// Plans every on-chip scope of the program's core (module docs). `inplace` lists accepted
+/// `(gen, kill)` pairs; `touch` lists pairs whose lifetimes may share one position (refused
+/// multi-buffer inplace, HIVM `inplacableBufferPairs`).
+pub fn plan(
+    program: &Program,
+    config: &Config,
+    live: &Liveness,
+    inplace: &[(BufferId, BufferId)],
+    touch: &[(BufferId, BufferId)],
+    opts: &PlanOptions,
+) -> Result<Plan, PlanError> {
+    place(program, config, live, inplace, touch, opts).map(|p| p.plan)
+}
+
+/// [`plan`], with the level-1 upgrades.
+pub fn place(
+    program: &Program,
+    config: &Config,
+    live: &Liveness,
+    inplace: &[(BufferId, BufferId)],
+    touch: &[(BufferId, BufferId)],
+    opts: &PlanOptions,
+) -> Result<Placement, PlanError> {
+    let core = config
+        .core(&program.core)
+        .expect("a loaded program names a core of its config");
+    let max = opts.max_level.min(2);
+    let mut buffers: Vec<BufferPlan> = program
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BufferPlan {
+            buffer: BufferId::new(i),
+            scope: b.scope,
+            bytes: 0,
+            offsets: Vec::new(),
+            placed_by: PlacedBy::Sequential,
+        })
+        .collect();
+    let mut scopes = Vec::new();
+    let mut warnings = Vec::new();
+    let mut upgraded = Vec::new();
+
+    for sc in &core.scopes {
+        let space = sc.space;
+        let align = sc.align.max(1);
+        let cap = opts
+            .capacities
+            .iter()
+            .find(|c| c.0 == space)
+            .map_or(sc.bytes, |c| c.1);
+        let entries = storage_entries(program, live, inplace, space, align);
+        let planned: Vec<usize> = (0..entries.len())
+            .filter(|&e| entries[e].fixed.is_none())
+            .collect();
+        let required: u64 = planned
+            .iter()
+            .map(|&e| entries[e].size * entries[e].multi as u64)
+            .sum();
+
+        // sequential when the running sum fits
+        let mut fixed: Vec<(u64, u64)> = entries
+            .iter()
+            .flat_map(|e| e.fixed.iter().flatten().map(move |&o| (o, o + e.size)))
+            .collect();
+        fixed.sort_unstable();
+        let sizes: Vec<(u64, u32)> = planned
+            .iter()
+            .map(|&e| (entries[e].size, entries[e].multi))
+            .collect();
+        let (seq_offs, cursor) = running_sum(&sizes, &fixed, align);
+        let seq_used = cursor.max(fixed.iter().map(|f| f.1).max().unwrap_or(0));
+
+        let mut offsets: Vec<Vec<u64>> = entries
+            .iter()
+            .map(|e| e.fixed.clone().unwrap_or_default())
+            .collect();
+        let mut levels: Vec<Option<u8>> = vec![None; entries.len()];
+        let (mode, used) = if seq_used <= cap {
+            for (&e, o) in planned.iter().zip(seq_offs) {
+                offsets[e] = o;
+            }
+            (ScopeMode::Sequential, seq_used)
+        } else {
+            let order = planning_order(&entries, space);
+            let slots: usize = order.len() + fixed.len();
+            // pass C: no pipe stall
+            let mut c = Placer::new(&entries, &order, touch, align, None);
+            c.single_level(2);
+            let c_end = c.end();
+            let chosen = if c_end <= cap && max == 2 {
+                Some(c)
+            } else {
+                let mut d = Placer::new(&entries, &order, touch, align, Some(cap));
+                if slots > 1 && d.multi_level(max) {
+                    warnings.push(format!(
+                        "[hivm-plan-memory] There reused some dma buffers in {} address space, which may stall pipe. Not reusing dma buffer needs {} bits while {} bits available!",
+                        space.hivm_name(),
+                        c_end * 8,
+                        cap * 8
+                    ));
+                    Some(d)
+                } else {
+                    None
+                }
+            };
+            let Some(p) = chosen else {
+                return Err(overflow(
+                    program, live, &entries, &order, touch, align, space, cap, slots,
+                ));
+            };
+            let (offs, lv) = p.result();
+            for &e in &planned {
+                offsets[e] = offs[e].clone();
+                levels[e] = Some(lv[e]);
+                if !p.upgraded[e].is_empty() {
+                    for &b in &entries[e].buffers {
+                        let mut all = vec![offs[e][0]];
+                        all.extend(p.upgraded[e].iter().copied());
+                        upgraded.push((b, all));
+                    }
+                }
+            }
+            (ScopeMode::Reuse, p.end())
+        };
+
+        for (e, se) in entries.iter().enumerate() {
+            for &b in &se.buffers {
+                let buf = program.buffer(b);
+                let bp = &mut buffers[b.index()];
+                bp.bytes = se.size;
+                if let Some(at) = &buf.at {
+                    bp.offsets = at.clone();
+                    bp.placed_by = PlacedBy::Fixed;
+                    continue;
+                }
+                bp.offsets = offsets[e]
+                    .iter()
+                    .copied()
+                    .take(buf.multi.max(1) as usize)
+                    .collect();
+                bp.placed_by = if se.inplace.contains(&b) {
+                    PlacedBy::Inplace
+                } else {
+                    match levels[e] {
+                        None => PlacedBy::Sequential,
+                        Some(l) => PlacedBy::Level(l),
+                    }
+                };
+            }
+        }
+        scopes.push(ScopePlan {
+            space,
+            capacity: cap,
+            align,
+            required,
+            used,
+            mode,
+        });
+    }
+    scopes.sort_by_key(|s| s.space);
+    upgraded.sort();
+    Ok(Placement {
+        plan: Plan {
+            kernel: program.kernel.clone(),
+            config: format!("{}/{}", config.name, program.core),
+            level: max,
+            scopes,
+            buffers,
+            warnings,
+        },
+        upgraded,
+    })
+}
+
+/// HIVM's overflow error (§1.13): N is the level-0 peak on an unbounded outline, or the total
+/// for a scope with a single slot; then the instant of peak liveness and what is live there.
+#[allow(clippy::too_many_arguments)]
+fn overflow(
+    program: &Program,
+    live: &Liveness,
+    entries: &[StorageEntry],
+    order: &[Slot],
+    touch: &[(BufferId, BufferId)],
+    align: u64,
+    space: Space,
+    cap: u64,
+    slots: usize,
+) -> PlanError {
+    let required = if slots <= 1 {
+        entries.iter().map(|e| e.size * e.multi as u64).sum::<u64>()
+    } else {
+        let mut p = Placer::new(entries, order, touch, align, None);
+        p.single_level(0);
+        p.end()
+    };
+    let weight = |e: &StorageEntry| e.size * e.multi as u64;
+    let live_at =
+        |e: &StorageEntry, p: usize| e.lifetime.iter().any(|i| i.first <= p && p <= i.last);
+    let mut peak: Option<(usize, u64)> = None;
+    for p in 0..live.positions {
+        let s: u64 = entries.iter().filter(|e| live_at(e, p)).map(weight).sum();
+        if s > 0 && peak.is_none_or(|(_, b)| s > b) {
+            peak = Some((p, s));
+        }
+    }
+    let mut largest: Vec<(String, u64)> = entries
+        .iter()
+        .filter(|e| peak.is_none_or(|(p, _)| live_at(e, p)))
+        .map(|e| (e.name(program).to_string(), weight(e)))
+        .collect();
+    largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let peak = peak.map(|(p, _)| {
+        let op = program.op(live.pos_op[p]);
+        (p, format!("{} ({})", op.path, op.kind.name()))
+    });
+    PlanError::Overflow {
+        space,
+        required_bits: required * 8,
+        available_bits: cap * 8,
+        largest,
+        peak,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U: u64 = 1024;
+
+    /// An entry of one slot of `U` bytes living over `[a, b]`.
+    fn e(name: usize, a: usize, b: usize) -> StorageEntry {
+        StorageEntry {
+            buffers: vec![BufferId::new(name)],
+            inplace: Vec::new(),
+            lifetime: vec![Interval::new(a, b)],
+            size: U,
+            multi: 1,
+            classes: vec![(false, false)],
+            unique: false,
+            loop_parent: Some(OpId::new(0)),
+            fixed: None,
+        }
+    }
+
+    fn dma(mut x: StorageEntry) -> StorageEntry {
+        x.classes = vec![(true, false)];
+        x
+    }
+
+    fn scalar(mut x: StorageEntry) -> StorageEntry {
+        x.classes = vec![(false, true)];
+        x
+    }
+
+    fn order(entries: &[StorageEntry]) -> Vec<Slot> {
+        planning_order(entries, Space::L1)
+    }
+
+    /// Places every slot at one level, unbounded; offsets of slot 0 per entry.
+    fn at_level(entries: &[StorageEntry], level: u8) -> Vec<u64> {
+        let o = order(entries);
+        let mut p = Placer::new(entries, &o, &[], 32, None);
+        assert!(p.single_level(level));
+        p.result().0.iter().map(|v| v[0]).collect()
+    }
+
+    #[test]
+    fn union_merges_touching_intervals() {
+        let a = [Interval::new(0, 2), Interval::new(8, 9)];
+        let b = [Interval::new(3, 4), Interval::new(6, 6)];
+        assert_eq!(
+            union(&a, &b),
+            [
+                Interval::new(0, 4),
+                Interval::new(6, 6),
+                Interval::new(8, 9)
+            ]
+        );
+    }
+
+    #[test]
+    fn first_fit_takes_the_lowest_free_address() {
+        // x and z are disjoint; y overlaps both
+        let entries = [e(0, 0, 3), e(1, 2, 6), e(2, 5, 8), e(3, 9, 9)];
+        assert_eq!(at_level(&entries, 0), [0, U, 0, 0]);
+    }
+
+    #[test]
+    fn one_shared_position_conflicts_unless_touch_allowed() {
+        let entries = [e(0, 0, 2), e(1, 2, 4)];
+        assert_eq!(at_level(&entries, 0), [0, U]);
+        let o = order(&entries);
+        let touch = [(BufferId::new(1), BufferId::new(0))];
+        let mut p = Placer::new(&entries, &o, &touch, 32, None);
+        assert!(p.single_level(0));
+        assert_eq!(p.result().0, [vec![0], vec![0]]);
+    }
+
+    #[test]
+    fn unique_never_shares() {
+        let mut u = e(1, 5, 6);
+        u.unique = true;
+        assert_eq!(at_level(&[e(0, 0, 1), u], 0), [0, U]);
+    }
+
+    #[test]
+    fn level2_keeps_pipeline_classes_apart() {
+        // vector with vector: shared
+        assert_eq!(at_level(&[e(0, 0, 1), e(1, 2, 3)], 2), [0, 0]);
+        // DMA with anything: apart at level 2, shared at level 0
+        assert_eq!(at_level(&[e(0, 0, 1), dma(e(1, 2, 3))], 2), [0, U]);
+        assert_eq!(at_level(&[dma(e(0, 0, 1)), dma(e(1, 2, 3))], 2), [0, U]);
+        assert_eq!(at_level(&[e(0, 0, 1), dma(e(1, 2, 3))], 0), [0, 0]);
+        // scalar with scalar: shared; scalar with vector: apart
+        assert_eq!(
+            at_level(&[scalar(e(0, 0, 1)), scalar(e(1, 2, 3))], 2),
+            [0, 0]
+        );
+        assert_eq!(at_level(&[scalar(e(0, 0, 1)), e(1, 2, 3)], 2), [0, U]);
+    }
+
+    #[test]
+    fn level1_upgrades_a_single_buffer_over_a_multi_buffer() {
+        let mut a = dma(e(0, 0, 1));
+        a.multi = 2;
+        let c = e(1, 2, 3);
+        let entries = [a, c];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
+        assert!(p.try_place(0, 0));
+        assert!(p.try_place(2, 0), "slot 1 of a");
+        assert!(!p.try_place(1, 2), "no room at level 2");
+        assert!(p.try_place(1, 1));
+        assert_eq!(p.result().0, [vec![0, U], vec![0]]);
+        assert_eq!(p.upgraded[1], [U]);
+        assert_eq!(p.result().1[1], 1);
+    }
+
+    #[test]
+    fn level1_needs_the_same_innermost_loop_and_free_other_slots() {
+        let mut a = e(0, 0, 1);
+        a.multi = 2;
+        let mut c = e(1, 2, 3);
+        c.loop_parent = Some(OpId::new(7));
+        let entries = [a.clone(), c];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, None);
+        assert!(p.try_place(0, 0) && p.try_place(2, 0));
+        assert!(!p.try_place(1, 1), "different loops");
+
+        // a third entry live with c sits on a's slot 1: the upgrade is refused
+        let mut b = e(2, 2, 3);
+        b.loop_parent = Some(OpId::new(9));
+        let entries = [a, e(1, 2, 3), b];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, None);
+        assert!(p.try_place(0, 0) && p.try_place(3, 0));
+        assert!(p.try_place(2, 0));
+        assert_eq!(p.records.last().unwrap().offset, 0, "b on a's slot 0");
+        // move b to a's slot 1 instead
+        p.pop();
+        p.push(2, U, 0, false);
+        assert!(!p.try_place(1, 1));
+    }
+
+    #[test]
+    fn level1_multi_buffer_takes_the_other_slots() {
+        let mut a = dma(e(0, 0, 1));
+        a.multi = 2;
+        let mut d = dma(e(1, 2, 3));
+        d.multi = 2;
+        let entries = [a, d];
+        let o = planning_order(&entries, Space::Ub);
+        let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
+        assert!(p.multi_level(2));
+        assert_eq!(p.result().0, [vec![0, U], vec![0, U]]);
+        assert_eq!(p.result().1, [2, 1]);
+    }
+
+    #[test]
+    fn rollback_lowers_an_earlier_level() {
+        // cap 2 slots; w lives throughout. Greedy level 2 puts z (DMA) on fresh bytes, leaving
+        // nothing for w; the rollback retries z lower and forbids its old address: z lands on
+        // the vector bytes at level 0 and w gets the freed slot.
+        let entries = [e(0, 0, 1), e(1, 2, 3), dma(e(2, 4, 5)), e(3, 0, 5)];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
+        assert!(p.multi_level(2));
+        let (offs, levels) = p.result();
+        assert_eq!(offs, [vec![0], vec![0], vec![0], vec![U]]);
+        assert_eq!(levels, [2, 2, 0, 2]);
+    }
+
+    #[test]
+    fn rollback_gives_up_when_nothing_helps() {
+        let entries = [e(0, 0, 5), e(1, 0, 5), e(2, 0, 5)];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
+        assert!(!p.multi_level(2));
+    }
+
+    #[test]
+    fn fixed_slots_are_stepped_over() {
+        let mut f = e(0, 0, 9);
+        f.fixed = Some(vec![0]);
+        assert_eq!(at_level(&[f, e(1, 0, 1)], 0)[1], U);
+    }
+
+    #[test]
+    fn ub_order_groups_unique_dma_other_scalar() {
+        let mut u = e(3, 0, 0);
+        u.unique = true;
+        let mut d = dma(e(1, 0, 0));
+        d.multi = 2;
+        let entries = [scalar(e(0, 0, 0)), d, e(2, 0, 0), u];
+        let ub: Vec<(usize, u32)> = planning_order(&entries, Space::Ub)
+            .iter()
+            .map(|s| (s.entry, s.k))
+            .collect();
+        assert_eq!(ub, [(3, 0), (1, 0), (1, 1), (2, 0), (0, 0)]);
+        let l1: Vec<(usize, u32)> = planning_order(&entries, Space::L1)
+            .iter()
+            .map(|s| (s.entry, s.k))
+            .collect();
+        assert_eq!(l1, [(0, 0), (1, 0), (2, 0), (3, 0), (1, 1)]);
+    }
+
+    #[test]
+    fn overflow_text_starts_with_hivm_line() {
+        let err = PlanError::Overflow {
+            space: Space::Ub,
+            required_bits: 16,
+            available_bits: 8,
+            largest: vec![("a".into(), 2)],
+            peak: Some((3, "body[0] (load)".into())),
+        };
+        assert_eq!(
+            err.to_string(),
+            "ub overflow, requires 16 bits while 8 bits available!\n  peak liveness at position 3, body[0] (load); live there:\n  a: 2 bytes"
+        );
+    }
+}
