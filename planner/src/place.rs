@@ -37,7 +37,7 @@
 
 use crate::liveness::{Interval, Liveness};
 use crate::plan::*;
-use crate::sequential::{first_write_order, running_sum};
+use crate::sequential::{first_write_order, running_sum, unplaced_buffers};
 use sim::program::Program;
 use sim::{BufferId, Config, OpId, Space};
 
@@ -680,18 +680,7 @@ pub fn place(
         .core(&program.core)
         .expect("a loaded program names a core of its config");
     let max = opts.max_level.min(2);
-    let mut buffers: Vec<BufferPlan> = program
-        .buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| BufferPlan {
-            buffer: BufferId::new(i),
-            scope: b.scope,
-            bytes: 0,
-            offsets: Vec::new(),
-            placed_by: PlacedBy::Sequential,
-        })
-        .collect();
+    let mut buffers = unplaced_buffers(program);
     let mut scopes = Vec::new();
     let mut warnings = Vec::new();
     let mut upgraded = Vec::new();

@@ -14,18 +14,7 @@ pub fn plan_sequential(program: &Program, config: &Config) -> Result<Plan, PlanE
         .expect("a loaded program names a core of its config");
     let order = first_write_order(program);
 
-    let mut buffers: Vec<BufferPlan> = program
-        .buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| BufferPlan {
-            buffer: BufferId::new(i),
-            scope: b.scope,
-            bytes: 0,
-            offsets: Vec::new(),
-            placed_by: PlacedBy::Sequential,
-        })
-        .collect();
+    let mut buffers = unplaced_buffers(program);
 
     let mut scopes = Vec::new();
     for scope in &core.scopes {
@@ -231,4 +220,20 @@ fn walk(program: &Program, block: &Block, f: &mut dyn FnMut(BufferId)) {
             }
         }
     }
+}
+
+/// One empty entry per buffer, to be filled scope by scope.
+pub(crate) fn unplaced_buffers(program: &Program) -> Vec<BufferPlan> {
+    program
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BufferPlan {
+            buffer: BufferId::new(i),
+            scope: b.scope,
+            bytes: 0,
+            offsets: Vec::new(),
+            placed_by: PlacedBy::Sequential,
+        })
+        .collect()
 }
