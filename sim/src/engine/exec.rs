@@ -533,7 +533,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, Some(id));
+                self.observe_s(op, t, t, 0, Some(id));
                 self.set_flag(flag, op.0, t);
             }
             Pending::WaitFlag { op, flag, id } => {
@@ -542,13 +542,13 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 self.flags[flag as usize].set = false;
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, Some(id));
+                self.observe_s(op, t, t, 0, Some(id));
             }
             Pending::BarrierAll { op } => {
                 self.s_barrier_all += stall;
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, None);
+                self.observe_s(op, t, t, 0, None);
             }
             Pending::None | Pending::Done => unreachable!("fire without a pending action"),
         }
@@ -561,9 +561,17 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         s
     }
 
-    /// Observer calls for an op S executes itself (slots from the scratch when it has operands).
+    /// Observer calls for an op S executes itself: `nslots` slots from the scratch (its
+    /// operands, if any) and the evaluated flag id of an S-side flag.
     #[inline(always)]
-    fn observe_s_slots(&mut self, op: OpId, start: u64, complete: u64, nslots: usize) {
+    fn observe_s(
+        &mut self,
+        op: OpId,
+        start: u64,
+        complete: u64,
+        nslots: usize,
+        flag_id: Option<u32>,
+    ) {
         let seq = self.next_seq();
         self.obs.on_issue(&Issue {
             seq,
@@ -572,21 +580,6 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             cycle: start,
             vars: &self.vars,
             slots: &self.slots[..nslots],
-            flag_id: None,
-        });
-        self.obs.on_start(seq, start, complete);
-    }
-
-    #[inline(always)]
-    fn observe_s(&mut self, op: OpId, start: u64, complete: u64, flag_id: Option<u32>) {
-        let seq = self.next_seq();
-        self.obs.on_issue(&Issue {
-            seq,
-            op,
-            pipe: Pipe::S,
-            cycle: start,
-            vars: &self.vars,
-            slots: &[],
             flag_id,
         });
         self.obs.on_start(seq, start, complete);
@@ -638,7 +631,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                     });
                 }
                 let n = n as u64;
-                self.observe_s(op, self.s_time, self.s_time + n, None);
+                self.observe_s(op, self.s_time, self.s_time + n, 0, None);
                 self.s_time += n;
                 self.s_busy += n;
                 self.s_instr += 1;
@@ -646,7 +639,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             SOp::SMem { op, lo, hi } => {
                 let n = self.prepare_operands(op, lo, hi)?;
-                self.observe_s_slots(op, self.s_time, self.s_time + self.issue, n);
+                self.observe_s(op, self.s_time, self.s_time + self.issue, n, None);
                 self.s_time += self.issue;
                 self.s_busy += self.issue;
                 self.s_instr += 1;
