@@ -1,6 +1,8 @@
 //! The command line, declared with clap.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use planner::{LivenessMode, PlanOptions};
+use sim::Space;
 use std::path::PathBuf;
 
 /// Cycle-level simulator, memory planner and sync checker for Ascend-like NPU cores.
@@ -17,11 +19,19 @@ pub enum Command {
     Check {
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        plan: PlanArgs,
     },
     /// Plan every on-chip buffer of a program to an address and print the plan.
     Plan {
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Say why BUFFER got its address (inplace partner, level, the buffers it shares bytes
+        /// with) instead of printing the whole plan.
+        #[arg(long, value_name = "BUFFER")]
+        explain: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
@@ -33,6 +43,8 @@ pub enum Command {
     Run {
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        plan: PlanArgs,
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
@@ -56,6 +68,45 @@ pub struct Input {
     /// Override a program param: `--param n=4096`. May be repeated.
     #[arg(long = "param", value_name = "NAME=INT", value_parser = parse_param)]
     pub params: Vec<(String, i64)>,
+}
+
+/// How buffers are planned to addresses (DESIGN §5).
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// The highest reuse level tried: 2 shares bytes only within a pipeline class, 1 also
+    /// upgrades a buffer to a double buffer over a multi-buffer's slots, 0 needs only disjoint
+    /// lifetimes.
+    #[arg(long, value_name = "0|1|2", default_value_t = 2,
+          value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub level: u8,
+    /// The loop rule of liveness: `precise` keeps only loop-carried values live for the whole
+    /// loop; `scoped` (HIVM) keeps every buffer declared outside a loop and used inside it.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = LivenessArg::Precise)]
+    pub liveness: LivenessArg,
+    /// Replace a scope's capacity for a what-if study: `--capacity ub=160KiB`. Sizes are
+    /// bytes, or take a KiB or MiB suffix. May be repeated.
+    #[arg(long = "capacity", value_name = "SCOPE=SIZE", value_parser = parse_capacity)]
+    pub capacities: Vec<(Space, u64)>,
+}
+
+impl PlanArgs {
+    pub fn options(&self) -> PlanOptions {
+        PlanOptions {
+            max_level: self.level,
+            capacities: self.capacities.clone(),
+            liveness: match self.liveness {
+                LivenessArg::Precise => LivenessMode::Precise,
+                LivenessArg::Scoped => LivenessMode::Scoped,
+            },
+            ..PlanOptions::default()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LivenessArg {
+    Precise,
+    Scoped,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -94,6 +145,50 @@ pub fn parse_param(s: &str) -> Result<(String, i64), String> {
     Ok((name.to_string(), v))
 }
 
+/// Parses `SCOPE=SIZE`, e.g. `ub=160KiB` or `l1=524288`. Whole numbers only (`0.5MiB` is
+/// refused), so a size is never rounded.
+pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
+    let Some((scope, size)) = s.split_once('=') else {
+        return Err(format!("expected SCOPE=SIZE (e.g. ub=160KiB), found `{s}`"));
+    };
+    let scope = scope.trim().to_ascii_lowercase();
+    let space = match Space::parse(&scope) {
+        Some(Space::Gm) | None => {
+            let on_chip: Vec<&str> = Space::yaml_names()
+                .into_iter()
+                .filter(|n| *n != "gm")
+                .collect();
+            return Err(format!(
+                "`{scope}` is not an on-chip scope; use one of {}",
+                on_chip.join(", ")
+            ));
+        }
+        Some(sp) => sp,
+    };
+    let size = size.trim();
+    let split = size
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(size.len());
+    let (digits, unit) = size.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "k" => 1024,
+        "MiB" | "M" => 1024 * 1024,
+        other => {
+            return Err(format!(
+            "unknown size unit `{other}` in `{size}`; write bytes or use KiB or MiB (e.g. 160KiB)"
+        ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{size}` is not a size; write e.g. 163840 or 160KiB"))?;
+    let bytes = n
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{size}` is too large"))?;
+    Ok((space, bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +207,20 @@ mod tests {
         assert!(parse_param("n=4k").is_err());
         assert!(parse_param("=4").is_err());
         assert!(parse_param("1n=4").is_err());
+    }
+
+    #[test]
+    fn capacities_parse() {
+        assert_eq!(parse_capacity("ub=160KiB"), Ok((Space::Ub, 160 * 1024)));
+        assert_eq!(parse_capacity("L1=1MiB"), Ok((Space::L1, 1 << 20)));
+        assert_eq!(parse_capacity("l0c=4096"), Ok((Space::L0c, 4096)));
+        assert_eq!(parse_capacity("ub=100B"), Ok((Space::Ub, 100)));
+        assert!(parse_capacity("gm=4")
+            .unwrap_err()
+            .contains("not an on-chip scope"));
+        assert!(parse_capacity("ub=1.5KiB").is_err());
+        assert!(parse_capacity("ub=160KB").unwrap_err().contains("KiB"));
+        assert!(parse_capacity("ub").is_err());
+        assert!(parse_capacity("ub=99999999999999999999MiB").is_err());
     }
 }

@@ -8,8 +8,8 @@ mod input;
 mod output;
 
 use clap::Parser;
-use cli::{Cli, Command, Input, PlanFormat, RunFormat};
-use planner::Plan;
+use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunFormat};
+use planner::{LivenessError, PlanFailure, Planned};
 use reports::table::{Align, Table};
 use sim::program::SyncMode;
 use sim::{Config, Diagnostic, Program, RunError};
@@ -35,17 +35,20 @@ const AUTO_SYNC_NOT_BUILT: &str = "sync: auto needs the automatic sync pass, whi
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Check { input } => check(&input),
+        Command::Check { input, plan } => check(&input, &plan),
         Command::Plan {
             input,
+            plan: args,
+            explain,
             format,
             output,
-        } => plan(&input, format, output.as_deref()),
+        } => plan(&input, &args, explain.as_deref(), format, output.as_deref()),
         Command::Run {
             input,
+            plan,
             format,
             output,
-        } => run(&input, format, output.as_deref()),
+        } => run(&input, &plan, format, output.as_deref()),
         Command::Configs => configs(),
     };
     match outcome {
@@ -60,45 +63,148 @@ fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
     Ok((config, program, src))
 }
 
-fn check(input: &Input) -> Result<(), Exit> {
-    let (_, program, _) = load(input)?;
-    let line = format!(
-        "ok: {} ({} ops, {} buffers)\n",
+fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
+    let (config, program, src) = load(input)?;
+    let planned = make_plan(&program, &config, args, &src)?;
+    let scopes: Vec<String> = planned
+        .plan
+        .scopes
+        .iter()
+        .filter(|s| s.required > 0)
+        .map(|s| {
+            format!(
+                "{} {} of {} bytes ({})",
+                s.space.yaml_name(),
+                s.used,
+                s.capacity,
+                s.mode.name()
+            )
+        })
+        .collect();
+    let mut text = format!(
+        "ok: {} ({} ops, {} buffers); plan: {}\n",
         program.kernel,
         program.ops.len(),
-        program.buffers.len()
+        program.buffers.len(),
+        if scopes.is_empty() {
+            "no on-chip buffers".to_string()
+        } else {
+            scopes.join(", ")
+        }
     );
-    output::emit(None, &line)
+    for w in &planned.plan.warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    output::emit(None, &text)
 }
 
-fn make_plan(program: &Program, config: &Config) -> Result<Plan, Exit> {
-    planner::plan_sequential(program, config).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(1)
-    })
+/// Plans the program; an overflow is a finding (exit 1), a read before the first write is bad
+/// input (exit 2). Debug builds also run the independent validator on every plan.
+fn make_plan(
+    program: &Program,
+    config: &Config,
+    args: &PlanArgs,
+    src: &input::Source,
+) -> Result<Planned, Exit> {
+    let core = config
+        .core(&program.core)
+        .expect("a loaded program names a core of its config");
+    let mut bad = Vec::new();
+    for (space, _) in &args.capacities {
+        if !core.scopes.iter().any(|s| s.space == *space) {
+            let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
+            bad.push(format!(
+                "--capacity {}=...: core {} has no {} scope; its scopes are {}",
+                space.yaml_name(),
+                core.name,
+                space.yaml_name(),
+                has.join(", ")
+            ));
+        }
+    }
+    if !bad.is_empty() {
+        for b in &bad {
+            eprintln!("error: {b}");
+        }
+        return Err(Exit(2));
+    }
+    let planned = planner::plan_program(program, config, &args.options()).map_err(|e| match e {
+        PlanFailure::Plan(e) => {
+            eprintln!("error: {}: {e}", src.name);
+            Exit(1)
+        }
+        PlanFailure::Liveness(LivenessError::ReadBeforeWrite { buffer, op }) => {
+            eprintln!("error: {}: the program cannot be planned", src.name);
+            let mut d = Diagnostic::error(
+                &src.name,
+                &op,
+                format!("buffer `{buffer}` is read before its first write"),
+            );
+            d.hint = Some(format!(
+                "write `{buffer}` (load, a vector op or sstore) before this op reads it"
+            ));
+            input::locate(&src.text, &mut d);
+            eprint!("\n{}", input::render(&d, Some(src)));
+            Exit(2)
+        }
+    })?;
+    if cfg!(debug_assertions) {
+        if let Err(v) = planned.validate(program, config) {
+            eprintln!(
+                "error: internal: the plan fails its validator (a planner bug; please report it):"
+            );
+            for x in v {
+                eprintln!("  {x}");
+            }
+            return Err(Exit(1));
+        }
+    }
+    Ok(planned)
 }
 
-fn plan(input: &Input, format: PlanFormat, out: Option<&Path>) -> Result<(), Exit> {
-    let (config, program, _) = load(input)?;
-    let plan = make_plan(&program, &config)?;
+fn plan(
+    input: &Input,
+    args: &PlanArgs,
+    explain: Option<&str>,
+    format: PlanFormat,
+    out: Option<&Path>,
+) -> Result<(), Exit> {
+    let (config, program, src) = load(input)?;
+    let planned = make_plan(&program, &config, args, &src)?;
+    if let Some(name) = explain {
+        let Some(b) = program.buffers.iter().position(|b| b.name == name) else {
+            let names: Vec<&str> = program.buffers.iter().map(|b| b.name.as_str()).collect();
+            let hint = sim::diag::did_you_mean(name, names.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(Exit::input(format!(
+                "--explain {name}: {} has no buffer `{name}`{hint}",
+                src.name
+            )));
+        };
+        let text = reports::plan_explain(&program, &planned, sim::BufferId::new(b));
+        return output::emit(out, &text);
+    }
+    let plan = &planned.plan;
     let text = match format {
-        PlanFormat::Text => reports::plan_text(&program, &plan),
-        PlanFormat::Yaml => reports::plan_yaml(&program, &plan),
-        PlanFormat::Json => pretty(&reports::plan_json(&program, &plan)),
+        PlanFormat::Text => reports::plan_text(&program, plan),
+        PlanFormat::Yaml => reports::plan_yaml(&program, plan),
+        PlanFormat::Json => pretty(&reports::plan_json(&program, plan)),
     };
     output::emit(out, &text)
 }
 
-fn run(input: &Input, format: RunFormat, out: Option<&Path>) -> Result<(), Exit> {
+fn run(input: &Input, args: &PlanArgs, format: RunFormat, out: Option<&Path>) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
     if program.sync == SyncMode::Auto {
         return Err(Exit::input(format!("{}: {AUTO_SYNC_NOT_BUILT}", src.name)));
     }
-    let plan = make_plan(&program, &config)?;
+    let planned = make_plan(&program, &config, args, &src)?;
+    let plan = &planned.plan;
     let result = sim::run(&program, &config).map_err(|e| run_failed(&e, &src))?;
     let text = match format {
-        RunFormat::Text => reports::run_text(&program, &config, &plan, &result),
-        RunFormat::Json => pretty(&reports::run_json(&program, &config, &plan, &result)),
+        RunFormat::Text => reports::run_text(&program, &config, plan, &result),
+        RunFormat::Json => pretty(&reports::run_json(&program, &config, plan, &result)),
     };
     output::emit(out, &text)?;
     if result.has_findings() {

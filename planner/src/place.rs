@@ -35,19 +35,24 @@
 //! except a pair listed as touch-allowed sharing exactly one position; a `unique` entry
 //! conflicts with everything.
 
-use crate::liveness::{Interval, Liveness};
+use crate::liveness::{Interval, Liveness, LivenessMode};
 use crate::plan::*;
 use crate::sequential::{first_write_order, running_sum, unplaced_buffers};
 use sim::program::Program;
 use sim::{BufferId, Config, OpId, Space};
 
-/// Knobs of [`plan`].
+/// Knobs of [`plan`] and [`crate::plan_program`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanOptions {
     /// The highest reuse level tried (0..=2; larger values count as 2).
     pub max_level: u8,
     /// Scope capacities in bytes that replace the config's.
     pub capacities: Vec<(Space, u64)>,
+    /// The loop rule of liveness ([`crate::plan_program`] only; [`place`] takes a computed
+    /// [`Liveness`]).
+    pub liveness: LivenessMode,
+    /// When inplace pairs are applied.
+    pub inplace: InplacePolicy,
 }
 
 impl Default for PlanOptions {
@@ -55,17 +60,32 @@ impl Default for PlanOptions {
         PlanOptions {
             max_level: 2,
             capacities: Vec::new(),
+            liveness: LivenessMode::Precise,
+            inplace: InplacePolicy::Always,
         }
     }
 }
 
-/// A plan with what [`Plan`] cannot say yet.
+/// When an op's output may take its dying input's address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InplacePolicy {
+    /// Always, as HIVM does: the sync pass orders whatever shares bytes (`sync: auto`).
+    #[default]
+    Always,
+    /// Only in a scope that does not fit without it. A `sync: manual` program's own flags were
+    /// written for disjoint buffers, so bytes are shared only when there is no other way.
+    WhenNeeded,
+}
+
+/// A plan with how it was reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
     pub plan: Plan,
-    /// Single buffers upgraded to multi-buffers at level 1: every slot offset (slot 0 is the
-    /// plan's offset). The plan keeps one offset per declared slot.
+    /// Single buffers upgraded to multi-buffers at level 1, with every slot offset (also in
+    /// the plan's `offsets`).
     pub upgraded: Vec<(BufferId, Vec<u64>)>,
+    /// The inplace pairs `(gen, kill)` applied, in the order given.
+    pub inplace: Vec<(BufferId, BufferId)>,
 }
 
 /// A storage entry: the unit that gets an address.
@@ -291,6 +311,8 @@ struct Rec {
     level: u8,
     /// Placed together with its slot 0 (level 1).
     joint: bool,
+    /// No placed or fixed slot held any of its bytes when it was placed.
+    fresh: bool,
 }
 
 /// The address assignment of one scope.
@@ -332,6 +354,7 @@ impl<'a> Placer<'a> {
                     offset: o,
                     level: 0,
                     joint: false,
+                    fresh: false,
                 });
             }
         }
@@ -430,6 +453,9 @@ impl<'a> Placer<'a> {
             });
             if !conflict {
                 self.push(idx, o, level, false);
+                if let Some(r) = self.records.last_mut() {
+                    r.fresh = over.is_empty();
+                }
                 return true;
             }
         }
@@ -527,6 +553,7 @@ impl<'a> Placer<'a> {
                         offset: t,
                         level: 1,
                         joint: true,
+                        fresh: false,
                     });
                 }
                 self.upgraded[e] = targets;
@@ -546,6 +573,7 @@ impl<'a> Placer<'a> {
             offset,
             level,
             joint,
+            fresh: false,
         });
     }
 
@@ -632,18 +660,21 @@ impl<'a> Placer<'a> {
     }
 
     /// Offsets per entry (slot order) and the lowest level any slot of the entry was placed at.
-    fn result(&self) -> (Vec<Vec<u64>>, Vec<u8>) {
+    fn result(&self, top: u8) -> (Vec<Vec<u64>>, Vec<u8>) {
         let mut offs: Vec<Vec<Option<u64>>> = self
             .entries
             .iter()
             .map(|e| vec![None; e.multi as usize])
             .collect();
+        // A slot placed on bytes nobody else held satisfies every level's rule: report it at
+        // the highest level tried, not at the level the search happened to reach.
         let mut level = vec![u8::MAX; self.entries.len()];
         for r in self.all() {
             if let Some(s) = offs[r.entry].get_mut(r.k as usize) {
                 *s = Some(r.offset);
             }
-            level[r.entry] = level[r.entry].min(r.level);
+            let l = if r.fresh { top } else { r.level };
+            level[r.entry] = level[r.entry].min(l);
         }
         let offs = offs
             .into_iter()
@@ -684,6 +715,7 @@ pub fn place(
     let mut scopes = Vec::new();
     let mut warnings = Vec::new();
     let mut upgraded = Vec::new();
+    let mut applied = Vec::new();
 
     for sc in &core.scopes {
         let space = sc.space;
@@ -693,7 +725,34 @@ pub fn place(
             .iter()
             .find(|c| c.0 == space)
             .map_or(sc.bytes, |c| c.1);
-        let entries = storage_entries(program, live, inplace, space, align);
+        let in_scope: Vec<(BufferId, BufferId)> = inplace
+            .iter()
+            .copied()
+            .filter(|&(g, k)| program.buffer(g).scope == space && program.buffer(k).scope == space)
+            .collect();
+        let mut entries = storage_entries(program, live, &in_scope, space, align);
+        let mut with_inplace = true;
+        if opts.inplace == InplacePolicy::WhenNeeded {
+            let disjoint = if in_scope.is_empty() {
+                entries.clone()
+            } else {
+                storage_entries(program, live, &[], space, align)
+            };
+            if sequential_end(&disjoint, align) <= cap {
+                entries = disjoint;
+                with_inplace = false;
+            } else {
+                warnings.push(format!(
+                    "{}: the buffers do not fit side by side ({} bytes of {cap}), so some share bytes (inplace or reuse); the program's own flags must order every access to shared bytes",
+                    space.yaml_name(),
+                    sequential_end(&disjoint, align)
+                ));
+            }
+        }
+        if with_inplace {
+            applied.extend(in_scope.iter().copied());
+        }
+        let peak_live = peak_bytes(&entries).map_or(0, |(_, b)| b);
         let planned: Vec<usize> = (0..entries.len())
             .filter(|&e| entries[e].fixed.is_none())
             .collect();
@@ -733,7 +792,7 @@ pub fn place(
             c.single_level(2);
             let c_end = c.end();
             let chosen = if c_end <= cap && max == 2 {
-                Some(c)
+                Some((c, 2))
             } else {
                 let mut d = Placer::new(&entries, &order, touch, align, Some(cap));
                 if slots > 1 && d.multi_level(max) {
@@ -743,17 +802,17 @@ pub fn place(
                         c_end * 8,
                         cap * 8
                     ));
-                    Some(d)
+                    Some((d, max))
                 } else {
                     None
                 }
             };
-            let Some(p) = chosen else {
+            let Some((p, top)) = chosen else {
                 return Err(overflow(
                     program, live, &entries, &order, touch, align, space, cap, slots,
                 ));
             };
-            let (offs, lv) = p.result();
+            let (offs, lv) = p.result(top);
             for &e in &planned {
                 offsets[e] = offs[e].clone();
                 levels[e] = Some(lv[e]);
@@ -773,16 +832,17 @@ pub fn place(
                 let buf = program.buffer(b);
                 let bp = &mut buffers[b.index()];
                 bp.bytes = se.size;
+                bp.live = live.lifetime(b).to_vec();
                 if let Some(at) = &buf.at {
                     bp.offsets = at.clone();
                     bp.placed_by = PlacedBy::Fixed;
                     continue;
                 }
-                bp.offsets = offsets[e]
-                    .iter()
-                    .copied()
-                    .take(buf.multi.max(1) as usize)
-                    .collect();
+                // every slot of the entry: a single buffer inplaced into a multi-buffer is one
+                bp.offsets = offsets[e].clone();
+                if let Some((_, all)) = upgraded.iter().find(|(u, _)| *u == b) {
+                    bp.offsets = all.clone();
+                }
                 bp.placed_by = if se.inplace.contains(&b) {
                     PlacedBy::Inplace
                 } else {
@@ -799,6 +859,7 @@ pub fn place(
             align,
             required,
             used,
+            peak_live,
             mode,
         });
     }
@@ -809,12 +870,59 @@ pub fn place(
             kernel: program.kernel.clone(),
             config: format!("{}/{}", config.name, program.core),
             level: max,
+            liveness: live.mode,
             scopes,
             buffers,
             warnings,
         },
         upgraded,
+        inplace: applied,
     })
+}
+
+/// The end of the running sum over `entries` (fixed ones stepped over): what a scope needs
+/// without any sharing.
+fn sequential_end(entries: &[StorageEntry], align: u64) -> u64 {
+    let mut fixed: Vec<(u64, u64)> = entries
+        .iter()
+        .flat_map(|e| e.fixed.iter().flatten().map(move |&o| (o, o + e.size)))
+        .collect();
+    fixed.sort_unstable();
+    let sizes: Vec<(u64, u32)> = entries
+        .iter()
+        .filter(|e| e.fixed.is_none())
+        .map(|e| (e.size, e.multi))
+        .collect();
+    let (_, cursor) = running_sum(&sizes, &fixed, align);
+    cursor.max(fixed.iter().map(|f| f.1).max().unwrap_or(0))
+}
+
+/// The most bytes (every slot) live at one position, and the first position where that
+/// happens: a sweep over lifetime boundaries, O(n log n).
+fn peak_bytes(entries: &[StorageEntry]) -> Option<(usize, u64)> {
+    // (position, +bytes at first / -bytes after last); removals sort before additions
+    let mut events: Vec<(usize, bool, u64)> = Vec::new();
+    for e in entries {
+        let w = e.size * e.multi as u64;
+        for i in &e.lifetime {
+            events.push((i.first, true, w));
+            events.push((i.last + 1, false, w));
+        }
+    }
+    events.sort_unstable();
+    let mut cur = 0u64;
+    let mut best: Option<(usize, u64)> = None;
+    for (pos, add, w) in events {
+        if add {
+            cur += w;
+            if cur > 0 && best.is_none_or(|(_, b)| cur > b) {
+                best = Some((pos, cur));
+            }
+        } else {
+            cur -= w;
+        }
+    }
+    best
 }
 
 /// HIVM's overflow error (§1.13): N is the level-0 peak on an unbounded outline, or the total
@@ -841,13 +949,7 @@ fn overflow(
     let weight = |e: &StorageEntry| e.size * e.multi as u64;
     let live_at =
         |e: &StorageEntry, p: usize| e.lifetime.iter().any(|i| i.first <= p && p <= i.last);
-    let mut peak: Option<(usize, u64)> = None;
-    for p in 0..live.positions {
-        let s: u64 = entries.iter().filter(|e| live_at(e, p)).map(weight).sum();
-        if s > 0 && peak.is_none_or(|(_, b)| s > b) {
-            peak = Some((p, s));
-        }
-    }
+    let peak = peak_bytes(entries);
     let mut largest: Vec<(String, u64)> = entries
         .iter()
         .filter(|e| peak.is_none_or(|(p, _)| live_at(e, p)))
@@ -907,7 +1009,7 @@ mod tests {
         let o = order(entries);
         let mut p = Placer::new(entries, &o, &[], 32, None);
         assert!(p.single_level(level));
-        p.result().0.iter().map(|v| v[0]).collect()
+        p.result(2).0.iter().map(|v| v[0]).collect()
     }
 
     #[test]
@@ -939,7 +1041,7 @@ mod tests {
         let touch = [(BufferId::new(1), BufferId::new(0))];
         let mut p = Placer::new(&entries, &o, &touch, 32, None);
         assert!(p.single_level(0));
-        assert_eq!(p.result().0, [vec![0], vec![0]]);
+        assert_eq!(p.result(2).0, [vec![0], vec![0]]);
     }
 
     #[test]
@@ -977,9 +1079,9 @@ mod tests {
         assert!(p.try_place(2, 0), "slot 1 of a");
         assert!(!p.try_place(1, 2), "no room at level 2");
         assert!(p.try_place(1, 1));
-        assert_eq!(p.result().0, [vec![0, U], vec![0]]);
+        assert_eq!(p.result(2).0, [vec![0, U], vec![0]]);
         assert_eq!(p.upgraded[1], [U]);
-        assert_eq!(p.result().1[1], 1);
+        assert_eq!(p.result(2).1[1], 1);
     }
 
     #[test]
@@ -1019,8 +1121,8 @@ mod tests {
         let o = planning_order(&entries, Space::Ub);
         let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
         assert!(p.multi_level(2));
-        assert_eq!(p.result().0, [vec![0, U], vec![0, U]]);
-        assert_eq!(p.result().1, [2, 1]);
+        assert_eq!(p.result(2).0, [vec![0, U], vec![0, U]]);
+        assert_eq!(p.result(2).1, [2, 1]);
     }
 
     #[test]
@@ -1032,7 +1134,7 @@ mod tests {
         let o = order(&entries);
         let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
         assert!(p.multi_level(2));
-        let (offs, levels) = p.result();
+        let (offs, levels) = p.result(2);
         assert_eq!(offs, [vec![0], vec![0], vec![0], vec![U]]);
         assert_eq!(levels, [2, 2, 0, 2]);
     }

@@ -1,5 +1,6 @@
 //! The result of planning: a byte offset per buffer slot, per scope.
 
+use crate::liveness::LivenessMode;
 use sim::{BufferId, Space};
 use std::fmt;
 
@@ -10,6 +11,8 @@ pub struct Plan {
     pub config: String,
     /// The highest reuse level the planner was allowed to use.
     pub level: u8,
+    /// The loop rule the lifetimes were computed with.
+    pub liveness: LivenessMode,
     /// Every on-chip scope of the core, in [`Space`] order.
     pub scopes: Vec<ScopePlan>,
     /// One entry per buffer, indexed by [`BufferId`].
@@ -26,6 +29,10 @@ pub struct ScopePlan {
     pub required: u64,
     /// The highest planned address (end of the highest slot).
     pub used: u64,
+    /// The most bytes live at one position (every slot of every live storage entry). Only
+    /// pairs allowed to touch at one position (inplace, refused multi-buffer inplace) let a
+    /// plan use less.
+    pub peak_live: u64,
     pub mode: ScopeMode,
 }
 
@@ -52,9 +59,14 @@ pub struct BufferPlan {
     pub scope: Space,
     /// Bytes of one slot, rounded up to the scope alignment.
     pub bytes: u64,
-    /// One byte offset per slot.
+    /// One byte offset per slot. More than the declared `multi` when the buffer became a
+    /// multi-buffer: inplaced into one, or upgraded at level 1. Slot `k` is used by iteration
+    /// `i` of the buffer's loop when `i % offsets.len() == k`.
     pub offsets: Vec<u64>,
     pub placed_by: PlacedBy,
+    /// The positions where the buffer's storage entry is live (sorted, inclusive); empty for
+    /// a buffer nothing touches.
+    pub live: Vec<crate::liveness::Interval>,
 }
 
 /// How a buffer got its address.

@@ -1,129 +1,11 @@
 //! Sequential placement: every entry gets its own bytes, as a running sum in first-write
 //! order, slot 0 of every entry first and the extra multi-buffer slots appended after them
-//! (HIVM's order, `reference/hivm-planmemory.md` §1.5 and §2.2 "SEQ").
+//! (HIVM's order, `reference/hivm-planmemory.md` §1.5 and §2.2 "SEQ"). [`crate::place`] uses it
+//! for every scope that fits.
 
 use crate::plan::*;
 use sim::program::{Block, OpKind, Program};
-use sim::{BufferId, Config};
-
-/// Places every buffer of `program` without reuse. Fails with HIVM's overflow message when a
-/// scope's running sum exceeds its capacity.
-pub fn plan_sequential(program: &Program, config: &Config) -> Result<Plan, PlanError> {
-    let core = config
-        .core(&program.core)
-        .expect("a loaded program names a core of its config");
-    let order = first_write_order(program);
-
-    let mut buffers = unplaced_buffers(program);
-
-    let mut scopes = Vec::new();
-    for scope in &core.scopes {
-        let align = scope.align;
-        let aligned = |bytes: u64| bytes.div_ceil(align) * align;
-        // fixed buffers keep their addresses; the running sum steps over them
-        let mut fixed: Vec<(u64, u64)> = Vec::new();
-        for (i, b) in program.buffers.iter().enumerate() {
-            if b.scope != scope.space {
-                continue;
-            }
-            if let Some(at) = &b.at {
-                let bp = &mut buffers[i];
-                bp.bytes = aligned(b.bytes);
-                bp.offsets = at.clone();
-                bp.placed_by = PlacedBy::Fixed;
-                fixed.extend(at.iter().map(|&o| (o, o + bp.bytes)));
-            }
-        }
-        fixed.sort_unstable();
-
-        // entries: share chains collapse onto their root; the root's size covers every member
-        let entries: Vec<BufferId> = order
-            .iter()
-            .copied()
-            .filter(|&b| {
-                let buf = program.buffer(b);
-                buf.scope == scope.space && buf.at.is_none() && buf.share.is_none()
-            })
-            .collect();
-        let mut entry_bytes = vec![0u64; program.buffers.len()];
-        let mut entry_slots = vec![0u32; program.buffers.len()];
-        for (i, b) in program.buffers.iter().enumerate() {
-            if b.scope != scope.space || b.at.is_some() {
-                continue;
-            }
-            let root = share_root(program, BufferId::new(i));
-            entry_bytes[root.index()] = entry_bytes[root.index()].max(aligned(b.bytes));
-            entry_slots[root.index()] = entry_slots[root.index()].max(b.multi);
-        }
-
-        let sizes: Vec<(u64, u32)> = entries
-            .iter()
-            .map(|e| (entry_bytes[e.index()], entry_slots[e.index()]))
-            .collect();
-        let (entry_offsets, cursor) = running_sum(&sizes, &fixed, align);
-        let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); program.buffers.len()];
-        for (&e, offs) in entries.iter().zip(entry_offsets) {
-            offsets[e.index()] = offs;
-        }
-        let required: u64 = entries
-            .iter()
-            .map(|e| entry_bytes[e.index()] * entry_slots[e.index()] as u64)
-            .sum();
-        let used = cursor.max(fixed.iter().map(|&(_, e)| e).max().unwrap_or(0));
-
-        for (i, b) in program.buffers.iter().enumerate() {
-            if b.scope != scope.space || b.at.is_some() {
-                continue;
-            }
-            let root = share_root(program, BufferId::new(i));
-            let bp = &mut buffers[i];
-            bp.bytes = entry_bytes[root.index()];
-            bp.offsets = offsets[root.index()]
-                .iter()
-                .copied()
-                .take(b.multi as usize)
-                .collect();
-        }
-
-        if used > scope.bytes {
-            let mut largest: Vec<(String, u64)> = entries
-                .iter()
-                .map(|e| {
-                    (
-                        program.buffer(*e).name.clone(),
-                        entry_bytes[e.index()] * entry_slots[e.index()] as u64,
-                    )
-                })
-                .collect();
-            largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            return Err(PlanError::Overflow {
-                space: scope.space,
-                required_bits: used * 8,
-                available_bits: scope.bytes * 8,
-                largest,
-                peak: None,
-            });
-        }
-        scopes.push(ScopePlan {
-            space: scope.space,
-            capacity: scope.bytes,
-            align,
-            required,
-            used,
-            mode: ScopeMode::Sequential,
-        });
-    }
-    scopes.sort_by_key(|s| s.space);
-
-    Ok(Plan {
-        kernel: program.kernel.clone(),
-        config: format!("{}/{}", config.name, program.core),
-        level: 2,
-        scopes,
-        buffers,
-        warnings: Vec::new(),
-    })
-}
+use sim::BufferId;
 
 /// The running sum (§1.9 A): `entries` are (aligned slot bytes, slots) in placement order; slot
 /// 0 of every entry first, then the extra slots, stepping over the `fixed` byte ranges (sorted).
@@ -234,6 +116,7 @@ pub(crate) fn unplaced_buffers(program: &Program) -> Vec<BufferPlan> {
             bytes: 0,
             offsets: Vec::new(),
             placed_by: PlacedBy::Sequential,
+            live: Vec::new(),
         })
         .collect()
 }

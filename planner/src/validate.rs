@@ -1,7 +1,8 @@
 //! An independent check of a finished [`Plan`]: it reads only the program, the config, the plan
 //! and one lifetime per buffer, never the planner's own tables, so a planner bug cannot hide
 //! itself. Checks (DESIGN §5, `reference/hivm-planmemory.md` §1.9 Stage 0):
-//! - every buffer of a scope of the core has a plan, with one offset per slot and slots at least
+//! - every buffer of a scope of the core has a plan, with at least one offset per declared slot
+//!   (exactly one for `at:` buffers; more when it became a multi-buffer) and slots at least
 //!   as large as the buffer;
 //! - every offset is a multiple of the scope alignment (from the config);
 //! - every slot [offset, offset + bytes) lies inside the scope capacity (the plan's, which may be
@@ -23,7 +24,7 @@ use sim::{BufferId, Config, Space};
 pub enum Violation {
     #[error("buffer {buffer}: scope {scope:?} has no plan")]
     MissingScope { buffer: String, scope: Space },
-    #[error("buffer {buffer}: {got} offsets for {want} slots")]
+    #[error("buffer {buffer}: {got} offsets for {want} declared slots")]
     SlotCount {
         buffer: String,
         got: usize,
@@ -145,8 +146,14 @@ pub fn validate_with_touch(
             });
             continue;
         };
+        // more slots than declared: the buffer became a multi-buffer (inplaced into one, or
+        // upgraded at level 1); its extra slots are checked like any other
         let want = buf.at.as_ref().map_or(buf.multi as usize, |a| a.len());
-        if bp.offsets.len() != want {
+        let count_ok = match buf.at {
+            Some(_) => bp.offsets.len() == want,
+            None => bp.offsets.len() >= want.max(1),
+        };
+        if !count_ok {
             out.push(Violation::SlotCount {
                 buffer: name(i),
                 got: bp.offsets.len(),

@@ -21,10 +21,12 @@
 //!
 //! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
 
+mod explain;
 mod plan_doc;
 mod run_report;
 pub mod table;
 
+pub use explain::plan_explain;
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use run_report::{deadlock_text, finding_text, op_ref, run_json, run_text};
 
@@ -45,7 +47,7 @@ pub(crate) fn round4(x: f64) -> f64 {
 pub(crate) mod testutil {
     //! A hand-built double-buffered vec_add: program, config, plan and run result.
 
-    use planner::{BufferPlan, PlacedBy, Plan, ScopeMode, ScopePlan};
+    use planner::{BufferPlan, Interval, LivenessMode, PlacedBy, Plan, ScopeMode, ScopePlan};
     use sim::config::*;
     use sim::engine::{PipeStats, Stall};
     use sim::expr::Expr;
@@ -208,17 +210,20 @@ pub(crate) mod testutil {
             bytes: 32768,
             offsets: offsets.to_vec(),
             placed_by: PlacedBy::Sequential,
+            live: vec![Interval::new(1, 14)],
         };
         Plan {
             kernel: "vec_add_db".into(),
             config: "ascend910b/aiv".into(),
             level: 2,
+            liveness: LivenessMode::Precise,
             scopes: vec![ScopePlan {
                 space: Space::Ub,
                 capacity: 196608,
                 align: 32,
                 required: 196608,
                 used: 196608,
+                peak_live: 196608,
                 mode: ScopeMode::Sequential,
             }],
             buffers: vec![

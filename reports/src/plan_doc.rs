@@ -2,12 +2,12 @@
 //! tests store, as YAML, JSON or a readable table.
 
 use crate::table::{Align, Table};
-use planner::{BufferPlan, Plan, ScopePlan};
+use planner::{BufferPlan, Interval, Plan, ScopePlan};
 use serde_json::{json, Map, Value};
 use sim::Program;
 
-/// The plan as a JSON value: `kernel`, `config`, `level`, `scopes` (in scope order: `capacity`,
-/// `required`, `used`, `mode`), `buffers` (in declaration order: `scope`, `bytes`, `offsets`,
+/// The plan as a JSON value: `kernel`, `config`, `level`, `liveness`, `scopes` (in scope order:
+/// `capacity`, `required`, `used`, `peak_live`, `mode`), `buffers` (in declaration order: `scope`, `bytes`, `offsets`,
 /// `level`) and `warnings`.
 pub fn plan_json(program: &Program, plan: &Plan) -> Value {
     let mut scopes = Map::new();
@@ -18,6 +18,7 @@ pub fn plan_json(program: &Program, plan: &Plan) -> Value {
                 "capacity": s.capacity,
                 "required": s.required,
                 "used": s.used,
+                "peak_live": s.peak_live,
                 "mode": s.mode.name(),
             }),
         );
@@ -38,6 +39,7 @@ pub fn plan_json(program: &Program, plan: &Plan) -> Value {
         "kernel": plan.kernel,
         "config": plan.config,
         "level": plan.level,
+        "liveness": plan.liveness.name(),
         "scopes": scopes,
         "buffers": buffers,
         "warnings": plan.warnings,
@@ -59,6 +61,7 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
         "level    {} (highest reuse level allowed)\n",
         plan.level
     ));
+    out.push_str(&format!("liveness {}\n", plan.liveness.name()));
     out.push('\n');
 
     let mut scopes = Table::new(vec![
@@ -67,6 +70,7 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
         ("required".into(), Align::Right),
         ("used".into(), Align::Right),
         ("used %".into(), Align::Right),
+        ("peak live".into(), Align::Right),
         ("mode".into(), Align::Left),
     ]);
     for s in sorted_scopes(plan) {
@@ -76,6 +80,7 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
             s.required.to_string(),
             s.used.to_string(),
             crate::percent(s.used, s.capacity),
+            s.peak_live.to_string(),
             s.mode.name().to_string(),
         ]);
     }
@@ -92,6 +97,7 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
             ("bytes".into(), Align::Right),
             ("offsets".into(), Align::Left),
             ("placed by".into(), Align::Left),
+            ("live".into(), Align::Left),
         ]);
         let cells = |key: &String, b: &BufferPlan| {
             vec![
@@ -104,6 +110,7 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
                     .collect::<Vec<_>>()
                     .join(", "),
                 b.placed_by.name().to_string(),
+                live_range(&b.live),
             ]
         };
         for s in sorted_scopes(plan) {
@@ -139,13 +146,32 @@ fn legend_lines() -> String {
         "capacity   bytes the scope holds",
         "required   bytes the scope needs without reuse (every buffer slot, aligned, added up)",
         "used       the end of the highest planned slot",
+        "peak live  the most bytes live at one position (every slot of every live buffer)",
         "bytes      one slot of the buffer, rounded up to the scope alignment",
-        "offsets    byte offset of each slot",
-        "placed by  sequential: running sum, no reuse; fixed: `at:` in the program",
+        "offsets    byte offset of each slot; slot k serves loop iterations i with i % slots = k",
+        "placed by  sequential: running sum, no reuse; fixed: `at:` in the program;",
+        "           inplace: takes the address of an input that dies at the op writing it;",
+        "           2, 1, 0: the reuse planner, under that level's rule: 2 shares bytes only",
+        "           within a pipeline class, 1 also takes a multi-buffer's slots (upgrading a",
+        "           single buffer), 0 shares by lifetime alone (a buffer on bytes nobody else",
+        "           held shows the highest level tried)",
+        "live       positions (program order, loops and ifs add begin/end) where it is live",
+        "           (`npusim plan --explain BUFFER` says why a buffer got its address)",
     ]
     .iter()
     .map(|l| format!("{l}\n"))
     .collect()
+}
+
+/// `3..12`, `3..5, 8..9`, or `-` for a buffer never live.
+pub(crate) fn live_range(live: &[Interval]) -> String {
+    if live.is_empty() {
+        return "-".into();
+    }
+    live.iter()
+        .map(|i| format!("{}..{}", i.first, i.last))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn sorted_scopes(plan: &Plan) -> Vec<&ScopePlan> {
@@ -188,7 +214,7 @@ mod tests {
         let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["kernel", "config", "level", "scopes", "buffers", "warnings"]
+            ["kernel", "config", "level", "liveness", "scopes", "buffers", "warnings"]
         );
         let bufs: Vec<&String> = doc["buffers"].as_object().unwrap().keys().collect();
         assert_eq!(bufs, ["xb", "yb", "zb"]);

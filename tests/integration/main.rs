@@ -2,6 +2,7 @@
 //! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
 
 mod cli;
+mod plans;
 mod programs;
 mod speedup;
 
@@ -21,15 +22,23 @@ pub fn default_config() -> Config {
     sim::load_config(text, "<built-in>").unwrap_or_else(|e| panic!("default config: {e}"))
 }
 
-/// Loads, plans and runs a program on the default config.
-pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult) {
+/// Loads a program on the default config.
+pub fn load_default(path: &Path) -> (Config, Program) {
     let config = default_config();
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy();
     let program =
         sim::load_program(&text, &name, &config, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let plan =
-        planner::plan_sequential(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, program)
+}
+
+/// Loads, plans and runs a program on the default config.
+pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult) {
+    let (config, program) = load_default(path);
+    let name = path.file_name().unwrap().to_string_lossy();
+    let plan = planner::plan_program(&program, &config, &Default::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .plan;
     let result = sim::run(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
     (config, program, plan, result)
 }

@@ -1,11 +1,19 @@
 //! Every program in `programs/`: it loads, plans and runs on the default config, its accounting
-//! adds up (in the result and in the JSON a user reads), and its reports are snapshots.
+//! adds up (in the result and in the JSON a user reads), and its reports are snapshots. Plans
+//! at every level are snapshots in `plans.rs`.
+//!
+//! `sync: auto` programs are planned (`plans.rs`) but not run here: `run` refuses them until
+//! the sync pass exists (issue 5), which `cli::sync_auto_is_refused_by_run_only` checks.
 
 use crate::simulate;
+use sim::program::SyncMode;
 
 #[test]
 fn every_program_runs_and_accounts_for_every_cycle() {
     insta::glob!("../../programs", "*.yaml", |path| {
+        if crate::load_default(path).1.sync == SyncMode::Auto {
+            return;
+        }
         let (config, program, plan, result) = simulate(path);
         result
             .check_accounting()
@@ -42,6 +50,5 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             reports::run_text(&program, &config, &plan, &result)
         );
         insta::assert_json_snapshot!("json", json);
-        insta::assert_snapshot!("plan", reports::plan_yaml(&program, &plan));
     });
 }

@@ -3,8 +3,7 @@
 
 use crate::{buf, config, load, shipped_programs};
 use planner::{
-    liveness, plan_sequential, validate, validate_with_touch, Interval, LivenessMode, Plan,
-    Violation,
+    liveness, plan_program, validate, validate_with_touch, Interval, LivenessMode, Plan, Violation,
 };
 use sim::{Program, Space};
 
@@ -44,7 +43,9 @@ body:
   - store: { src: c, dst: "y[1]" }
 "#,
     );
-    let plan = plan_sequential(&p, &config()).unwrap();
+    let plan = plan_program(&p, &config(), &Default::default())
+        .unwrap()
+        .plan;
     assert_eq!(plan.buffer(buf(&p, "c")).offsets, [1024]);
     (p, plan)
 }
@@ -53,7 +54,9 @@ body:
 fn every_shipped_sequential_plan_validates() {
     for (name, text) in shipped_programs() {
         let p = sim::load_program(&text, &name, &config(), &[]).unwrap();
-        let plan = plan_sequential(&p, &config()).unwrap();
+        let plan = plan_program(&p, &config(), &Default::default())
+            .unwrap()
+            .plan;
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
             let r = validate(&p, &config(), &plan, &lifetimes(&p, mode));
             assert_eq!(r, Ok(()), "{name} {mode:?}");
@@ -159,7 +162,9 @@ body:
       - store: { src: xb, dst: "y[t]" }
 "#,
     );
-    let mut plan = plan_sequential(&p, &config()).unwrap();
+    let mut plan = plan_program(&p, &config(), &Default::default())
+        .unwrap()
+        .plan;
     assert_eq!(check(&p, &plan), Ok(()));
     set(&mut plan, &p, "xb", &[0, 256]);
     assert_eq!(
@@ -201,7 +206,9 @@ body:
   - store: { src: s, dst: "y[2]" }
 "#,
     );
-    let mut plan = plan_sequential(&p, &config()).unwrap();
+    let mut plan = plan_program(&p, &config(), &Default::default())
+        .unwrap()
+        .plan;
     // s has a's address by design: one entry, no overlap violation
     assert_eq!(
         plan.buffer(buf(&p, "s")).offsets,
@@ -232,7 +239,9 @@ body:
         ])
     );
     // a share member away from its target
-    let mut plan = plan_sequential(&p, &config()).unwrap();
+    let mut plan = plan_program(&p, &config(), &Default::default())
+        .unwrap()
+        .plan;
     set(&mut plan, &p, "s", &[4096]);
     assert!(matches!(
         check(&p, &plan).unwrap_err()[..],
@@ -257,7 +266,9 @@ body:
       - store: { src: b, dst: "y[t]" }
 "#,
     );
-    let mut plan = plan_sequential(&p, &config()).unwrap();
+    let mut plan = plan_program(&p, &config(), &Default::default())
+        .unwrap()
+        .plan;
     set(&mut plan, &p, "b", &[0]);
     // precise: a [1, 2], b [3, 4] within the iteration: sharing is fine
     let precise = lifetimes(&p, LivenessMode::Precise);

@@ -1,0 +1,222 @@
+//! `npusim plan --explain BUFFER`: why a buffer got its address. Everything said here is read
+//! back from the finished plan and the liveness that decided it, so the explanation cannot
+//! disagree with the plan it explains.
+
+use crate::plan_doc::live_range;
+use crate::run_report::op_ref;
+use planner::{Interval, PlacedBy, Planned};
+use sim::{BufferId, Program};
+
+/// The explanation of buffer `b`'s placement, as text lines.
+pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String {
+    let plan = &planned.plan;
+    let buf = program.buffer(b);
+    let bp = plan.buffer(b);
+    let space = buf.scope.yaml_name();
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<9}{v}\n"));
+
+    line(
+        "buffer",
+        format!(
+            "{} ({space}, {} bytes a slot; declared at {})",
+            buf.name, bp.bytes, buf.path
+        ),
+    );
+    let declared = buf.multi.max(1) as usize;
+    let slots = if bp.offsets.len() > declared {
+        format!(
+            " ({} slots, {declared} declared: it became a multi-buffer)",
+            bp.offsets.len()
+        )
+    } else if bp.offsets.len() > 1 {
+        format!(" ({} slots)", bp.offsets.len())
+    } else {
+        String::new()
+    };
+    line("offsets", format!("{}{slots}", join(&bp.offsets)));
+    line("live", live_text(program, planned, &bp.live));
+    let entry = planned.live.entry(b);
+    let class = if entry.scalar {
+        "scalar (touched by sload/sstore)"
+    } else if entry.dma {
+        "DMA (an MTE2 destination, or an MTE3 or FIX source)"
+    } else {
+        "vector (touched by no DMA or scalar op)"
+    };
+    line("class", class.into());
+
+    let scope = plan.scope(buf.scope);
+    let why = match bp.placed_by {
+        PlacedBy::Fixed => "fixed: `at:` in the program; the planner steps around it".to_string(),
+        PlacedBy::Sequential => match scope {
+            Some(s) => format!(
+                "sequential: every {space} buffer fits side by side ({} of {} bytes), so each has its own bytes, in first-write order",
+                s.required, s.capacity
+            ),
+            None => "sequential".into(),
+        },
+        PlacedBy::Inplace => inplace_text(program, planned, b),
+        PlacedBy::Level(2) => format!(
+            "level 2: {space} did not fit side by side, so the lowest address free over its whole lifetime was taken, sharing bytes only with buffers of its own pipeline class"
+        ),
+        PlacedBy::Level(1) if planned.upgraded.contains(&b) => {
+            "level 1: no bytes were free at level 2; it would have reused one slot of a multi-buffer in the same loop, so it took all that buffer's slots and alternates between them by iteration".to_string()
+        }
+        PlacedBy::Level(1) => {
+            "level 1: no bytes were free at level 2; it took the slots of a multi-buffer in the same loop".to_string()
+        }
+        PlacedBy::Level(_) => {
+            "level 0: no bytes were free at a higher level (or --level capped it); it shares bytes by lifetime only, possibly with another pipeline class, so the accesses on either side must be ordered by sync".to_string()
+        }
+    };
+    line("placed", why);
+    if bp.placed_by != PlacedBy::Inplace {
+        if let Some(g) = planned
+            .applied
+            .iter()
+            .find(|(_, k)| *k == b)
+            .map(|(g, _)| *g)
+        {
+            line(
+                "inplace",
+                format!(
+                    "`{}` takes this buffer's address (it dies where `{}` is written)",
+                    program.buffer(g).name,
+                    program.buffer(g).name
+                ),
+            );
+        }
+    }
+    if let Some(s) = scope {
+        line(
+            "scope",
+            format!(
+                "{space}: planned {}; {} of {} bytes used; {} without reuse; peak live {}",
+                s.mode.name(),
+                s.used,
+                s.capacity,
+                s.required,
+                s.peak_live
+            ),
+        );
+    }
+
+    // every other buffer with bytes in common, and why that is allowed
+    let mut sharers = Vec::new();
+    for (i, other) in program.buffers.iter().enumerate() {
+        let o = BufferId::new(i);
+        if o == b || other.scope != buf.scope {
+            continue;
+        }
+        let op = plan.buffer(o);
+        let common: Vec<(usize, usize)> = bp
+            .offsets
+            .iter()
+            .enumerate()
+            .flat_map(|(sa, &a)| {
+                op.offsets.iter().enumerate().filter_map(move |(sb, &x)| {
+                    (a < x + op.bytes && x < a + bp.bytes).then_some((sa, sb))
+                })
+            })
+            .collect();
+        if common.is_empty() {
+            continue;
+        }
+        let reason = if same_storage(program, planned, b, o) {
+            "the same storage (share or inplace)".to_string()
+        } else {
+            format!(
+                "lifetimes apart; {} live {}",
+                other.name,
+                live_range(&op.live)
+            )
+        };
+        let slots: Vec<String> = common
+            .iter()
+            .map(|(sa, sb)| format!("slot {sa} = its slot {sb}"))
+            .collect();
+        sharers.push(format!(
+            "  {} ({}): {}; {reason}",
+            other.name,
+            slots.join(", "),
+            op.placed_by.name()
+        ));
+    }
+    if sharers.is_empty() {
+        out.push_str("shares   no bytes with any other buffer\n");
+    } else {
+        out.push_str("shares bytes with:\n");
+        for s in sharers {
+            out.push_str(&s);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Why an inplace buffer took its partner's address.
+fn inplace_text(program: &Program, planned: &Planned, b: BufferId) -> String {
+    match planned.inplace.pairs.iter().find(|p| p.gen == b) {
+        Some(p) => format!(
+            "inplace: takes the address of `{}`, an input of {} that dies there (elementwise, same view offset, no wider than its input: reference §1.6)",
+            program.buffer(p.kill).name,
+            op_ref(program, p.op)
+        ),
+        None => "inplace".into(),
+    }
+}
+
+/// `b` and `o` are one storage entry: a share group, or linked by applied inplace pairs.
+fn same_storage(program: &Program, planned: &Planned, b: BufferId, o: BufferId) -> bool {
+    let n = program.buffers.len();
+    let mut rep: Vec<usize> = (0..n).collect();
+    fn find(rep: &mut [usize], mut x: usize) -> usize {
+        while rep[x] != x {
+            rep[x] = rep[rep[x]];
+            x = rep[x];
+        }
+        x
+    }
+    let union = |a: usize, c: usize, rep: &mut Vec<usize>| {
+        let (ra, rc) = (find(rep, a), find(rep, c));
+        rep[ra] = rc;
+    };
+    for e in &planned.live.entries {
+        for w in e.buffers.windows(2) {
+            union(w[0].index(), w[1].index(), &mut rep);
+        }
+    }
+    for &(g, k) in &planned.applied {
+        union(g.index(), k.index(), &mut rep);
+    }
+    find(&mut rep, b.index()) == find(&mut rep, o.index())
+}
+
+fn live_text(program: &Program, planned: &Planned, live: &[Interval]) -> String {
+    if live.is_empty() {
+        return "never (nothing touches it)".into();
+    }
+    let at = |p: usize| {
+        planned
+            .live
+            .pos_op
+            .get(p)
+            .map_or_else(String::new, |&op| op_ref(program, op))
+    };
+    let first = live[0].first;
+    let last = live[live.len() - 1].last;
+    format!(
+        "positions {} (from {} to {})",
+        live_range(live),
+        at(first),
+        at(last)
+    )
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
