@@ -63,6 +63,9 @@ pub struct Case {
     /// The feature missing from our format (not-expressible cases).
     pub gap: Option<String>,
     pub note: Option<String>,
+    /// The liveness mode the case is planned with: `scoped` (HIVM's, the default) or
+    /// `precise` (the unstructured-control-flow cases, where HIVM uses MLIR's block liveness).
+    pub liveness: planner::LivenessMode,
 }
 
 /// The suite directory.
@@ -177,6 +180,11 @@ pub fn expectations() -> Vec<Case> {
                 warning: text(id, n, "warning"),
                 gap: text(id, n, "gap"),
                 note: text(id, n, "note"),
+                liveness: match text(id, n, "liveness").as_deref() {
+                    None | Some("scoped") => planner::LivenessMode::Scoped,
+                    Some("precise") => planner::LivenessMode::Precise,
+                    Some(other) => panic!("{id}.liveness: unknown {other}"),
+                },
             }
         })
         .collect()
@@ -293,4 +301,147 @@ fn expressible_programs_load_against_the_conformance_config() {
         loaded += 1;
     }
     assert_eq!(loaded, 48, "programs in the suite (README.md counts)");
+}
+
+/// One relation of `expected.yaml` (README.md, "Relations") checked against a plan.
+fn relation_holds(case: &str, rel: &str, offsets: &dyn Fn(&str) -> Vec<u64>) -> Result<(), String> {
+    let rel = rel.trim();
+    if let Some(rest) = rel.strip_prefix("set(") {
+        let (names, values) = rest
+            .split_once(") ==")
+            .unwrap_or_else(|| panic!("{case}: bad relation {rel}"));
+        let mut got: Vec<u64> = names.split(',').map(|n| offsets(n.trim())[0]).collect();
+        let mut want: Vec<u64> = values
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .split(',')
+            .map(|v| v.trim().parse().unwrap_or_else(|_| panic!("{case}: {rel}")))
+            .collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        return if got == want {
+            Ok(())
+        } else {
+            Err(format!("{rel}: slot-0 offsets are {got:?}"))
+        };
+    }
+    let (a, b, equal) = if let Some((a, b)) = rel.split_once("==") {
+        (a, b, true)
+    } else if let Some((a, b)) = rel.split_once("!=") {
+        (a, b, false)
+    } else {
+        panic!("{case}: bad relation {rel}");
+    };
+    let (oa, ob) = (offsets(a.trim()), offsets(b.trim()));
+    if (oa == ob) == equal {
+        Ok(())
+    } else {
+        Err(format!("{rel}: {} {oa:?}, {} {ob:?}", a.trim(), b.trim()))
+    }
+}
+
+/// Every assertion `expected.yaml` makes about one case, against npusim's planner with HIVM's
+/// scoped liveness on the conformance config (910B1 capacities). `Ok(())` when the case
+/// reproduces exactly; otherwise every mismatch.
+fn check_case(c: &Case, config: &sim::Config) -> Result<(), Vec<String>> {
+    let file = c.file.as_deref().expect("expressible");
+    let program = sim::load_program(&read(&suite_dir().join(file)), file, config, &[])
+        .unwrap_or_else(|e| panic!("{}: {e}", c.id));
+    let opts = planner::PlanOptions {
+        liveness: c.liveness,
+        ..Default::default()
+    };
+    let mut bad = Vec::new();
+    let planned = match planner::plan_program(&program, config, &opts) {
+        Err(e) => {
+            let text = e.to_string();
+            match &c.error {
+                Some(want) if text.starts_with(want.as_str()) => return Ok(()),
+                Some(want) => return Err(vec![format!("error {text:?}, expected {want:?}")]),
+                None => return Err(vec![format!("planning failed: {text}")]),
+            }
+        }
+        Ok(p) => p,
+    };
+    if let Some(want) = &c.error {
+        bad.push(format!("planned, expected the error {want:?}"));
+    }
+    if let Err(v) = planned.validate(&program, config) {
+        bad.push(format!("the validator rejects the plan: {v:?}"));
+    }
+    let offsets = |name: &str| -> Vec<u64> {
+        let i = program
+            .buffers
+            .iter()
+            .position(|b| b.name == name)
+            .unwrap_or_else(|| panic!("{}: no buffer {name}", c.id));
+        planned.plan.buffers[i].offsets.clone()
+    };
+    let map_matches = |m: &[(String, Vec<u64>)]| m.iter().all(|(b, o)| offsets(b) == *o);
+    if c.tie.is_empty() {
+        for (b, want) in &c.offsets {
+            let got = offsets(b);
+            if got != *want {
+                bad.push(format!("{b}: offsets {got:?}, expected {want:?}"));
+            }
+        }
+    } else {
+        let any = c.tie.iter().any(|t| match t {
+            Tie::Offsets(m) => map_matches(m),
+            Tie::Relations(rs) => rs
+                .iter()
+                .all(|r| relation_holds(&c.id, r, &offsets).is_ok()),
+        });
+        if !any {
+            let got: Vec<String> = program
+                .buffers
+                .iter()
+                .map(|b| format!("{} {:?}", b.name, offsets(&b.name)))
+                .collect();
+            bad.push(format!("no TIE alternative holds; got {}", got.join(", ")));
+        }
+    }
+    for r in &c.relations {
+        if let Err(e) = relation_holds(&c.id, r, &offsets) {
+            bad.push(e);
+        }
+    }
+    match &c.warning {
+        Some(w) if !planned.plan.warnings.contains(w) => bad.push(format!(
+            "warning {w:?} missing; warnings {:?}",
+            planned.plan.warnings
+        )),
+        _ => {}
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad)
+    }
+}
+
+#[test]
+fn every_expressible_case_reproduces_hivm() {
+    let config = conformance_config();
+    let mut reproduced = Vec::new();
+    let mut failed = Vec::new();
+    for c in expectations() {
+        if c.file.is_none() || c.load_error {
+            continue;
+        }
+        match check_case(&c, &config) {
+            Ok(()) => reproduced.push(c.id.clone()),
+            Err(why) => failed.push(format!("{}: {}", c.id, why.join("; "))),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} reproduce, {} do not:\n{}",
+        reproduced.len(),
+        failed.len(),
+        failed.join("\n")
+    );
+    // 48 programs, less T46 (a load error, checked above)
+    assert_eq!(reproduced.len(), 47);
 }
