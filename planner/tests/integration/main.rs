@@ -4,6 +4,8 @@ mod conformance;
 mod inplace;
 mod liveness;
 mod place;
+mod reuse_levels;
+mod tvm_lesson;
 mod validate;
 
 use sim::{Config, Program};
