@@ -58,16 +58,28 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
         },
         PlacedBy::Inplace => inplace_text(program, planned, b),
         PlacedBy::Level(2) => format!(
-            "level 2: {space} did not fit side by side, so the lowest address free over its whole lifetime was taken, sharing bytes only with buffers of its own pipeline class"
+            "level 2: {space} did not fit side by side, so it took the lowest address free over its whole lifetime, sharing bytes only with buffers of its own pipeline class"
         ),
-        PlacedBy::Level(1) if planned.upgraded.contains(&b) => {
-            "level 1: no bytes were free at level 2; it would have reused one slot of a multi-buffer in the same loop, so it took all that buffer's slots and alternates between them by iteration".to_string()
-        }
         PlacedBy::Level(1) => {
-            "level 1: no bytes were free at level 2; it took the slots of a multi-buffer in the same loop".to_string()
+            let before = if plan.level > 1 {
+                "no bytes were free at level 2; "
+            } else {
+                "--level 1 allows no level-2 sharing; "
+            };
+            let what = if planned.upgraded.contains(&b) {
+                "it would have reused one slot of a multi-buffer in the same loop, so it was upgraded to a multi-buffer over all that buffer's slots and alternates between them by iteration"
+            } else {
+                "it took the slots of a multi-buffer in the same loop, one for one"
+            };
+            format!("level 1: {before}{what}")
         }
         PlacedBy::Level(_) => {
-            "level 0: no bytes were free at a higher level (or --level capped it); it shares bytes by lifetime only, possibly with another pipeline class, so the accesses on either side must be ordered by sync".to_string()
+            let before = if plan.level > 0 {
+                "no bytes were free at a higher level"
+            } else {
+                "--level 0 allows sharing by lifetime alone"
+            };
+            format!("level 0: {before}; it may share bytes with another pipeline class, so the accesses on either side must be ordered by sync")
         }
     };
     line("placed", why);
@@ -127,7 +139,9 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
             "the same storage (share or inplace)".to_string()
         } else {
             format!(
-                "lifetimes apart; {} live {}",
+                "lifetimes apart ({} live {}, {} live {})",
+                buf.name,
+                live_range(&bp.live),
                 other.name,
                 live_range(&op.live)
             )
@@ -136,12 +150,7 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
             .iter()
             .map(|(sa, sb)| format!("slot {sa} = its slot {sb}"))
             .collect();
-        sharers.push(format!(
-            "  {} ({}): {}; {reason}",
-            other.name,
-            slots.join(", "),
-            op.placed_by.name()
-        ));
+        sharers.push(format!("  {} ({}): {reason}", other.name, slots.join(", ")));
     }
     if sharers.is_empty() {
         out.push_str("shares   no bytes with any other buffer\n");
