@@ -278,38 +278,113 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
         }
     }
 
+    // Per entry, the positions touching it (ascending), the ops touching it and whether a
+    // member is `preload`: the per-entry work below then only visits what concerns the entry.
+    let mut touch_pos: Vec<Vec<usize>> = vec![Vec::new(); members.len()];
+    for (p, ts) in b.touches.iter().enumerate() {
+        for t in ts {
+            if touch_pos[t.entry].last() != Some(&p) {
+                touch_pos[t.entry].push(p);
+            }
+        }
+    }
+    let entry_ops = ops_by_entry(program, &b, members.len());
+    // The span of the outermost loop around each position (the position itself outside loops).
+    // Every CFG path from a write of an entry back to a use of it stays within the outermost
+    // loop spans around its touches, so the dataflow of one entry is solved on the window from
+    // the first such span to the last: outside it nothing is both reached by a write and
+    // live, which is what `occupied` needs.
+    let mut outer: Vec<(usize, usize)> = (0..n).map(|p| (p, p)).collect();
+    let mut covered_to = None;
+    for &(_, span) in &loops {
+        if covered_to.is_some_and(|c| span.first <= c) {
+            continue; // nested in an outer loop already filled (loops are in pre-order)
+        }
+        outer[span.first..=span.last].fill((span.first, span.last));
+        covered_to = Some(span.last);
+    }
+
     let mut out_entries = Vec::with_capacity(members.len());
     for (e, buffers) in members.into_iter().enumerate() {
-        let live_in = b.live_in(e);
-        let reach_in = b.reached_in(e);
-        let mut occupied = b.occupied(e, &live_in, &reach_in);
-        // loop rules
+        let touched = &touch_pos[e];
+        let window = match (touched.first(), touched.last()) {
+            (Some(&f), Some(&l)) => Some((outer[f].0, outer[l].1)),
+            _ => None,
+        };
+        let (live_in, reach_in, occupied) = match window {
+            Some(w) => {
+                let live_in = b.live_in(e, w);
+                let reach_in = b.reached_in(e, w);
+                let occupied = b.occupied(e, w, &live_in, &reach_in);
+                (live_in, reach_in, occupied)
+            }
+            None => Default::default(),
+        };
+        let in_window = |p: usize| window.is_some_and(|(lo, hi)| lo <= p && p <= hi);
+        let preload_any = buffers.iter().any(|&m| program.buffer(m).preload);
+        // loop rules: the spans to fill
+        let mut fills: Vec<Interval> = Vec::new();
         for &(l, span) in &loops {
             let body_start = span.first + 1;
             // a value (from before the loop or from an earlier iteration) is read in the body
-            let carried =
-                body_start < span.last && !live_in[body_start].is_empty() && reach_in[body_start];
+            // (reach_in is false outside the window)
+            let carried = body_start < span.last
+                && in_window(body_start)
+                && reach_in[body_start - window.map_or(0, |w| w.0)]
+                && !live_in[body_start - window.map_or(0, |w| w.0)].is_empty();
             let scoped = mode == LivenessMode::Scoped
-                && (span.first..=span.last).any(|p| b.touches[p].iter().any(|t| t.entry == e))
+                && {
+                    // some touched position inside the span
+                    let i = touched.partition_point(|&p| p < span.first);
+                    touched.get(i).is_some_and(|&p| p <= span.last)
+                }
                 && buffers
                     .iter()
                     .any(|&m| !declared_within(program, program.buffer(m).declared_in, l));
-            let preload = buffers.iter().any(|&m| {
-                let buf = program.buffer(m);
-                buf.preload && buf.loop_parent == Some(l)
-            });
+            let preload = preload_any
+                && buffers.iter().any(|&m| {
+                    let buf = program.buffer(m);
+                    buf.preload && buf.loop_parent == Some(l)
+                });
             if carried || scoped || preload {
-                occupied[span.first..=span.last].fill(true);
+                fills.push(span);
             }
         }
-        let mut lifetime = runs(&occupied);
+        // the occupied positions over the window and the filled spans, then their runs
+        let lo = fills
+            .iter()
+            .map(|i| i.first)
+            .chain(window.map(|w| w.0))
+            .min();
+        let mut lifetime = match lo {
+            None => Vec::new(),
+            Some(lo) => {
+                let hi = fills
+                    .iter()
+                    .map(|i| i.last)
+                    .chain(window.map(|w| w.1))
+                    .max()
+                    .unwrap_or(lo);
+                let mut occ = vec![false; hi - lo + 1];
+                if let Some((wlo, _)) = window {
+                    occ[wlo - lo..wlo - lo + occupied.len()].copy_from_slice(&occupied);
+                }
+                for span in &fills {
+                    occ[span.first - lo..=span.last - lo].fill(true);
+                }
+                runs(&occ)
+                    .into_iter()
+                    .map(|i| Interval::new(i.first + lo, i.last + lo))
+                    .collect()
+            }
+        };
         if mode == LivenessMode::Scoped && !lifetime.is_empty() {
             lifetime = vec![Interval::new(
                 lifetime[0].first,
                 lifetime.last().unwrap().last,
             )];
         }
-        let (pipes, dma, scalar) = classify(program, &b, e);
+        let (pipes, dma, scalar) = classify(program, &entry_ops[e]);
         out_entries.push(Entry {
             buffers,
             lifetime,
@@ -611,15 +686,15 @@ impl Builder<'_> {
         out
     }
 
-    /// Backward key liveness for one entry; returns live-in per position.
-    fn live_in(&self, e: usize) -> Vec<Vec<Key>> {
-        let n = self.pos_op.len();
-        let mut live_in: Vec<Vec<Key>> = vec![Vec::new(); n];
+    /// Backward key liveness for one entry over the window `(lo, hi)` (inclusive); returns
+    /// live-in per position of the window (empty beyond it: no use is reachable from there).
+    fn live_in(&self, e: usize, (lo, hi): (usize, usize)) -> Vec<Vec<Key>> {
+        let mut live_in: Vec<Vec<Key>> = vec![Vec::new(); hi - lo + 1];
         let mut changed = true;
         while changed {
             changed = false;
-            for p in (0..n).rev() {
-                let mut set = self.live_out_of(p, &live_in);
+            for p in (lo..=hi).rev() {
+                let mut set = self.live_out_of(p, lo, &live_in);
                 let touches = self.touches[p].iter().filter(|t| t.entry == e);
                 for t in touches.clone().filter(|t| t.kills) {
                     set.retain(|k| *k != t.key);
@@ -629,8 +704,9 @@ impl Builder<'_> {
                         set.push(t.key.clone());
                     }
                 }
-                if set.len() != live_in[p].len() || set.iter().any(|k| !live_in[p].contains(k)) {
-                    live_in[p] = set;
+                let cur = &live_in[p - lo];
+                if set.len() != cur.len() || set.iter().any(|k| !cur.contains(k)) {
+                    live_in[p - lo] = set;
                     changed = true;
                 }
             }
@@ -638,11 +714,12 @@ impl Builder<'_> {
         live_in
     }
 
-    fn live_out_of(&self, p: usize, live_in: &[Vec<Key>]) -> Vec<Key> {
+    /// `live_in` holds the window starting at `lo`; positions outside it count as empty.
+    fn live_out_of(&self, p: usize, lo: usize, live_in: &[Vec<Key>]) -> Vec<Key> {
         let mut set: Vec<Key> = Vec::new();
         for edge in &self.succ[p] {
-            let Some(next) = live_in.get(edge.to) else {
-                continue; // the exit
+            let Some(next) = edge.to.checked_sub(lo).and_then(|i| live_in.get(i)) else {
+                continue; // the exit, or beyond the window
             };
             for k in next {
                 // the next iteration names another slot: nothing written here covers it
@@ -658,19 +735,20 @@ impl Builder<'_> {
         set
     }
 
-    /// Forward: whether some write of the entry may have happened before each position.
-    fn reached_in(&self, e: usize) -> Vec<bool> {
-        let n = self.pos_op.len();
-        let mut reach_in = vec![false; n];
+    /// Forward: whether some write of the entry may have happened before each position of the
+    /// window (no path from a write leaves it and comes back).
+    fn reached_in(&self, e: usize, (lo, hi): (usize, usize)) -> Vec<bool> {
+        let mut reach_in = vec![false; hi - lo + 1];
         let mut changed = true;
         while changed {
             changed = false;
-            for p in 0..n {
-                let out = reach_in[p] || self.touches[p].iter().any(|t| t.entry == e && t.writes);
+            for p in lo..=hi {
+                let out =
+                    reach_in[p - lo] || self.touches[p].iter().any(|t| t.entry == e && t.writes);
                 if out {
                     for edge in &self.succ[p] {
-                        if edge.to < n && !reach_in[edge.to] {
-                            reach_in[edge.to] = true;
+                        if (lo..=hi).contains(&edge.to) && !reach_in[edge.to - lo] {
+                            reach_in[edge.to - lo] = true;
                             changed = true;
                         }
                     }
@@ -680,15 +758,20 @@ impl Builder<'_> {
         reach_in
     }
 
-    /// Step 4 of the module docs.
-    fn occupied(&self, e: usize, live_in: &[Vec<Key>], reach_in: &[bool]) -> Vec<bool> {
-        let n = self.pos_op.len();
-        (0..n)
+    /// Step 4 of the module docs, over the window.
+    fn occupied(
+        &self,
+        e: usize,
+        (lo, hi): (usize, usize),
+        live_in: &[Vec<Key>],
+        reach_in: &[bool],
+    ) -> Vec<bool> {
+        (lo..=hi)
             .map(|p| {
                 let touched = self.touches[p].iter().any(|t| t.entry == e);
                 let reach_out =
-                    reach_in[p] || self.touches[p].iter().any(|t| t.entry == e && t.writes);
-                touched || (reach_out && !self.live_out_of(p, live_in).is_empty())
+                    reach_in[p - lo] || self.touches[p].iter().any(|t| t.entry == e && t.writes);
+                touched || (reach_out && !self.live_out_of(p, lo, live_in).is_empty())
             })
             .collect()
     }
@@ -708,25 +791,43 @@ fn runs(occupied: &[bool]) -> Vec<Interval> {
     out
 }
 
-/// Pipes touching an entry and HIVM's DMA / scalar classes (§1.8).
-fn classify(program: &Program, b: &Builder, e: usize) -> (Vec<Pipe>, bool, bool) {
+/// Per entry, every op that reads or writes it, with (read, written), in op order.
+fn ops_by_entry(program: &Program, b: &Builder, entries: usize) -> Vec<Vec<(OpId, bool, bool)>> {
+    let mut out: Vec<Vec<(OpId, bool, bool)>> = vec![Vec::new(); entries];
+    let mut seen: Vec<usize> = Vec::new();
+    for (i, op) in program.ops.iter().enumerate() {
+        let entries_of = |os: Vec<&Operand>| -> Vec<usize> {
+            let mut v: Vec<usize> = os
+                .iter()
+                .filter(|o| !matches!(o.base, Ref::Tensor(_)))
+                .flat_map(|o| program.root_buffers(o.base))
+                .map(|x| b.entry_of[x.index()])
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let reads = entries_of(op.kind.reads());
+        let writes = entries_of(op.kind.writes());
+        seen.clear();
+        seen.extend(reads.iter().chain(&writes).copied());
+        seen.sort_unstable();
+        seen.dedup();
+        for &e in &seen {
+            let read = reads.binary_search(&e).is_ok();
+            let written = writes.binary_search(&e).is_ok();
+            out[e].push((OpId::new(i), read, written));
+        }
+    }
+    out
+}
+
+/// Pipes touching an entry and HIVM's DMA / scalar classes (§1.8), from the entry's ops.
+fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, bool, bool) {
     let mut pipes = Vec::new();
     let (mut dma, mut scalar) = (false, false);
-    let in_entry = |o: &Operand| match o.base {
-        Ref::Tensor(_) => false,
-        r => program
-            .root_buffers(r)
-            .iter()
-            .any(|x| b.entry_of[x.index()] == e),
-    };
-    for op in &program.ops {
-        let reads = op.kind.reads();
-        let writes = op.kind.writes();
-        let read = reads.iter().any(|o| in_entry(o));
-        let written = writes.iter().any(|o| in_entry(o));
-        if !(read || written) {
-            continue;
-        }
+    for &(id, read, written) in ops {
+        let op = program.op(id);
         pipes.extend(op.pipe);
         if matches!(op.kind, OpKind::MmadL1(_)) {
             pipes.extend([Pipe::Mte1, Pipe::M]);

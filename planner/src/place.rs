@@ -442,19 +442,37 @@ impl<'a> Placer<'a> {
         if level == 1 {
             return self.try_level1(idx);
         }
+        // The byte ranges of the slots this one may not share bytes with, decided once per
+        // call rather than per candidate: sorted by start, with the running maximum end, a
+        // candidate conflicts iff some range starting before its end ends after its start.
+        let mut bad: Vec<(u64, u64)> = self
+            .all()
+            .filter(|r| {
+                self.size(r.entry) > 0
+                    && (self.stage0(e, r.entry)
+                        || (level == 2 && pipe_conflict(&self.entries[e], &self.entries[r.entry])))
+            })
+            .map(|r| (r.offset, r.offset + self.size(r.entry)))
+            .collect();
+        bad.sort_unstable();
+        let max_end: Vec<u64> = bad
+            .iter()
+            .scan(0u64, |m, b| {
+                *m = (*m).max(b.1);
+                Some(*m)
+            })
+            .collect();
         for o in self.candidates() {
             if self.forbid == Some((idx, o)) || !self.fits(o, size) {
                 continue;
             }
-            let over = self.overlapping(o, size);
-            let conflict = over.iter().any(|r| {
-                self.stage0(e, r.entry)
-                    || (level == 2 && pipe_conflict(&self.entries[e], &self.entries[r.entry]))
-            });
+            let before_end = bad.partition_point(|b| b.0 < o + size);
+            let conflict = before_end > 0 && max_end[before_end - 1] > o;
             if !conflict {
+                let fresh = self.overlapping(o, size).is_empty();
                 self.push(idx, o, level, false);
                 if let Some(r) = self.records.last_mut() {
-                    r.fresh = over.is_empty();
+                    r.fresh = fresh;
                 }
                 return true;
             }

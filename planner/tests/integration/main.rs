@@ -4,6 +4,7 @@ mod conformance;
 mod inplace;
 mod liveness;
 mod place;
+mod properties;
 mod reuse_levels;
 mod tvm_lesson;
 mod validate;
