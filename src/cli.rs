@@ -165,6 +165,12 @@ pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
         }
         Some(sp) => sp,
     };
+    let bytes = parse_size(size)?;
+    Ok((space, bytes))
+}
+
+/// Parses a size: bytes, or whole KiB/MiB (`160KiB`, `1MiB`).
+pub fn parse_size(size: &str) -> Result<u64, String> {
     let size = size.trim();
     let split = size
         .find(|c: char| !c.is_ascii_digit())
@@ -183,10 +189,8 @@ pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
     let n: u64 = digits
         .parse()
         .map_err(|_| format!("`{size}` is not a size; write e.g. 163840 or 160KiB"))?;
-    let bytes = n
-        .checked_mul(scale)
-        .ok_or_else(|| format!("`{size}` is too large"))?;
-    Ok((space, bytes))
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("`{size}` is too large"))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 pub mod inplace;
 pub mod liveness;
+pub mod pack;
 mod pipeline;
 pub mod place;
 mod plan;
