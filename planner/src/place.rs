@@ -245,7 +245,9 @@ fn shared_positions(a: &[Interval], b: &[Interval]) -> usize {
     n
 }
 
-/// HIVM `BufferPipeConflict` over every pair of classes (dma, scalar).
+/// HIVM `BufferPipeConflict` over every pair of classes (dma, scalar): the oracle the class
+/// unions are tested against.
+#[cfg(test)]
 fn pipe_conflict(a: &StorageEntry, b: &StorageEntry) -> bool {
     a.classes.iter().any(|&(ad, as_)| {
         b.classes.iter().any(|&(bd, bs)| match (as_, bs) {
@@ -331,6 +333,101 @@ struct Placer<'a> {
     upgraded: Vec<Vec<u64>>,
     /// HIVM `rollbackIdx`/`rollbackAddr`.
     forbid: Option<(usize, u64)>,
+    /// Indexes over the fixed and placed slots, so that placing a slot costs about the
+    /// number of slots live near it, not the number placed (see [`SlotIndex`]).
+    index: SlotIndex,
+}
+
+/// Positions per time block of [`SlotIndex::blocks`].
+const BLOCK: usize = 32;
+
+/// Indexes over the fixed and placed slots, kept in step with them. Slots are keyed by
+/// `fixed index` or `fixed.len() + record index`; records are pushed and popped in stack order,
+/// which every structure here relies on for its undo.
+#[derive(Default)]
+struct SlotIndex {
+    /// Per block of `BLOCK` positions: the slots whose entry's lifetime hull meets it.
+    blocks: Vec<Vec<u32>>,
+    /// Per entry: its slots.
+    of_entry: Vec<Vec<u32>>,
+    /// Candidate offsets (0 is implicit): every slot's offset and aligned end, counted.
+    cands: std::collections::BTreeMap<u64, u32>,
+    /// Bytes of every slot; of `unique` entries; of entries with a scalar, DMA, vector class.
+    all: Union,
+    unique: Union,
+    class: [Union; 3],
+    /// Generation stamps for deduplicating slots met in several blocks.
+    seen: Vec<u32>,
+    stamp: u32,
+}
+
+/// Byte ranges merged into disjoint segments, with an undo log (insertions are undone in
+/// stack order).
+#[derive(Default)]
+struct Union {
+    segs: std::collections::BTreeMap<u64, u64>,
+    undo: Vec<Option<(u64, Vec<(u64, u64)>)>>,
+}
+
+impl Union {
+    fn insert(&mut self, s: u64, e: u64) {
+        if s >= e {
+            self.undo.push(None);
+            return;
+        }
+        let (mut start, mut end) = (s, e);
+        let mut removed = Vec::new();
+        if let Some((&ps, &pe)) = self.segs.range(..s).next_back() {
+            if pe > s {
+                removed.push((ps, pe));
+                start = ps;
+                end = end.max(pe);
+            }
+        }
+        removed.extend(self.segs.range(s..e).map(|(&a, &b)| (a, b)));
+        for &(a, b) in &removed {
+            self.segs.remove(&a);
+            end = end.max(b);
+        }
+        self.segs.insert(start, end);
+        self.undo.push(Some((start, removed)));
+    }
+
+    fn undo(&mut self) {
+        if let Some(Some((start, removed))) = self.undo.pop() {
+            self.segs.remove(&start);
+            self.segs.extend(removed);
+        }
+    }
+
+    /// The end of the segment meeting [a, b), if one does.
+    fn blocker(&self, a: u64, b: u64) -> Option<u64> {
+        let (_, &e) = self.segs.range(..b).next_back()?;
+        (e > a).then_some(e)
+    }
+}
+
+/// The pipeline classes of an entry's members: [scalar, DMA, vector] (HIVM
+/// `BufferPipeConflict`'s three cases).
+fn class_flags(e: &StorageEntry) -> [bool; 3] {
+    let mut f = [false; 3];
+    for &(dma, scalar) in &e.classes {
+        f[if scalar {
+            0
+        } else if dma {
+            1
+        } else {
+            2
+        }] = true;
+    }
+    f
+}
+
+/// The class unions a level-2 slot with these flags may not share bytes with (agrees with
+/// [`pipe_conflict`]: scalar meets non-scalar; DMA meets everything; vector meets scalar and
+/// DMA).
+fn conflicting_classes(f: [bool; 3]) -> [bool; 3] {
+    [f[1] || f[2], f.iter().any(|&x| x), f[0] || f[1]]
 }
 
 /// How many rollbacks a scope may take before it is declared full.
@@ -358,18 +455,141 @@ impl<'a> Placer<'a> {
                 });
             }
         }
-        Placer {
+        let mut p = Placer {
             entries,
             order,
             touch,
             align: align.max(1),
             cap,
-            fixed,
+            fixed: Vec::new(),
             records: Vec::new(),
             placed: vec![None; order.len()],
             upgraded: vec![Vec::new(); entries.len()],
             forbid: None,
+            index: SlotIndex {
+                of_entry: vec![Vec::new(); entries.len()],
+                ..SlotIndex::default()
+            },
+        };
+        for r in fixed {
+            p.index_add(&r, p.fixed.len());
+            p.fixed.push(r);
         }
+        p
+    }
+
+    /// The lifetime hull of an entry in blocks, `None` for an entry never live.
+    fn block_span(&self, e: usize) -> Option<(usize, usize)> {
+        let l = &self.entries[e].lifetime;
+        Some((l.first()?.first / BLOCK, l.last()?.last / BLOCK))
+    }
+
+    fn index_add(&mut self, r: &Rec, key: usize) {
+        let key = key as u32;
+        let size = self.size(r.entry);
+        let (o, end) = (r.offset, r.offset + size);
+        if let Some((b0, b1)) = self.block_span(r.entry) {
+            if self.index.blocks.len() <= b1 {
+                self.index.blocks.resize(b1 + 1, Vec::new());
+            }
+            for b in &mut self.index.blocks[b0..=b1] {
+                b.push(key);
+            }
+        }
+        self.index.of_entry[r.entry].push(key);
+        for c in [o, end.div_ceil(self.align) * self.align] {
+            *self.index.cands.entry(c).or_default() += 1;
+        }
+        let ee = &self.entries[r.entry];
+        let flags = class_flags(ee);
+        let (o, end) = if size == 0 { (0, 0) } else { (o, end) };
+        self.index.all.insert(o, end);
+        let (uo, ue) = if ee.unique { (o, end) } else { (0, 0) };
+        self.index.unique.insert(uo, ue);
+        for (c, &f) in flags.iter().enumerate() {
+            let (co, ce) = if f { (o, end) } else { (0, 0) };
+            self.index.class[c].insert(co, ce);
+        }
+    }
+
+    /// Undoes [`Self::index_add`] for the last record added.
+    fn index_remove(&mut self, r: &Rec) {
+        if let Some((b0, b1)) = self.block_span(r.entry) {
+            for b in &mut self.index.blocks[b0..=b1] {
+                b.pop();
+            }
+        }
+        self.index.of_entry[r.entry].pop();
+        let end = r.offset + self.size(r.entry);
+        for c in [r.offset, end.div_ceil(self.align) * self.align] {
+            if let Some(n) = self.index.cands.get_mut(&c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.index.cands.remove(&c);
+                }
+            }
+        }
+        self.index.all.undo();
+        self.index.unique.undo();
+        for u in &mut self.index.class {
+            u.undo();
+        }
+    }
+
+    fn rec(&self, key: u32) -> &Rec {
+        let k = key as usize;
+        if k < self.fixed.len() {
+            &self.fixed[k]
+        } else {
+            &self.records[k - self.fixed.len()]
+        }
+    }
+
+    fn add_record(&mut self, r: Rec) {
+        self.index_add(&r, self.fixed.len() + self.records.len());
+        self.records.push(r);
+    }
+
+    /// The byte ranges of the slots entry `e` may not share bytes with by Stage 0 (its own
+    /// slots, and slots live with it), sorted by start.
+    fn stage0_ranges(&mut self, e: usize) -> Vec<(u64, u64)> {
+        self.index.stamp = self.index.stamp.wrapping_add(1);
+        if self.index.stamp == 0 {
+            self.index.seen.iter_mut().for_each(|x| *x = 0);
+            self.index.stamp = 1;
+        }
+        let total = self.fixed.len() + self.records.len();
+        if self.index.seen.len() < total {
+            self.index.seen.resize(total, 0);
+        }
+        let mut keys: Vec<u32> = self.index.of_entry[e].clone();
+        if let Some((b0, b1)) = self.block_span(e) {
+            for b in b0..=b1.min(self.index.blocks.len().saturating_sub(1)) {
+                keys.extend(self.index.blocks.get(b).into_iter().flatten().copied());
+            }
+        }
+        let stamp = self.index.stamp;
+        let mut out = Vec::new();
+        for key in keys {
+            if std::mem::replace(&mut self.index.seen[key as usize], stamp) == stamp {
+                continue;
+            }
+            let r = *self.rec(key);
+            let size = self.size(r.entry);
+            if size > 0 && self.stage0(e, r.entry) {
+                out.push((r.offset, r.offset + size));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The first candidate offset at or above `x`.
+    fn next_candidate(&self, x: u64) -> Option<u64> {
+        if x == 0 {
+            return Some(0);
+        }
+        self.index.cands.range(x..).next().map(|(&c, _)| c)
     }
 
     fn size(&self, e: usize) -> u64 {
@@ -419,18 +639,6 @@ impl<'a> Placer<'a> {
         self.cap.is_none_or(|c| o + size <= c)
     }
 
-    /// The candidate start offsets, ascending: 0 and every start and end of a placed slot.
-    fn candidates(&self) -> Vec<u64> {
-        let mut c = vec![0u64];
-        for r in self.all() {
-            c.push(r.offset);
-            c.push((r.offset + self.size(r.entry)).div_ceil(self.align) * self.align);
-        }
-        c.sort_unstable();
-        c.dedup();
-        c
-    }
-
     /// Tries to place planning-order slot `idx` at `level`; true on success.
     fn try_place(&mut self, idx: usize, level: u8) -> bool {
         let e = self.order[idx].entry;
@@ -442,19 +650,27 @@ impl<'a> Placer<'a> {
         if level == 1 {
             return self.try_level1(idx);
         }
-        // The byte ranges of the slots this one may not share bytes with, decided once per
-        // call rather than per candidate: sorted by start, with the running maximum end, a
-        // candidate conflicts iff some range starting before its end ends after its start.
-        let mut bad: Vec<(u64, u64)> = self
-            .all()
-            .filter(|r| {
-                self.size(r.entry) > 0
-                    && (self.stage0(e, r.entry)
-                        || (level == 2 && pipe_conflict(&self.entries[e], &self.entries[r.entry])))
-            })
-            .map(|r| (r.offset, r.offset + self.size(r.entry)))
-            .collect();
-        bad.sort_unstable();
+        // Stage 0's ranges are found through the time index; unique slots and (at level 2)
+        // other pipeline classes through the byte unions. A candidate blocked by a range ending
+        // at E blocks every candidate below E too, so the scan jumps there: first fit at the
+        // cost of the blockers met, not of every placed slot.
+        let unique = self.entries[e].unique;
+        let bad = if unique {
+            Vec::new()
+        } else {
+            self.stage0_ranges(e)
+        };
+        let ix = &self.index;
+        let mut unions: Vec<&Union> = Vec::new();
+        if unique {
+            unions.push(&ix.all);
+        } else {
+            unions.push(&ix.unique);
+            if level == 2 {
+                let cc = conflicting_classes(class_flags(&self.entries[e]));
+                unions.extend((0..3).filter(|&c| cc[c]).map(|c| &ix.class[c]));
+            }
+        }
         let max_end: Vec<u64> = bad
             .iter()
             .scan(0u64, |m, b| {
@@ -462,22 +678,41 @@ impl<'a> Placer<'a> {
                 Some(*m)
             })
             .collect();
-        for o in self.candidates() {
-            if self.forbid == Some((idx, o)) || !self.fits(o, size) {
+        let mut o = 0u64;
+        loop {
+            if self.forbid == Some((idx, o)) {
+                match self.next_candidate(o + 1) {
+                    Some(c) => o = c,
+                    None => return false,
+                }
                 continue;
             }
+            if !self.fits(o, size) {
+                return false;
+            }
             let before_end = bad.partition_point(|b| b.0 < o + size);
-            let conflict = before_end > 0 && max_end[before_end - 1] > o;
-            if !conflict {
-                let fresh = self.overlapping(o, size).is_empty();
-                self.push(idx, o, level, false);
-                if let Some(r) = self.records.last_mut() {
-                    r.fresh = fresh;
+            let mut blocked =
+                (before_end > 0 && max_end[before_end - 1] > o).then(|| max_end[before_end - 1]);
+            for u in &unions {
+                if let Some(e) = u.blocker(o, o + size) {
+                    blocked = Some(blocked.map_or(e, |b: u64| b.max(e)));
                 }
-                return true;
+            }
+            match blocked {
+                Some(end) => match self.next_candidate(end.max(o + 1)) {
+                    Some(c) => o = c,
+                    None => return false,
+                },
+                None => {
+                    let fresh = ix.all.blocker(o, o + size).is_none();
+                    self.push(idx, o, level, false);
+                    if let Some(r) = self.records.last_mut() {
+                        r.fresh = fresh;
+                    }
+                    return true;
+                }
             }
         }
-        false
     }
 
     /// Level 1: reuse slot 0 of a multi-buffer (or upgraded single buffer) R of the same
@@ -564,7 +799,7 @@ impl<'a> Placer<'a> {
             } else {
                 // the upgraded slots occupy their bytes like any slot
                 for (j, &t) in targets.iter().enumerate() {
-                    self.records.push(Rec {
+                    self.add_record(Rec {
                         idx,
                         entry: e,
                         k: j as u32 + 1,
@@ -584,7 +819,7 @@ impl<'a> Placer<'a> {
     fn push(&mut self, idx: usize, offset: u64, level: u8, joint: bool) {
         let Slot { entry, k } = self.order[idx];
         self.placed[idx] = Some(offset);
-        self.records.push(Rec {
+        self.add_record(Rec {
             idx,
             entry,
             k,
@@ -597,6 +832,7 @@ impl<'a> Placer<'a> {
 
     fn pop(&mut self) -> Option<Rec> {
         let r = self.records.pop()?;
+        self.index_remove(&r);
         self.placed[r.idx] = None;
         if r.k == 0 {
             self.upgraded[r.entry].clear();
@@ -1189,6 +1425,32 @@ mod tests {
             .map(|s| (s.entry, s.k))
             .collect();
         assert_eq!(l1, [(0, 0), (1, 0), (2, 0), (3, 0), (1, 1)]);
+    }
+
+    #[test]
+    fn class_unions_agree_with_pipe_conflict() {
+        // every combination of member classes on both sides
+        let pairs = [(false, false), (true, false), (false, true), (true, true)];
+        let subsets: Vec<Vec<(bool, bool)>> = (1u32..16)
+            .map(|m| {
+                (0..4)
+                    .filter(|i| m & (1 << i) != 0)
+                    .map(|i| pairs[i])
+                    .collect()
+            })
+            .collect();
+        for a in &subsets {
+            for b in &subsets {
+                let mut x = e(0, 0, 1);
+                x.classes = a.clone();
+                let mut y = e(1, 0, 1);
+                y.classes = b.clone();
+                let cc = conflicting_classes(class_flags(&x));
+                let fb = class_flags(&y);
+                let via_unions = (0..3).any(|c| cc[c] && fb[c]);
+                assert_eq!(via_unions, pipe_conflict(&x, &y), "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]
