@@ -361,12 +361,16 @@ struct SlotIndex {
     stamp: u32,
 }
 
+/// One insertion into a [`Union`]: the merged segment's start, and the segments it swallowed.
+type Merged = (u64, Vec<(u64, u64)>);
+
 /// Byte ranges merged into disjoint segments, with an undo log (insertions are undone in
 /// stack order).
 #[derive(Default)]
 struct Union {
     segs: std::collections::BTreeMap<u64, u64>,
-    undo: Vec<Option<(u64, Vec<(u64, u64)>)>>,
+    /// Per insertion: the merged segment's start and the segments it swallowed.
+    undo: Vec<Option<Merged>>,
 }
 
 impl Union {

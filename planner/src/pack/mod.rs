@@ -7,15 +7,17 @@
 //! - [`bound`]: the alignment-aware lower bound (max live bytes) and where it is reached;
 //! - [`validate()`]: the independent validator;
 //! - [`gen`]: seeded instance families, three with a known optimum;
-//! - `fast`: best of several orders with best fit, never worse than the classic rules;
-//! - `exact`: a complete search (canonical placements, section inference, dominance) with a
-//!   node and time budget.
+//! - [`fast`]: best of several orders with best fit plus a short seeded search on the order,
+//!   never worse than the classic rules;
+//! - `exact`: a complete search in the style of MiniMalloc (canonical placements, section
+//!   inference, dominance, decomposition, round-robin orderings) with a time budget.
 //!
 //! Invariant: nothing here reads files or the terminal. `exact` alone reads the clock, for its
 //! time limit; with a budget that is not reached its result is deterministic.
 
 pub mod bound;
 pub mod csv;
+pub mod fast;
 pub mod gen;
 mod validate;
 
