@@ -2,31 +2,19 @@
 //! classic rules reproduce the published figures (`reference/minimalloc-results.md`), fixed
 //! offsets and alignment honoured, deterministic.
 //!
-//! The data sets live outside the repository (`../shared/data`, or `NPUSIM_PACK_DATA`); when
-//! they are absent the data tests say so and check the generated instances only.
+//! The small data sets are copied into `planner/tests/data/` (its README says from where).
 
 use planner::pack::fast::{self, Classic};
 use planner::pack::{bound, csv, gen, validate, Instance};
 use std::path::PathBuf;
 
-fn data_root() -> Option<PathBuf> {
-    let root = std::env::var_os("NPUSIM_PACK_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    if root.is_dir() {
-        Some(root)
-    } else {
-        eprintln!("{} not found: data instances not checked", root.display());
-        None
-    }
+pub fn data_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
 /// The instances of one data directory: (file stem, instance), sorted by name.
-fn load_dir(rel: &str) -> Vec<(String, Instance)> {
-    let Some(root) = data_root() else {
-        return Vec::new();
-    };
-    let dir = root.join(rel);
+pub fn load_dir(rel: &str) -> Vec<(String, Instance)> {
+    let dir = data_root().join(rel);
     let mut out: Vec<(String, Instance)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -42,10 +30,9 @@ fn load_dir(rel: &str) -> Vec<(String, Instance)> {
     out
 }
 
-fn load_file(rel: &str) -> Option<Instance> {
-    let root = data_root()?;
-    let text = std::fs::read_to_string(root.join(rel)).unwrap();
-    Some(csv::parse(&text).unwrap().0)
+pub fn load_file(rel: &str) -> Instance {
+    let text = std::fs::read_to_string(data_root().join(rel)).unwrap();
+    csv::parse(&text).unwrap().0
 }
 
 /// Small instances: every data set a debug build handles quickly, plus generated ones.
@@ -58,7 +45,7 @@ fn small_instances() -> Vec<(String, Instance)> {
         "minimalloc/derived/tricky.5.csv",
         "minimalloc/examples/input.12.csv",
     ] {
-        all.extend(load_file(f).map(|i| (f.to_string(), i)));
+        all.push((f.to_string(), load_file(f)));
     }
     for seed in 0..4 {
         all.push((
@@ -112,9 +99,6 @@ fn fast_is_valid_and_never_worse_than_any_classic_rule() {
 #[test]
 fn classic_rules_reproduce_the_tiny_instance_table() {
     let small = load_dir("omnimalloc/small");
-    if small.is_empty() {
-        return;
-    }
     let names: Vec<&str> = small.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g"]);
     let heights = |rule| -> Vec<u64> {
@@ -131,11 +115,10 @@ fn classic_rules_reproduce_the_tiny_instance_table() {
         assert_eq!(fast::solve(inst).solution.height, lb, "{name}");
     }
     // tricky.5: the optimum 5 is above the LB 4, and both rules reach it
-    if let Some(t) = load_file("minimalloc/derived/tricky.5.csv") {
-        assert_eq!(fast::classic(&t, Classic::GreedyBySize).height, 5);
-        assert_eq!(fast::classic(&t, Classic::XlaSpatial).height, 5);
-        assert_eq!(fast::solve(&t).solution.height, 5);
-    }
+    let t = load_file("minimalloc/derived/tricky.5.csv");
+    assert_eq!(fast::classic(&t, Classic::GreedyBySize).height, 5);
+    assert_eq!(fast::classic(&t, Classic::XlaSpatial).height, 5);
+    assert_eq!(fast::solve(&t).solution.height, 5);
 }
 
 /// minimalloc-results.md §1: footprint / LB of the classic rules on the challenging suite, to
@@ -143,9 +126,6 @@ fn classic_rules_reproduce_the_tiny_instance_table() {
 #[test]
 fn classic_rules_reproduce_the_challenging_table() {
     let suite = load_dir("minimalloc/challenging");
-    if suite.is_empty() {
-        return;
-    }
     #[rustfmt::skip]
     let table: [(&str, f64, f64, f64); 11] = [
         // instance, TFLite GBS, XLA best of (spatial, temporal), first fit in start order
@@ -175,9 +155,6 @@ fn classic_rules_reproduce_the_challenging_table() {
 #[test]
 fn fast_beats_the_published_greedy_figures_on_the_challenging_suite() {
     let suite = load_dir("minimalloc/challenging");
-    if suite.is_empty() {
-        return;
-    }
     let mut log = 0.0;
     for (name, inst) in &suite {
         let r = fast::solve(inst);
@@ -219,14 +196,13 @@ fn fixed_offsets_and_alignment_are_honoured() {
         }
     }
     // alignment on a whole data instance, against the aligned lower bound
-    if let Some(mut inst) = load_file("minimalloc/challenging/A.1048576.csv") {
-        for b in &mut inst.buffers {
-            b.align = 4096;
-        }
-        let r = fast::solve(&inst);
-        check("A aligned", &inst, &r.solution.offsets);
-        assert!(r.solution.height >= bound::lower_bound(&inst).bytes);
+    let mut inst = load_file("minimalloc/challenging/A.1048576.csv");
+    for b in &mut inst.buffers {
+        b.align = 4096;
     }
+    let r = fast::solve(&inst);
+    check("A aligned", &inst, &r.solution.offsets);
+    assert!(r.solution.height >= bound::lower_bound(&inst).bytes);
 }
 
 #[test]
@@ -249,7 +225,7 @@ fn results_are_deterministic() {
         gen::random(200, 11).instance,
         gen::guillotine(200, 1 << 20, 5).instance,
     ];
-    insts.extend(load_file("minimalloc/challenging/K.1048576.csv"));
+    insts.push(load_file("minimalloc/challenging/K.1048576.csv"));
     for inst in &insts {
         let a = fast::solve(inst);
         assert_eq!(a, fast::solve(inst));
