@@ -8,6 +8,9 @@
 //!
 //! N defaults to 10 000 000 and accepts a `k`/`M` suffix (`1M`). Memory must not depend on N:
 //! compare a 1M and a 10M run.
+//!
+//! With `--race` it also runs the same kernel under the race checker (every buffer slot side
+//! by side) and prints that rate and the checker's overhead (time with / time without).
 
 use std::time::Instant;
 
@@ -71,20 +74,57 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64) {
+fn program(config: &sim::Config, tiles: u64) -> sim::Program {
     let text = kernel(tiles);
-    let program = sim::load_program(&text, "throughput.yaml", config, &[])
-        .unwrap_or_else(|e| panic!("the generated kernel must load: {e}"));
+    sim::load_program(&text, "throughput.yaml", config, &[])
+        .unwrap_or_else(|e| panic!("the generated kernel must load: {e}"))
+}
+
+fn run(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64) {
+    let program = program(config, tiles);
     let t0 = Instant::now();
     let result = sim::run(&program, config).expect("the generated kernel runs");
     (result, t0.elapsed().as_secs_f64())
 }
 
+/// Runs under the race checker, every slot of every buffer side by side; returns the result,
+/// the seconds, the hazards and the checker's peak live records.
+fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, usize) {
+    let program = program(config, tiles);
+    let mut next = [0u64; sim::Space::COUNT];
+    let mut offsets = Vec::new();
+    let mut sizes = Vec::new();
+    for b in &program.buffers {
+        let at = &mut next[b.scope.index()];
+        offsets.push(
+            (0..b.multi)
+                .map(|_| {
+                    *at += b.bytes;
+                    *at - b.bytes
+                })
+                .collect::<Vec<u64>>(),
+        );
+        sizes.push(b.bytes);
+    }
+    let placement = sim::Placement {
+        offsets: &offsets,
+        slot_bytes: &sizes,
+    };
+    let t0 = Instant::now();
+    let mut checker = sim::race::RaceChecker::new(&program, config, &placement);
+    let result = sim::run_observed_with(&program, config, &placement.slot_counts(), &mut checker)
+        .expect("the generated kernel runs");
+    let secs = t0.elapsed().as_secs_f64();
+    let peak = checker.peak_records();
+    (result, secs, checker.into_hazards().len(), peak)
+}
+
 fn main() {
-    let target = match std::env::args().nth(1) {
+    let race = std::env::args().any(|a| a == "--race");
+    let target = match std::env::args().skip(1).find(|a| a != "--race") {
         None => 10_000_000,
         Some(a) => parse_count(&a).unwrap_or_else(|| {
-            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M]");
+            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--race]");
             std::process::exit(2)
         }),
     };
@@ -104,6 +144,16 @@ fn main() {
     println!("simulated cycles:     {}", result.total_cycles);
     println!("seconds:              {secs:.3}");
     println!("instructions/s:       {:.2} M", n as f64 / secs / 1e6);
+    if race {
+        let (r, race_secs, hazards, peak) = run_race(&config, tiles);
+        assert_eq!(r.instructions(), n);
+        assert_eq!(hazards, 0, "the kernel is race-free");
+        println!("with race check:");
+        println!("  seconds:            {race_secs:.3}");
+        println!("  instructions/s:     {:.2} M", n as f64 / race_secs / 1e6);
+        println!("  overhead:           {:.2}x", race_secs / secs);
+        println!("  peak live accesses: {peak}");
+    }
     match peak_rss_kib() {
         Some(k) => println!("peak RSS (VmHWM):     {:.1} MiB", k as f64 / 1024.0),
         None => println!("peak RSS (VmHWM):     unavailable"),

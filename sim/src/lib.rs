@@ -16,13 +16,15 @@ pub mod expr;
 pub mod ids;
 pub mod load;
 pub mod program;
+pub mod race;
 pub mod types;
 pub mod yaml;
 
 pub use config::Config;
 pub use diag::{Diagnostic, LoadError};
-pub use engine::{run, RunError, RunResult};
+pub use engine::{run, run_observed_with, RunError, RunResult};
 pub use ids::{BufferId, OpId, TensorId, VarId, ViewId};
 pub use load::{load_config, load_program};
 pub use program::Program;
+pub use race::{Hazard, HazardKind, Placement};
 pub use types::{Dtype, Pipe, Space};

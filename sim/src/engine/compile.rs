@@ -56,8 +56,11 @@ pub(super) struct Opnd<'p> {
     pub operand: &'p Operand,
     /// The shape of the operand's base (buffer, view or tensor), which indices refer to.
     pub shape: &'p [u64],
-    /// Slot modulus: the multi of the root buffer (the largest one for a `select`); 1 for gm.
+    /// Slots of the root buffer (the largest one for a `select`); 1 for gm. Bounds `@k`.
     pub multi: u32,
+    /// Slot modulus of an operand without `@k`: `multi`, unless the caller overrides the
+    /// buffer's slot count (a planner that turned a buffer into a multi-buffer).
+    pub modulus: u32,
     /// `@k`.
     pub slot: Option<Val<'p>>,
     /// Dense index of the op's innermost enclosing loop, or [`NO_LOOP`].
@@ -287,11 +290,16 @@ struct Compiler<'p, 'c> {
     out: Compiled<'p>,
     /// Dense loop index of each op (for/while), else NO_LOOP.
     loop_index: Vec<u32>,
+    /// Per-buffer slot-count overrides (0 or missing: the buffer's `multi`).
+    slot_counts: &'c [u32],
 }
 
+/// `slot_counts[b]`, when present and non-zero, replaces buffer b's `multi` as the modulus of
+/// the automatic slot choice (see [`super::run_observed_with`]).
 pub(super) fn compile<'p>(
     program: &'p Program,
     config: &Config,
+    slot_counts: &[u32],
 ) -> Result<Compiled<'p>, CompileError> {
     let core = config.core(&program.core).ok_or_else(|| CompileError {
         op: None,
@@ -324,6 +332,7 @@ pub(super) fn compile<'p>(
             max_operands: 0,
         },
         loop_index,
+        slot_counts,
     };
     c.block(&program.body.ops)?;
     c.out.code.push(SOp::End);
@@ -735,10 +744,19 @@ impl<'p> Compiler<'p, '_> {
             Ref::View(v) => &program.view(v).shape,
             Ref::Tensor(t) => &program.tensor(t).shape,
         };
-        let multi = program
-            .root_buffers(o.base)
+        let roots = program.root_buffers(o.base);
+        let multi = roots
             .iter()
             .map(|b| program.buffer(*b).multi)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let modulus = roots
+            .iter()
+            .map(|b| match self.slot_counts.get(b.index()) {
+                Some(&n) if n > 0 => n,
+                _ => program.buffer(*b).multi,
+            })
             .max()
             .unwrap_or(1)
             .max(1);
@@ -770,6 +788,7 @@ impl<'p> Compiler<'p, '_> {
             operand: o,
             shape,
             multi,
+            modulus,
             slot: o.slot.as_ref().map(Val::new),
             counter,
             static_bytes: o.bytes(),

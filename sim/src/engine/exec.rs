@@ -775,8 +775,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                     });
                 }
                 v as u32
-            } else if o.multi > 1 && o.counter != NO_LOOP {
-                (self.loops[o.counter as usize].completed % o.multi as u64) as u32
+            } else if o.modulus > 1 && o.counter != NO_LOOP {
+                (self.loops[o.counter as usize].completed % o.modulus as u64) as u32
             } else {
                 0
             };

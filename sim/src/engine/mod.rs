@@ -55,8 +55,9 @@
 //! **Multi-buffer slots.** An operand written `x@k` uses slot k (outside 0..multi is a run-time
 //! error). Otherwise a multi-buffer operand uses slot = (iterations completed so far by the op's
 //! innermost enclosing loop, counted over the whole run, never reset) mod N; outside loops slot 0.
-//! N is the multi of the operand's root buffer (for a `select`, the largest one). Timing does not
-//! depend on slots; the observer reports them.
+//! N is the multi of the operand's root buffer (for a `select`, the largest one), or the slot
+//! count the caller gives for the buffer ([`run_observed_with`]). Timing does not depend on
+//! slots; the observer reports them.
 //!
 //! **Accounting.** Every cycle of every pipe of the core, from 0 to the end, is in exactly one
 //! state. For a non-S pipe, when it starts an instruction at t, the gap since the end of its
@@ -165,7 +166,21 @@ pub fn run_observed<O: Observer>(
     config: &Config,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    let compiled = compile::compile(program, config).map_err(|e| {
+    run_observed_with(program, config, &[], observer)
+}
+
+/// Runs `program` like [`run_observed`], with per-buffer slot counts: `slot_counts[b]`, when
+/// present and non-zero, replaces buffer b's `multi` as the modulus of the automatic slot
+/// choice, so an operand without `@k` uses slot = (iterations completed) mod `slot_counts[b]`
+/// (a planner may give a single buffer two addresses). An explicit `@k` is still bounded by
+/// the declared `multi`. Timing never depends on slots; only [`Issue::slots`] changes.
+pub fn run_observed_with<O: Observer>(
+    program: &Program,
+    config: &Config,
+    slot_counts: &[u32],
+    observer: &mut O,
+) -> Result<RunResult, RunError> {
+    let compiled = compile::compile(program, config, slot_counts).map_err(|e| {
         let op = e.op.unwrap_or(OpId(0));
         RunError {
             op,

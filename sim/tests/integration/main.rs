@@ -3,3 +3,4 @@
 mod golden;
 mod load_errors;
 mod properties;
+mod race;

@@ -1,0 +1,231 @@
+//! The race checker (DESIGN §7 "Race check"): finds every pair of accesses to overlapping
+//! bytes of one memory, at least one a write, that the program's synchronisation does not
+//! order, and reports each in the style of the CANN sanitizer's racecheck:
+//!
+//! ```text
+//! RAW hazard in UB [0x0000, 0x8000): V write (body[0].for.body[2] vadd, t=3) / MTE3 read (body[0].for.body[3] store, t=3)
+//! ```
+//!
+//! # Model
+//!
+//! **Accesses.** Every operand of every issued op, in [`crate::engine::operands`] order, read
+//! or written per [`crate::program::OpKind::reads`] / `writes` (a vector op's `tmp` is written;
+//! an `mmad`'s `c` is read only when `init` evaluates to 0 at that iteration). An `mmad_l1`'s
+//! `a` and `b` are read by its MTE1 part, `c` by its M part; its own L0A/L0B staging is not an
+//! access. An access covers the bytes `[offset + first element × bits / 8, offset + (last
+//! element + 1) × bits / 8)` of its memory, where the memory is the buffer's scope (offset: the
+//! placed address of the slot the engine chose) or, for gm, the tensor (offset 0: gm conflicts
+//! are per tensor). Index lists and window offsets are evaluated with the loop variables of the
+//! issue. **Conservative:** a strided selection (`a[:, 0:64]`) counts as its bounding range, and
+//! an operand through a `select` view counts as an access to every buffer of the select, so both
+//! may report hazards that cannot occur; `i1` ranges are rounded out to whole bytes. A buffer
+//! with no address (an empty offset list, or a slot past its list) is not checked. A memory
+//! nothing writes is never checked.
+//!
+//! **Happens-before.** Access A happens before access B when A's instruction is known to have
+//! completed when B's instruction starts, through:
+//! - program order on S: everything S did (its own `sload`/`sstore`, which complete before S
+//!   moves on) or learned (an S-side `wait_flag`, `barrier: all`) before sending an instruction;
+//! - `barrier: P`: every earlier P instruction completes before any later P instruction starts;
+//! - `set_flag` on P: it too waits for every earlier P instruction, so it orders them before
+//!   later P instructions and, through the `wait_flag` that consumes that set, before every
+//!   later instruction of the destination pipe (with everything the set knew);
+//! - `barrier: all` on S: everything issued before it completes before anything after it;
+//! - an `mmad_l1`'s M part starts after its MTE1 part completes.
+//!
+//! Pipe order alone orders nothing: a pipe is pipelined, so two instructions on one pipe with
+//! no barrier or set_flag between them are concurrent. A pair within one instruction (an
+//! in-place vector op) is never a hazard.
+//!
+//! **Hazards.** Of two unordered conflicting accesses, the one issued first (program order) is
+//! "first": write then read is RAW, read then write WAR, write then write WAW. Each ordered pair
+//! of ops (and parts) is reported once, at the first dynamic occurrence found, with both ops'
+//! loop variables, the memory and the overlapping bytes. Hazards come in the order found, which
+//! is the engine's deterministic order.
+//!
+//! # Implementation and invariants
+//!
+//! Vector clocks (`clock.rs`): component p counts a prefix of pipe p's instructions (in issue
+//! order, which is p's start order) known complete. Knowledge about a pipe is always a prefix
+//! because every instruction that publishes it (barrier, set_flag, barrier all) waits for all
+//! earlier instructions of its pipe; the one non-prefix fact (an M part knows its own MTE1 part)
+//! rides on the MTE1 part's accesses as a second epoch: they are known complete once the M part
+//! is. An instruction's clock is its pipe's accumulated knowledge joined with what S knew when
+//! it sent it; knowledge accumulates along a pipe because a pipe starts its instructions in
+//! order. A `set_flag` stores its clock in its flag, the matching `wait_flag` joins it.
+//!
+//! Accesses are checked and recorded when their instruction starts ([`Observer::on_start`]),
+//! which the engine calls in nondecreasing cycle order: if A happens before B, A's start was
+//! reported before B's, and a `set_flag`'s start before its `wait_flag`'s (checked). Every
+//! unordered pair is therefore seen when its later-starting access is checked against the
+//! records of its memory (`table.rs`: byte ranges sorted by start).
+//!
+//! Memory is bounded by what is live: a memory's records are pruned (amortised, when the table
+//! doubles) of every access that all pipes able to access that memory are known to have passed
+//! (a lower bound on the clock of every instruction not yet started); a new access of the same
+//! op, pipe and direction covering an old one at the same start replaces it when everything
+//! issued before it has started (it then reports every hazard the old one would, in the same
+//! program order). Nothing grows with the number of dynamic instructions.
+//!
+//! [`Observer::on_start`]: crate::engine::Observer::on_start
+
+mod checker;
+mod clock;
+mod plan;
+mod table;
+
+use std::fmt;
+
+pub use checker::RaceChecker;
+
+use crate::config::Config;
+use crate::engine::{run_observed_with, RunError, RunResult};
+use crate::ids::{OpId, TensorId};
+use crate::program::Program;
+use crate::types::{Pipe, Space};
+
+/// Where the buffers are: the placed addresses the checker resolves operands with.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement<'a> {
+    /// Per [`crate::BufferId`]: the byte offset in its scope of each slot. The list may be
+    /// longer than the buffer's declared `multi` (a planner that made it a multi-buffer): an
+    /// operand without `@k` then uses slot = iterations mod `offsets[b].len()`.
+    pub offsets: &'a [Vec<u64>],
+    /// Per buffer: the bytes of one slot, at least the buffer's bytes. The checker uses each
+    /// operand's own extent, which the loader keeps inside the buffer, so this only bounds it
+    /// (checked in debug builds; a shorter or missing entry is a caller bug, not a hazard).
+    pub slot_bytes: &'a [u64],
+}
+
+impl Placement<'_> {
+    /// The per-buffer slot counts to run the engine with
+    /// ([`crate::engine::run_observed_with`]): the length of each offset list (0, "the
+    /// declared multi", for a buffer without addresses).
+    pub fn slot_counts(&self) -> Vec<u32> {
+        self.offsets.iter().map(|o| o.len() as u32).collect()
+    }
+}
+
+/// The class of a hazard, by program order of its two accesses.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum HazardKind {
+    /// The first writes, the second reads.
+    Raw,
+    /// The first reads, the second writes.
+    War,
+    /// Both write.
+    Waw,
+}
+
+impl HazardKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HazardKind::Raw => "RAW",
+            HazardKind::War => "WAR",
+            HazardKind::Waw => "WAW",
+        }
+    }
+}
+
+impl fmt::Display for HazardKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The memory a hazard is in.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Memory {
+    /// An on-chip scope; byte ranges are scope offsets.
+    Scope(Space),
+    /// A gm tensor; byte ranges are offsets in the tensor.
+    Tensor { id: TensorId, name: String },
+}
+
+impl fmt::Display for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Memory::Scope(s) => f.write_str(s.report_name()),
+            Memory::Tensor { name, .. } => write!(f, "GM {name}"),
+        }
+    }
+}
+
+/// One side of a hazard: a dynamic instance of an op's access.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct HazardAccess {
+    /// The dynamic instruction's sequence number ([`crate::engine::Issue::seq`]).
+    pub seq: u64,
+    pub op: OpId,
+    /// The pipe that executed it (MTE1 or M for the parts of an `mmad_l1`).
+    pub pipe: Pipe,
+    pub write: bool,
+    /// The op's YAML path.
+    pub path: String,
+    /// The op's YAML key (`vadd`, `store`).
+    pub name: &'static str,
+    /// The enclosing named loop variables and their values, outermost first.
+    pub vars: Vec<(String, i64)>,
+}
+
+impl fmt::Display for HazardAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rw = if self.write { "write" } else { "read" };
+        write!(
+            f,
+            "{} {rw} ({} {}",
+            self.pipe.report_name(),
+            self.path,
+            self.name
+        )?;
+        for (name, v) in &self.vars {
+            write!(f, ", {name}={v}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Two conflicting accesses that happens-before does not order.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Hazard {
+    pub kind: HazardKind,
+    pub memory: Memory,
+    /// The overlapping bytes `[lo, hi)` at the occurrence reported.
+    pub lo: u64,
+    pub hi: u64,
+    /// The access issued first (program order).
+    pub first: HazardAccess,
+    pub second: HazardAccess,
+}
+
+impl fmt::Display for Hazard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} hazard in {} [{:#06x}, {:#06x}): {} / {}",
+            self.kind, self.memory, self.lo, self.hi, self.first, self.second
+        )
+    }
+}
+
+/// A run with the race check.
+#[derive(Clone, Debug)]
+pub struct RaceRun {
+    pub result: RunResult,
+    /// In the order found (deterministic).
+    pub hazards: Vec<Hazard>,
+}
+
+/// Runs `program` with its buffers at `placement` and checks it for races.
+pub fn check(
+    program: &Program,
+    config: &Config,
+    placement: &Placement<'_>,
+) -> Result<RaceRun, RunError> {
+    let mut checker = RaceChecker::new(program, config, placement);
+    let result = run_observed_with(program, config, &placement.slot_counts(), &mut checker)?;
+    Ok(RaceRun {
+        result,
+        hazards: checker.into_hazards(),
+    })
+}

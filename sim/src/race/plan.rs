@@ -1,0 +1,358 @@
+//! What each op accesses, resolved once before the run: per op, one entry per operand and
+//! direction (read, write), with the memory table it lands in and its element range relative
+//! to the root buffer or tensor, precomputed when it does not depend on loop variables.
+
+use crate::expr::Expr;
+use crate::ids::{BufferId, VarId};
+use crate::program::{Index, OpKind, Operand, Program, Ref, ViewKind};
+use crate::types::{Pipe, Space};
+
+/// The element range an operand selects, relative to its root buffer or tensor.
+#[derive(Clone, Debug)]
+pub(super) enum Elems<'p> {
+    /// `[lo, hi)`, or nothing when `lo == hi`.
+    Static(u64, u64),
+    /// Evaluated per issue.
+    Dyn {
+        operand: &'p Operand,
+        shape: &'p [u64],
+        strides: Vec<u64>,
+        /// Window offsets that depend on loop variables (elements of the root).
+        windows: Vec<&'p Expr>,
+        /// The constant part of the window offsets.
+        base: u64,
+    },
+}
+
+/// One access of an op: an operand, read or written.
+#[derive(Clone, Debug)]
+pub(super) struct AccPlan<'p> {
+    /// The operand's position in [`crate::engine::operands`] (its entry in `Issue::slots`).
+    pub k: usize,
+    pub write: bool,
+    /// An accumulating `mmad`'s read of `c` happens only when `init` evaluates to 0.
+    pub read_if_zero: Option<&'p Expr>,
+    /// Done by the MTE1 part of an `mmad_l1` (`a`, `b`); the M part does the rest.
+    pub stage: bool,
+    /// The memory table (see [`table_of`]).
+    pub table: u32,
+    /// The buffers whose slots it touches (every buffer of a `select`); empty for gm.
+    pub roots: Vec<BufferId>,
+    pub bits: u64,
+    pub elems: Elems<'p>,
+}
+
+/// What an op does to the happens-before relation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Ctl {
+    /// Accesses only (moves, vector ops, mmad, sload/sstore, scalar).
+    Work,
+    SetFlag {
+        src: Pipe,
+        dst: Pipe,
+    },
+    WaitFlag {
+        src: Pipe,
+        dst: Pipe,
+    },
+    Barrier,
+    BarrierAll,
+    /// Two instructions: an MTE1 part, then an M part.
+    MmadL1,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct OpPlan {
+    pub ctl: Ctl,
+    /// The op's accesses, `lo..hi` in [`Plans::accs`].
+    pub lo: u32,
+    pub hi: u32,
+    /// The variables of the enclosing loops, outermost first (for reports).
+    pub loop_vars: Vec<VarId>,
+}
+
+pub(super) struct Plans<'p> {
+    pub ops: Vec<OpPlan>,
+    pub accs: Vec<AccPlan<'p>>,
+    /// Per table: the pipes that may access it and whether anything writes it.
+    pub table_pipes: Vec<u8>,
+    pub table_written: Vec<bool>,
+    /// The deepest loop nesting of an op (the width of a variable snapshot).
+    pub depth: usize,
+}
+
+/// Tables: one per on-chip scope (by `Space::index`), then one per gm tensor.
+pub(super) fn table_of(r: Ref, space: Space) -> u32 {
+    match r {
+        Ref::Tensor(t) => (Space::COUNT + t.index()) as u32,
+        _ => space.index() as u32,
+    }
+}
+
+pub(super) fn table_count(program: &Program) -> usize {
+    Space::COUNT + program.tensors.len()
+}
+
+pub(super) fn plans(program: &Program) -> Plans<'_> {
+    let mut out = Plans {
+        ops: Vec::with_capacity(program.ops.len()),
+        accs: Vec::new(),
+        table_pipes: vec![0; table_count(program)],
+        table_written: vec![false; table_count(program)],
+        depth: 0,
+    };
+    for op in &program.ops {
+        let mut loop_vars = Vec::new();
+        let mut at = op.parent;
+        while let Some(p) = at {
+            let parent = program.op(p);
+            if let OpKind::For { var, .. } | OpKind::While { var, .. } = parent.kind {
+                loop_vars.push(var);
+            }
+            at = parent.parent;
+        }
+        loop_vars.reverse();
+        out.depth = out.depth.max(loop_vars.len());
+        let ctl = match &op.kind {
+            OpKind::SetFlag { src, dst, .. } => Ctl::SetFlag {
+                src: *src,
+                dst: *dst,
+            },
+            OpKind::WaitFlag { src, dst, .. } => Ctl::WaitFlag {
+                src: *src,
+                dst: *dst,
+            },
+            OpKind::Barrier(crate::program::BarrierTarget::All) => Ctl::BarrierAll,
+            OpKind::Barrier(_) => Ctl::Barrier,
+            OpKind::MmadL1(_) => Ctl::MmadL1,
+            _ => Ctl::Work,
+        };
+        let lo = out.accs.len() as u32;
+        // `use` is never issued; control ops have no operands
+        if !matches!(op.kind, OpKind::Use { .. }) {
+            let reads = op.kind.reads();
+            let writes = op.kind.writes();
+            for (k, o) in crate::engine::operands(&op.kind).into_iter().enumerate() {
+                let stage = matches!(op.kind, OpKind::MmadL1(_)) && k < 2;
+                let pipe = if stage {
+                    Pipe::Mte1
+                } else {
+                    op.pipe.unwrap_or(Pipe::S)
+                };
+                let read_if_zero = match &op.kind {
+                    OpKind::Mmad(m) | OpKind::MmadL1(m) if std::ptr::eq(o, &m.c) => {
+                        m.init.as_const().is_none().then_some(&m.init)
+                    }
+                    _ => None,
+                };
+                for (write, listed) in [(false, &reads), (true, &writes)] {
+                    if !listed.iter().any(|x| std::ptr::eq(*x, o)) {
+                        continue;
+                    }
+                    let acc = access(program, o, k, write, stage, read_if_zero);
+                    let t = acc.table as usize;
+                    out.table_pipes[t] |= 1 << pipe.index();
+                    out.table_written[t] |= write;
+                    out.accs.push(acc);
+                }
+            }
+        }
+        out.ops.push(OpPlan {
+            ctl,
+            lo,
+            hi: out.accs.len() as u32,
+            loop_vars,
+        });
+    }
+    out
+}
+
+fn access<'p>(
+    program: &'p Program,
+    o: &'p Operand,
+    k: usize,
+    write: bool,
+    stage: bool,
+    read_if_zero: Option<&'p Expr>,
+) -> AccPlan<'p> {
+    let shape: &'p [u64] = match o.base {
+        Ref::Buffer(b) => &program.buffer(b).shape,
+        Ref::View(v) => &program.view(v).shape,
+        Ref::Tensor(t) => &program.tensor(t).shape,
+    };
+    // walk the window chain down to the root: offsets are elements of the same dtype
+    let mut base = 0u64;
+    let mut windows = Vec::new();
+    let mut r = o.base;
+    while let Ref::View(v) = r {
+        match &program.view(v).kind {
+            ViewKind::Window { of, offset } => {
+                match offset.as_const() {
+                    Some(c) => base += c.max(0) as u64,
+                    None => windows.push(offset),
+                }
+                r = *of;
+            }
+            ViewKind::Select { .. } => break,
+        }
+    }
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+    }
+    let constant = windows.is_empty()
+        && o.indices.iter().all(|i| match i {
+            Index::At(e) => e.as_const().is_some(),
+            Index::Slice { start, end } => start.as_const().is_some() && end.as_const().is_some(),
+        });
+    let elems = if constant {
+        let (lo, hi) = elem_range(o, shape, &strides, &[]).unwrap_or((0, 0));
+        Elems::Static(base + lo, base + hi)
+    } else {
+        Elems::Dyn {
+            operand: o,
+            shape,
+            strides,
+            windows,
+            base,
+        }
+    };
+    AccPlan {
+        k,
+        write,
+        read_if_zero: if write { None } else { read_if_zero },
+        stage,
+        table: table_of(o.base, o.space),
+        roots: program.root_buffers(o.base),
+        bits: o.dtype.bits(),
+        elems,
+    }
+}
+
+/// The bounding element range `[lo, hi)` of an operand's indices over `shape` (exact when the
+/// selection is contiguous), or `None` when it selects nothing. The engine has already checked
+/// the bounds, so an expression that fails to evaluate cannot happen; it counts as 0.
+#[inline]
+pub(super) fn elem_range(
+    o: &Operand,
+    shape: &[u64],
+    strides: &[u64],
+    vars: &[i64],
+) -> Option<(u64, u64)> {
+    let ev = |e: &Expr| e.eval(vars).unwrap_or(0).max(0) as u64;
+    let (mut lo, mut last) = (0u64, 0u64);
+    for (d, (&dim, &stride)) in shape.iter().zip(strides).enumerate() {
+        let (a, b) = match o.indices.get(d) {
+            None => (0, dim),
+            Some(Index::At(e)) => {
+                let v = ev(e);
+                (v, v + 1)
+            }
+            Some(Index::Slice { start, end }) => (ev(start), ev(end)),
+        };
+        if b <= a {
+            return None;
+        }
+        lo += a * stride;
+        last += (b - 1) * stride;
+    }
+    Some((lo, last + 1))
+}
+
+impl Elems<'_> {
+    /// The element range for the current loop variables.
+    #[inline]
+    pub fn eval(&self, vars: &[i64]) -> Option<(u64, u64)> {
+        match self {
+            Elems::Static(lo, hi) => (lo < hi).then_some((*lo, *hi)),
+            Elems::Dyn {
+                operand,
+                shape,
+                strides,
+                windows,
+                base,
+            } => {
+                let mut off = *base;
+                for w in windows {
+                    off += w.eval(vars).unwrap_or(0).max(0) as u64;
+                }
+                elem_range(operand, shape, strides, vars).map(|(a, b)| (a + off, b + off))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program() -> Program {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: ranges
+core: aiv
+sync: manual
+gm:
+  x: { shape: [4, 8], dtype: f16 }
+buffers:
+  a: { scope: ub, shape: [4, 8], dtype: f16 }
+  m: { scope: ub, shape: [64], dtype: i1 }
+views:
+  w: { of: a, offset: 16, shape: [8] }
+body:
+  - load: { src: x, dst: a }
+  - for: { var: i, to: 2 }
+    body:
+      - vadds: { ins: ["a[1:3, 2:4]"], out: "a[i, 0:4]", scalar: 1 }
+      - vadds: { ins: ["w[2:4]"], out: "m[8:10]", scalar: 1 }
+"#;
+        crate::load_program(text, "ranges.yaml", &config, &[]).unwrap()
+    }
+
+    fn accs<'p>(plans: &'p Plans<'p>, op: usize) -> &'p [AccPlan<'p>] {
+        let o = &plans.ops[op];
+        &plans.accs[o.lo as usize..o.hi as usize]
+    }
+
+    #[test]
+    fn ranges_are_bounding_element_ranges_of_the_root() {
+        let p = program();
+        let plans = plans(&p);
+        // ops in pre-order: load, for, vadds, vadds
+        let load = accs(&plans, 0);
+        assert_eq!(load.len(), 2);
+        assert!(!load[0].write && load[1].write);
+        assert_eq!(load[0].table as usize, Space::COUNT); // gm tensor x
+        assert_eq!(load[1].table as usize, Space::Ub.index());
+        assert!(matches!(load[1].elems, Elems::Static(0, 32)));
+
+        let v = accs(&plans, 2);
+        // a strided slice counts as its bounding range: rows 1..3, columns 2..4
+        assert!(matches!(v[0].elems, Elems::Static(10, 20)));
+        // a slice indexed by a loop variable is evaluated per issue
+        assert_eq!(v[1].elems.eval(&[0]), Some((0, 4)));
+        assert_eq!(v[1].elems.eval(&[1]), Some((8, 12)));
+        assert_eq!(plans.ops[2].loop_vars.len(), 1);
+        assert_eq!(plans.depth, 1);
+
+        let w = accs(&plans, 3);
+        // a window adds its offset in elements of its root
+        assert!(matches!(w[0].elems, Elems::Static(18, 20)));
+        assert_eq!(w[0].roots.len(), 1);
+        // i1: bits, so the byte range is rounded out by the checker
+        assert_eq!(w[1].bits, 1);
+        assert!(matches!(w[1].elems, Elems::Static(8, 10)));
+        // x is only read; a is read and written, by V and MTE2
+        assert!(!plans.table_written[Space::COUNT]);
+        assert!(plans.table_written[Space::Ub.index()]);
+        let ub = plans.table_pipes[Space::Ub.index()];
+        assert_eq!(
+            ub,
+            (1 << crate::Pipe::V.index()) | (1 << crate::Pipe::Mte2.index())
+        );
+    }
+}
