@@ -45,6 +45,9 @@ pub enum Command {
         input: Input,
         #[command(flatten)]
         plan: PlanArgs,
+        /// Skip the race checker (it runs by default and roughly doubles the run time).
+        #[arg(long)]
+        no_race_check: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,

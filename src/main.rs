@@ -46,9 +46,10 @@ fn main() -> ExitCode {
         Command::Run {
             input,
             plan,
+            no_race_check,
             format,
             output,
-        } => run(&input, &plan, format, output.as_deref()),
+        } => run(&input, &plan, !no_race_check, format, output.as_deref()),
         Command::Configs => configs(),
     };
     match outcome {
@@ -194,21 +195,44 @@ fn plan(
     output::emit(out, &text)
 }
 
-fn run(input: &Input, args: &PlanArgs, format: RunFormat, out: Option<&Path>) -> Result<(), Exit> {
+fn run(
+    input: &Input,
+    args: &PlanArgs,
+    race_check: bool,
+    format: RunFormat,
+    out: Option<&Path>,
+) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
     if program.sync == SyncMode::Auto {
         return Err(Exit::input(format!("{}: {AUTO_SYNC_NOT_BUILT}", src.name)));
     }
     let planned = make_plan(&program, &config, args, &src)?;
     let plan = &planned.plan;
-    let result = sim::run(&program, &config).map_err(|e| run_failed(&e, &src))?;
+    let (result, hazards) = if race_check {
+        let (offsets, slot_bytes) = plan.addresses();
+        let placement = sim::race::Placement {
+            offsets: &offsets,
+            slot_bytes: &slot_bytes,
+        };
+        let r =
+            sim::race::check(&program, &config, &placement).map_err(|e| run_failed(&e, &src))?;
+        (r.result, Some(r.hazards))
+    } else {
+        let r = sim::run(&program, &config).map_err(|e| run_failed(&e, &src))?;
+        (r, None)
+    };
+    let hz = hazards.as_deref();
     let text = match format {
-        RunFormat::Text => reports::run_text(&program, &config, plan, &result),
-        RunFormat::Json => pretty(&reports::run_json(&program, &config, plan, &result)),
+        RunFormat::Text => reports::run_text(&program, &config, plan, &result, hz),
+        RunFormat::Json => pretty(&reports::run_json(&program, &config, plan, &result, hz)),
     };
     output::emit(out, &text)?;
-    if result.has_findings() {
-        let mut n = result.findings.len();
+    let n_hazards = hz.map_or(0, <[_]>::len);
+    for h in hz.unwrap_or_default() {
+        eprintln!("hazard: {h}");
+    }
+    if result.has_findings() || n_hazards > 0 {
+        let mut n = result.findings.len() + n_hazards;
         for f in &result.findings {
             eprintln!("finding: {}", reports::finding_text(&program, f));
         }

@@ -102,6 +102,18 @@ impl Plan {
     pub fn scope(&self, space: Space) -> Option<&ScopePlan> {
         self.scopes.iter().find(|s| s.space == space)
     }
+
+    /// Every buffer's slot offsets and slot bytes, indexed by [`BufferId`]: what the race
+    /// checker reads (`sim::race::Placement`).
+    pub fn addresses(&self) -> (Vec<Vec<u64>>, Vec<u64>) {
+        let mut offsets = vec![Vec::new(); self.buffers.len()];
+        let mut bytes = vec![0; self.buffers.len()];
+        for b in &self.buffers {
+            offsets[b.buffer.index()] = b.offsets.clone();
+            bytes[b.buffer.index()] = b.bytes;
+        }
+        (offsets, bytes)
+    }
 }
 
 /// Why a program could not be planned.

@@ -14,6 +14,7 @@
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
+//! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
 //! | `syncs_inserted` | flags added by the sync pass (0 for `sync: manual`) |
@@ -28,7 +29,7 @@ pub mod table;
 
 pub use explain::plan_explain;
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
-pub use run_report::{deadlock_text, finding_text, op_ref, run_json, run_text};
+pub use run_report::{deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text};
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
 pub(crate) fn percent(a: u64, b: u64) -> String {

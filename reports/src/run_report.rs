@@ -5,12 +5,19 @@ use crate::table::{Align, Table};
 use planner::Plan;
 use serde_json::{json, Map, Value};
 use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
+use sim::race::{Hazard, HazardAccess};
 use sim::{Config, OpId, Program, RunResult};
 use std::collections::BTreeSet;
 
 /// The run report as text: header, per-pipe table, totals and derived metrics, a legend, then
 /// the sync findings and the deadlock, if any.
-pub fn run_text(program: &Program, config: &Config, plan: &Plan, result: &RunResult) -> String {
+pub fn run_text(
+    program: &Program,
+    config: &Config,
+    plan: &Plan,
+    result: &RunResult,
+    hazards: Option<&[Hazard]>,
+) -> String {
     let total = result.total_cycles;
     let mut out = String::new();
     out.push_str(&format!("kernel  {}\n", program.kernel));
@@ -119,6 +126,16 @@ pub fn run_text(program: &Program, config: &Config, plan: &Plan, result: &RunRes
 
     out.push_str(&legend(&reasons));
 
+    match hazards {
+        None => out.push_str("\nrace check: not run (--no-race-check)\n"),
+        Some([]) => out.push_str("\nrace check: no hazards\n"),
+        Some(hs) => {
+            out.push_str(&format!("\nhazards ({}):\n", hs.len()));
+            for h in hs {
+                out.push_str(&format!("  {h}\n"));
+            }
+        }
+    }
     if !result.findings.is_empty() {
         out.push('\n');
         out.push_str(&format!("sync findings ({}):\n", result.findings.len()));
@@ -133,8 +150,39 @@ pub fn run_text(program: &Program, config: &Config, plan: &Plan, result: &RunRes
     out
 }
 
+/// One hazard: its kind, memory, overlapping bytes, both accesses and the one-line message.
+pub fn hazard_json(h: &Hazard) -> Value {
+    let access = |a: &HazardAccess| {
+        let mut vars = Map::new();
+        for (k, v) in &a.vars {
+            vars.insert(k.clone(), json!(v));
+        }
+        json!({
+            "pipe": a.pipe.report_name(),
+            "access": if a.write { "write" } else { "read" },
+            "op": a.path,
+            "op_kind": a.name,
+            "vars": vars,
+        })
+    };
+    json!({
+        "kind": h.kind.name(),
+        "memory": h.memory.to_string(),
+        "bytes": [h.lo, h.hi],
+        "first": access(&h.first),
+        "second": access(&h.second),
+        "message": h.to_string(),
+    })
+}
+
 /// The run report as a JSON document with a stable key order (see the crate docs).
-pub fn run_json(program: &Program, config: &Config, plan: &Plan, result: &RunResult) -> Value {
+pub fn run_json(
+    program: &Program,
+    config: &Config,
+    plan: &Plan,
+    result: &RunResult,
+    hazards: Option<&[Hazard]>,
+) -> Value {
     let total = result.total_cycles;
     let mut pipes = Map::new();
     for p in sorted_pipes(result) {
@@ -188,9 +236,9 @@ pub fn run_json(program: &Program, config: &Config, plan: &Plan, result: &RunRes
         "overlap_cycles": result.overlap_cycles,
         "pipe_bound": pipe_bound,
         "efficiency": crate::round4(result.efficiency()),
-        // `null`, not `[]`: no race check ran, so no claim that none was found (issue 5)
-        "race_check": false,
-        "hazards": Value::Null,
+        // `null`, not `[]`, when no race check ran: no claim that none was found
+        "race_check": hazards.is_some(),
+        "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
         "findings": findings,
         "deadlock": deadlock,
         "syncs_inserted": 0,
@@ -417,7 +465,13 @@ mod tests {
 
     #[test]
     fn text_report_of_a_clean_run() {
-        let text = run_text(&program_db(), &config(), &plan_db(), &result_clean());
+        let text = run_text(
+            &program_db(),
+            &config(),
+            &plan_db(),
+            &result_clean(),
+            Some(&[]),
+        );
         insta::assert_snapshot!(text);
     }
 
@@ -458,13 +512,13 @@ mod tests {
                 },
             ],
         });
-        let text = run_text(&program_db(), &config(), &plan_db(), &r);
+        let text = run_text(&program_db(), &config(), &plan_db(), &r, None);
         assert!(text.contains("body[0].for.body[3] set_flag"), "{text}");
         assert!(text.contains("flag MTE2->V#0"), "{text}");
         assert!(text.contains("full queue of V"), "{text}");
         insta::assert_snapshot!(text);
 
-        let j = run_json(&program_db(), &config(), &plan_db(), &r);
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None);
         assert_eq!(j["findings"][0]["kind"], "double_set");
         assert_eq!(j["findings"][0]["flag"], "MTE2->V#0");
         assert_eq!(j["findings"][1]["kind"], "unpaired_set_flag");
@@ -476,7 +530,7 @@ mod tests {
     #[test]
     fn json_key_order_and_values() {
         let r = result_clean();
-        let j = run_json(&program_db(), &config(), &plan_db(), &r);
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None);
         let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
@@ -531,7 +585,13 @@ mod tests {
 
     #[test]
     fn legend_defines_only_the_reasons_that_occur() {
-        let text = run_text(&program_db(), &config(), &plan_db(), &result_clean());
+        let text = run_text(
+            &program_db(),
+            &config(),
+            &plan_db(),
+            &result_clean(),
+            Some(&[]),
+        );
         assert!(text.contains("wait P#i"));
         assert!(!text.contains("queue_full P"));
         assert!(text.contains("overlap"));
@@ -546,7 +606,7 @@ mod tests {
             id: 1,
             op: OpId::new(999),
         }];
-        let text = run_text(&program_db(), &config(), &plan_db(), &r);
+        let text = run_text(&program_db(), &config(), &plan_db(), &r, None);
         assert!(text.contains("op999 ?"), "{text}");
     }
 }

@@ -5,6 +5,7 @@ mod cli;
 mod plan_cli;
 mod plans;
 mod programs;
+mod race_cli;
 mod speedup;
 
 use planner::Plan;
@@ -33,15 +34,21 @@ pub fn load_default(path: &Path) -> (Config, Program) {
     (config, program)
 }
 
-/// Loads, plans and runs a program on the default config.
-pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult) {
+/// Loads, plans and runs a program on the default config, with the race checker.
+pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult, Vec<sim::Hazard>) {
     let (config, program) = load_default(path);
     let name = path.file_name().unwrap().to_string_lossy();
     let plan = planner::plan_program(&program, &config, &Default::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .plan;
-    let result = sim::run(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
-    (config, program, plan, result)
+    let (offsets, slot_bytes) = plan.addresses();
+    let placement = sim::race::Placement {
+        offsets: &offsets,
+        slot_bytes: &slot_bytes,
+    };
+    let r =
+        sim::race::check(&program, &config, &placement).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, program, plan, r.result, r.hazards)
 }
 
 /// Runs the `npusim` binary in the workspace root.

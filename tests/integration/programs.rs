@@ -1,5 +1,6 @@
-//! Every program in `programs/`: it loads, plans and runs on the default config, its accounting
-//! adds up (in the result and in the JSON a user reads), and its reports are snapshots. Plans
+//! Every program in `programs/`: it loads, plans and runs on the default config, race-free, its
+//! accounting adds up (in the result and in the JSON a user reads), and its reports are
+//! snapshots. Plans
 //! at every level are snapshots in `plans.rs`.
 //!
 //! `sync: auto` programs are planned (`plans.rs`) but not run here: `run` refuses them until
@@ -14,7 +15,13 @@ fn every_program_runs_and_accounts_for_every_cycle() {
         if crate::load_default(path).1.sync == SyncMode::Auto {
             return;
         }
-        let (config, program, plan, result) = simulate(path);
+        let (config, program, plan, result, hazards) = simulate(path);
+        assert!(
+            hazards.is_empty(),
+            "{}: a shipped program must be race-free: {:#?}",
+            path.display(),
+            hazards.iter().map(|h| h.to_string()).collect::<Vec<_>>()
+        );
         result
             .check_accounting()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -27,7 +34,7 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             result.findings
         );
 
-        let json = reports::run_json(&program, &config, &plan, &result);
+        let json = reports::run_json(&program, &config, &plan, &result, Some(&hazards));
         let total = json["total_cycles"].as_u64().unwrap();
         let pipes = json["pipes"].as_object().unwrap();
         assert_eq!(pipes.len(), result.pipes.len());
@@ -47,7 +54,7 @@ fn every_program_runs_and_accounts_for_every_cycle() {
 
         insta::assert_snapshot!(
             "report",
-            reports::run_text(&program, &config, &plan, &result)
+            reports::run_text(&program, &config, &plan, &result, Some(&hazards))
         );
         insta::assert_json_snapshot!("json", json);
     });

@@ -1,0 +1,82 @@
+//! The race checker as `npusim run` uses it: on by default, hazards in the report, on stderr
+//! and in the exit code; `--no-race-check` skips it.
+
+use crate::{npusim, stderr, stdout};
+use serde_json::Value;
+
+const SB: &str = "programs/vec_add_sb_manual.yaml";
+
+fn json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = npusim(&all);
+    (
+        o.status.code(),
+        serde_json::from_slice(&o.stdout).unwrap(),
+        stderr(&o),
+    )
+}
+
+#[test]
+fn shipped_manual_programs_run_race_free() {
+    let (code, doc, err) = json(&[SB]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(doc["race_check"], true);
+    assert_eq!(doc["hazards"], serde_json::json!([]));
+    let o = npusim(&["run", SB]);
+    assert!(
+        stdout(&o).contains("race check: no hazards"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bytes_shared_under_manual_flags_are_a_hazard() {
+    // too little UB: zb takes xb's bytes inplace, and the program's flags do not order the
+    // next tile's load of xb after the store of zb (docs/decisions.md, "sync: manual")
+    let (code, doc, err) = json(&[SB, "--capacity", "ub=80KiB"]);
+    assert_eq!(code, Some(1));
+    let hazards = doc["hazards"].as_array().unwrap();
+    assert_eq!(hazards.len(), 1, "{hazards:#?}");
+    let h = &hazards[0];
+    assert_eq!(h["kind"], "WAR");
+    assert_eq!(h["memory"], "UB");
+    assert_eq!(h["bytes"], serde_json::json!([0, 32768]));
+    assert_eq!(h["first"]["op"], "body[0].for.body[10]");
+    assert_eq!(h["first"]["op_kind"], "store");
+    assert_eq!(h["second"]["op_kind"], "load");
+    assert_eq!(h["second"]["vars"]["t"], 1);
+    assert!(
+        err.contains("hazard: WAR hazard in UB [0x0000, 0x8000): MTE3 read (body[0].for.body[10] store, t=0) / MTE2 write (body[0].for.body[1] load, t=1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_wait_is_reported_by_its_two_ops() {
+    // vec_add_db_manual without DeQue(z): the store may read zb before the vadd wrote it
+    let (code, doc, _) = json(&["sim/tests/fixtures/race/vec_add_db_no_dequeue_z.yaml"]);
+    assert_eq!(code, Some(1));
+    let msgs: Vec<&str> = doc["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        msgs,
+        ["RAW hazard in UB [0x10000, 0x18000): V write (body[0].for.body[6] vadd, t=0) / MTE3 read (body[0].for.body[9] store, t=0)"]
+    );
+}
+
+#[test]
+fn no_race_check_skips_it_and_says_so() {
+    let (code, doc, err) = json(&[SB, "--capacity", "ub=80KiB", "--no-race-check"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(doc["race_check"], false);
+    assert_eq!(doc["hazards"], Value::Null);
+    let o = npusim(&["run", SB, "--no-race-check"]);
+    assert!(stdout(&o).contains("race check: not run (--no-race-check)"));
+}
