@@ -9,7 +9,7 @@
 //! - [`gen`]: seeded instance families, three with a known optimum;
 //! - [`fast`]: best of several orders with best fit plus a short seeded search on the order,
 //!   never worse than the classic rules;
-//! - `exact`: a complete search in the style of MiniMalloc (canonical placements, section
+//! - [`exact`]: a complete search in the style of MiniMalloc (canonical placements, section
 //!   inference, dominance, decomposition, round-robin orderings) with a time budget.
 //!
 //! Invariant: nothing here reads files or the terminal. `exact` alone reads the clock, for its
@@ -17,6 +17,7 @@
 
 pub mod bound;
 pub mod csv;
+pub mod exact;
 pub mod fast;
 pub mod gen;
 mod validate;
