@@ -55,6 +55,29 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Place a MiniMalloc CSV instance (id,lower,upper,size[,alignment][,offset]) under a
+    /// capacity; print the placement as CSV with an `offset` column, and a summary on stderr.
+    Pack {
+        /// The instance (MiniMalloc CSV, half-open lifetimes [lower, upper)).
+        #[arg(value_name = "INSTANCE.csv")]
+        instance: PathBuf,
+        /// Bytes available: a number, or with a KiB/MiB suffix.
+        #[arg(long, value_name = "N", value_parser = parse_size)]
+        capacity: u64,
+        /// `fast`: best of several orders with best fit (milliseconds); `exact`: a complete
+        /// search that finds a placement whenever one exists within the time limit.
+        #[arg(long, value_enum, default_value_t = PackMode::Fast)]
+        mode: PackMode,
+        /// Seconds the exact search may take before it returns the best placement found.
+        #[arg(long, value_name = "S", default_value_t = 60.0)]
+        time_limit: f64,
+        /// Exact mode: search for the smallest feasible height, not just one that fits.
+        #[arg(long)]
+        minimize: bool,
+        /// Write the placement to FILE (written only when there is one).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// List the built-in chip configs.
     Configs,
 }
@@ -110,6 +133,12 @@ impl PlanArgs {
 pub enum LivenessArg {
     Precise,
     Scoped,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PackMode {
+    Fast,
+    Exact,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

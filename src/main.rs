@@ -6,6 +6,7 @@
 mod cli;
 mod input;
 mod output;
+mod pack;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunFormat};
@@ -50,6 +51,21 @@ fn main() -> ExitCode {
             format,
             output,
         } => run(&input, &plan, !no_race_check, format, output.as_deref()),
+        Command::Pack {
+            instance,
+            capacity,
+            mode,
+            time_limit,
+            minimize,
+            output,
+        } => pack::pack(&pack::PackArgs {
+            instance: &instance,
+            capacity,
+            mode,
+            time_limit,
+            minimize,
+            output: output.as_deref(),
+        }),
         Command::Configs => configs(),
     };
     match outcome {

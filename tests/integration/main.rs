@@ -2,6 +2,7 @@
 //! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
 
 mod cli;
+mod pack_cli;
 mod plan_cli;
 mod plans;
 mod programs;
