@@ -7,9 +7,10 @@
 //!
 //! Per instance: buffers, lower bound, fast height, ratio, winning order, the best classic
 //! rule's ratio, and the fast mode's time (median of 5 runs; parsing and validation excluded).
-//! Then the geomean per set. Every placement is validated.
+//! Then the geomean per set, and the generated families with a known optimum (20 seeds each,
+//! as the exact example). Every placement is validated.
 
-use planner::pack::{bound, csv, fast, validate, Instance};
+use planner::pack::{bound, csv, fast, gen, validate, Instance};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -95,6 +96,39 @@ fn main() {
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for (set, count, g, w, c, ms) in summary {
         println!("| {set} | {count} | {g:.4} | {w:.4} | {c:.4} | {ms:.3} |");
+    }
+
+    // generated families with a known optimum (the same seeds as the exact example)
+    println!();
+    println!("| family | seeds | at optimum | fast / optimum geomean | worst | max ms |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    type Family = (&'static str, fn(u64) -> gen::Generated);
+    let families: [Family; 3] = [
+        ("pipeline(2..16 stages, 4..64 iters)", |s| {
+            gen::pipeline(2 + (s as usize * 5) % 15, 4 + (s as usize * 7) % 61, s)
+        }),
+        ("nested(depth 1..4)", |s| gen::nested(1 + s as usize % 4, s)),
+        ("guillotine(150/300/450)", |s| {
+            gen::guillotine(150 * (1 + s as usize % 3), 1 << 20, s)
+        }),
+    ];
+    for (name, make) in families {
+        let (mut hit, mut log, mut worst, mut max_ms) = (0, 0.0f64, 1.0f64, 0.0f64);
+        for seed in 0..20 {
+            let g = make(seed);
+            let (r, ms) = timed(&g.instance);
+            validate(&g.instance, &r.solution.offsets, None).expect("valid placement");
+            let opt = g.optimum.expect("a family with a known optimum");
+            let ratio = r.solution.height as f64 / opt as f64;
+            hit += (r.solution.height == opt) as usize;
+            log += ratio.ln();
+            worst = worst.max(ratio);
+            max_ms = max_ms.max(ms);
+        }
+        println!(
+            "| {name} | 20 | {hit} | {:.4} | {worst:.4} | {max_ms:.3} |",
+            (log / 20.0).exp()
+        );
     }
 }
 
