@@ -527,8 +527,8 @@ impl Packer {
         offsets: &mut [u64],
     ) -> u64 {
         match self {
-            Packer::Scan(p) => p.run_from(prep, order, fit, k, offsets),
-            Packer::Tree(p) => p.run_from(prep, order, fit, k, offsets),
+            Packer::Scan(p) => run_from(p, prep, order, fit, k, offsets),
+            Packer::Tree(p) => run_from(p, prep, order, fit, k, offsets),
         }
     }
 
@@ -564,65 +564,104 @@ struct ScanPacker {
     work: u64,
 }
 
-impl ScanPacker {
-    fn run_from(
-        &mut self,
-        prep: &Prepared,
-        order: &[u32],
-        fit: Fit,
-        k: usize,
-        offsets: &mut [u64],
-    ) -> u64 {
+impl Occupancy for ScanPacker {
+    fn reset(&mut self) {
         self.placed.clear();
-        let mut height = 0;
-        for &(b, o) in &prep.fixed {
-            offsets[b as usize] = o;
-        }
-        let prefix = prep
-            .fixed
-            .iter()
-            .map(|&(b, _)| b)
-            .chain(order[..k].iter().copied());
-        for b in prefix {
-            let b = b as usize;
-            let o = offsets[b];
-            height = height.max(o + prep.size[b]);
-            if occupies(prep, b) {
-                self.placed
-                    .push((o, o + prep.size[b], prep.lo[b], prep.hi[b]));
-            }
-        }
+    }
+
+    fn restore(&mut self, lo: u32, hi: u32, s: u64, e: u64) {
+        self.placed.push((s, e, lo, hi));
+    }
+
+    fn restored(&mut self) {
         self.placed.sort_unstable();
         // rebuilding the prefix is work too (it keeps the budget honest for cheap passes)
         self.work += 2 * self.placed.len() as u64;
-        for &b in &order[k..] {
-            let b = b as usize;
-            let (lo, hi, size) = (prep.lo[b], prep.hi[b], prep.size[b]);
-            self.work += 1;
-            if !occupies(prep, b) {
-                offsets[b] = 0;
-                height = height.max(size);
-                continue;
-            }
-            let mut gaps = Gaps::new(size, prep.align[b], fit);
-            for (i, &(s, e, plo, phi)) in self.placed.iter().enumerate() {
-                if plo < hi && lo < phi && gaps.occupied(s, e) {
-                    self.work += i as u64;
-                    break;
-                }
-            }
-            if !gaps.done {
-                self.work += self.placed.len() as u64;
-            }
-            let o = gaps.offset();
-            offsets[b] = o;
-            height = height.max(o + size);
-            let entry = (o, o + size, lo, hi);
-            let at = self.placed.partition_point(|x| *x < entry);
-            self.placed.insert(at, entry);
-        }
-        height
     }
+
+    fn fit(&mut self, lo: u32, hi: u32, gaps: &mut Gaps) {
+        for (i, &(s, e, plo, phi)) in self.placed.iter().enumerate() {
+            if plo < hi && lo < phi && gaps.occupied(s, e) {
+                self.work += i as u64;
+                break;
+            }
+        }
+        if !gaps.done {
+            self.work += self.placed.len() as u64;
+        }
+    }
+
+    fn place(&mut self, lo: u32, hi: u32, s: u64, e: u64) {
+        let entry = (s, e, lo, hi);
+        let at = self.placed.partition_point(|x| *x < entry);
+        self.placed.insert(at, entry);
+    }
+
+    fn work(&mut self) -> &mut u64 {
+        &mut self.work
+    }
+}
+
+/// What a pass needs of the placed buffers: the scan list or the time tree.
+trait Occupancy {
+    /// Forgets every placed buffer.
+    fn reset(&mut self);
+    /// Re-adds a buffer of the kept prefix; [`Occupancy::restored`] follows the last one.
+    fn restore(&mut self, lo: u32, hi: u32, s: u64, e: u64);
+    fn restored(&mut self) {}
+    /// Feeds `gaps` the occupied ranges of the buffers live in `[lo, hi)`, by start.
+    fn fit(&mut self, lo: u32, hi: u32, gaps: &mut Gaps);
+    /// Adds a newly placed buffer.
+    fn place(&mut self, lo: u32, hi: u32, s: u64, e: u64);
+    fn work(&mut self) -> &mut u64;
+}
+
+/// Places fixed buffers at their offsets, keeps `offsets` of `order[..k]`, and places
+/// `order[k..]`, writing `offsets` (instance order). Returns the height.
+fn run_from(
+    occ: &mut impl Occupancy,
+    prep: &Prepared,
+    order: &[u32],
+    fit: Fit,
+    k: usize,
+    offsets: &mut [u64],
+) -> u64 {
+    occ.reset();
+    let mut height = 0;
+    for &(b, o) in &prep.fixed {
+        offsets[b as usize] = o;
+    }
+    let prefix = prep
+        .fixed
+        .iter()
+        .map(|&(b, _)| b)
+        .chain(order[..k].iter().copied());
+    for b in prefix {
+        let b = b as usize;
+        let o = offsets[b];
+        height = height.max(o + prep.size[b]);
+        if occupies(prep, b) {
+            occ.restore(prep.lo[b], prep.hi[b], o, o + prep.size[b]);
+        }
+    }
+    occ.restored();
+    for &b in &order[k..] {
+        let b = b as usize;
+        let (lo, hi, size) = (prep.lo[b], prep.hi[b], prep.size[b]);
+        *occ.work() += 1;
+        if !occupies(prep, b) {
+            offsets[b] = 0;
+            height = height.max(size);
+            continue;
+        }
+        let mut gaps = Gaps::new(size, prep.align[b], fit);
+        occ.fit(lo, hi, &mut gaps);
+        let o = gaps.offset();
+        offsets[b] = o;
+        occ.place(lo, hi, o, o + size);
+        height = height.max(o + size);
+    }
+    height
 }
 
 /// Best or first fit over occupied ranges fed in order of their start (overlaps allowed).
@@ -697,6 +736,29 @@ fn choose(occupied: &[(u64, u64)], size: u64, align: u64, fit: Fit) -> u64 {
     g.offset()
 }
 
+impl Occupancy for TreePacker {
+    fn reset(&mut self) {
+        self.clear();
+    }
+
+    fn restore(&mut self, lo: u32, hi: u32, s: u64, e: u64) {
+        self.insert(lo, hi, s, e);
+        self.work += 4;
+    }
+
+    fn fit(&mut self, lo: u32, hi: u32, gaps: &mut Gaps) {
+        self.query(lo, hi, gaps);
+    }
+
+    fn place(&mut self, lo: u32, hi: u32, s: u64, e: u64) {
+        self.insert(lo, hi, s, e);
+    }
+
+    fn work(&mut self) -> &mut u64 {
+        &mut self.work
+    }
+}
+
 /// The time tree (module docs).
 struct TreePacker {
     /// Leaves rounded up to a power of two; node 1 is the root, leaf i is node `width + i`.
@@ -726,52 +788,6 @@ impl TreePacker {
             heap: Default::default(),
             work: 0,
         }
-    }
-
-    fn run_from(
-        &mut self,
-        prep: &Prepared,
-        order: &[u32],
-        fit: Fit,
-        k: usize,
-        offsets: &mut [u64],
-    ) -> u64 {
-        self.clear();
-        let mut height = 0;
-        for &(b, o) in &prep.fixed {
-            offsets[b as usize] = o;
-        }
-        let prefix = prep
-            .fixed
-            .iter()
-            .map(|&(b, _)| b)
-            .chain(order[..k].iter().copied());
-        for b in prefix {
-            let b = b as usize;
-            let o = offsets[b];
-            height = height.max(o + prep.size[b]);
-            if occupies(prep, b) {
-                self.insert(prep.lo[b], prep.hi[b], o, o + prep.size[b]);
-                self.work += 4;
-            }
-        }
-        for &b in &order[k..] {
-            let b = b as usize;
-            let (lo, hi, size) = (prep.lo[b], prep.hi[b], prep.size[b]);
-            self.work += 1;
-            if !occupies(prep, b) {
-                offsets[b] = 0;
-                height = height.max(size);
-                continue;
-            }
-            let mut gaps = Gaps::new(size, prep.align[b], fit);
-            self.query(lo, hi, &mut gaps);
-            let o = gaps.offset();
-            offsets[b] = o;
-            self.insert(lo, hi, o, o + size);
-            height = height.max(o + size);
-        }
-        height
     }
 
     fn clear(&mut self) {
@@ -1076,13 +1092,13 @@ mod tests {
         ] {
             let order = prep.order(key);
             let (mut a, mut b) = (vec![0; inst.len()], vec![0; inst.len()]);
-            let ha = scan.run_from(&prep, &order, fit, 0, &mut a);
-            let hb = tree.run_from(&prep, &order, fit, 0, &mut b);
+            let ha = run_from(&mut scan, &prep, &order, fit, 0, &mut a);
+            let hb = run_from(&mut tree, &prep, &order, fit, 0, &mut b);
             assert_eq!((ha, &a), (hb, &b), "{key:?} {fit:?}");
             assert_eq!(ha, Solution::from_offsets(&inst, a.clone()).height);
             // re-placing the second half from the kept first half changes nothing
-            let hc = scan.run_from(&prep, &order, fit, order.len() / 2, &mut a);
-            let hd = tree.run_from(&prep, &order, fit, order.len() / 2, &mut b);
+            let hc = run_from(&mut scan, &prep, &order, fit, order.len() / 2, &mut a);
+            let hd = run_from(&mut tree, &prep, &order, fit, order.len() / 2, &mut b);
             assert_eq!((hc, &a), (ha, &b));
             assert_eq!(hd, ha);
         }
