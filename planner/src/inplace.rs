@@ -95,6 +95,8 @@ struct Groups {
     stores: Vec<bool>,
     /// Some member is the destination of a `load` (through windows).
     loads: Vec<bool>,
+    /// The entries of the group, so a rule over them does not scan every entry.
+    members: Vec<Vec<usize>>,
 }
 
 impl Groups {
@@ -118,6 +120,8 @@ impl Groups {
         self.multi[k] = self.multi[k].max(self.multi[g]);
         self.stores[k] |= self.stores[g];
         self.loads[k] |= self.loads[g];
+        let moved = std::mem::take(&mut self.members[g]);
+        self.members[k].extend(moved);
     }
 }
 
@@ -371,31 +375,28 @@ fn ignored(program: &Program, live: &Liveness) -> Vec<bool> {
     ignore
 }
 
-/// Per buffer: the first op (program order) that writes it.
-fn first_writers(program: &Program) -> Vec<Option<OpId>> {
+/// Per buffer: the first op (program order) that writes it, and every op touching it with
+/// whether that operand names an explicit slot. One pass over the ops for both.
+#[allow(clippy::type_complexity)]
+fn first_writers_and_touches(program: &Program) -> (Vec<Option<OpId>>, Vec<Vec<(OpId, bool)>>) {
     let mut first = vec![None; program.buffers.len()];
+    let mut t = vec![Vec::new(); program.buffers.len()];
     // `ops` is in pre-order, which is program order
     for (i, op) in program.ops.iter().enumerate() {
-        for w in op.kind.writes() {
-            for b in program.root_buffers(w.base) {
-                first[b.index()].get_or_insert(OpId::new(i));
-            }
-        }
-    }
-    first
-}
-
-/// Per buffer: every op touching it, with whether that operand names an explicit slot.
-fn touches(program: &Program) -> Vec<Vec<(OpId, bool)>> {
-    let mut t = vec![Vec::new(); program.buffers.len()];
-    for (i, op) in program.ops.iter().enumerate() {
-        for o in op.kind.reads().into_iter().chain(op.kind.writes()) {
+        let id = OpId::new(i);
+        let writes = op.kind.writes();
+        for o in op.kind.reads().into_iter().chain(writes.iter().copied()) {
             for b in program.root_buffers(o.base) {
-                t[b.index()].push((OpId::new(i), o.slot.is_some()));
+                t[b.index()].push((id, o.slot.is_some()));
+            }
+        }
+        for w in writes {
+            for b in program.root_buffers(w.base) {
+                first[b.index()].get_or_insert(id);
             }
         }
     }
-    t
+    (first, t)
 }
 
 /// The position control flows to after the non-control op `op` at `p`: the next position, or
@@ -443,9 +444,9 @@ fn slots_compatible(
     if lp.is_none() {
         return false;
     }
-    (0..live.entries.len())
-        .filter(|&e| groups.find(e) == single)
-        .flat_map(|e| live.entries[e].buffers.iter())
+    groups.members[single]
+        .iter()
+        .flat_map(|&e| live.entries[e].buffers.iter())
         .flat_map(|b| touch[b.index()].iter())
         .all(|&(t, explicit)| !explicit && program.op(t).loop_parent == lp)
 }
@@ -469,6 +470,7 @@ pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
             .collect(),
         stores: vec![false; n],
         loads: vec![false; n],
+        members: (0..n).map(|e| vec![e]).collect(),
     };
     for op in &program.ops {
         match &op.kind {
@@ -486,8 +488,7 @@ pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
         }
     }
     let ignore = ignored(program, live);
-    let first = first_writers(program);
-    let touch = touches(program);
+    let (first, touch) = first_writers_and_touches(program);
     let bits = |b: BufferId| {
         let buf = program.buffer(b);
         buf.elements * buf.dtype.bits()

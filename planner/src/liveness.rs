@@ -304,6 +304,16 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
         covered_to = Some(span.last);
     }
 
+    // Loops by begin position, and each loop op's index in `loops`: an entry's loop rules only
+    // concern loops beginning in (or just before) its window, and its preload members' loops.
+    let mut by_begin: Vec<usize> = (0..loops.len()).collect();
+    by_begin.sort_by_key(|&i| loops[i].1.first);
+    let mut loop_of_op: Vec<Option<usize>> = vec![None; program.ops.len()];
+    for (i, &(l, _)) in loops.iter().enumerate() {
+        loop_of_op[l.index()] = Some(i);
+    }
+    let mut near: Vec<usize> = Vec::new();
+
     let mut out_entries = Vec::with_capacity(members.len());
     for (e, buffers) in members.into_iter().enumerate() {
         let touched = &touch_pos[e];
@@ -322,9 +332,25 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
         };
         let in_window = |p: usize| window.is_some_and(|(lo, hi)| lo <= p && p <= hi);
         let preload_any = buffers.iter().any(|&m| program.buffer(m).preload);
-        // loop rules: the spans to fill
+        // loop rules: the spans to fill. Only loops with a body start in the window can carry
+        // a value in, and a loop holding a touch lies inside the window; a preload member's
+        // loop is added on its own (a span filled twice is the same span).
+        near.clear();
+        if let Some((wlo, whi)) = window {
+            let i = by_begin.partition_point(|&i| loops[i].1.first + 1 < wlo);
+            let j = by_begin.partition_point(|&i| loops[i].1.first <= whi);
+            near.extend(by_begin[i..j.max(i)].iter().copied());
+        }
+        if preload_any {
+            near.extend(buffers.iter().filter_map(|&m| {
+                let buf = program.buffer(m);
+                buf.loop_parent
+                    .filter(|_| buf.preload)
+                    .and_then(|l| loop_of_op[l.index()])
+            }));
+        }
         let mut fills: Vec<Interval> = Vec::new();
-        for &(l, span) in &loops {
+        for &(l, span) in near.iter().map(|&i| &loops[i]) {
             let body_start = span.first + 1;
             // a value (from before the loop or from an earlier iteration) is read in the body
             // (reach_in is false outside the window)

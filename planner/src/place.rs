@@ -132,6 +132,22 @@ pub fn storage_entries(
     space: Space,
     align: u64,
 ) -> Vec<StorageEntry> {
+    let order = first_write_order(program);
+    entries_in_order(program, live, inplace, space, align, &order)
+}
+
+/// [`storage_entries`] with the program's first-write order computed once by the caller.
+fn entries_in_order(
+    program: &Program,
+    live: &Liveness,
+    inplace: &[(BufferId, BufferId)],
+    space: Space,
+    align: u64,
+    first_writes: &[BufferId],
+) -> Vec<StorageEntry> {
+    if !program.buffers.iter().any(|b| b.scope == space) {
+        return Vec::new(); // nothing to plan: skip the per-entry work
+    }
     let align = align.max(1);
     let aligned = |bytes: u64| bytes.div_ceil(align) * align;
     let n = live.entries.len();
@@ -203,7 +219,7 @@ pub fn storage_entries(
     // first-write order of the entries (by their kill-side root)
     let mut out = Vec::new();
     let mut seen = vec![false; n];
-    for b in first_write_order(program) {
+    for &b in first_writes {
         let e = find(&rep, live.entry_of[b.index()]);
         if !seen[e] {
             seen[e] = true;
@@ -321,7 +337,6 @@ struct Rec {
 struct Placer<'a> {
     entries: &'a [StorageEntry],
     order: &'a [Slot],
-    touch: &'a [(BufferId, BufferId)],
     align: u64,
     /// `None`: the unbounded outline of passes C and of the level-0 peak.
     cap: Option<u64>,
@@ -336,6 +351,17 @@ struct Placer<'a> {
     /// Indexes over the fixed and placed slots, so that placing a slot costs about the
     /// number of slots live near it, not the number placed (see [`SlotIndex`]).
     index: SlotIndex,
+    /// Every size and fixed offset is a multiple of `align`: then the lowest free address is
+    /// always a candidate offset, and first fit may ask the byte unions for it directly.
+    aligned: bool,
+    /// Per entry: the dense id of its innermost loop ([`SlotIndex::by_loop`]).
+    loop_id: Vec<Option<usize>>,
+    /// Per entry: [`level2_mask`].
+    mask2: Vec<u8>,
+    /// Per entry: the planning-order index of each slot.
+    slot_at: Vec<Vec<usize>>,
+    /// Entry pairs `(a, b)`, both orders, that some touch pair names.
+    touch_entries: std::collections::HashSet<(usize, usize)>,
 }
 
 /// Positions per time block of [`SlotIndex::blocks`].
@@ -350,64 +376,369 @@ struct SlotIndex {
     blocks: Vec<Vec<u32>>,
     /// Per entry: its slots.
     of_entry: Vec<Vec<u32>>,
+    /// Per innermost loop (dense id): its placed slot-0 records, the only level-1 candidates.
+    by_loop: Vec<Vec<u32>>,
     /// Candidate offsets (0 is implicit): every slot's offset and aligned end, counted.
     cands: std::collections::BTreeMap<u64, u32>,
-    /// Bytes of every slot; of `unique` entries; of entries with a scalar, DMA, vector class.
+    /// Bytes of every slot.
     all: Union,
-    unique: Union,
-    class: [Union; 3],
+    /// Per mask of pipeline classes (bit c: class c of [`class_flags`]): bytes of `unique`
+    /// entries and of entries with one of those classes, so that a slot's level-2 rule is one
+    /// union (mask 0: `unique` entries only, for level 0). Only the masks some entry asks for
+    /// are kept (`used`).
+    mask: [Union; 8],
+    used: [bool; 8],
+    /// Placed slots by byte range, for level 1's "last slot placed on these bytes".
+    last: Option<MaxTree>,
     /// Generation stamps for deduplicating slots met in several blocks.
     seen: Vec<u32>,
     stamp: u32,
+    /// Reused buffer of slot keys.
+    scratch: Vec<u32>,
+    /// Bumped on every slot added or removed.
+    version: u64,
+    /// The last Stage-0 ranges computed: (entry, version) and the ranges.
+    bad: Option<BadRanges>,
 }
 
-/// One insertion into a [`Union`]: the merged segment's start, and the segments it swallowed.
-type Merged = (u64, Vec<(u64, u64)>);
+/// Stage-0 ranges of an entry at an index version.
+type BadRanges = ((usize, u64), std::rc::Rc<Vec<(u64, u64)>>);
+
+const NIL: u32 = u32::MAX;
+
+/// A segment of a [`Union`] and its treap node: `min_s`, `last_e` and `gap` are the first start,
+/// the last end and the widest gap between consecutive segments of its subtree.
+#[derive(Clone, Copy)]
+struct Seg {
+    s: u64,
+    e: u64,
+    prio: u32,
+    l: u32,
+    r: u32,
+    min_s: u64,
+    last_e: u64,
+    gap: u64,
+}
+
+/// One insertion into a [`Union`]: the new node, the predecessor segment it swallowed (a single
+/// detached node) and the subtree of the segments starting inside it (`NIL` when none).
+type Merged = (u32, u32, u32);
 
 /// Byte ranges merged into disjoint segments, with an undo log (insertions are undone in
-/// stack order).
-#[derive(Default)]
+/// stack order). A treap keyed by segment start in a `Vec` arena, with the widest inner gap per
+/// subtree, so that first fit is one descent instead of a walk over every segment.
 struct Union {
-    segs: std::collections::BTreeMap<u64, u64>,
-    /// Per insertion: the merged segment's start and the segments it swallowed.
+    nodes: Vec<Seg>,
+    root: u32,
+    /// Nodes freed by undo, reused first.
+    free: Vec<u32>,
     undo: Vec<Option<Merged>>,
+    /// xorshift state for the priorities (only the tree's shape depends on it).
+    rng: u32,
+}
+
+impl Default for Union {
+    fn default() -> Self {
+        Union {
+            nodes: Vec::new(),
+            root: NIL,
+            free: Vec::new(),
+            undo: Vec::new(),
+            rng: 0x9e37_79b9,
+        }
+    }
 }
 
 impl Union {
+    fn node(&self, t: u32) -> &Seg {
+        &self.nodes[t as usize]
+    }
+
+    fn pull(&mut self, t: u32) {
+        let n = *self.node(t);
+        let (mut min_s, mut last_e, mut gap) = (n.s, n.e, 0);
+        if n.l != NIL {
+            let l = self.node(n.l);
+            min_s = l.min_s;
+            gap = gap.max(l.gap).max(n.s - l.last_e);
+        }
+        if n.r != NIL {
+            let r = self.node(n.r);
+            last_e = r.last_e;
+            gap = gap.max(r.gap).max(r.min_s - n.e);
+        }
+        let m = &mut self.nodes[t as usize];
+        (m.min_s, m.last_e, m.gap) = (min_s, last_e, gap);
+    }
+
+    /// Splits `t` into the segments starting below `key` and the rest.
+    fn split(&mut self, t: u32, key: u64) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let n = *self.node(t);
+        if n.s < key {
+            let (a, b) = self.split(n.r, key);
+            self.nodes[t as usize].r = a;
+            self.pull(t);
+            (t, b)
+        } else {
+            let (a, b) = self.split(n.l, key);
+            self.nodes[t as usize].l = b;
+            self.pull(t);
+            (a, t)
+        }
+    }
+
+    /// Joins two treaps, every segment of `a` before every segment of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.node(a).prio > self.node(b).prio {
+            let r = self.merge(self.node(a).r, b);
+            self.nodes[a as usize].r = r;
+            self.pull(a);
+            a
+        } else {
+            let l = self.merge(a, self.node(b).l);
+            self.nodes[b as usize].l = l;
+            self.pull(b);
+            b
+        }
+    }
+
+    fn alloc(&mut self, s: u64, e: u64) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 17;
+        self.rng ^= self.rng << 5;
+        let n = Seg {
+            s,
+            e,
+            prio: self.rng,
+            l: NIL,
+            r: NIL,
+            min_s: s,
+            last_e: e,
+            gap: 0,
+        };
+        match self.free.pop() {
+            Some(t) => {
+                self.nodes[t as usize] = n;
+                t
+            }
+            None => {
+                self.nodes.push(n);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
     fn insert(&mut self, s: u64, e: u64) {
         if s >= e {
             self.undo.push(None);
             return;
         }
+        let (mut a, b) = self.split(self.root, s);
         let (mut start, mut end) = (s, e);
-        let mut removed = Vec::new();
-        if let Some((&ps, &pe)) = self.segs.range(..s).next_back() {
-            if pe > s {
-                removed.push((ps, pe));
-                start = ps;
-                end = end.max(pe);
+        // the segment before `s` is swallowed when it reaches past `s`
+        let mut pred = NIL;
+        if a != NIL && self.node(a).last_e > s {
+            let mut t = a;
+            while self.node(t).r != NIL {
+                t = self.node(t).r;
             }
+            let ps = self.node(t).s;
+            (a, pred) = self.split(a, ps);
+            start = ps;
+            end = end.max(self.node(pred).e);
         }
-        removed.extend(self.segs.range(s..e).map(|(&a, &b)| (a, b)));
-        for &(a, b) in &removed {
-            self.segs.remove(&a);
-            end = end.max(b);
+        // and so is every segment starting inside [s, e)
+        let (inner, b) = self.split(b, e);
+        if inner != NIL {
+            end = end.max(self.node(inner).last_e);
         }
-        self.segs.insert(start, end);
-        self.undo.push(Some((start, removed)));
+        let n = self.alloc(start, end);
+        let left = self.merge(a, n);
+        self.root = self.merge(left, b);
+        self.undo.push(Some((n, pred, inner)));
     }
 
     fn undo(&mut self) {
-        if let Some(Some((start, removed))) = self.undo.pop() {
-            self.segs.remove(&start);
-            self.segs.extend(removed);
+        if let Some(Some((n, pred, inner))) = self.undo.pop() {
+            let s = self.node(n).s;
+            let (a, rest) = self.split(self.root, s);
+            let (_n, b) = self.split(rest, s + 1);
+            self.free.push(n);
+            let t = self.merge(a, pred);
+            let t = self.merge(t, inner);
+            self.root = self.merge(t, b);
         }
     }
 
     /// The end of the segment meeting [a, b), if one does.
     fn blocker(&self, a: u64, b: u64) -> Option<u64> {
-        let (_, &e) = self.segs.range(..b).next_back()?;
-        (e > a).then_some(e)
+        // the last segment starting below b
+        let (mut t, mut best) = (self.root, None);
+        while t != NIL {
+            let n = self.node(t);
+            if n.s < b {
+                best = Some(n.e);
+                t = n.r;
+            } else {
+                t = n.l;
+            }
+        }
+        best.filter(|&e| e > a)
+    }
+
+    /// The first segment start at or above `x`.
+    fn start_from(&self, x: u64) -> Option<u64> {
+        let (mut t, mut best) = (self.root, None);
+        while t != NIL {
+            let n = self.node(t);
+            if n.s >= x {
+                best = Some(n.s);
+                t = n.l;
+            } else {
+                t = n.r;
+            }
+        }
+        best
+    }
+
+    /// The lowest address `y >= x` with [y, y + len) outside every segment.
+    fn first_fit(&self, x: u64, len: u64) -> u64 {
+        let mut cur = x;
+        self.fit_in(self.root, &mut cur, len);
+        cur
+    }
+
+    /// In-order walk from `cur`: each segment meeting [cur, cur + len) moves `cur` to its end;
+    /// a subtree entirely at or above `cur` whose gaps are all too narrow is passed in one step.
+    /// True when a gap of `len` at `cur` was found.
+    fn fit_in(&self, t: u32, cur: &mut u64, len: u64) -> bool {
+        if t == NIL {
+            return false;
+        }
+        let n = *self.node(t);
+        if n.last_e <= *cur {
+            return false;
+        }
+        if n.min_s >= *cur && n.min_s < cur.saturating_add(len) && n.gap < len {
+            *cur = n.last_e;
+            return false;
+        }
+        if self.fit_in(n.l, cur, len) {
+            return true;
+        }
+        if n.e > *cur {
+            if n.s >= cur.saturating_add(len) {
+                return true;
+            }
+            *cur = n.e;
+        }
+        self.fit_in(n.r, cur, len)
+    }
+}
+
+/// Placed slots over aligned address units `[0, n)`, answering "the largest key among the slots
+/// meeting a range" (a segment tree: a slot is stored on the nodes covering its range, each node
+/// keeps the largest key stored in its subtree). Updates are undone in stack order.
+struct MaxTree {
+    n: usize,
+    /// Per node: the top of its stack of stored keys (running maxima) in `stack`.
+    top: Vec<u32>,
+    /// Per node: the largest key stored in its subtree (0: none).
+    sub: Vec<u64>,
+    /// (running maximum of the node's stack, previous top).
+    stack: Vec<(u64, u32)>,
+    /// The lowest stack entry a removal released.
+    cut: usize,
+}
+
+impl MaxTree {
+    fn new(n: usize) -> Self {
+        let n = n.max(1).next_power_of_two();
+        MaxTree {
+            n,
+            top: vec![NIL; 2 * n],
+            sub: vec![0; 2 * n],
+            stack: Vec::new(),
+            cut: usize::MAX,
+        }
+    }
+
+    fn own(&self, node: usize) -> u64 {
+        match self.top[node] {
+            NIL => 0,
+            t => self.stack[t as usize].0,
+        }
+    }
+
+    fn update(&mut self, node: usize, (nl, nr): (usize, usize), (a, b): (usize, usize), key: u64) {
+        if b <= nl || nr <= a {
+            return;
+        }
+        if a <= nl && nr <= b {
+            if key == 0 {
+                // the slot's entries are the last ones of `stack`: cut there afterwards
+                let t = self.top[node] as usize;
+                self.top[node] = self.stack[t].1;
+                self.cut = self.cut.min(t);
+            } else {
+                let m = self.own(node).max(key);
+                self.stack.push((m, self.top[node]));
+                self.top[node] = (self.stack.len() - 1) as u32;
+            }
+        } else {
+            let mid = (nl + nr) / 2;
+            self.update(2 * node, (nl, mid), (a, b), key);
+            self.update(2 * node + 1, (mid, nr), (a, b), key);
+        }
+        let kids = if nr - nl > 1 {
+            self.sub[2 * node].max(self.sub[2 * node + 1])
+        } else {
+            0
+        };
+        self.sub[node] = self.own(node).max(kids);
+    }
+
+    fn query(&self, node: usize, (nl, nr): (usize, usize), (a, b): (usize, usize)) -> u64 {
+        if b <= nl || nr <= a {
+            return 0;
+        }
+        if a <= nl && nr <= b {
+            return self.sub[node];
+        }
+        let mid = (nl + nr) / 2;
+        self.own(node)
+            .max(self.query(2 * node, (nl, mid), (a, b)))
+            .max(self.query(2 * node + 1, (mid, nr), (a, b)))
+    }
+
+    /// Stores `key` (> 0) on [a, b), or with `key == 0` removes the last key stored there.
+    fn add(&mut self, (a, b): (usize, usize), key: u64) {
+        let (a, b) = (a.min(self.n), b.min(self.n));
+        if a < b {
+            self.cut = usize::MAX;
+            self.update(1, (0, self.n), (a, b), key);
+            if key == 0 {
+                self.stack.truncate(self.cut);
+            }
+        }
+    }
+
+    fn max_over(&self, (a, b): (usize, usize)) -> u64 {
+        let (a, b) = (a.min(self.n), b.min(self.n));
+        if a < b {
+            self.query(1, (0, self.n), (a, b))
+        } else {
+            0
+        }
     }
 }
 
@@ -432,6 +763,20 @@ fn class_flags(e: &StorageEntry) -> [bool; 3] {
 /// DMA).
 fn conflicting_classes(f: [bool; 3]) -> [bool; 3] {
     [f[1] || f[2], f.iter().any(|&x| x), f[0] || f[1]]
+}
+
+/// The [`SlotIndex::mask`] a level-2 slot of `e` may not share bytes with.
+fn level2_mask(e: &StorageEntry) -> usize {
+    let cc = conflicting_classes(class_flags(e));
+    (0..3).filter(|&c| cc[c]).fold(0, |m, c| m | 1 << c)
+}
+
+/// The first candidate offset at or above `x` (0 is always one).
+fn next_candidate(cands: &std::collections::BTreeMap<u64, u32>, x: u64) -> Option<u64> {
+    if x == 0 {
+        return Some(0);
+    }
+    cands.range(x..).next().map(|(&c, _)| c)
 }
 
 /// How many rollbacks a scope may take before it is declared full.
@@ -459,11 +804,60 @@ impl<'a> Placer<'a> {
                 });
             }
         }
+        let align = align.max(1);
+        let aligned = entries
+            .iter()
+            .all(|e| e.size % align == 0 && e.fixed.iter().flatten().all(|&o| o % align == 0));
+        let mut loops: Vec<OpId> = entries.iter().filter_map(|e| e.loop_parent).collect();
+        loops.sort_unstable();
+        loops.dedup();
+        let loop_id = entries
+            .iter()
+            .map(|e| {
+                e.loop_parent
+                    .map(|l| loops.binary_search(&l).expect("listed"))
+            })
+            .collect();
+        let mut slot_at = vec![Vec::new(); entries.len()];
+        for (i, s) in order.iter().enumerate() {
+            let v: &mut Vec<usize> = &mut slot_at[s.entry];
+            if v.len() <= s.k as usize {
+                v.resize(s.k as usize + 1, usize::MAX);
+            }
+            if v[s.k as usize] == usize::MAX {
+                v[s.k as usize] = i;
+            }
+        }
+        let mut entry_of = std::collections::HashMap::new();
+        for (e, se) in entries.iter().enumerate() {
+            for &b in &se.buffers {
+                entry_of.entry(b).or_insert(e);
+            }
+        }
+        let mut touch_entries = std::collections::HashSet::new();
+        for (x, y) in touch {
+            if let (Some(&a), Some(&b)) = (entry_of.get(x), entry_of.get(y)) {
+                touch_entries.insert((a, b));
+                touch_entries.insert((b, a));
+            }
+        }
+        // level 1 only runs bounded; a tree over the capacity's address units answers its
+        // "last slot on these bytes"
+        let last = match cap {
+            Some(c) if aligned && c / align <= 1 << 22 => {
+                Some(MaxTree::new(c.div_ceil(align) as usize))
+            }
+            _ => None,
+        };
+        let mut used = [false; 8];
+        used[0] = true;
+        for e in entries.iter().filter(|e| !e.unique) {
+            used[level2_mask(e)] = true;
+        }
         let mut p = Placer {
             entries,
             order,
-            touch,
-            align: align.max(1),
+            align,
             cap,
             fixed: Vec::new(),
             records: Vec::new(),
@@ -472,8 +866,16 @@ impl<'a> Placer<'a> {
             forbid: None,
             index: SlotIndex {
                 of_entry: vec![Vec::new(); entries.len()],
+                by_loop: vec![Vec::new(); loops.len()],
+                last,
+                used,
                 ..SlotIndex::default()
             },
+            aligned,
+            mask2: entries.iter().map(|e| level2_mask(e) as u8).collect(),
+            loop_id,
+            slot_at,
+            touch_entries,
         };
         for r in fixed {
             p.index_add(&r, p.fixed.len());
@@ -489,6 +891,7 @@ impl<'a> Placer<'a> {
     }
 
     fn index_add(&mut self, r: &Rec, key: usize) {
+        self.index.version += 1;
         let key = key as u32;
         let size = self.size(r.entry);
         let (o, end) = (r.offset, r.offset + size);
@@ -501,30 +904,58 @@ impl<'a> Placer<'a> {
             }
         }
         self.index.of_entry[r.entry].push(key);
+        let placed = r.idx != usize::MAX;
+        if let (true, 0, Some(l)) = (placed, r.k, self.loop_id[r.entry]) {
+            self.index.by_loop[l].push(key);
+        }
         for c in [o, end.div_ceil(self.align) * self.align] {
             *self.index.cands.entry(c).or_default() += 1;
         }
         let ee = &self.entries[r.entry];
         let flags = class_flags(ee);
+        let bits = (0..3).filter(|&c| flags[c]).fold(0, |m, c| m | 1 << c);
         let (o, end) = if size == 0 { (0, 0) } else { (o, end) };
         self.index.all.insert(o, end);
-        let (uo, ue) = if ee.unique { (o, end) } else { (0, 0) };
-        self.index.unique.insert(uo, ue);
-        for (c, &f) in flags.iter().enumerate() {
-            let (co, ce) = if f { (o, end) } else { (0, 0) };
-            self.index.class[c].insert(co, ce);
+        for (m, u) in self.index.mask.iter_mut().enumerate() {
+            if !self.index.used[m] {
+                continue;
+            }
+            let (mo, me) = if ee.unique || m & bits != 0 {
+                (o, end)
+            } else {
+                (0, 0)
+            };
+            u.insert(mo, me);
+        }
+        if let (true, Some(t)) = (placed, &mut self.index.last) {
+            let units = ((o / self.align) as usize, (end / self.align) as usize);
+            t.add(units, ((r.idx as u64 + 1) << 32) | key as u64);
         }
     }
 
     /// Undoes [`Self::index_add`] for the last record added.
     fn index_remove(&mut self, r: &Rec) {
+        self.index.version += 1;
         if let Some((b0, b1)) = self.block_span(r.entry) {
             for b in &mut self.index.blocks[b0..=b1] {
                 b.pop();
             }
         }
         self.index.of_entry[r.entry].pop();
-        let end = r.offset + self.size(r.entry);
+        let placed = r.idx != usize::MAX;
+        if let (true, 0, Some(l)) = (placed, r.k, self.loop_id[r.entry]) {
+            self.index.by_loop[l].pop();
+        }
+        let size = self.size(r.entry);
+        if let (true, Some(t)) = (placed, &mut self.index.last) {
+            let (o, end) = if size == 0 {
+                (0, 0)
+            } else {
+                (r.offset, r.offset + size)
+            };
+            t.add(((o / self.align) as usize, (end / self.align) as usize), 0);
+        }
+        let end = r.offset + size;
         for c in [r.offset, end.div_ceil(self.align) * self.align] {
             if let Some(n) = self.index.cands.get_mut(&c) {
                 *n -= 1;
@@ -534,9 +965,10 @@ impl<'a> Placer<'a> {
             }
         }
         self.index.all.undo();
-        self.index.unique.undo();
-        for u in &mut self.index.class {
-            u.undo();
+        for (m, u) in self.index.mask.iter_mut().enumerate() {
+            if self.index.used[m] {
+                u.undo();
+            }
         }
     }
 
@@ -566,7 +998,9 @@ impl<'a> Placer<'a> {
         if self.index.seen.len() < total {
             self.index.seen.resize(total, 0);
         }
-        let mut keys: Vec<u32> = self.index.of_entry[e].clone();
+        let mut keys = std::mem::take(&mut self.index.scratch);
+        keys.clear();
+        keys.extend(self.index.of_entry[e].iter().copied());
         if let Some((b0, b1)) = self.block_span(e) {
             for b in b0..=b1.min(self.index.blocks.len().saturating_sub(1)) {
                 keys.extend(self.index.blocks.get(b).into_iter().flatten().copied());
@@ -574,7 +1008,7 @@ impl<'a> Placer<'a> {
         }
         let stamp = self.index.stamp;
         let mut out = Vec::new();
-        for key in keys {
+        for &key in &keys {
             if std::mem::replace(&mut self.index.seen[key as usize], stamp) == stamp {
                 continue;
             }
@@ -584,16 +1018,23 @@ impl<'a> Placer<'a> {
                 out.push((r.offset, r.offset + size));
             }
         }
+        self.index.scratch = keys;
         out.sort_unstable();
         out
     }
 
-    /// The first candidate offset at or above `x`.
-    fn next_candidate(&self, x: u64) -> Option<u64> {
-        if x == 0 {
-            return Some(0);
+    /// [`Self::stage0_ranges`], remembered until the next slot is placed or removed (pass D
+    /// asks once per level for a slot that does not fit).
+    fn bad_ranges(&mut self, e: usize) -> std::rc::Rc<Vec<(u64, u64)>> {
+        let now = (e, self.index.version);
+        if let Some((at, v)) = &self.index.bad {
+            if *at == now {
+                return v.clone();
+            }
         }
-        self.index.cands.range(x..).next().map(|(&c, _)| c)
+        let v = std::rc::Rc::new(self.stage0_ranges(e));
+        self.index.bad = Some((now, v.clone()));
+        v
     }
 
     fn size(&self, e: usize) -> u64 {
@@ -604,23 +1045,31 @@ impl<'a> Placer<'a> {
         self.fixed.iter().chain(self.records.iter())
     }
 
-    /// Slots (fixed or placed) whose bytes meet [o, o + size).
-    fn overlapping(&self, o: u64, size: u64) -> Vec<Rec> {
-        self.all()
+    /// The placed slot on [o, o + size) placed last (largest planning index, then latest
+    /// record), if any.
+    fn last_on(&self, o: u64, size: u64) -> Option<Rec> {
+        if let Some(t) = &self.index.last {
+            let units = (
+                (o / self.align) as usize,
+                (o + size).div_ceil(self.align) as usize,
+            );
+            return match t.max_over(units) {
+                0 => None,
+                v => Some(*self.rec(v as u32)),
+            };
+        }
+        self.records
+            .iter()
             .filter(|r| {
                 let rs = self.size(r.entry);
                 size > 0 && rs > 0 && r.offset < o + size && o < r.offset + rs
             })
+            .max_by_key(|r| r.idx)
             .copied()
-            .collect()
     }
 
     fn touch_allowed(&self, a: usize, b: usize) -> bool {
-        let (ea, eb) = (&self.entries[a], &self.entries[b]);
-        self.touch.iter().any(|&(x, y)| {
-            (ea.buffers.contains(&x) && eb.buffers.contains(&y))
-                || (ea.buffers.contains(&y) && eb.buffers.contains(&x))
-        })
+        self.touch_entries.contains(&(a, b))
     }
 
     /// Stage 0 between entry `e` and a placed slot of entry `r`.
@@ -655,26 +1104,22 @@ impl<'a> Placer<'a> {
             return self.try_level1(idx);
         }
         // Stage 0's ranges are found through the time index; unique slots and (at level 2)
-        // other pipeline classes through the byte unions. A candidate blocked by a range ending
-        // at E blocks every candidate below E too, so the scan jumps there: first fit at the
-        // cost of the blockers met, not of every placed slot.
+        // other pipeline classes through one byte union.
         let unique = self.entries[e].unique;
         let bad = if unique {
-            Vec::new()
+            Default::default()
         } else {
-            self.stage0_ranges(e)
+            self.bad_ranges(e)
         };
+        let forbid = self.forbid.filter(|f| f.0 == idx).map(|f| f.1);
         let ix = &self.index;
-        let mut unions: Vec<&Union> = Vec::new();
-        if unique {
-            unions.push(&ix.all);
+        let u = if unique {
+            &ix.all
+        } else if level == 2 {
+            &ix.mask[self.mask2[e] as usize]
         } else {
-            unions.push(&ix.unique);
-            if level == 2 {
-                let cc = conflicting_classes(class_flags(&self.entries[e]));
-                unions.extend((0..3).filter(|&c| cc[c]).map(|c| &ix.class[c]));
-            }
-        }
+            &ix.mask[0]
+        };
         let max_end: Vec<u64> = bad
             .iter()
             .scan(0u64, |m, b| {
@@ -682,41 +1127,76 @@ impl<'a> Placer<'a> {
                 Some(*m)
             })
             .collect();
-        let mut o = 0u64;
-        loop {
-            if self.forbid == Some((idx, o)) {
-                match self.next_candidate(o + 1) {
-                    Some(c) => o = c,
-                    None => return false,
+        // the end of a Stage-0 range meeting [o, o + size), the latest ending one
+        let bad_end = |o: u64| {
+            let i = bad.partition_point(|b| b.0 < o + size);
+            (i > 0 && max_end[i - 1] > o).then(|| max_end[i - 1])
+        };
+        let found = if self.aligned {
+            // The lowest free address is 0 or the end of a blocking slot, so a candidate: first
+            // fit in the union (one descent) and past the Stage-0 ranges, in turns; each turn
+            // passes a Stage-0 range or ends.
+            let fit_from = |mut y: u64| loop {
+                y = u.first_fit(y, size);
+                match bad_end(y) {
+                    Some(e) => y = e,
+                    None => break y,
                 }
-                continue;
+            };
+            let mut y = Some(fit_from(0));
+            if y == forbid {
+                // HIVM's rollback forbids this address only: the next candidate, if it still
+                // lies in the same free gap, else the first fit beyond that gap (whose lowest
+                // free address is again a blocker's end)
+                let f = forbid.unwrap_or(0);
+                let next_bad = bad.get(bad.partition_point(|b| b.0 <= f)).map(|b| b.0);
+                let g = match (u.start_from(f + 1), next_bad) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                y = next_candidate(&ix.cands, f + 1).map(|c| match g {
+                    Some(g) if c.saturating_add(size) > g => fit_from(g),
+                    _ => c,
+                });
             }
-            if !self.fits(o, size) {
-                return false;
-            }
-            let before_end = bad.partition_point(|b| b.0 < o + size);
-            let mut blocked =
-                (before_end > 0 && max_end[before_end - 1] > o).then(|| max_end[before_end - 1]);
-            for u in &unions {
+            y
+        } else {
+            // A candidate blocked by a range ending at E blocks every candidate below E too, so
+            // the scan jumps there: first fit at the cost of the blockers met.
+            let mut o = 0u64;
+            loop {
+                if forbid == Some(o) {
+                    match next_candidate(&ix.cands, o + 1) {
+                        Some(c) => o = c,
+                        None => break None,
+                    }
+                    continue;
+                }
+                if self.cap.is_some_and(|c| o + size > c) {
+                    break None;
+                }
+                let mut blocked = bad_end(o);
                 if let Some(e) = u.blocker(o, o + size) {
                     blocked = Some(blocked.map_or(e, |b: u64| b.max(e)));
                 }
-            }
-            match blocked {
-                Some(end) => match self.next_candidate(end.max(o + 1)) {
-                    Some(c) => o = c,
-                    None => return false,
-                },
-                None => {
-                    let fresh = ix.all.blocker(o, o + size).is_none();
-                    self.push(idx, o, level, false);
-                    if let Some(r) = self.records.last_mut() {
-                        r.fresh = fresh;
-                    }
-                    return true;
+                match blocked {
+                    Some(end) => match next_candidate(&ix.cands, end.max(o + 1)) {
+                        Some(c) => o = c,
+                        None => break None,
+                    },
+                    None => break Some(o),
                 }
             }
+        };
+        let Some(o) = found.filter(|&o| self.fits(o, size)) else {
+            return false;
+        };
+        let fresh = self.index.all.blocker(o, o + size).is_none();
+        self.push(idx, o, level, false);
+        if let Some(r) = self.records.last_mut() {
+            r.fresh = fresh;
         }
+        true
     }
 
     /// Level 1: reuse slot 0 of a multi-buffer (or upgraded single buffer) R of the same
@@ -728,31 +1208,49 @@ impl<'a> Placer<'a> {
         }
         let ee = &self.entries[e];
         let size = ee.size;
-        let Some(lp) = ee.loop_parent else {
+        let (Some(lp), Some(lid)) = (ee.loop_parent, self.loop_id[e]) else {
             return false;
         };
-        let mut cands: Vec<u64> = self
-            .records
+        // The slot reused must be the last placed on its bytes, at this very offset, a slot 0
+        // of this loop: only those slots' offsets can pass.
+        let mut cands: Vec<u64> = self.index.by_loop[lid]
             .iter()
-            .filter(|r| r.k == 0)
-            .map(|r| r.offset)
+            .map(|&key| self.rec(key).offset)
             .collect();
         cands.sort_unstable();
         cands.dedup();
+        if cands.is_empty() {
+            return false;
+        }
+        let bad = if ee.unique {
+            Default::default()
+        } else {
+            self.bad_ranges(e)
+        };
+        let max_end: Vec<u64> = bad
+            .iter()
+            .scan(0u64, |m, b| {
+                *m = (*m).max(b.1);
+                Some(*m)
+            })
+            .collect();
+        // whether a slot in Stage-0 conflict with `e` holds a byte of [o, o + size)
+        let conflict = |p: &Self, o: u64| {
+            if ee.unique {
+                return p.index.all.blocker(o, o + size).is_some();
+            }
+            let i = bad.partition_point(|b| b.0 < o + size);
+            (i > 0 && max_end[i - 1] > o) || p.index.mask[0].blocker(o, o + size).is_some()
+        };
         for o in cands {
             if self.forbid == Some((idx, o)) || !self.fits(o, size) {
                 continue;
             }
-            let over = self.overlapping(o, size);
-            if over.iter().any(|r| self.stage0(e, r.entry)) {
+            if conflict(self, o) {
                 continue;
             }
             // the last placed slot on this range
-            let Some(r) = over
-                .iter()
-                .filter(|r| r.idx != usize::MAX)
-                .max_by_key(|r| r.idx)
-            else {
+            let Some(r) = self.last_on(o, size) else {
                 continue;
             };
             let re = &self.entries[r.entry];
@@ -762,9 +1260,10 @@ impl<'a> Placer<'a> {
             let others: Vec<u64> = if re.multi > 1 {
                 (1..re.multi)
                     .filter_map(|kk| {
-                        self.records
+                        self.index.of_entry[r.entry]
                             .iter()
-                            .find(|x| x.entry == r.entry && x.k == kk)
+                            .map(|&key| self.rec(key))
+                            .find(|x| x.k == kk)
                             .map(|x| x.offset)
                     })
                     .collect()
@@ -780,13 +1279,9 @@ impl<'a> Placer<'a> {
                 continue;
             }
             let targets = &others[..want];
-            let ok = targets.iter().all(|&t| {
-                self.fits(t, size)
-                    && self
-                        .overlapping(t, size)
-                        .iter()
-                        .all(|x| !self.stage0(e, x.entry))
-            });
+            let ok = targets
+                .iter()
+                .all(|&t| self.fits(t, size) && !conflict(self, t));
             if !ok {
                 continue;
             }
@@ -795,7 +1290,10 @@ impl<'a> Placer<'a> {
             if ee.multi > 1 {
                 for (j, &t) in targets.iter().enumerate() {
                     let kk = j as u32 + 1;
-                    let Some(ti) = self.order.iter().position(|s| s.entry == e && s.k == kk) else {
+                    let Some(&ti) = self.slot_at[e]
+                        .get(kk as usize)
+                        .filter(|&&i| i != usize::MAX)
+                    else {
                         continue;
                     };
                     self.push(ti, t, 1, true);
@@ -881,10 +1379,10 @@ impl<'a> Placer<'a> {
             let mut landing = None;
             while let Some(r) = self.pop() {
                 if r.k > 0 {
-                    let first_level = self
-                        .records
+                    let first_level = self.index.of_entry[r.entry]
                         .iter()
-                        .find(|x| x.entry == r.entry && x.k == 0)
+                        .map(|&key| self.rec(key))
+                        .find(|x| x.k == 0)
                         .map(|x| x.level);
                     if r.joint || first_level == Some(r.level) {
                         continue; // popped together with its first slot
@@ -975,6 +1473,7 @@ pub fn place(
     let mut upgraded = Vec::new();
     let mut applied = Vec::new();
 
+    let first_writes = first_write_order(program);
     for sc in &core.scopes {
         let space = sc.space;
         let align = sc.align.max(1);
@@ -988,13 +1487,13 @@ pub fn place(
             .copied()
             .filter(|&(g, k)| program.buffer(g).scope == space && program.buffer(k).scope == space)
             .collect();
-        let mut entries = storage_entries(program, live, &in_scope, space, align);
+        let mut entries = entries_in_order(program, live, &in_scope, space, align, &first_writes);
         let mut with_inplace = true;
         if opts.inplace == InplacePolicy::WhenNeeded {
             let disjoint = if in_scope.is_empty() {
                 entries.clone()
             } else {
-                storage_entries(program, live, &[], space, align)
+                entries_in_order(program, live, &[], space, align, &first_writes)
             };
             if sequential_end(&disjoint, align) <= cap {
                 entries = disjoint;
@@ -1453,6 +1952,42 @@ mod tests {
                 let fb = class_flags(&y);
                 let via_unions = (0..3).any(|c| cc[c] && fb[c]);
                 assert_eq!(via_unions, pipe_conflict(&x, &y), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    /// The treap union against a byte map, through random inserts and stack-order undos.
+    #[test]
+    fn union_agrees_with_a_byte_map() {
+        let mut x = 12345u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut u = Union::default();
+        let mut log: Vec<(u64, u64)> = Vec::new();
+        for _ in 0..3000 {
+            if rnd(3) == 0 && !log.is_empty() {
+                log.pop();
+                u.undo();
+            } else {
+                let s = rnd(200);
+                let e = s + rnd(12);
+                log.push((s, e));
+                u.insert(s, e);
+            }
+            let held = |b: u64| log.iter().any(|&(s, e)| s <= b && b < e);
+            let a = rnd(220);
+            let len = 1 + rnd(20);
+            let free = |y: u64| (y..y + len).all(|b| !held(b));
+            let want = (a..).find(|&y| free(y)).unwrap();
+            assert_eq!(u.first_fit(a, len), want);
+            assert_eq!(u.blocker(a, a + len).is_some(), !free(a));
+            // from a free byte (as first fit asks), the next segment starts at the next held one
+            if !held(a) {
+                assert_eq!(u.start_from(a), (a..260).find(|&b| held(b)));
             }
         }
     }
