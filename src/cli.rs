@@ -1,7 +1,7 @@
 //! The command line, declared with clap.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use planner::{LivenessMode, PlanOptions};
+use planner::{LivenessMode, PlacementMode, PlanOptions};
 use sim::Space;
 use std::path::PathBuf;
 
@@ -113,6 +113,16 @@ pub struct PlanArgs {
     /// bytes, or take a KiB or MiB suffix. May be repeated.
     #[arg(long = "capacity", value_name = "SCOPE=SIZE", value_parser = parse_capacity)]
     pub capacities: Vec<(Space, u64)>,
+    /// `first-fit`: HIVM's first fit (a scope it cannot place overflows); `exact`: when first
+    /// fit fails, a complete search places the scope by lifetimes (up to 10 s a scope).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = PlacementArg::FirstFit)]
+    pub placement: PlacementArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    FirstFit,
+    Exact,
 }
 
 impl PlanArgs {
@@ -123,6 +133,10 @@ impl PlanArgs {
             liveness: match self.liveness {
                 LivenessArg::Precise => LivenessMode::Precise,
                 LivenessArg::Scoped => LivenessMode::Scoped,
+            },
+            placement: match self.placement {
+                PlacementArg::FirstFit => PlacementMode::FirstFit,
+                PlacementArg::Exact => PlacementMode::Exact,
             },
             ..PlanOptions::default()
         }

@@ -53,6 +53,22 @@ pub struct PlanOptions {
     pub liveness: LivenessMode,
     /// When inplace pairs are applied.
     pub inplace: InplacePolicy,
+    /// What happens when first fit cannot place a scope.
+    pub placement: PlacementMode,
+    /// The exact search's budget per scope (`PlacementMode::Exact`).
+    pub exact_time_limit: std::time::Duration,
+}
+
+/// `--placement`: first fit alone, or first fit then the exact search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PlacementMode {
+    /// HIVM's first fit with levels 2/1/0 and rollback; a scope it cannot place overflows.
+    #[default]
+    FirstFit,
+    /// When first fit fails, the placement core's complete search places the scope by
+    /// lifetimes alone ([`crate::pack::exact`]); only a scope no placement fits overflows
+    /// (or one the search cannot settle within its time limit).
+    Exact,
 }
 
 impl Default for PlanOptions {
@@ -62,6 +78,8 @@ impl Default for PlanOptions {
             capacities: Vec::new(),
             liveness: LivenessMode::Precise,
             inplace: InplacePolicy::Always,
+            placement: PlacementMode::FirstFit,
+            exact_time_limit: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -1564,24 +1582,55 @@ pub fn place(
                     None
                 }
             };
-            let Some((p, top)) = chosen else {
-                return Err(overflow(
-                    program, live, &entries, &order, touch, align, space, cap, slots,
+            match chosen {
+                None => {
+                    let exact = match opts.placement {
+                        PlacementMode::FirstFit => None,
+                        PlacementMode::Exact => crate::place_exact::exact_offsets(
+                            &entries,
+                            align,
+                            cap,
+                            live.positions,
+                            opts.exact_time_limit,
+                        ),
+                    };
+                    let Some(offs) = exact else {
+                        return Err(overflow(
+                            program, live, &entries, &order, touch, align, space, cap, slots,
+                        ));
+                    };
+                    warnings.push(format!(
+                    "{}: first fit found no placement; the exact search did (lifetimes only, like level 0: sync must order every access to shared bytes)",
+                    space.yaml_name()
                 ));
-            };
-            let (offs, lv) = p.result(top);
-            for &e in &planned {
-                offsets[e] = offs[e].clone();
-                levels[e] = Some(lv[e]);
-                if !p.upgraded[e].is_empty() {
-                    for &b in &entries[e].buffers {
-                        let mut all = vec![offs[e][0]];
-                        all.extend(p.upgraded[e].iter().copied());
-                        upgraded.push((b, all));
+                    let mut end = 0;
+                    for &e in &planned {
+                        end = offs[e]
+                            .iter()
+                            .map(|o| o + entries[e].size)
+                            .fold(end, u64::max);
+                        offsets[e] = offs[e].clone();
+                        levels[e] = Some(0);
                     }
+                    let fixed_end = fixed.iter().map(|f| f.1).max().unwrap_or(0);
+                    (ScopeMode::Reuse, end.max(fixed_end))
+                }
+                Some((p, top)) => {
+                    let (offs, lv) = p.result(top);
+                    for &e in &planned {
+                        offsets[e] = offs[e].clone();
+                        levels[e] = Some(lv[e]);
+                        if !p.upgraded[e].is_empty() {
+                            for &b in &entries[e].buffers {
+                                let mut all = vec![offs[e][0]];
+                                all.extend(p.upgraded[e].iter().copied());
+                                upgraded.push((b, all));
+                            }
+                        }
+                    }
+                    (ScopeMode::Reuse, p.end())
                 }
             }
-            (ScopeMode::Reuse, p.end())
         };
 
         for (e, se) in entries.iter().enumerate() {

@@ -173,3 +173,36 @@ fn explain_of_an_unknown_buffer_suggests_one() {
         "{err}"
     );
 }
+
+#[test]
+fn placement_exact_places_what_first_fit_fragments() {
+    let f = "tests/fixtures/first_fit_fragments.yaml";
+    // first fit: 224 KiB for a peak of 160 KiB, in a 192 KiB UB
+    let o = npusim(&["plan", f]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("ub overflow, requires 1835008 bits while 1572864 bits available!"),
+        "{}",
+        stderr(&o)
+    );
+    let doc = plan_json(&[f, "--placement", "exact"]);
+    let ub = &doc["scopes"]["ub"];
+    assert_eq!(ub["peak_live"], 163840);
+    assert!(ub["used"].as_u64().unwrap() <= 196608, "{ub}");
+    assert_eq!(ub["mode"], "reuse");
+    assert_eq!(doc["buffers"]["red"]["level"], "0");
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("ub: first fit found no placement; the exact search did")),
+        "{warnings:?}"
+    );
+    // a scope that fits under first fit is not touched by --placement exact
+    assert_eq!(plan_json(&[DB, "--placement", "exact"]), plan_json(&[DB]));
+    // and a scope nothing fits still overflows, with the same text
+    let o = npusim(&["plan", f, "--placement", "exact", "--capacity", "ub=150KiB"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("ub overflow, requires"), "{}", stderr(&o));
+}

@@ -9,7 +9,9 @@
 //! larger capacity never fails where a smaller one succeeded.
 
 use crate::config;
-use planner::{plan_program, LivenessMode, PlanError, PlanFailure, PlanOptions, Planned};
+use planner::{
+    plan_program, LivenessMode, PlacementMode, PlanError, PlanFailure, PlanOptions, Planned,
+};
 use proptest::prelude::*;
 use sim::{Program, Space};
 
@@ -541,6 +543,18 @@ proptest! {
             (Err(a), Err(b)) => prop_assert_eq!(a, b),
             _ => panic!("planned twice, different outcomes\n{text}"),
         }
+        // --placement exact: the same plan where first fit succeeds; where it overflows, a
+        // valid plan or the same kind of overflow
+        let exact_opts = PlanOptions {
+            placement: PlacementMode::Exact,
+            exact_time_limit: std::time::Duration::from_secs(2),
+            ..opts.clone()
+        };
+        let exact = check(&p, &exact_opts, &text);
+        if let (Ok(a), Ok(b)) = (&first, &exact) {
+            prop_assert_eq!(&a.plan, &b.plan);
+        }
+        prop_assert!(first.is_err() || exact.is_ok(), "exact fails where first fit fits\n{}", text);
         let larger = check(&p, &options(&k, &totals, k.more), &text);
         if first.is_ok() {
             prop_assert!(
