@@ -8,8 +8,8 @@ pub mod inplace;
 pub mod liveness;
 pub mod pack;
 mod pipeline;
-mod place_exact;
 pub mod place;
+mod place_exact;
 mod plan;
 mod sequential;
 pub mod validate;
@@ -17,8 +17,6 @@ pub mod validate;
 pub use inplace::{inplace_pairs, InplacePair, InplaceResult};
 pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use pipeline::{plan_program, PlanFailure, Planned};
-pub use place::{
-    place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry,
-};
+pub use place::{place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry};
 pub use plan::*;
 pub use validate::{validate, validate_with_touch, Violation};

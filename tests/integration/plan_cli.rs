@@ -204,5 +204,9 @@ fn placement_exact_places_what_first_fit_fragments() {
     // and a scope nothing fits still overflows, with the same text
     let o = npusim(&["plan", f, "--placement", "exact", "--capacity", "ub=150KiB"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("ub overflow, requires"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ub overflow, requires"),
+        "{}",
+        stderr(&o)
+    );
 }
