@@ -1,9 +1,10 @@
 //! Measures the exact mode of the placement core (`planner::pack::exact`).
 //!
 //! `cargo run --release -p planner --example pack_exact -- ../shared/data [threads] [secs]
-//! [letters]` (from the workspace root; threads 1 by default; secs: a time limit per call, 0 or
-//! absent: none, except 10 s per generated instance; letters: only these challenging
-//! instances, and skip the other sections). Prints, per challenging instance at capacity 1,048,576: n, the
+//! [letters] [family]` (from the workspace root; threads 1 by default; secs: a time limit per
+//! call, 0 or absent: none, except 10 s per generated instance; letters: only these challenging
+//! instances (`-`: none), and skip the other sections; family: then also run the generated
+//! families whose name contains it, one line per seed). Prints, per challenging instance at capacity 1,048,576: n, the
 //! lower bound, outcome, height, seconds and nodes; then the tiny oracles (minimised) and the
 //! generated families with a known optimum (at capacity = optimum). Every placement is checked
 //! with the independent validator.
@@ -43,7 +44,11 @@ fn main() {
         .filter(|&s| s > 0.0)
         .map(Duration::from_secs_f64);
     let subset = args.get(4).cloned();
-    let only = subset.clone().unwrap_or_else(|| "ABCDEFGHIJK".into());
+    let only = subset
+        .clone()
+        .unwrap_or_else(|| "ABCDEFGHIJK".into())
+        .replace('-', "");
+    let family = args.get(5).cloned();
     let feas = ExactOptions {
         time_limit: limit,
         threads,
@@ -75,10 +80,16 @@ fn main() {
         "\ntotal: {solved}/{} feasible in {total:.2} s\n",
         only.len()
     );
-    if subset.is_some() {
+    if subset.is_some() && family.is_none() {
         return;
     }
+    if family.is_none() {
+        tiny_oracles(&data, limit, threads, &feas);
+    }
+    generated(family.as_deref(), limit, &feas);
+}
 
+fn tiny_oracles(data: &Path, limit: Option<Duration>, threads: usize, feas: &ExactOptions) {
     let min = ExactOptions {
         time_limit: limit,
         threads,
@@ -106,9 +117,11 @@ fn main() {
         );
     }
     let tricky = load(&data.join("minimalloc/derived/tricky.5.csv"));
-    let (r, _) = run(&tricky, 4, &feas);
+    let (r, _) = run(&tricky, 4, feas);
     println!("\ntricky.5 at capacity 4: {:?}\n", r.outcome);
+}
 
+fn generated(family: Option<&str>, limit: Option<Duration>, feas: &ExactOptions) {
     // a guillotine tiling can take the search into a long tail: cap each instance
     let gen_opts = ExactOptions {
         time_limit: Some(limit.unwrap_or(Duration::from_secs(10))),
@@ -136,6 +149,9 @@ fn main() {
         ),
     ];
     for (name, make) in &families {
+        if family.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
         let (mut ok, mut max, mut sum, mut nodes) = (0, 0f64, 0f64, 0u64);
         let (mut nmin, mut nmax) = (usize::MAX, 0);
         let count = 20;
@@ -143,6 +159,14 @@ fn main() {
             let g = make(seed);
             let opt = g.optimum.unwrap();
             let (r, secs) = run(&g.instance, opt, &gen_opts);
+            if family.is_some() {
+                println!(
+                    "| seed {seed} | n {} | {:?} | {secs:.3} s | {} nodes |",
+                    g.instance.len(),
+                    r.outcome,
+                    r.nodes
+                );
+            }
             ok += (r.outcome == Outcome::Feasible) as usize;
             max = max.max(secs);
             sum += secs;

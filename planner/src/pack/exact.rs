@@ -18,6 +18,15 @@
 //!   we keep a floor (the top of the placed buffers there, raised to the smallest `min_offset`
 //!   of its unplaced buffers and to the current offset, since later placements never go lower)
 //!   and the total size of its unplaced buffers; `floor + total > capacity` prunes;
+//! - *valleys* (full instances only: the live total is the same at every instant and equals
+//!   the capacity, as in a perfect tiling): after placing `b`, for the sections at `b`'s top
+//!   and beside it, with floor `f`: the maximal run of sections with floor ≤ `f` around one
+//!   (bounded by higher floors or part bounds) must be covered at exactly `f`, in every
+//!   section with floor `f` and no slack left (floor + total = capacity, total > 0), by
+//!   unplaced buffers with `min_offset ≤ f` whose lifetimes lie inside the run and are
+//!   disjoint: a 1-D exact-cover reachability over the run's sections (`valley_ok`). Such a
+//!   section's point `f` must be covered by a buffer placed at `f` (nothing goes below the
+//!   floor, and there is no room to waste), which cannot cross a higher floor;
 //! - *decomposition*: per section boundary, the count of unplaced buffers crossing it. When a
 //!   count drops to 0 the rest splits into independent subproblems, each searched alone (with
 //!   the canonical order restarted); time-disjoint parts are split up front the same way.
@@ -247,6 +256,9 @@ struct Prep {
     sec_live: Vec<u32>,
     total0: Vec<u64>,
     cuts0: Vec<u32>,
+    /// Searched buffers by first section (CSR), for the valley test.
+    first_start: Vec<u32>,
+    first: Vec<u32>,
     /// Lifetime width and area (width × size), for the preorderings.
     width: Vec<u64>,
     area: Vec<u64>,
@@ -254,6 +266,9 @@ struct Prep {
     granule: u64,
     /// Largest top of a fixed buffer and size of a searched or empty-lifetime buffer.
     need: u64,
+    /// The live total of every instant at which a searched buffer is live, when it is the
+    /// same at all of them (a *full* instance, such as a perfect tiling).
+    full: Option<u64>,
 }
 
 impl Prep {
@@ -380,7 +395,18 @@ impl Prep {
             .zip(&size)
             .map(|(w, s)| w.saturating_mul(*s))
             .collect();
-        Some(Prep {
+        let mut by_first: Vec<u32> = search.clone();
+        by_first.sort_unstable_by_key(|&b| (s_lo[b as usize], b));
+        let mut first_start = vec![0u32; n_sec + 1];
+        for &b in &by_first {
+            first_start[s_lo[b as usize] as usize + 1] += 1;
+        }
+        for s in 0..n_sec {
+            first_start[s + 1] += first_start[s];
+        }
+        let mut prep = Prep {
+            first_start,
+            first: by_first,
             align: bufs.iter().map(|b| b.align.max(1)).collect(),
             size,
             preset,
@@ -399,7 +425,10 @@ impl Prep {
             area,
             granule: granule.max(1),
             need,
-        })
+            full: None,
+        };
+        prep.full = full_total(inst, &prep);
+        Some(prep)
     }
 
     /// Cheap necessary conditions for a placement within `cap`.
@@ -439,6 +468,41 @@ impl Prep {
             }
         }
     }
+}
+
+/// The common live total of the searched buffers over every instant at which one is live;
+/// `None` when it varies or a fixed buffer is live (fixed buffers are left out of the totals).
+fn full_total(inst: &Instance, prep: &Prep) -> Option<u64> {
+    if !prep.fadj.is_empty() {
+        return None;
+    }
+    let mut ev: Vec<(u64, bool, u64)> = Vec::with_capacity(2 * prep.search.len());
+    for &b in &prep.search {
+        let pb = &inst.buffers[b as usize];
+        ev.push((pb.lower, true, pb.size));
+        ev.push((pb.upper, false, pb.size));
+    }
+    ev.sort_unstable();
+    let (mut live, mut full, mut i) = (0u64, None, 0);
+    while i < ev.len() {
+        let t = ev[i].0;
+        while i < ev.len() && ev[i].0 == t {
+            if ev[i].1 {
+                live += ev[i].2;
+            } else {
+                live -= ev[i].2;
+            }
+            i += 1;
+        }
+        if live > 0 {
+            match full {
+                None => full = Some(live),
+                Some(f) if f != live => return None,
+                _ => {}
+            }
+        }
+    }
+    full
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -538,9 +602,10 @@ fn run_job(
     let run = || {
         let mut s = Search::new(prep, cap, HEURISTICS[k], budget, ctl, order);
         let st = s.root();
+        let (sol, nodes) = (s.sol, s.nodes);
         let r = match st {
             St::Found => {
-                let mut offs = s.sol;
+                let mut offs = sol;
                 for (o, p) in offs.iter_mut().zip(&prep.preset) {
                     if let Some(p) = p {
                         *o = *p;
@@ -552,7 +617,7 @@ fn run_job(
             St::Aborted => JobRes::Aborted,
             St::Stopped => JobRes::Stopped,
         };
-        (r, s.nodes)
+        (r, nodes)
     };
     if order.is_some() || prep.search.len() < 300 {
         return run(); // a worker thread with a big stack, or a shallow search
@@ -594,6 +659,11 @@ struct Search<'a> {
     budget: u64,
     ctl: &'a Control,
     order: Option<(&'a AtomicUsize, usize)>,
+    /// The valley test is on (a full instance at its live total).
+    valleys: bool,
+    /// Scratch of the valley test: section positions reached, by stamp.
+    reach: Vec<u64>,
+    stamp: u64,
 }
 
 impl<'a> Search<'a> {
@@ -628,6 +698,9 @@ impl<'a> Search<'a> {
             budget,
             ctl,
             order,
+            valleys: p.full == Some(cap),
+            reach: vec![0; n_sec + 1],
+            stamp: 0,
         }
     }
 
@@ -800,7 +873,7 @@ impl<'a> Search<'a> {
             self.off[b] = c.off;
             self.minoff[b] = NONE;
             let (fits, hat) = self.place(c.buf, c.off, top, plo, phi);
-            let st = if fits {
+            let st = if fits && self.valleys_ok(c.buf, plo, phi) {
                 self.descend(c, plo, phi, start, end)
             } else {
                 St::NotFound
@@ -900,6 +973,54 @@ impl<'a> Search<'a> {
         let fl = &self.floor[plo as usize..phi as usize];
         let tt = &self.total[plo as usize..phi as usize];
         (!fl.iter().zip(tt).any(|(&f, &t)| f.max(o) + t > cap), hat)
+    }
+
+    /// The valley test (full instances only; module docs), after placing `b`: checked for the
+    /// runs at `b`'s top and beside it.
+    fn valleys_ok(&mut self, b: u32, plo: u32, phi: u32) -> bool {
+        if !self.valleys {
+            return true;
+        }
+        let (lo, hi) = (self.p.s_lo[b as usize], self.p.s_hi[b as usize]);
+        (lo == plo || self.valley_ok(lo - 1, plo, phi))
+            && (hi == phi || self.valley_ok(hi, plo, phi))
+            && self.valley_ok(lo, plo, phi)
+    }
+
+    /// Tests the run of floors ≤ `floor[s]` around section `s`.
+    fn valley_ok(&mut self, s: u32, plo: u32, phi: u32) -> bool {
+        let f = self.floor[s as usize];
+        let (mut a, mut z) = (s, s + 1);
+        while a > plo && self.floor[a as usize - 1] <= f {
+            a -= 1;
+        }
+        while z < phi && self.floor[z as usize] <= f {
+            z += 1;
+        }
+        let p = self.p;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        self.reach[a as usize] = stamp;
+        for x in a..z {
+            let xi = x as usize;
+            if self.reach[xi] != stamp {
+                continue;
+            }
+            if self.total[xi] == 0
+                || self.floor[xi] < f
+                || self.floor[xi] + self.total[xi] < self.cap
+            {
+                // full, lower (may be filled up to f later), or slack: may stay uncovered at f
+                self.reach[xi + 1] = stamp;
+            }
+            for &u in &p.first[p.first_start[xi] as usize..p.first_start[xi + 1] as usize] {
+                let ui = u as usize;
+                if self.minoff[ui] <= f && p.s_hi[ui] <= z {
+                    self.reach[p.s_hi[ui] as usize] = stamp; // placed: minoff is NONE
+                }
+            }
+        }
+        self.reach[z as usize] == stamp
     }
 
     /// After placing `c`: decompose if a boundary count dropped to 0, else recurse.

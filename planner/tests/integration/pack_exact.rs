@@ -139,6 +139,25 @@ fn generated_families_are_solved_at_their_optimum() {
 }
 
 #[test]
+fn guillotine_tilings_are_solved_at_their_optimum() {
+    // perfect tilings: the valley test of the exact mode prunes them (capacity = live total)
+    for (n, seed) in [(60, 2), (80, 6), (100, 7), (120, 8)] {
+        let g = gen::guillotine(n, 1 << 20, seed);
+        let opt = g.optimum.unwrap();
+        let r = solve(&g.instance, opt, &ExactOptions::default());
+        checked(&g.instance, opt, &r);
+        assert_eq!(r.outcome, Outcome::Feasible, "n {n} seed {seed}");
+        let two = ExactOptions {
+            threads: 2,
+            ..ExactOptions::default()
+        };
+        if n == 60 {
+            assert_eq!(r, solve(&g.instance, opt, &two), "n {n} seed {seed}");
+        }
+    }
+}
+
+#[test]
 fn results_are_deterministic_across_runs_and_thread_counts() {
     let insts = [
         gen::guillotine(60, 1 << 20, 11).instance,
