@@ -33,7 +33,8 @@
 //!
 //! **Orderings.** The ranks come from three static preorderings, WAT, TAW and TWA (W lifetime
 //! width, A area, T the largest section total the buffer touches; all descending, ties by
-//! index). They run round-robin as jobs `(round, ordering)` with a node budget of `2n · 2^round`.
+//! index); a full instance adds five seeded random orders (perfect tilings have heavy-tailed
+//! searches, and restarting with other tie-breaks cuts the tail). They run round-robin as jobs `(round, ordering)` with a node budget of `2n · 2^round`.
 //! The answer is that of the first job (in that order) that ends without exhausting its budget,
 //! so it does not depend on timing; with two threads the jobs run two at a time and jobs after a
 //! conclusive one are cancelled, which gives the same answer.
@@ -137,11 +138,11 @@ pub fn solve(inst: &Instance, capacity: u64, opts: &ExactOptions) -> ExactResult
         stop: AtomicBool::new(false),
     };
     let mut best: Option<Solution> = None;
-    for k in 0..HEURISTICS.len() {
+    for heur in HEURISTICS {
         if greedy_ctl.expired() {
             break;
         }
-        let (r, nodes) = run_job(&prep, INF_CAP, k, u64::MAX, &greedy_ctl, None);
+        let (r, nodes) = run_job(&prep, INF_CAP, heur, u64::MAX, &greedy_ctl, None);
         res.nodes += nodes;
         if let JobRes::Found(offs) = r {
             let s = Solution::from_offsets(inst, offs);
@@ -232,6 +233,10 @@ const INF_CAP: u64 = u64::MAX / 4;
 const NONE: u64 = u64::MAX;
 /// The static preorderings, in round-robin order: W width, A area, T section total.
 const HEURISTICS: [&[u8]; 3] = [b"WAT", b"TAW", b"TWA"];
+/// For full instances (perfect tilings), whose searches have heavy tails: the static
+/// preorderings and five seeded random ones (a digit names the seed), so the round robin
+/// restarts with other tie-breaks instead of deepening one unlucky order.
+const FULL_HEURISTICS: [&[u8]; 8] = [b"WAT", b"TAW", b"TWA", b"0", b"1", b"2", b"3", b"4"];
 const STACK: usize = 256 << 20;
 
 /// Instance data shared by every job, in dense arrays indexed by buffer (`u32`).
@@ -539,7 +544,12 @@ enum St {
 /// Runs the jobs `(round, ordering)` in order until one concludes (module docs).
 fn portfolio(prep: &Prep, cap: u64, threads: usize, ctl: &Control) -> (JobRes, u64) {
     let n = prep.search.len().max(1) as u64;
-    let h = HEURISTICS.len();
+    let heuristics: &[&[u8]] = if prep.full == Some(cap) {
+        &FULL_HEURISTICS
+    } else {
+        &HEURISTICS
+    };
+    let h = heuristics.len();
     let budget = |j: usize| (2 * n).saturating_mul(1u64 << (j / h).min(40));
     let next = AtomicUsize::new(0);
     let best = AtomicUsize::new(usize::MAX);
@@ -550,7 +560,14 @@ fn portfolio(prep: &Prep, cap: u64, threads: usize, ctl: &Control) -> (JobRes, u
         if j > best.load(AtOrd::SeqCst) || ctl.expired() {
             return;
         }
-        let (r, nodes) = run_job(prep, cap, j % h, budget(j), ctl, Some((&best, j)));
+        let (r, nodes) = run_job(
+            prep,
+            cap,
+            heuristics[j % h],
+            budget(j),
+            ctl,
+            Some((&best, j)),
+        );
         let conclusive = matches!(r, JobRes::Found(_) | JobRes::Infeasible);
         if conclusive {
             best.fetch_min(j, AtOrd::SeqCst);
@@ -590,17 +607,17 @@ impl Control {
     }
 }
 
-/// One job: the search under ordering `k` with a node budget.
+/// One job: the search under ordering `heur` with a node budget.
 fn run_job(
     prep: &Prep,
     cap: u64,
-    k: usize,
+    heur: &'static [u8],
     budget: u64,
     ctl: &Control,
     order: Option<(&AtomicUsize, usize)>,
 ) -> (JobRes, u64) {
     let run = || {
-        let mut s = Search::new(prep, cap, HEURISTICS[k], budget, ctl, order);
+        let mut s = Search::new(prep, cap, heur, budget, ctl, order);
         let st = s.root();
         let (sol, nodes) = (s.sol, s.nodes);
         let r = match st {
@@ -771,6 +788,14 @@ impl<'a> Search<'a> {
             match c {
                 b'W' => p.width[b],
                 b'A' => p.area[b],
+                // a seeded random order (splitmix64 of the buffer and the seed digit)
+                d @ b'0'..=b'9' => {
+                    let mut z =
+                        (b as u64) ^ ((d - b'0') as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^ (z >> 31)
+                }
                 _ => total[p.s_lo[b] as usize..p.s_hi[b] as usize]
                     .iter()
                     .copied()
