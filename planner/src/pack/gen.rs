@@ -120,28 +120,19 @@ fn nest(
         *t += 1;
         let tmp_size = 32 * rng.gen_range(1..=64u64);
         let from = *t;
+        let tmp = buffers.len();
+        buffers.push(PackBuffer::new(
+            format!("tmp{tmp}"),
+            from,
+            from + 1,
+            tmp_size,
+        ));
+        witness.push(inner);
+        *best = (*best).max(inner + tmp_size);
         if depth > 1 {
-            let tmp = buffers.len();
-            buffers.push(PackBuffer::new(
-                format!("tmp{tmp}"),
-                from,
-                from + 1,
-                tmp_size,
-            ));
-            witness.push(inner);
-            *best = (*best).max(inner + tmp_size);
+            // the inner loop nests inside this iteration's temporary, on top of it
             nest(rng, depth - 1, inner + tmp_size, t, buffers, witness, best);
             buffers[tmp].upper = *t + 1;
-        } else {
-            let tmp = buffers.len();
-            buffers.push(PackBuffer::new(
-                format!("tmp{tmp}"),
-                from,
-                from + 1,
-                tmp_size,
-            ));
-            witness.push(inner);
-            *best = (*best).max(inner + tmp_size);
         }
     }
     *t += 1;
