@@ -148,18 +148,42 @@ impl Liveness {
     /// The largest sum of `size(entry)` over entries live at one position, and the first
     /// position where it occurs (`None` when nothing is ever live).
     pub fn peak_live(&self, size: impl Fn(usize) -> u64) -> Option<(usize, u64)> {
-        let mut best: Option<(usize, u64)> = None;
-        for p in 0..self.positions {
-            let s: u64 = (0..self.entries.len())
-                .filter(|&e| self.live_at(e, p))
-                .map(&size)
-                .sum();
-            if s > 0 && best.is_none_or(|(_, b)| s > b) {
-                best = Some((p, s));
-            }
-        }
-        best
+        peak_over(
+            self.entries
+                .iter()
+                .enumerate()
+                .map(|(e, entry)| (entry.lifetime.as_slice(), size(e))),
+        )
     }
+}
+
+/// The largest sum of weights live at one position, and the first position where it occurs
+/// (`None` when nothing weighs anything): a sweep over interval boundaries, O(n log n).
+pub(crate) fn peak_over<'a>(
+    items: impl IntoIterator<Item = (&'a [Interval], u64)>,
+) -> Option<(usize, u64)> {
+    // (position, +weight at first / -weight after last); removals sort before additions
+    let mut events: Vec<(usize, bool, u64)> = Vec::new();
+    for (lifetime, w) in items {
+        for i in lifetime {
+            events.push((i.first, true, w));
+            events.push((i.last + 1, false, w));
+        }
+    }
+    events.sort_unstable();
+    let mut cur = 0u64;
+    let mut best: Option<(usize, u64)> = None;
+    for (pos, add, w) in events {
+        if add {
+            cur += w;
+            if cur > 0 && best.is_none_or(|(_, b)| cur > b) {
+                best = Some((pos, cur));
+            }
+        } else {
+            cur -= w;
+        }
+    }
+    best
 }
 
 /// Whether two inclusive interval lists share a position; returns the first shared interval.

@@ -1508,19 +1508,19 @@ pub fn place(
         let mut entries = entries_in_order(program, live, &in_scope, space, align, &first_writes);
         let mut with_inplace = true;
         if opts.inplace == InplacePolicy::WhenNeeded {
-            let disjoint = if in_scope.is_empty() {
-                entries.clone()
-            } else {
-                entries_in_order(program, live, &[], space, align, &first_writes)
-            };
-            if sequential_end(&disjoint, align) <= cap {
-                entries = disjoint;
+            // without pairs in this scope, `entries` is already the disjoint set
+            let disjoint = (!in_scope.is_empty())
+                .then(|| entries_in_order(program, live, &[], space, align, &first_writes));
+            let side_by_side = sequential(disjoint.as_deref().unwrap_or(&entries), align).end;
+            if side_by_side <= cap {
+                if let Some(d) = disjoint {
+                    entries = d;
+                }
                 with_inplace = false;
             } else {
                 warnings.push(format!(
-                    "{}: the buffers do not fit side by side ({} bytes of {cap}), so some share bytes (inplace or reuse); the program's own flags must order every access to shared bytes",
+                    "{}: the buffers do not fit side by side ({side_by_side} bytes of {cap}), so some share bytes (inplace or reuse); the program's own flags must order every access to shared bytes",
                     space.yaml_name(),
-                    sequential_end(&disjoint, align)
                 ));
             }
         }
@@ -1537,17 +1537,11 @@ pub fn place(
             .sum();
 
         // sequential when the running sum fits
-        let mut fixed: Vec<(u64, u64)> = entries
-            .iter()
-            .flat_map(|e| e.fixed.iter().flatten().map(move |&o| (o, o + e.size)))
-            .collect();
-        fixed.sort_unstable();
-        let sizes: Vec<(u64, u32)> = planned
-            .iter()
-            .map(|&e| (entries[e].size, entries[e].multi))
-            .collect();
-        let (seq_offs, cursor) = running_sum(&sizes, &fixed, align);
-        let seq_used = cursor.max(fixed.iter().map(|f| f.1).max().unwrap_or(0));
+        let Sequential {
+            offsets: seq_offs,
+            end: seq_used,
+            fixed,
+        } = sequential(&entries, align);
 
         let mut offsets: Vec<Vec<u64>> = entries
             .iter()
@@ -1686,9 +1680,18 @@ pub fn place(
     })
 }
 
-/// The end of the running sum over `entries` (fixed ones stepped over): what a scope needs
-/// without any sharing.
-fn sequential_end(entries: &[StorageEntry], align: u64) -> u64 {
+/// The running sum over a scope's entries (§1.9 A).
+struct Sequential {
+    /// Per entry that is not fixed, in `entries` order: its slot offsets.
+    offsets: Vec<Vec<u64>>,
+    /// What the scope needs without any sharing: the end of the sum or of a fixed slot.
+    end: u64,
+    /// The fixed slots' byte ranges, sorted.
+    fixed: Vec<(u64, u64)>,
+}
+
+/// Places `entries` side by side, stepping over the fixed ones.
+fn sequential(entries: &[StorageEntry], align: u64) -> Sequential {
     let mut fixed: Vec<(u64, u64)> = entries
         .iter()
         .flat_map(|e| e.fixed.iter().flatten().map(move |&o| (o, o + e.size)))
@@ -1699,36 +1702,23 @@ fn sequential_end(entries: &[StorageEntry], align: u64) -> u64 {
         .filter(|e| e.fixed.is_none())
         .map(|e| (e.size, e.multi))
         .collect();
-    let (_, cursor) = running_sum(&sizes, &fixed, align);
-    cursor.max(fixed.iter().map(|f| f.1).max().unwrap_or(0))
+    let (offsets, cursor) = running_sum(&sizes, &fixed, align);
+    let end = cursor.max(fixed.iter().map(|f| f.1).max().unwrap_or(0));
+    Sequential {
+        offsets,
+        end,
+        fixed,
+    }
 }
 
 /// The most bytes (every slot) live at one position, and the first position where that
-/// happens: a sweep over lifetime boundaries, O(n log n).
+/// happens.
 fn peak_bytes(entries: &[StorageEntry]) -> Option<(usize, u64)> {
-    // (position, +bytes at first / -bytes after last); removals sort before additions
-    let mut events: Vec<(usize, bool, u64)> = Vec::new();
-    for e in entries {
-        let w = e.size * e.multi as u64;
-        for i in &e.lifetime {
-            events.push((i.first, true, w));
-            events.push((i.last + 1, false, w));
-        }
-    }
-    events.sort_unstable();
-    let mut cur = 0u64;
-    let mut best: Option<(usize, u64)> = None;
-    for (pos, add, w) in events {
-        if add {
-            cur += w;
-            if cur > 0 && best.is_none_or(|(_, b)| cur > b) {
-                best = Some((pos, cur));
-            }
-        } else {
-            cur -= w;
-        }
-    }
-    best
+    crate::liveness::peak_over(
+        entries
+            .iter()
+            .map(|e| (e.lifetime.as_slice(), e.size * e.multi as u64)),
+    )
 }
 
 /// HIVM's overflow error (§1.13): N is the level-0 peak on an unbounded outline, or the total
