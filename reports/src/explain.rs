@@ -115,6 +115,7 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
     }
 
     // every other buffer with bytes in common, and why that is allowed
+    let group = storage_groups(planned);
     let mut sharers = Vec::new();
     for (i, other) in program.buffers.iter().enumerate() {
         let o = BufferId::new(i);
@@ -135,7 +136,7 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
         if common.is_empty() {
             continue;
         }
-        let reason = if same_storage(program, planned, b, o) {
+        let reason = if group[b.index()] == group[o.index()] {
             "the same storage (share or inplace)".to_string()
         } else {
             format!(
@@ -176,10 +177,11 @@ fn inplace_text(program: &Program, planned: &Planned, b: BufferId) -> String {
     }
 }
 
-/// `b` and `o` are one storage entry: a share group, or linked by applied inplace pairs.
-fn same_storage(program: &Program, planned: &Planned, b: BufferId, o: BufferId) -> bool {
-    let n = program.buffers.len();
-    let mut rep: Vec<usize> = (0..n).collect();
+/// Per buffer, a representative of its storage: the liveness entry (share groups, windows),
+/// merged along the applied inplace pairs.
+fn storage_groups(planned: &Planned) -> Vec<usize> {
+    let live = &planned.live;
+    let mut rep: Vec<usize> = (0..live.entries.len()).collect();
     fn find(rep: &mut [usize], mut x: usize) -> usize {
         while rep[x] != x {
             rep[x] = rep[rep[x]];
@@ -187,19 +189,14 @@ fn same_storage(program: &Program, planned: &Planned, b: BufferId, o: BufferId) 
         }
         x
     }
-    let union = |a: usize, c: usize, rep: &mut Vec<usize>| {
-        let (ra, rc) = (find(rep, a), find(rep, c));
-        rep[ra] = rc;
-    };
-    for e in &planned.live.entries {
-        for w in e.buffers.windows(2) {
-            union(w[0].index(), w[1].index(), &mut rep);
-        }
-    }
     for &(g, k) in &planned.applied {
-        union(g.index(), k.index(), &mut rep);
+        let (rg, rk) = (
+            find(&mut rep, live.entry_of[g.index()]),
+            find(&mut rep, live.entry_of[k.index()]),
+        );
+        rep[rg] = rk;
     }
-    find(&mut rep, b.index()) == find(&mut rep, o.index())
+    live.entry_of.iter().map(|&e| find(&mut rep, e)).collect()
 }
 
 fn live_text(program: &Program, planned: &Planned, live: &[Interval]) -> String {
