@@ -31,13 +31,39 @@
 //!   count drops to 0 the rest splits into independent subproblems, each searched alone (with
 //!   the canonical order restarted); time-disjoint parts are split up front the same way.
 //!
+//! **Full instances at their live total** (perfect tilings) search differently, because no
+//! byte may be wasted: at every node each section's placed bytes fill `[0, floor)` exactly
+//! (`floor + total = capacity`, or section inference prunes), so the state of a part is a
+//! function of its set of unplaced buffers alone, and every point above the skyline must be
+//! covered by a buffer placed exactly on it.
+//! - *point branching* (replaces canonical order and dominance): take the *wells*, maximal
+//!   runs of sections at one floor `f` whose neighbours are higher (or outside the part). The
+//!   point `f` of a well's first section must be covered by a buffer at `f` that starts
+//!   there (it cannot cross the higher neighbour, nor sit lower, there being no hole), and
+//!   likewise at its last section by one that ends there; such a buffer's `min_offset` is
+//!   `f`. A node picks the edge of any well with the fewest such buffers (none: prune) and
+//!   branches on which one covers it. Every placement keeps the sections hole-free, and every
+//!   tiling has exactly one path, so this is complete (the lowest run is always a well). The
+//!   offsets are then not in order, so section inference drops its current-offset term;
+//! - *twins*: buffers with the same lifetime, size and alignment are interchangeable; one
+//!   goes only after its twin of lower index (in any tiling, swap twins so that offsets
+//!   follow indices: twins are stacked, so the lower is placed first on every path);
+//! - *failed states*: a part (its sections and unplaced buffers, as a 128-bit Zobrist key)
+//!   proven to have no completion is remembered (up to `FAILED_CAP` per ordering) and pruned
+//!   when it recurs. The twin rule depends only on that set, so the table stays exact (up to a
+//!   key collision, ~2⁻¹²⁸ per pair). Job `(round, ordering)` hands its table to the same
+//!   ordering's next round, so restarts resume instead of redoing work.
+//!
 //! **Orderings.** The ranks come from three static preorderings, WAT, TAW and TWA (W lifetime
 //! width, A area, T the largest section total the buffer touches; all descending, ties by
 //! index); a full instance adds five seeded random orders (perfect tilings have heavy-tailed
-//! searches, and restarting with other tie-breaks cuts the tail). They run round-robin as jobs `(round, ordering)` with a node budget of `2n · 2^round`.
+//! searches, and restarting with other tie-breaks cuts the tail; there the ranks order the
+//! buffers that may cover the chosen point). They run round-robin as jobs `(round, ordering)`
+//! with a node budget of `2n · 2^round`.
 //! The answer is that of the first job (in that order) that ends without exhausting its budget,
 //! so it does not depend on timing; with two threads the jobs run two at a time and jobs after a
-//! conclusive one are cancelled, which gives the same answer.
+//! conclusive one are cancelled, which gives the same answer (a job waits for its ordering's
+//! table from the previous round, so it starts from the same one either way).
 //!
 //! **Scope.** Gaps are ignored (a buffer occupies its bytes over its whole lifetime), which
 //! only costs space. Fixed buffers are obstacles placed before the search; they are left out of
@@ -56,8 +82,9 @@
 //! (the candidate lists live in one arena, truncated on return).
 
 use super::{align_up, bound::lower_bound, Instance, PackBuffer, Solution};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtOrd};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Budget and mode of [`solve`].
@@ -142,7 +169,15 @@ pub fn solve(inst: &Instance, capacity: u64, opts: &ExactOptions) -> ExactResult
         if greedy_ctl.expired() {
             break;
         }
-        let (r, nodes) = run_job(&prep, INF_CAP, heur, u64::MAX, &greedy_ctl, None);
+        let (r, nodes, _) = run_job(
+            &prep,
+            INF_CAP,
+            heur,
+            u64::MAX,
+            &greedy_ctl,
+            None,
+            FailedSet::default(),
+        );
         res.nodes += nodes;
         if let JobRes::Found(offs) = r {
             let s = Solution::from_offsets(inst, offs);
@@ -264,6 +299,14 @@ struct Prep {
     /// Searched buffers by first section (CSR), for the valley test.
     first_start: Vec<u32>,
     first: Vec<u32>,
+    /// Searched buffers by end section `s_hi` (CSR), for the point branching.
+    last_start: Vec<u32>,
+    last: Vec<u32>,
+    /// The previous buffer (by index) with the same lifetime, size and alignment, `u32::MAX`
+    /// for the first of its class: interchangeable buffers, placed in index order.
+    twin_prev: Vec<u32>,
+    /// A random 128-bit key per buffer, for the table of failed states (Zobrist hashing).
+    zob: Vec<u128>,
     /// Lifetime width and area (width × size), for the preorderings.
     width: Vec<u64>,
     area: Vec<u64>,
@@ -409,9 +452,36 @@ impl Prep {
         for s in 0..n_sec {
             first_start[s + 1] += first_start[s];
         }
+        let mut by_last: Vec<u32> = search.clone();
+        by_last.sort_unstable_by_key(|&b| (s_hi[b as usize], b));
+        let mut last_start = vec![0u32; n_sec + 2];
+        for &b in &by_last {
+            last_start[s_hi[b as usize] as usize + 1] += 1;
+        }
+        for s in 0..=n_sec {
+            last_start[s + 1] += last_start[s];
+        }
+        let mut twin_prev = vec![u32::MAX; n];
+        let twin_key = |b: u32| {
+            let pb = &bufs[b as usize];
+            (pb.lower, pb.upper, pb.size, pb.align.max(1))
+        };
+        let mut by_kind = search.clone();
+        by_kind.sort_unstable_by_key(|&b| (twin_key(b), b));
+        for w in by_kind.windows(2) {
+            if twin_key(w[0]) == twin_key(w[1]) {
+                twin_prev[w[1] as usize] = w[0];
+            }
+        }
         let mut prep = Prep {
             first_start,
             first: by_first,
+            last_start,
+            last: by_last,
+            twin_prev,
+            zob: (0..n as u64)
+                .map(|i| (splitmix(2 * i) as u128) << 64 | splitmix(2 * i + 1) as u128)
+                .collect(),
             align: bufs.iter().map(|b| b.align.max(1)).collect(),
             size,
             preset,
@@ -510,6 +580,36 @@ fn full_total(inst: &Instance, prep: &Prep) -> Option<u64> {
     full
 }
 
+/// A 64-bit mix (splitmix64's finaliser of `x` times the golden ratio).
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A hasher for keys that are already random: the low 64 bits.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u128(&mut self, k: u128) {
+        self.0 = k as u64;
+    }
+}
+
+type FailedSet = HashSet<u128, std::hash::BuildHasherDefault<KeyHasher>>;
+/// At most this many failed states are remembered per job (16 bytes and overhead each).
+const FAILED_CAP: usize = 1 << 19;
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
@@ -555,19 +655,38 @@ fn portfolio(prep: &Prep, cap: u64, threads: usize, ctl: &Control) -> (JobRes, u
     let best = AtomicUsize::new(usize::MAX);
     // per job: (result, nodes), kept for the jobs up to the conclusive one
     let done: Mutex<Vec<(usize, JobRes, u64)>> = Mutex::new(Vec::new());
+    // the failed states of a full instance, per ordering: job j hands its table to job j + h
+    // (facts about the capacity, whatever the order; chained per ordering, so with two
+    // threads every job still starts from the same table)
+    let tables: Vec<(Mutex<(usize, FailedSet)>, Condvar)> = (0..h)
+        .map(|i| (Mutex::new((i, FailedSet::default())), Condvar::new()))
+        .collect();
     let worker = || loop {
         let j = next.fetch_add(1, AtOrd::SeqCst);
         if j > best.load(AtOrd::SeqCst) || ctl.expired() {
             return;
         }
-        let (r, nodes) = run_job(
+        let (lock, cv) = &tables[j % h];
+        let mut slot = lock.lock().unwrap();
+        while slot.0 != j {
+            slot = cv.wait_timeout(slot, Duration::from_millis(5)).unwrap().0;
+            if j > best.load(AtOrd::SeqCst) || ctl.expired() {
+                return;
+            }
+        }
+        let table = std::mem::take(&mut slot.1);
+        drop(slot);
+        let (r, nodes, table) = run_job(
             prep,
             cap,
             heuristics[j % h],
             budget(j),
             ctl,
             Some((&best, j)),
+            table,
         );
+        *lock.lock().unwrap() = (j + h, table);
+        cv.notify_all();
         let conclusive = matches!(r, JobRes::Found(_) | JobRes::Infeasible);
         if conclusive {
             best.fetch_min(j, AtOrd::SeqCst);
@@ -615,11 +734,12 @@ fn run_job(
     budget: u64,
     ctl: &Control,
     order: Option<(&AtomicUsize, usize)>,
-) -> (JobRes, u64) {
-    let run = || {
-        let mut s = Search::new(prep, cap, heur, budget, ctl, order);
+    failed: FailedSet,
+) -> (JobRes, u64, FailedSet) {
+    let run = move || {
+        let mut s = Search::new(prep, cap, heur, budget, ctl, order, failed);
         let st = s.root();
-        let (sol, nodes) = (s.sol, s.nodes);
+        let (sol, nodes, failed) = (s.sol, s.nodes, s.failed);
         let r = match st {
             St::Found => {
                 let mut offs = sol;
@@ -634,7 +754,7 @@ fn run_job(
             St::Aborted => JobRes::Aborted,
             St::Stopped => JobRes::Stopped,
         };
-        (r, nodes)
+        (r, nodes, failed)
     };
     if order.is_some() || prep.search.len() < 300 {
         return run(); // a worker thread with a big stack, or a shallow search
@@ -642,7 +762,7 @@ fn run_job(
     crossbeam::scope(|sc| {
         sc.builder()
             .stack_size(STACK)
-            .spawn(|_| run())
+            .spawn(move |_| run())
             .unwrap()
             .join()
             .unwrap()
@@ -681,6 +801,8 @@ struct Search<'a> {
     /// Scratch of the valley test: section positions reached, by stamp.
     reach: Vec<u64>,
     stamp: u64,
+    /// Full instances: the parts (sections and unplaced buffers) proven to have no completion.
+    failed: FailedSet,
 }
 
 impl<'a> Search<'a> {
@@ -691,6 +813,7 @@ impl<'a> Search<'a> {
         budget: u64,
         ctl: &'a Control,
         order: Option<(&'a AtomicUsize, usize)>,
+        failed: FailedSet,
     ) -> Search<'a> {
         let n = p.size.len();
         let n_sec = p.total0.len();
@@ -718,6 +841,7 @@ impl<'a> Search<'a> {
             valleys: p.full == Some(cap),
             reach: vec![0; n_sec + 1],
             stamp: 0,
+            failed,
         }
     }
 
@@ -876,6 +1000,35 @@ impl<'a> Search<'a> {
         if start == end {
             return St::Found;
         }
+        // a full instance's part is determined by its sections and unplaced buffers (module
+        // docs): a key for the table of failed ones
+        let key = if self.valleys {
+            let mut k = (splitmix(((plo as u64) << 32) | phi as u64) as u128) << 64;
+            for c in &self.arena[start..end] {
+                k ^= self.p.zob[c.buf as usize];
+            }
+            if self.failed.contains(&k) {
+                self.arena.truncate(start);
+                return St::NotFound;
+            }
+            Some(k)
+        } else {
+            None
+        };
+        // full instances branch on the buffer covering one forced point (module docs)
+        let low = self.arena[start].off;
+        let point = if self.valleys {
+            match self.forced_point(plo, phi, low) {
+                Some(pt) => Some(pt),
+                None => {
+                    self.arena.truncate(start);
+                    self.remember(key);
+                    return St::NotFound;
+                }
+            }
+        } else {
+            None
+        };
         let mut min_height = u64::MAX;
         for c in &self.arena[start..end] {
             min_height = min_height.min(c.off + self.p.size[c.buf as usize]);
@@ -883,13 +1036,29 @@ impl<'a> Search<'a> {
         let mut result = St::NotFound;
         for i in start..end {
             let c = self.arena[i];
-            if c.off < min_off || (c.off == min_off && c.rank < min_rank) {
-                continue;
-            }
-            if c.off >= min_height {
-                break; // dominance; the rest are no lower
-            }
             let b = c.buf as usize;
+            if let Some((left, edge, level)) = point {
+                if c.off > level {
+                    break;
+                }
+                if c.off < level {
+                    continue;
+                }
+                if (if left { self.p.s_lo[b] } else { self.p.s_hi[b] }) != edge {
+                    continue;
+                }
+                let tw = self.p.twin_prev[b];
+                if tw != u32::MAX && self.off[tw as usize] == NONE {
+                    continue; // its twin of lower index goes first
+                }
+            } else {
+                if c.off < min_off || (c.off == min_off && c.rank < min_rank) {
+                    continue;
+                }
+                if c.off >= min_height {
+                    break; // dominance; the rest are no lower
+                }
+            }
             let top = c.off + self.p.size[b];
             if top > self.cap {
                 continue;
@@ -897,7 +1066,9 @@ impl<'a> Search<'a> {
             let (ot, ft) = (self.otrail.len(), self.ftrail.len());
             self.off[b] = c.off;
             self.minoff[b] = NONE;
-            let (fits, hat) = self.place(c.buf, c.off, top, plo, phi);
+            // with points, placements need not be in order of offset: no floor from `c.off`
+            let o = if point.is_some() { 0 } else { c.off };
+            let (fits, hat) = self.place(c.buf, o, top, plo, phi);
             let st = if fits && self.valleys_ok(c.buf, plo, phi) {
                 self.descend(c, plo, phi, start, end)
             } else {
@@ -932,7 +1103,18 @@ impl<'a> Search<'a> {
             }
         }
         self.arena.truncate(start);
+        if result == St::NotFound {
+            self.remember(key);
+        }
         result
+    }
+
+    fn remember(&mut self, key: Option<u128>) {
+        if let Some(k) = key {
+            if self.failed.len() < FAILED_CAP {
+                self.failed.insert(k);
+            }
+        }
     }
 
     /// Updates the state for `b` placed at `o` (top `top`); false when the part is now
@@ -1048,6 +1230,66 @@ impl<'a> Search<'a> {
         self.reach[z as usize] == stamp
     }
 
+    /// The point to branch on in a full instance whose lowest `min_offset` is `low`: an edge
+    /// of a well (a maximal run of sections at one floor, both neighbours higher or outside
+    /// the part) with the fewest buffers that can cover it, as `(left, section, level)`: the
+    /// buffers at `level` starting at section `section` (left) or ending at it (right,
+    /// `s_hi`). `None`: some point can never be covered (a section below `low`, or an edge no
+    /// buffer fits).
+    fn forced_point(&self, plo: u32, phi: u32, low: u64) -> Option<(bool, u32, u64)> {
+        let p = self.p;
+        let twin_ok = |u: u32| {
+            let t = p.twin_prev[u as usize];
+            t == u32::MAX || self.off[t as usize] != NONE
+        };
+        let higher = |s: u32, f: u64| {
+            s < plo || s >= phi || self.total[s as usize] == 0 || self.floor[s as usize] > f
+        };
+        let mut best: Option<(u32, u64, bool, u32)> = None;
+        let mut s = plo;
+        while s < phi {
+            let si = s as usize;
+            if self.total[si] == 0 {
+                s += 1;
+                continue;
+            }
+            let f = self.floor[si];
+            if f < low {
+                return None; // the point (s, floor) lies below every unplaced buffer
+            }
+            let a = s;
+            while s < phi && self.total[s as usize] > 0 && self.floor[s as usize] == f {
+                s += 1;
+            }
+            let z = s;
+            if !(a == plo || higher(a - 1, f)) || !higher(z, f) {
+                continue; // not a well
+            }
+            let starts = &p.first
+                [p.first_start[a as usize] as usize..p.first_start[a as usize + 1] as usize];
+            let nl = starts
+                .iter()
+                .filter(|&&u| self.minoff[u as usize] == f && p.s_hi[u as usize] <= z && twin_ok(u))
+                .count() as u32;
+            if best.is_none_or(|b| (nl, f) < (b.0, b.1)) {
+                best = Some((nl, f, true, a));
+            }
+            let ends =
+                &p.last[p.last_start[z as usize] as usize..p.last_start[z as usize + 1] as usize];
+            let nr = ends
+                .iter()
+                .filter(|&&u| self.minoff[u as usize] == f && p.s_lo[u as usize] >= a && twin_ok(u))
+                .count() as u32;
+            if best.is_none_or(|b| (nr, f) < (b.0, b.1)) {
+                best = Some((nr, f, false, z));
+            }
+            if best.is_some_and(|b| b.0 == 0) {
+                return None;
+            }
+        }
+        best.map(|(_, f, left, edge)| (left, edge, f))
+    }
+
     /// After placing `c`: decompose if a boundary count dropped to 0, else recurse.
     fn descend(&mut self, c: Cand, plo: u32, phi: u32, start: usize, end: usize) -> St {
         let b = c.buf as usize;
@@ -1072,4 +1314,116 @@ impl<'a> Search<'a> {
 #[inline]
 fn less(a: Cand, b: Cand) -> bool {
     (a.off, a.rank) < (b.off, b.rank)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// A random full instance: random buffers (sizes 1..=3, redrawn until the live total
+    /// stays within `cap`), then the deficit below `cap` filled by layers of buffers, a
+    /// layer's run of width w in pieces of random widths. The live total is `cap` at every
+    /// instant; with random alignments of 2 the instance may not fit `cap`.
+    fn full_instance(rng: &mut StdRng, cap: u64, t: u64) -> Instance {
+        let mut bufs: Vec<(u64, u64, u64)> = Vec::new(); // (lower, upper, size)
+        let mut live = vec![0u64; t as usize];
+        for _ in 0..rng.gen_range(1..10) {
+            let l = rng.gen_range(0..t);
+            let u = rng.gen_range(l + 1..=t);
+            let s = rng.gen_range(1..=3u64);
+            if (l..u).all(|x| live[x as usize] + s <= cap) {
+                (l..u).for_each(|x| live[x as usize] += s);
+                bufs.push((l, u, s));
+            }
+        }
+        for k in 0..cap {
+            let mut x = 0;
+            while x < t {
+                if live[x as usize] > k {
+                    x += 1;
+                    continue;
+                }
+                let mut y = x;
+                while y < t && live[y as usize] <= k {
+                    y += 1;
+                }
+                // the run [x, y) of layer k, cut into pieces
+                let mut a = x;
+                while a < y {
+                    let b = rng.gen_range(a + 1..=y);
+                    bufs.push((a, b, 1));
+                    a = b;
+                }
+                x = y;
+            }
+        }
+        // merge most buffers of the same lifetime
+        let mut i = 0;
+        while i < bufs.len() {
+            let j = (i + 1..bufs.len()).find(|&j| bufs[j].0 == bufs[i].0 && bufs[j].1 == bufs[i].1);
+            match j {
+                Some(j) if rng.gen_bool(0.8) => {
+                    bufs[i].2 += bufs[j].2;
+                    bufs.remove(j);
+                }
+                _ => i += 1,
+            }
+        }
+        // alignments make some of them infeasible
+        Instance::new(
+            bufs.iter()
+                .enumerate()
+                .map(|(i, &(l, u, s))| PackBuffer {
+                    align: if rng.gen_bool(0.25) { 2 } else { 1 },
+                    ..PackBuffer::new(format!("b{i}"), l, u, s)
+                })
+                .collect(),
+        )
+    }
+
+    fn outcome(inst: &Instance, cap: u64, points: bool) -> Outcome {
+        let mut prep = Prep::new(inst).unwrap();
+        if !points {
+            prep.full = None; // the canonical search, without the full-instance reasoning
+        }
+        let ctl = Control {
+            deadline: None,
+            stop: AtomicBool::new(false),
+        };
+        match portfolio(&prep, cap, 1, &ctl).0 {
+            JobRes::Found(offs) => {
+                assert_eq!(super::super::validate(inst, &offs, Some(cap)), Ok(()));
+                Outcome::Feasible
+            }
+            JobRes::Infeasible => Outcome::Infeasible,
+            _ => panic!("no conclusion without a limit"),
+        }
+    }
+
+    /// The point branching, twin order and table of failed states of full instances agree
+    /// with the canonical search, on feasible and infeasible full instances.
+    #[test]
+    fn full_instances_agree_with_the_canonical_search() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (mut feasible, mut infeasible) = (0, 0);
+        for _ in 0..400 {
+            let cap = rng.gen_range(3..9);
+            let t = rng.gen_range(2..9);
+            let inst = full_instance(&mut rng, cap, t);
+            let prep = Prep::new(&inst).unwrap();
+            assert_eq!(prep.full, Some(cap));
+            let want = outcome(&inst, cap, false);
+            assert_eq!(outcome(&inst, cap, true), want, "{inst:?}");
+            match want {
+                Outcome::Feasible => feasible += 1,
+                _ => infeasible += 1,
+            }
+        }
+        assert!(
+            feasible > 50 && infeasible > 20,
+            "{feasible} / {infeasible}"
+        );
+    }
 }
