@@ -12,6 +12,7 @@ pub mod place;
 mod place_exact;
 mod plan;
 mod sequential;
+pub mod sync;
 pub mod validate;
 
 pub use inplace::{inplace_pairs, InplacePair, InplaceResult};
@@ -19,4 +20,5 @@ pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use pipeline::{plan_program, PlanFailure, Planned};
 pub use place::{place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry};
 pub use plan::*;
+pub use sync::{synchronize, SyncStats, Synced};
 pub use validate::{validate, validate_with_touch, Violation};

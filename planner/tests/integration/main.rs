@@ -8,6 +8,7 @@ mod pack_fast;
 mod place;
 mod properties;
 mod reuse_levels;
+mod sync;
 mod tvm_lesson;
 mod validate;
 

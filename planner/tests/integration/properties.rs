@@ -567,3 +567,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Auto sync at any level and capacity: the synchronised program runs to the end (no
+    /// deadlock, no double set, no flag left set), the race checker finds nothing, the pass is
+    /// deterministic, and it never reports more dependencies than ops it inserted.
+    #[test]
+    fn auto_sync_is_race_free_and_deadlock_free(k in knobs()) {
+        let (text, totals) = Gen::new(k.seed, k.cube).program(false);
+        let config = config();
+        let p = sim::load_program(&text, "prop.yaml", &config, &[])
+            .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
+        let opts = options(&k, &totals, 0);
+        let Ok(planned) = plan_program(&p, &config, &opts) else {
+            return Ok(()); // an overflow: nothing to run
+        };
+        let synced = planner::synchronize(&p, &config, &planned.plan);
+        let again = planner::synchronize(&p, &config, &planned.plan);
+        prop_assert_eq!(synced.stats, again.stats);
+        let listing = crate::sync::listing(&synced.program);
+        prop_assert_eq!(&listing, &crate::sync::listing(&again.program));
+        let (offsets, slot_bytes) = planned.plan.addresses();
+        let placement = sim::race::Placement { offsets: &offsets, slot_bytes: &slot_bytes };
+        let run = sim::race::check(&synced.program, &config, &placement)
+            .unwrap_or_else(|e| panic!("run error {e:?}\n{text}\n{listing}"));
+        prop_assert!(
+            run.hazards.is_empty() && !run.result.has_findings(),
+            "hazards {:#?}\nfindings {:?}\ndeadlock {:?}\n{}\n--- synchronised:\n{}",
+            run.hazards, run.result.findings, run.result.deadlock, text, listing
+        );
+    }
+}

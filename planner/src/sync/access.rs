@@ -1,0 +1,420 @@
+//! What each op touches, statically: its *parts* (one per pipe instruction it becomes: two for
+//! an `mmad_l1`) and, per part, the byte ranges of each memory it reads or writes under the
+//! plan's addresses. Conservative where the program is dynamic: an index or window offset that
+//! depends on loop variables covers every value the variables can take, and an `@k` slot that
+//! is not a constant covers every slot.
+
+use sim::expr::{BinOp, Expr};
+use sim::program::{Index, OpKind, Operand, Program, Ref, ViewKind};
+use sim::{OpId, Pipe, Space, TensorId};
+
+use super::emit::count_expr;
+use super::tree::Tree;
+use crate::Plan;
+
+/// A memory that conflicts are computed in: an on-chip scope (byte addresses) or one gm
+/// tensor (bytes from its start).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Mem {
+    Scope(Space),
+    Tensor(TensorId),
+}
+
+/// Active only in the iterations of loop `lp` whose whole-run count is `k` modulo `n`: a slot
+/// of a multi-buffer chosen by the iteration.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct SlotCond {
+    pub lp: OpId,
+    pub n: u32,
+    pub k: u32,
+}
+
+/// Bytes `[lo, hi)` of `mem`, read or written.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Piece {
+    pub mem: Mem,
+    pub lo: u64,
+    pub hi: u64,
+    pub write: bool,
+    pub slot: Option<SlotCond>,
+}
+
+/// One pipe instruction of an op.
+#[derive(Clone, Debug)]
+pub(super) struct Part {
+    pub op: OpId,
+    pub pipe: Pipe,
+    pub pieces: Vec<Piece>,
+}
+
+/// How the iterations of two accesses relate.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Rel {
+    /// The same iteration of every loop enclosing both.
+    Same,
+    /// The second is `d` iterations of `lp` after the first.
+    Later { lp: OpId, d: u32 },
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Whether two slot conditions can hold for accesses related by `rel` (a first, b second).
+fn slots_meet(a: Option<SlotCond>, b: Option<SlotCond>, rel: Rel) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return true;
+    };
+    if a.lp != b.lp {
+        return true; // different counters: nothing relates them
+    }
+    let delta = match rel {
+        Rel::Same => 0,
+        Rel::Later { lp, d } if lp == a.lp => d,
+        Rel::Later { .. } => return true, // different iterations of an outer loop
+    };
+    let g = gcd(a.n, b.n) as u64;
+    (a.k as u64 + delta as u64 + g * b.n as u64 - b.k as u64).is_multiple_of(g)
+}
+
+/// Whether part `a` (first) and part `b` (second) touch a common byte, one of them writing.
+pub(super) fn conflict(a: &Part, b: &Part, rel: Rel) -> bool {
+    a.pieces.iter().any(|x| {
+        b.pieces.iter().any(|y| {
+            x.mem == y.mem
+                && (x.write || y.write)
+                && x.lo < y.hi
+                && y.lo < x.hi
+                && slots_meet(x.slot, y.slot, rel)
+        })
+    })
+}
+
+/// The longest period of slot patterns: enough distances to find the first conflict.
+pub(super) const MAX_DISTANCE: u32 = 256;
+
+/// The smallest distance `d >= 1` (iterations of `lp`) at which `b` conflicts with `a`
+/// executed `d` iterations earlier.
+pub(super) fn distance(a: &Part, b: &Part, lp: OpId) -> Option<u32> {
+    (1..=MAX_DISTANCE).find(|&d| conflict(a, b, Rel::Later { lp, d }))
+}
+
+/// The parts of every op, in op order (`parts_of[op]` lists indices into the returned parts).
+pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
+    let program = tree.program;
+    let ranges = var_ranges(program);
+    // `@(count % n)`: a slot picked by an enclosing loop's iteration count, written out
+    let counts: Vec<Option<Expr>> = (0..program.ops.len())
+        .map(|i| {
+            let op = OpId::new(i);
+            if tree.is_loop(op) {
+                count_expr(tree, op)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let ctx = Ctx {
+        program,
+        plan,
+        ranges: &ranges,
+        counts: &counts,
+    };
+    let mut parts = Vec::new();
+    let mut parts_of = vec![Vec::new(); program.ops.len()];
+    for (i, op) in program.ops.iter().enumerate() {
+        let id = OpId::new(i);
+        let kind = &op.kind;
+        if kind.is_control()
+            || matches!(
+                kind,
+                OpKind::Use { .. }
+                    | OpKind::SetFlag { .. }
+                    | OpKind::WaitFlag { .. }
+                    | OpKind::Barrier(_)
+            )
+        {
+            continue;
+        }
+        let Some(pipe) = op.pipe else { continue };
+        let reads = kind.reads();
+        let writes = kind.writes();
+        let mut main = Vec::new();
+        let mut stage = Vec::new();
+        for (write, list) in [(false, &reads), (true, &writes)] {
+            for o in list {
+                let staged = match kind {
+                    OpKind::MmadL1(m) => std::ptr::eq(*o, &m.a) || std::ptr::eq(*o, &m.b),
+                    _ => false,
+                };
+                let out = if staged { &mut stage } else { &mut main };
+                pieces(&ctx, op.loop_parent, o, write, out);
+            }
+        }
+        if matches!(kind, OpKind::MmadL1(_)) {
+            parts_of[i].push(parts.len() as u32);
+            parts.push(Part {
+                op: id,
+                pipe: Pipe::Mte1,
+                pieces: stage,
+            });
+        }
+        parts_of[i].push(parts.len() as u32);
+        parts.push(Part {
+            op: id,
+            pipe,
+            pieces: main,
+        });
+    }
+    (parts, parts_of)
+}
+
+/// The values each loop variable can take (inclusive), where known.
+fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
+    let mut ranges = vec![None; program.vars.len()];
+    // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
+    for op in &program.ops {
+        match &op.kind {
+            OpKind::For {
+                var,
+                from,
+                to,
+                step,
+                ..
+            } => {
+                let r = (|| {
+                    let (flo, _) = from.range(&ranges)?;
+                    let (_, thi) = to.range(&ranges)?;
+                    let last = thi.checked_sub(1)?;
+                    let hi = match (from.as_const(), step.as_const()) {
+                        (Some(f), Some(s)) if s > 0 && last >= f => {
+                            f.checked_add(last.checked_sub(f)? / s * s)?
+                        }
+                        _ => last,
+                    };
+                    (hi >= flo).then_some((flo, hi))
+                })();
+                ranges[var.index()] = r;
+            }
+            OpKind::While { var, trips, .. } => {
+                ranges[var.index()] = trips
+                    .range(&ranges)
+                    .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+            }
+            _ => {}
+        }
+    }
+    ranges
+}
+
+/// The bounding element range `[lo, hi)` an operand can select relative to its base's own
+/// shape, or `None` when unknown (then: the whole base).
+fn elem_bounds(o: &Operand, shape: &[u64], ranges: &[Option<(i64, i64)>]) -> Option<(u64, u64)> {
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+    }
+    let (mut lo, mut last) = (0u64, 0u64);
+    for (d, (&dim, &stride)) in shape.iter().zip(&strides).enumerate() {
+        let (a, b) = match o.indices.get(d) {
+            None => (0, dim),
+            Some(Index::At(e)) => {
+                let (l, h) = e.range(ranges)?;
+                (l.max(0) as u64, (h.max(0) as u64 + 1).min(dim))
+            }
+            Some(Index::Slice { start, end }) => {
+                let (l, _) = start.range(ranges)?;
+                let (_, h) = end.range(ranges)?;
+                (l.max(0) as u64, (h.max(0) as u64).min(dim))
+            }
+        };
+        if b <= a {
+            return Some((0, 0));
+        }
+        lo += a * stride;
+        last += (b - 1) * stride;
+    }
+    Some((lo, last + 1))
+}
+
+struct Ctx<'a> {
+    program: &'a Program,
+    plan: &'a Plan,
+    ranges: &'a [Option<(i64, i64)>],
+    /// Per loop op: its whole-run iteration count as an expression, when it can be written.
+    counts: &'a [Option<Expr>],
+}
+
+/// The loop among `loop_parent` and its enclosing loops whose count `e` takes modulo `n`.
+fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<OpId> {
+    let Expr::Binary(BinOp::Rem, count, m) = e else {
+        return None;
+    };
+    if m.as_const() != Some(n as i64) {
+        return None;
+    }
+    let mut at = loop_parent;
+    while let Some(lp) = at {
+        if ctx.counts[lp.index()].as_ref() == Some(count) {
+            return Some(lp);
+        }
+        at = ctx.program.op(lp).loop_parent;
+    }
+    None
+}
+
+fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &mut Vec<Piece>) {
+    let (program, plan, ranges) = (ctx.program, ctx.plan, ctx.ranges);
+    let bits = o.dtype.bits();
+    let shape: &[u64] = match o.base {
+        Ref::Buffer(b) => &program.buffer(b).shape,
+        Ref::View(v) => &program.view(v).shape,
+        Ref::Tensor(t) => &program.tensor(t).shape,
+    };
+    // window chain down to the root (offsets in elements of the root's dtype)
+    let mut base = Some(0u64);
+    let mut r = o.base;
+    while let Ref::View(v) = r {
+        match &program.view(v).kind {
+            ViewKind::Window { of, offset } => {
+                base = match (base, offset.range(ranges)) {
+                    (Some(b), Some((lo, _))) if offset.as_const().is_some() => {
+                        Some(b + lo.max(0) as u64)
+                    }
+                    _ => None,
+                };
+                r = *of;
+            }
+            ViewKind::Select { .. } => break,
+        }
+    }
+    let elems = match (base, elem_bounds(o, shape, ranges)) {
+        (Some(b), Some((lo, hi))) if lo < hi => Some((b + lo, b + hi)),
+        (Some(_), Some(_)) => return, // selects nothing
+        _ => None,
+    };
+    let to_bytes = |(lo, hi): (u64, u64)| (lo * bits / 8, (hi * bits).div_ceil(8));
+    match o.base {
+        Ref::Tensor(t) => {
+            let (lo, hi) = elems.map_or((0, program.tensor(t).bytes), to_bytes);
+            out.push(Piece {
+                mem: Mem::Tensor(t),
+                lo,
+                hi,
+                write,
+                slot: None,
+            });
+        }
+        _ => {
+            for b in program.root_buffers(o.base) {
+                let buf = program.buffer(b);
+                let bp = &plan.buffers[b.index()];
+                let n = bp.offsets.len() as u32;
+                if n == 0 {
+                    continue; // no address: nothing to order
+                }
+                let (lo, hi) = match elems {
+                    Some(e) => {
+                        let (lo, hi) = to_bytes(e);
+                        (lo.min(buf.bytes), hi.min(buf.bytes.max(1)))
+                    }
+                    None => (0, buf.bytes.max(1)),
+                };
+                let mem = Mem::Scope(buf.scope);
+                let mut push = |k: u32, slot: Option<SlotCond>| {
+                    let off = bp.offsets[k as usize];
+                    out.push(Piece {
+                        mem,
+                        lo: off + lo,
+                        hi: off + hi,
+                        write,
+                        slot,
+                    });
+                };
+                match (&o.slot, n, loop_parent) {
+                    (Some(e), _, _) => match (e.as_const(), slot_loop(ctx, loop_parent, e, n)) {
+                        (Some(k), _) => push((k.max(0) as u32) % n, None),
+                        (None, Some(lp)) => {
+                            (0..n).for_each(|k| push(k, Some(SlotCond { lp, n, k })))
+                        }
+                        (None, None) => (0..n).for_each(|k| push(k, None)),
+                    },
+                    (None, 1, _) | (None, _, None) => push(0, None),
+                    (None, _, Some(lp)) => {
+                        (0..n).for_each(|k| push(k, Some(SlotCond { lp, n, k })))
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond(lp: usize, n: u32, k: u32) -> Option<SlotCond> {
+        Some(SlotCond {
+            lp: OpId::new(lp),
+            n,
+            k,
+        })
+    }
+
+    #[test]
+    fn slots_of_one_counter_meet_only_at_matching_iterations() {
+        let l = OpId::new(0);
+        // slot 0 of a double buffer, then slot 1: never in one iteration, one iteration apart
+        assert!(!slots_meet(cond(0, 2, 0), cond(0, 2, 1), Rel::Same));
+        assert!(slots_meet(
+            cond(0, 2, 0),
+            cond(0, 2, 1),
+            Rel::Later { lp: l, d: 1 }
+        ));
+        assert!(!slots_meet(
+            cond(0, 2, 0),
+            cond(0, 2, 0),
+            Rel::Later { lp: l, d: 1 }
+        ));
+        assert!(slots_meet(
+            cond(0, 2, 0),
+            cond(0, 2, 0),
+            Rel::Later { lp: l, d: 2 }
+        ));
+        // different slot counts: 2 and 3 slots share a residue every gcd = 1 step
+        assert!(slots_meet(cond(0, 2, 1), cond(0, 3, 0), Rel::Same));
+        // another loop's counter relates nothing
+        assert!(slots_meet(cond(0, 2, 0), cond(1, 2, 1), Rel::Same));
+        assert!(slots_meet(
+            cond(0, 2, 0),
+            cond(0, 2, 1),
+            Rel::Later {
+                lp: OpId::new(5),
+                d: 2
+            }
+        ));
+    }
+
+    #[test]
+    fn distance_is_the_slot_count_for_a_rotating_buffer() {
+        let piece = |k, write| Piece {
+            mem: Mem::Scope(Space::Ub),
+            lo: 64 * k as u64,
+            hi: 64 * k as u64 + 64,
+            write,
+            slot: cond(0, 3, k),
+        };
+        let part = |write| Part {
+            op: OpId::new(1),
+            pipe: Pipe::V,
+            pieces: (0..3).map(|k| piece(k, write)).collect(),
+        };
+        assert_eq!(distance(&part(false), &part(true), OpId::new(0)), Some(3));
+        assert!(conflict(&part(false), &part(true), Rel::Same));
+        assert!(!conflict(&part(false), &part(false), Rel::Same));
+    }
+}

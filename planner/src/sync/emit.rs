@@ -1,0 +1,240 @@
+//! Writes the inserted instructions into a new program: ops renumbered in pre-order, every id
+//! that names an op remapped, buffers/views/tensors/vars unchanged.
+
+use sim::expr::{BinOp, Expr};
+use sim::program::{BarrierTarget, Block, Op, OpKind, Program, SyncMode};
+use sim::{OpId, Pipe};
+
+use super::tree::Tree;
+use super::walk::Inserts;
+use super::{Edge, Ins};
+
+#[derive(Default)]
+pub(super) struct Counts {
+    pub set_flags: u32,
+    pub wait_flags: u32,
+    pub barriers: u32,
+    pub barrier_alls: u32,
+}
+
+/// The whole-run iteration count of loop `lp` as an expression over loop variables (the
+/// counter the engine picks multi-buffer slots with), when it can be written: a `for` with a
+/// constant start and step, nested only in such loops with constant trip counts and no `if`
+/// between them.
+pub(super) fn count_expr(tree: &Tree, lp: OpId) -> Option<Expr> {
+    let program = tree.program;
+    let op = program.op(lp);
+    let OpKind::For {
+        var,
+        from,
+        to,
+        step,
+        ..
+    } = &op.kind
+    else {
+        return None;
+    };
+    let (f, s) = (from.as_const()?, step.as_const()?);
+    if s <= 0 {
+        return None;
+    }
+    let v = Expr::Var(*var);
+    let local = if f == 0 && s == 1 {
+        v
+    } else {
+        let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(f)).ok()?;
+        Expr::binary(BinOp::Div, shifted, Expr::Const(s)).ok()?
+    };
+    match op.loop_parent {
+        None => Some(local),
+        Some(outer) => {
+            if op.parent != Some(outer) {
+                return None; // inside an `if`: the count does not advance every outer iteration
+            }
+            let trips = (to.as_const()? - f).max(0).div_euclid(s)
+                + i64::from((to.as_const()? - f).max(0) % s != 0);
+            let above = count_expr(tree, outer)?;
+            let scaled = Expr::binary(BinOp::Mul, Expr::Const(trips), above).ok()?;
+            Expr::binary(BinOp::Add, scaled, local).ok()
+        }
+    }
+}
+
+struct Emitter<'a> {
+    tree: &'a Tree<'a>,
+    edges: &'a [Edge],
+    inserts: &'a Inserts,
+    ops: Vec<Op>,
+    /// Old op id → new op id.
+    map: Vec<OpId>,
+    counts: Counts,
+}
+
+pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, Counts) {
+    let old = tree.program;
+    let mut em = Emitter {
+        tree,
+        edges,
+        inserts,
+        ops: Vec::with_capacity(old.ops.len() * 2),
+        map: vec![OpId::new(0); old.ops.len()],
+        counts: Counts::default(),
+    };
+    let mut body = em.block(&old.body, None, None);
+    let end = match old.body.ops.last() {
+        Some(&l) => format!("after {}", old.op(l).path),
+        None => "body".to_string(),
+    };
+    for ins in &inserts.tail {
+        let id = em.ins(ins, None, None, &end);
+        body.ops.push(id);
+    }
+    let map = &em.map;
+    let remap = |o: Option<OpId>| o.map(|x| map[x.index()]);
+    let mut p = old.clone();
+    p.sync = SyncMode::Manual;
+    p.body = body;
+    for b in &mut p.buffers {
+        b.declared_in = remap(b.declared_in);
+        b.loop_parent = remap(b.loop_parent);
+    }
+    for v in &mut p.views {
+        v.declared_in = remap(v.declared_in);
+    }
+    for v in &mut p.vars {
+        v.loop_op = map[v.loop_op.index()];
+    }
+    p.ops = em.ops;
+    (p, em.counts)
+}
+
+impl Emitter<'_> {
+    fn block(&mut self, b: &Block, parent: Option<OpId>, lp: Option<OpId>) -> Block {
+        let program = self.tree.program;
+        let mut out = Block {
+            ops: Vec::with_capacity(b.ops.len()),
+            buffers: b.buffers.clone(),
+            views: b.views.clone(),
+        };
+        for &op in &b.ops {
+            let path = &program.op(op).path;
+            for ins in &self.inserts.before[op.index()] {
+                let at = format!("before {path}");
+                out.ops.push(self.ins(ins, parent, lp, &at));
+            }
+            out.ops.push(self.op(op, parent, lp));
+            for ins in &self.inserts.after[op.index()] {
+                let at = format!("after {path}");
+                out.ops.push(self.ins(ins, parent, lp, &at));
+            }
+        }
+        out
+    }
+
+    fn op(&mut self, old: OpId, parent: Option<OpId>, lp: Option<OpId>) -> OpId {
+        let src = self.tree.program.op(old);
+        let id = OpId::new(self.ops.len());
+        self.map[old.index()] = id;
+        // pre-order: the op takes its id before its children
+        self.ops.push(Op {
+            kind: OpKind::Scalar {
+                cycles: Expr::Const(0),
+            },
+            path: src.path.clone(),
+            pipe: src.pipe,
+            loop_parent: lp,
+            parent,
+        });
+        let inner = if self.tree.is_loop(old) { Some(id) } else { lp };
+        let kind = match &src.kind {
+            OpKind::For {
+                var,
+                from,
+                to,
+                step,
+                body,
+            } => OpKind::For {
+                var: *var,
+                from: from.clone(),
+                to: to.clone(),
+                step: step.clone(),
+                body: self.block(body, Some(id), inner),
+            },
+            OpKind::While { var, trips, body } => OpKind::While {
+                var: *var,
+                trips: trips.clone(),
+                body: self.block(body, Some(id), inner),
+            },
+            OpKind::If { cond, then, els } => OpKind::If {
+                cond: cond.clone(),
+                then: self.block(then, Some(id), inner),
+                els: els.as_ref().map(|e| self.block(e, Some(id), inner)),
+            },
+            other => other.clone(),
+        };
+        self.ops[id.index()].kind = kind;
+        id
+    }
+
+    fn id_expr(&self, e: &Edge, fixed: Option<u32>) -> Expr {
+        if let Some(j) = fixed {
+            return Expr::Const((e.base + j) as i64);
+        }
+        match (e.rot, e.k) {
+            (Some(lp), k) if k > 1 => {
+                let count = count_expr(self.tree, lp).expect("a rotating flag's loop counts");
+                let slot = Expr::binary(BinOp::Rem, count, Expr::Const(k as i64))
+                    .expect("a count modulo k");
+                if e.base == 0 {
+                    return slot;
+                }
+                Expr::binary(BinOp::Add, Expr::Const(e.base as i64), slot).expect("an id")
+            }
+            _ => Expr::Const(e.base as i64),
+        }
+    }
+
+    fn ins(&mut self, ins: &Ins, parent: Option<OpId>, lp: Option<OpId>, at: &str) -> OpId {
+        let (kind, pipe, what) = match *ins {
+            Ins::Set { edge, fixed } => {
+                let e = &self.edges[edge as usize];
+                self.counts.set_flags += 1;
+                let id = self.id_expr(e, fixed);
+                let kind = OpKind::SetFlag {
+                    src: e.src,
+                    dst: e.dst,
+                    id,
+                };
+                (kind, e.src, "set_flag")
+            }
+            Ins::Wait { edge, fixed } => {
+                let e = &self.edges[edge as usize];
+                self.counts.wait_flags += 1;
+                let id = self.id_expr(e, fixed);
+                let kind = OpKind::WaitFlag {
+                    src: e.src,
+                    dst: e.dst,
+                    id,
+                };
+                (kind, e.dst, "wait_flag")
+            }
+            Ins::Barrier(p) => {
+                self.counts.barriers += 1;
+                (OpKind::Barrier(BarrierTarget::Pipe(p)), p, "barrier")
+            }
+            Ins::BarrierAll => {
+                self.counts.barrier_alls += 1;
+                (OpKind::Barrier(BarrierTarget::All), Pipe::S, "barrier")
+            }
+        };
+        let id = OpId::new(self.ops.len());
+        self.ops.push(Op {
+            kind,
+            path: format!("{what} (inserted {at})"),
+            pipe: Some(pipe),
+            loop_parent: lp,
+            parent,
+        });
+        id
+    }
+}

@@ -1,0 +1,558 @@
+//! Automatic synchronisation (DESIGN §6, after HIVM InjectSync): from a placed program, the
+//! `set_flag`/`wait_flag`/`barrier` ops that order every pair of conflicting accesses.
+//!
+//! [`synchronize`] returns a `sync: manual` program whose buffers, views, tensors and loop
+//! variables keep their ids (so the [`crate::Plan`] still applies) and whose original ops keep
+//! their YAML paths (so hazards and reports name what the user wrote).
+//!
+//! # How
+//!
+//! 1. **Accesses** (`access.rs`): every op becomes one part per pipe instruction, each with the
+//!    byte ranges it reads and writes under the plan. A multi-buffer slot chosen by the
+//!    iteration stays tied to its loop's counter, so slot 0 and slot 1 of a double buffer do
+//!    not conflict within an iteration.
+//! 2. **Dependencies**, in program order. Forward: each part against every earlier
+//!    conflicting part (nearest first) in the same iteration. Backward, at the end of each loop:
+//!    every pair of its parts, the later one `d` iterations earlier, `d` the first distance at
+//!    which they conflict (2 for a double buffer). A pair the synchronisation chosen so far
+//!    already orders (`walk.rs`: the race checker's happens-before applied to program order,
+//!    with `d + 1` copies of the loop body for backward pairs) needs nothing; S→anything needs
+//!    nothing. Otherwise: one pipe → `barrier` on it before the later op; two pipes →
+//!    `set_flag` after the earlier op and `wait_flag` before the later one, both in the
+//!    deepest block holding the two (an op inside a nested block is represented by its
+//!    ancestor there, so every set meets its wait). A backward pair is synchronised in the
+//!    loop's body; its balancing set goes before, and its wait after, the outermost loop around
+//!    it (a flag must not be set again before its wait, also across outer iterations).
+//! 3. **Event ids** per ordered pipe pair: a flag whose pair recurs `d` iterations apart gets
+//!    `d` ids chosen by the loop's iteration count, so iteration i+1 can run ahead while
+//!    iteration i finishes (a forward pair inside a loop gets the distance of its reverse
+//!    pair, which is what stops the setter from running `d` iterations ahead). Ids are live
+//!    over the flag's extent (a flag inside a loop: the whole loop); at most `event_ids` at
+//!    once. When they run out the pair merges into an earlier one of the same pipes in the
+//!    same block (set after the later setter, wait before the earlier waiter); failing that,
+//!    the wait becomes `barrier: all`.
+//! 4. **Proof**: walks with id tracking show every id alternates set, wait, set (no `double
+//!    set`); a flag that cannot be shown to alternate becomes `barrier: all`.
+//! 5. The kernel ends with `barrier: all`.
+
+mod access;
+mod emit;
+mod tree;
+mod walk;
+
+use sim::program::{Program, SyncMode};
+use sim::{Config, OpId, Pipe};
+
+use crate::Plan;
+use access::{conflict, distance, Part, Rel};
+use tree::{BlockRef, Tree};
+use walk::{Inserts, Walk, Walker};
+
+/// What the pass inserted, counted statically (ops in the program text, not executions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Dependencies that needed their own synchronisation (after transitive pruning).
+    pub dependencies: u32,
+    /// `set_flag` ops (balancing sets before loops included).
+    pub set_flags: u32,
+    /// `wait_flag` ops (balancing waits after loops included).
+    pub wait_flags: u32,
+    /// `barrier: PIPE` ops.
+    pub barriers: u32,
+    /// `barrier: all` ops, the final one included.
+    pub barrier_alls: u32,
+    /// Pairs merged into an earlier pair of the same pipes when event ids ran out.
+    pub merged: u32,
+    /// Pairs replaced by `barrier: all` (event ids ran out and no merge was possible, or the
+    /// flag could not be shown to alternate set and wait).
+    pub fallbacks: u32,
+}
+
+/// A synchronised program.
+#[derive(Clone, Debug)]
+pub struct Synced {
+    /// `sync: manual`, with the inserted ops.
+    pub program: Program,
+    pub stats: SyncStats,
+}
+
+/// Inserts the synchronisation `plan` needs into `program` (`sync: auto`). A `sync: manual`
+/// program comes back unchanged with zero stats.
+pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
+    if program.sync == SyncMode::Manual {
+        return Synced {
+            program: program.clone(),
+            stats: SyncStats::default(),
+        };
+    }
+    let tree = Tree::new(program);
+    let (parts, parts_of) = access::parts(&tree, plan);
+    let mut pass = Pass {
+        tree: &tree,
+        parts: &parts,
+        parts_of: &parts_of,
+        edges: Vec::new(),
+        event_ids: config.sync.event_ids.clamp(1, 256),
+        stats: SyncStats::default(),
+        cache: Vec::new(),
+        last_round: false,
+    };
+    // Merging a pair or turning it into `barrier: all` moves or drops a set_flag, and a set
+    // also orders its own pipe: pairs that relied on it may need synchronising again. Rounds
+    // repeat until nothing changes; the last one synchronises with `barrier: all` only, which
+    // never takes an order away.
+    for round in 0.. {
+        let before = pass.edges.len();
+        pass.last_round = round >= 6;
+        pass.visit(&program.body.ops);
+        let changed = pass.allocate() + pass.prove();
+        if pass.edges.len() == before && changed == 0 {
+            break;
+        }
+    }
+    pass.stats.dependencies = pass.edges.len() as u32;
+    let inserts = pass.inserts();
+    let (program, counts) = emit::emit(&tree, &pass.edges, &inserts);
+    let mut stats = pass.stats;
+    stats.set_flags = counts.set_flags;
+    stats.wait_flags = counts.wait_flags;
+    stats.barriers = counts.barriers;
+    stats.barrier_alls = counts.barrier_alls;
+    Synced { program, stats }
+}
+
+/// A backward pair's loop and where its balancing set and wait go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Back {
+    pub lp: OpId,
+    /// The outermost loop around `lp` (or `lp`): balancing set before it, wait after it.
+    pub hoist: OpId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum EdgeState {
+    Live,
+    /// Folded into another edge of the same pipes.
+    Merged,
+    /// Its wait became `barrier: all`; no flag.
+    Fallback,
+}
+
+/// One synchronisation: a barrier (`src == dst`) or a flag pair.
+#[derive(Clone, Debug)]
+pub(super) struct Edge {
+    pub src: Pipe,
+    pub dst: Pipe,
+    /// The op the set (or nothing, for a barrier) follows, in `block`.
+    pub set_after: OpId,
+    /// The op the wait or barrier precedes, in `block`.
+    pub wait_before: OpId,
+    pub block: BlockRef,
+    pub back: Option<Back>,
+    /// The loop whose iteration count picks among `k` ids (`k == 1`: one fixed id).
+    pub rot: Option<OpId>,
+    pub k: u32,
+    /// The first id (`base .. base + k`).
+    pub base: u32,
+    /// Whether `base` has been chosen (or the edge merged or fell back).
+    pub allocated: bool,
+    pub state: EdgeState,
+}
+
+/// An instruction the pass inserts.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Ins {
+    /// `fixed`: a balancing set before a loop, for id `base + fixed`.
+    Set {
+        edge: u32,
+        fixed: Option<u32>,
+    },
+    /// `fixed`: a balancing wait after a loop.
+    Wait {
+        edge: u32,
+        fixed: Option<u32>,
+    },
+    Barrier(Pipe),
+    BarrierAll,
+}
+
+struct Pass<'a> {
+    tree: &'a Tree<'a>,
+    parts: &'a [Part],
+    parts_of: &'a [Vec<u32>],
+    edges: Vec<Edge>,
+    event_ids: u32,
+    stats: SyncStats,
+    /// Walks of the current edges: (root, copies) → walk. Cleared when an edge changes.
+    cache: Vec<((Option<OpId>, u32), Walk)>,
+    /// New pairs become `barrier: all` at once.
+    last_round: bool,
+}
+
+impl Pass<'_> {
+    fn walk(&mut self, root: Option<OpId>, copies: u32) -> &Walk {
+        let key = (root, copies);
+        if let Some(i) = self.cache.iter().position(|(k, _)| *k == key) {
+            return &self.cache[i].1;
+        }
+        let inserts = self.inserts();
+        let w = Walker {
+            tree: self.tree,
+            parts: self.parts,
+            parts_of: self.parts_of,
+            edges: &self.edges,
+            inserts: &inserts,
+            check_ids: false,
+        }
+        .walk(root, copies);
+        self.cache.push((key, w));
+        &self.cache.last().unwrap().1
+    }
+
+    fn add(&mut self, mut e: Edge) {
+        if self.last_round {
+            e.state = EdgeState::Fallback;
+            self.stats.fallbacks += 1;
+        }
+        self.edges.push(e);
+        self.cache.clear();
+    }
+
+    /// Dependencies in program order; a loop's backward pairs once its body is done.
+    fn visit(&mut self, ops: &[OpId]) {
+        for &op in ops {
+            let program = self.tree.program;
+            for b in program.blocks(op) {
+                self.visit(&b.ops);
+            }
+            if self.tree.is_loop(op) {
+                self.backward(op);
+            }
+            for &n in &self.parts_of[op.index()] {
+                self.forward(n);
+            }
+        }
+    }
+
+    fn forward(&mut self, n: u32) {
+        let np = &self.parts[n as usize];
+        // parts are in op order: every earlier part belongs to an earlier op (or is this
+        // mmad_l1's own MTE1 half, which the engine orders itself)
+        let cands: Vec<u32> = (0..n)
+            .rev()
+            .filter(|&f| {
+                let fp = &self.parts[f as usize];
+                fp.op != np.op
+                    && fp.pipe != Pipe::S
+                    && self.tree.common_block(fp.op, np.op).is_some()
+                    && conflict(fp, np, Rel::Same)
+            })
+            .collect();
+        for f in cands {
+            let fpipe = self.parts[f as usize].pipe;
+            if self.walk(None, 1).ordered(f, 0, fpipe, n, 0) {
+                continue;
+            }
+            let e = self.forward_edge(f, n);
+            self.add(e);
+        }
+    }
+
+    fn forward_edge(&self, f: u32, n: u32) -> Edge {
+        let (fp, np) = (&self.parts[f as usize], &self.parts[n as usize]);
+        let block = self
+            .tree
+            .common_block(fp.op, np.op)
+            .expect("forward pairs share a block");
+        let mut e = Edge {
+            src: fp.pipe,
+            dst: np.pipe,
+            set_after: self.tree.anchor_in(fp.op, block),
+            wait_before: self.tree.anchor_in(np.op, block),
+            block,
+            back: None,
+            rot: None,
+            k: 1,
+            base: 0,
+            allocated: false,
+            state: EdgeState::Live,
+        };
+        if e.src != e.dst {
+            // the setter may run ahead of the waiter by as many iterations as the reverse pair
+            // lets it: that many ids keep every set's previous wait behind it
+            if let Some(x) = self.tree.loop_of_block(block) {
+                if let Some(d) = distance(np, fp, x) {
+                    self.rotate(&mut e, x, d);
+                }
+            }
+        }
+        e
+    }
+
+    /// Gives `e` `d` ids chosen by `lp`'s iteration count, when that count can be written.
+    fn rotate(&self, e: &mut Edge, lp: OpId, d: u32) {
+        if d > 1 && d <= self.event_ids && emit::count_expr(self.tree, lp).is_some() {
+            e.rot = Some(lp);
+            e.k = d;
+        }
+    }
+
+    fn backward(&mut self, lp: OpId) {
+        let first = self.parts_of[lp.index() + 1..=self.tree.end[lp.index()].index()]
+            .iter()
+            .flatten()
+            .copied()
+            .min();
+        let Some(first) = first else { return };
+        let last = self.parts_of[..=self.tree.end[lp.index()].index()]
+            .iter()
+            .flatten()
+            .copied()
+            .max()
+            .unwrap_or(first);
+        for q in first..=last {
+            // the producer runs `d` iterations earlier; nearest (latest in the body) first
+            let cands: Vec<(u32, u32)> = (first..=last)
+                .rev()
+                .filter(|&p| self.parts[p as usize].pipe != Pipe::S)
+                .filter(|&p| !self.inner_loop_holds(lp, p, q))
+                .filter_map(|p| {
+                    distance(&self.parts[p as usize], &self.parts[q as usize], lp).map(|d| (p, d))
+                })
+                .collect();
+            for (p, d) in cands {
+                let ppipe = self.parts[p as usize].pipe;
+                if self.walk(Some(lp), d + 1).ordered(p, 0, ppipe, q, d) {
+                    continue;
+                }
+                let block = (Some(lp), 0);
+                let (pp, qp) = (&self.parts[p as usize], &self.parts[q as usize]);
+                let mut e = Edge {
+                    src: pp.pipe,
+                    dst: qp.pipe,
+                    set_after: self.tree.anchor_in(pp.op, block),
+                    wait_before: self.tree.anchor_in(qp.op, block),
+                    block,
+                    back: Some(Back {
+                        lp,
+                        hoist: self.tree.outermost_loop(lp),
+                    }),
+                    rot: None,
+                    k: 1,
+                    base: 0,
+                    allocated: false,
+                    state: EdgeState::Live,
+                };
+                if e.src != e.dst {
+                    self.rotate(&mut e, lp, d);
+                }
+                self.add(e);
+            }
+        }
+    }
+
+    /// Whether a loop strictly inside `lp` holds both parts: that loop's own backward pass
+    /// has ordered them across its iterations, and its flags (balanced outside the outermost
+    /// loop, ids picked by the whole-run count) keep doing so across `lp`'s iterations.
+    fn inner_loop_holds(&self, lp: OpId, p: u32, q: u32) -> bool {
+        let (a, b) = (self.parts[p as usize].op, self.parts[q as usize].op);
+        let mut at = self.tree.program.op(a).loop_parent;
+        while let Some(x) = at {
+            if x == lp {
+                return false;
+            }
+            if self.tree.contains(x, b) {
+                return true;
+            }
+            at = self.tree.program.op(x).loop_parent;
+        }
+        false
+    }
+
+    /// The extent over which an edge's ids are in use, in doubled program positions.
+    fn extent(&self, e: &Edge) -> (i64, i64) {
+        let span = |op: OpId| {
+            (
+                2 * op.index() as i64 - 1,
+                2 * self.tree.end[op.index()].index() as i64 + 2,
+            )
+        };
+        if let Some(b) = e.back {
+            return span(b.hoist);
+        }
+        match self.tree.loop_of_block(e.block) {
+            Some(x) => span(x),
+            None => (
+                2 * self.tree.end[e.set_after.index()].index() as i64 + 1,
+                2 * e.wait_before.index() as i64 - 1,
+            ),
+        }
+    }
+
+    /// Chooses ids for the new flag pairs; returns how many merged or fell back.
+    fn allocate(&mut self) -> u32 {
+        let mut order: Vec<usize> = (0..self.edges.len())
+            .filter(|&i| {
+                let e = &self.edges[i];
+                !e.allocated && e.src != e.dst && e.state == EdgeState::Live
+            })
+            .collect();
+        let mut changed = 0;
+        order.sort_by_key(|&i| {
+            let e = &self.edges[i];
+            (e.src, e.dst, self.extent(e).0, i)
+        });
+        let mut done: Vec<usize> = (0..self.edges.len())
+            .filter(|&i| self.edges[i].allocated && self.edges[i].state == EdgeState::Live)
+            .collect();
+        for i in order {
+            self.edges[i].allocated = true;
+            let e = &self.edges[i];
+            let (lo, hi) = self.extent(e);
+            let busy: Vec<(u32, u32)> = done
+                .iter()
+                .map(|&j| &self.edges[j])
+                .filter(|o| o.state == EdgeState::Live && o.src == e.src && o.dst == e.dst)
+                .filter(|o| {
+                    let (a, b) = self.extent(o);
+                    a <= hi && lo <= b
+                })
+                .map(|o| (o.base, o.base + o.k))
+                .collect();
+            // when the last use of an id is over is not known statically: prefer ids this
+            // pair never used, then the ones whose last use ended longest ago (the proof that
+            // ids alternate then rarely fails)
+            let mut last_end = vec![i64::MIN; self.event_ids as usize];
+            for o in done.iter().map(|&j| &self.edges[j]) {
+                if o.state == EdgeState::Live && (o.src, o.dst) == (e.src, e.dst) {
+                    let end = self.extent(o).1;
+                    for id in o.base..o.base + o.k {
+                        last_end[id as usize] = last_end[id as usize].max(end);
+                    }
+                }
+            }
+            let k = e.k;
+            let free = (0..=self.event_ids.saturating_sub(k))
+                .filter(|&b| busy.iter().all(|&(x, y)| b + k <= x || y <= b))
+                .min_by_key(|&b| {
+                    let ids = &last_end[b as usize..(b + k) as usize];
+                    (ids.iter().copied().max(), b)
+                });
+            if let Some(b) = free {
+                self.edges[i].base = b;
+                done.push(i);
+                continue;
+            }
+            match self.merge_target(i, &done) {
+                Some(j) => {
+                    let (s, w) = (self.edges[i].set_after, self.edges[i].wait_before);
+                    let t = &mut self.edges[j];
+                    t.set_after = t.set_after.max(s);
+                    t.wait_before = t.wait_before.min(w);
+                    self.edges[i].state = EdgeState::Merged;
+                    self.stats.merged += 1;
+                    changed += 1;
+                }
+                None => {
+                    self.edges[i].state = EdgeState::Fallback;
+                    self.stats.fallbacks += 1;
+                    changed += 1;
+                }
+            }
+        }
+        self.cache.clear();
+        changed
+    }
+
+    /// The latest live edge `i` can fold into: same pipes, same block and direction, enough
+    /// ids on the same counter, and the merged set still before the merged wait.
+    fn merge_target(&self, i: usize, done: &[usize]) -> Option<usize> {
+        let e = &self.edges[i];
+        done.iter().rev().copied().find(|&j| {
+            let o = &self.edges[j];
+            o.state == EdgeState::Live
+                && (o.src, o.dst, o.block) == (e.src, e.dst, e.block)
+                && o.back.map(|b| b.lp) == e.back.map(|b| b.lp)
+                && (e.k == 1 || (o.rot == e.rot && o.k >= e.k))
+                && (e.back.is_some()
+                    || o.set_after.max(e.set_after) < o.wait_before.min(e.wait_before))
+        })
+    }
+
+    /// Proves every flag id alternates; a flag that cannot be shown to becomes `barrier: all`.
+    /// Returns how many did.
+    fn prove(&mut self) -> u32 {
+        let mut changed = 0;
+        let loops: Vec<OpId> = (0..self.tree.program.ops.len())
+            .map(OpId::new)
+            .filter(|&op| self.tree.is_loop(op))
+            .collect();
+        let copies = 1 + self.edges.iter().map(|e| e.k).max().unwrap_or(1).max(1);
+        for _ in 0..4 {
+            let inserts = self.inserts();
+            let walker = Walker {
+                tree: self.tree,
+                parts: self.parts,
+                parts_of: self.parts_of,
+                edges: &self.edges,
+                inserts: &inserts,
+                check_ids: true,
+            };
+            let mut bad = walker.walk(None, 1).violations;
+            for &lp in &loops {
+                bad.extend(walker.walk(Some(lp), copies).violations);
+            }
+            bad.sort_unstable();
+            bad.dedup();
+            if bad.is_empty() {
+                break;
+            }
+            for e in bad {
+                let e = &mut self.edges[e as usize];
+                if e.state == EdgeState::Live {
+                    e.state = EdgeState::Fallback;
+                    self.stats.fallbacks += 1;
+                    changed += 1;
+                }
+            }
+        }
+        self.cache.clear();
+        changed
+    }
+
+    fn inserts(&self) -> Inserts {
+        let n = self.tree.program.ops.len();
+        let mut ins = Inserts {
+            before: vec![Vec::new(); n],
+            after: vec![Vec::new(); n],
+            tail: vec![Ins::BarrierAll],
+        };
+        for (i, e) in self.edges.iter().enumerate() {
+            let edge = i as u32;
+            let (s, w) = (e.set_after.index(), e.wait_before.index());
+            match e.state {
+                EdgeState::Merged => {}
+                EdgeState::Fallback => ins.before[w].push(Ins::BarrierAll),
+                EdgeState::Live if e.src == e.dst => ins.before[w].push(Ins::Barrier(e.src)),
+                EdgeState::Live => {
+                    ins.after[s].push(Ins::Set { edge, fixed: None });
+                    ins.before[w].push(Ins::Wait { edge, fixed: None });
+                    if let Some(b) = e.back {
+                        for j in 0..e.k {
+                            let h = b.hoist.index();
+                            ins.before[h].push(Ins::Set {
+                                edge,
+                                fixed: Some(j),
+                            });
+                            ins.after[h].push(Ins::Wait {
+                                edge,
+                                fixed: Some(j),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        ins
+    }
+}

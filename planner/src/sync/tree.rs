@@ -1,0 +1,131 @@
+//! Where each op sits in the block tree: the block that holds it, its subtree's extent, its
+//! ancestors. Ops are stored in pre-order, so an op's index is its program-order position and
+//! its subtree is the index range `id ..= end[id]`.
+
+use sim::program::{OpKind, Program};
+use sim::OpId;
+
+/// A block: the kernel body (`None`) or block `branch` of a control op (0: a loop body or
+/// `then`, 1: `else`).
+pub(super) type BlockRef = (Option<OpId>, u8);
+
+pub(super) struct Tree<'p> {
+    pub program: &'p Program,
+    /// The block holding each op.
+    pub block: Vec<BlockRef>,
+    /// The last op of each op's subtree.
+    pub end: Vec<OpId>,
+}
+
+impl<'p> Tree<'p> {
+    pub fn new(program: &'p Program) -> Self {
+        let n = program.ops.len();
+        let mut t = Tree {
+            program,
+            block: vec![(None, 0); n],
+            end: (0..n).map(OpId::new).collect(),
+        };
+        t.fill(&program.body.ops, (None, 0));
+        t
+    }
+
+    fn fill(&mut self, ops: &[OpId], at: BlockRef) {
+        for &op in ops {
+            self.block[op.index()] = at;
+            for (i, b) in self.program.blocks(op).into_iter().enumerate() {
+                self.fill(&b.ops, (Some(op), i as u8));
+            }
+        }
+        // pre-order: an op's subtree ends where its last child's subtree ends
+        for &op in ops.iter().rev() {
+            let last = self
+                .program
+                .blocks(op)
+                .iter()
+                .filter_map(|b| b.ops.last())
+                .map(|&c| self.end[c.index()])
+                .max();
+            if let Some(last) = last {
+                self.end[op.index()] = last;
+            }
+        }
+    }
+
+    /// The blocks from the kernel body down to the one holding `op`.
+    fn chain(&self, op: OpId) -> Vec<BlockRef> {
+        let mut v = vec![self.block[op.index()]];
+        while let (Some(owner), _) = *v.last().unwrap() {
+            v.push(self.block[owner.index()]);
+        }
+        v.reverse();
+        v
+    }
+
+    /// The ancestor of `op` (or `op` itself) that sits directly in block `b`.
+    pub fn anchor_in(&self, op: OpId, b: BlockRef) -> OpId {
+        let mut at = op;
+        while self.block[at.index()] != b {
+            at = self.block[at.index()]
+                .0
+                .expect("anchor_in: the block encloses the op");
+        }
+        at
+    }
+
+    /// The deepest block enclosing both ops, or `None` when they sit in different branches of
+    /// one `if` (they never run in the same pass).
+    pub fn common_block(&self, a: OpId, b: OpId) -> Option<BlockRef> {
+        let (ca, cb) = (self.chain(a), self.chain(b));
+        let mut i = 0;
+        while i < ca.len() && i < cb.len() && ca[i] == cb[i] {
+            i += 1;
+        }
+        if i < ca.len() && i < cb.len() && ca[i].0 == cb[i].0 {
+            return None; // same owner, different branch
+        }
+        Some(ca[i - 1])
+    }
+
+    /// Whether `anc` is a proper ancestor of `op`.
+    pub fn contains(&self, anc: OpId, op: OpId) -> bool {
+        anc < op && op <= self.end[anc.index()]
+    }
+
+    /// The innermost `for`/`while` whose body holds block `b` (at any depth).
+    pub fn loop_of_block(&self, b: BlockRef) -> Option<OpId> {
+        let owner = b.0?;
+        if self.is_loop(owner) {
+            Some(owner)
+        } else {
+            self.program.op(owner).loop_parent
+        }
+    }
+
+    pub fn is_loop(&self, op: OpId) -> bool {
+        matches!(
+            self.program.op(op).kind,
+            OpKind::For { .. } | OpKind::While { .. }
+        )
+    }
+
+    /// The outermost loop enclosing `lp`, or `lp` itself.
+    pub fn outermost_loop(&self, lp: OpId) -> OpId {
+        let mut at = lp;
+        while let Some(up) = self.program.op(at).loop_parent {
+            at = up;
+        }
+        at
+    }
+
+    /// Whether the loop's body runs at least once whenever the loop is reached.
+    pub fn runs_once(&self, lp: OpId) -> bool {
+        match &self.program.op(lp).kind {
+            OpKind::For { from, to, .. } => matches!(
+                (from.as_const(), to.as_const()),
+                (Some(f), Some(t)) if t > f
+            ),
+            OpKind::While { trips, .. } => trips.as_const().is_some_and(|t| t >= 1),
+            _ => true,
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Static happens-before: walks the program (or a loop body unrolled a few times) with the
+//! synchronisation chosen so far and records, for every part, what is known complete when it
+//! starts. The rules are the race checker's (sim::race), applied to program order:
+//!
+//! - every instruction gets a position, increasing along the walk;
+//! - `know[q][p] = x`: every pipe-p instruction at a position `<= x` (on the path walked) has
+//!   completed before pipe q's next instruction starts. Knowledge about a pipe is a prefix,
+//!   because whatever publishes it (`set_flag`, `barrier`, `barrier: all`) waits for all
+//!   earlier instructions of its pipe;
+//! - S completes its own ops before moving on, and a pipe learns what S knew when S sent it
+//!   an instruction;
+//! - a `set_flag` on p snapshots what p knows plus p's own prefix; the `wait_flag` that
+//!   consumes it joins the snapshot into its pipe;
+//! - the two branches of an `if` are walked from the same state and met (pointwise minimum);
+//!   an inner loop's body is walked once (its first iteration knows the least).
+//!
+//! When asked (`check_ids`), the walk also proves every flag id alternates set, wait, set:
+//! each `set_flag` must know the `wait_flag` that consumed the previous set of the same id,
+//! or the second set could land before the wait (`double set`). Failures are collected.
+
+use std::collections::BTreeMap;
+
+use sim::program::{Block, OpKind};
+use sim::{OpId, Pipe};
+
+use super::access::Part;
+use super::tree::Tree;
+use super::{Edge, EdgeState, Ins};
+
+const NP: usize = Pipe::COUNT;
+const S: usize = 0;
+
+pub(super) type Clock = [u32; NP];
+
+fn join(a: &mut Clock, b: &Clock) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = (*x).max(*y);
+    }
+}
+
+#[derive(Clone, Default)]
+struct State {
+    know: [Clock; NP],
+    last: [u32; NP],
+    /// Set flags by (edge, copy), with the setter's snapshot.
+    flags: BTreeMap<(u32, u32), Clock>,
+    /// The latest wait per flag id key: (position, edge).
+    waited: BTreeMap<u32, (u32, u32)>,
+}
+
+impl State {
+    fn meet(mut self, other: State) -> State {
+        for (a, b) in self.know.iter_mut().zip(&other.know) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = (*x).min(*y);
+            }
+        }
+        for (a, b) in self.last.iter_mut().zip(&other.last) {
+            *a = (*a).max(*b);
+        }
+        for (k, c) in other.flags {
+            self.flags
+                .entry(k)
+                .and_modify(|x| {
+                    for (p, q) in x.iter_mut().zip(&c) {
+                        *p = (*p).min(*q);
+                    }
+                })
+                .or_insert(c);
+        }
+        for (k, w) in other.waited {
+            let e = self.waited.entry(k).or_insert(w);
+            *e = (*e).max(w);
+        }
+        self
+    }
+}
+
+/// The attachments: instructions inserted before and after ops, and at the kernel's end.
+pub(super) struct Inserts {
+    pub before: Vec<Vec<Ins>>,
+    pub after: Vec<Vec<Ins>>,
+    pub tail: Vec<Ins>,
+}
+
+/// What a walk learned.
+pub(super) struct Walk {
+    nparts: usize,
+    /// Position of each part per copy (0: not reached).
+    pos: Vec<u32>,
+    /// What its pipe knew when each part started, per copy.
+    know: Vec<Clock>,
+    /// Edges whose ids failed to alternate.
+    pub violations: Vec<u32>,
+}
+
+impl Walk {
+    pub fn pos(&self, copy: u32, part: u32) -> u32 {
+        self.pos[copy as usize * self.nparts + part as usize]
+    }
+
+    pub fn know(&self, copy: u32, part: u32) -> &Clock {
+        &self.know[copy as usize * self.nparts + part as usize]
+    }
+
+    /// Whether part `f` (in copy `cf`) is known complete when part `n` (copy `cn`) starts.
+    pub fn ordered(&self, f: u32, cf: u32, f_pipe: Pipe, n: u32, cn: u32) -> bool {
+        let p = self.pos(cf, f);
+        p != 0 && self.know(cn, n)[f_pipe.index()] >= p
+    }
+}
+
+pub(super) struct Walker<'a> {
+    pub tree: &'a Tree<'a>,
+    pub parts: &'a [Part],
+    pub parts_of: &'a [Vec<u32>],
+    pub edges: &'a [Edge],
+    pub inserts: &'a Inserts,
+    pub check_ids: bool,
+}
+
+struct Run {
+    root: Option<OpId>,
+    copy: u32,
+    next: u32,
+    out: Walk,
+}
+
+impl Walker<'_> {
+    /// Walks the whole kernel once (`root: None`) or `copies` consecutive iterations of loop
+    /// `root`'s body, starting from knowing nothing.
+    pub fn walk(&self, root: Option<OpId>, copies: u32) -> Walk {
+        let nparts = self.parts.len();
+        let mut run = Run {
+            root,
+            copy: 0,
+            next: 0,
+            out: Walk {
+                nparts,
+                pos: vec![0; nparts * copies as usize],
+                know: vec![[0; NP]; nparts * copies as usize],
+                violations: Vec::new(),
+            },
+        };
+        let mut st = State::default();
+        match root {
+            None => {
+                st = self.block(&self.tree.program.body, st, &mut run);
+                for ins in &self.inserts.tail {
+                    self.ins(ins, &mut st, &mut run);
+                }
+            }
+            Some(lp) => {
+                let body = self.tree.program.blocks(lp)[0];
+                for c in 0..copies {
+                    run.copy = c;
+                    st = self.block(body, st, &mut run);
+                }
+            }
+        }
+        let mut out = run.out;
+        out.violations.sort_unstable();
+        out.violations.dedup();
+        out
+    }
+
+    fn block(&self, b: &Block, mut st: State, run: &mut Run) -> State {
+        for &op in &b.ops {
+            for ins in &self.inserts.before[op.index()] {
+                self.ins(ins, &mut st, run);
+            }
+            st = self.op(op, st, run);
+            for ins in &self.inserts.after[op.index()] {
+                self.ins(ins, &mut st, run);
+            }
+        }
+        st
+    }
+
+    fn op(&self, op: OpId, mut st: State, run: &mut Run) -> State {
+        let program = self.tree.program;
+        match &program.op(op).kind {
+            OpKind::For { body, .. } | OpKind::While { body, .. } => {
+                let entry = (!self.tree.runs_once(op)).then(|| st.clone());
+                st = self.block(body, st, run);
+                match entry {
+                    Some(e) => st.meet(e),
+                    None => st,
+                }
+            }
+            OpKind::If { then, els, .. } => {
+                let a = self.block(then, st.clone(), run);
+                let b = match els {
+                    Some(e) => self.block(e, st, run),
+                    None => st,
+                };
+                a.meet(b)
+            }
+            _ => {
+                for &p in &self.parts_of[op.index()] {
+                    let q = self.parts[p as usize].pipe.index();
+                    let s = st.know[S];
+                    join(&mut st.know[q], &s);
+                    run.next += 1;
+                    let at = run.copy as usize * run.out.nparts + p as usize;
+                    run.out.pos[at] = run.next;
+                    run.out.know[at] = st.know[q];
+                    st.last[q] = run.next;
+                    if q == S {
+                        st.know[S][S] = run.next;
+                    }
+                }
+                st
+            }
+        }
+    }
+
+    /// The flag ids one execution of a set or wait of `e` uses (`fixed`: a balancing op's id).
+    fn ids(&self, e: &Edge, fixed: Option<u32>, run: &Run) -> Vec<u32> {
+        let key = |id: u32| ((e.src.index() * NP + e.dst.index()) as u32) << 8 | id;
+        if let Some(j) = fixed {
+            return vec![key(e.base + j)];
+        }
+        match e.rot {
+            Some(x) if e.k > 1 && run.root == Some(x) => vec![key(e.base + run.copy % e.k)],
+            _ => (0..e.k).map(|j| key(e.base + j)).collect(),
+        }
+    }
+
+    /// The loop whose consecutive iterations use an edge's flag one after another.
+    fn iteration_loop(&self, e: &Edge) -> Option<OpId> {
+        match e.back {
+            Some(b) => Some(b.lp),
+            None => self.tree.loop_of_block(e.block),
+        }
+    }
+
+    /// The (edge, copy) whose set a wait of edge `ei` in this pass consumes, if the walk saw it.
+    fn source(&self, ei: u32, run: &Run) -> Option<(u32, u32)> {
+        let e = &self.edges[ei as usize];
+        let Some(back) = e.back else {
+            return Some((ei, run.copy)); // forward: set earlier in the same pass
+        };
+        let k = e.k.max(1);
+        let root = run.root?;
+        if root == back.lp {
+            return run.copy.checked_sub(k).map(|c| (ei, c));
+        }
+        // the flag crosses root's iterations when it is balanced outside root
+        let crosses = self.tree.contains(root, back.lp)
+            && (back.hoist == root || self.tree.contains(back.hoist, root));
+        if crosses && k == 1 {
+            return run.copy.checked_sub(1).map(|c| (ei, c));
+        }
+        None
+    }
+
+    fn ins(&self, ins: &Ins, st: &mut State, run: &mut Run) {
+        run.next += 1;
+        let at = run.next;
+        let s = st.know[S];
+        match *ins {
+            Ins::Set { edge, fixed } => {
+                let e = &self.edges[edge as usize];
+                debug_assert_eq!(e.state, EdgeState::Live);
+                let p = e.src.index();
+                join(&mut st.know[p], &s);
+                let mut snap = st.know[p];
+                snap[p] = st.last[p];
+                if self.check_ids {
+                    // an inner loop's flag alternates across this walk's iterations if it does
+                    // across its own loop's: its walk proves that, with chains that only use
+                    // that loop's body and flags
+                    let inner = self.iteration_loop(e) != run.root;
+                    for key in self.ids(e, fixed, run) {
+                        if let Some(&(w, by)) = st.waited.get(&key) {
+                            let same_inner = by == edge && inner && fixed.is_none();
+                            if !same_inner && snap[e.dst.index()] < w {
+                                run.out.violations.push(edge);
+                            }
+                        }
+                    }
+                }
+                if fixed.is_none() {
+                    st.flags.insert((edge, run.copy), snap);
+                }
+                st.know[p][p] = st.last[p];
+                st.last[p] = at;
+                if p == S {
+                    st.know[S][S] = at;
+                }
+            }
+            Ins::Wait { edge, fixed } => {
+                let e = &self.edges[edge as usize];
+                let q = e.dst.index();
+                join(&mut st.know[q], &s);
+                if fixed.is_none() {
+                    if let Some(src) = self.source(edge, run) {
+                        if let Some(c) = st.flags.get(&src).copied() {
+                            join(&mut st.know[q], &c);
+                        }
+                    }
+                }
+                if self.check_ids {
+                    for key in self.ids(e, fixed, run) {
+                        st.waited.insert(key, (at, edge));
+                    }
+                }
+                st.last[q] = at;
+                if q == S {
+                    st.know[S][S] = at;
+                }
+            }
+            Ins::Barrier(pipe) => {
+                let p = pipe.index();
+                join(&mut st.know[p], &s);
+                st.know[p][p] = st.last[p];
+                st.last[p] = at;
+                if p == S {
+                    st.know[S][S] = at;
+                }
+            }
+            Ins::BarrierAll => {
+                let all = st.know;
+                for k in &all {
+                    join(&mut st.know[S], k);
+                }
+                let last = st.last;
+                join(&mut st.know[S], &last);
+                st.last[S] = at;
+                st.know[S][S] = at;
+            }
+        }
+    }
+}
