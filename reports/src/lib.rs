@@ -8,7 +8,7 @@
 //!
 //! | key | meaning |
 //! |---|---|
-//! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where |
+//! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where (`sync` is the program's mode as written: `auto` when the sync pass synchronised it) |
 //! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
 //! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` |
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
@@ -17,19 +17,31 @@
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
-//! | `syncs_inserted` | flags added by the sync pass (0 for `sync: manual`) |
+//! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
 //! | `plan` | the plan document ([`plan_json`]) |
 //!
 //! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
+//!
+//! `compare --format json` is a list of run documents, one per level in the order asked; a
+//! level whose plan overflowed is {`kernel`, `config`, `sync`, `level`, `overflow`}
+//! ([`overflow_json`]).
 
+mod compare;
 mod explain;
 mod plan_doc;
+mod program_yaml;
 mod run_report;
 pub mod table;
 
+pub use compare::{
+    compare_text, overflow_json, reused_buffers, CompareLevel, CompareOutcome, CompareRun,
+};
 pub use explain::plan_explain;
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
-pub use run_report::{deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text};
+pub use program_yaml::program_yaml;
+pub use run_report::{
+    deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json, syncs_summary,
+};
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
 pub(crate) fn percent(a: u64, b: u64) -> String {

@@ -2,7 +2,7 @@
 //! definitions, and what the run found (sync mistakes, a deadlock).
 
 use crate::table::{Align, Table};
-use planner::Plan;
+use planner::{Plan, SyncStats};
 use serde_json::{json, Map, Value};
 use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
 use sim::race::{Hazard, HazardAccess};
@@ -11,12 +11,17 @@ use std::collections::BTreeSet;
 
 /// The run report as text: header, per-pipe table, totals and derived metrics, a legend, then
 /// the sync findings and the deadlock, if any.
+///
+/// `auto_sync` is `Some` when the program was `sync: auto` and `program` is what the sync pass
+/// made of it (`sync: manual` with the inserted ops): the header then says `sync auto` and what
+/// was inserted.
 pub fn run_text(
     program: &Program,
     config: &Config,
     plan: &Plan,
     result: &RunResult,
     hazards: Option<&[Hazard]>,
+    auto_sync: Option<&SyncStats>,
 ) -> String {
     let total = result.total_cycles;
     let mut out = String::new();
@@ -25,7 +30,10 @@ pub fn run_text(
         "config  {}/{} ({} MHz)\n",
         config.name, program.core, config.clock_mhz
     ));
-    out.push_str(&format!("sync    {}\n", program.sync.name()));
+    out.push_str(&format!("sync    {}\n", sync_name(program, auto_sync)));
+    if let Some(stats) = auto_sync {
+        out.push_str(&format!("syncs   {}\n", syncs_summary(stats)));
+    }
     let mut scopes: Vec<_> = plan.scopes.iter().collect();
     scopes.sort_by_key(|s| s.space);
     // scopes the program does not use are in the plan document, not here
@@ -176,12 +184,15 @@ pub fn hazard_json(h: &Hazard) -> Value {
 }
 
 /// The run report as a JSON document with a stable key order (see the crate docs).
+/// `auto_sync` as in [`run_text`]: `sync` is then `auto` and `syncs_inserted` its counts
+/// (all zero otherwise).
 pub fn run_json(
     program: &Program,
     config: &Config,
     plan: &Plan,
     result: &RunResult,
     hazards: Option<&[Hazard]>,
+    auto_sync: Option<&SyncStats>,
 ) -> Value {
     let total = result.total_cycles;
     let mut pipes = Map::new();
@@ -228,7 +239,7 @@ pub fn run_json(
     json!({
         "kernel": program.kernel,
         "config": format!("{}/{}", config.name, program.core),
-        "sync": program.sync.name(),
+        "sync": sync_name(program, auto_sync),
         "total_cycles": total,
         "microseconds": micros(total, config.clock_mhz),
         "pipes": pipes,
@@ -241,9 +252,47 @@ pub fn run_json(
         "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
         "findings": findings,
         "deadlock": deadlock,
-        "syncs_inserted": 0,
+        "syncs_inserted": syncs_json(&auto_sync.copied().unwrap_or_default()),
         "plan": crate::plan_json(program, plan),
     })
+}
+
+/// `auto` when the sync pass synchronised the program, else the program's own mode.
+fn sync_name(program: &Program, auto_sync: Option<&SyncStats>) -> &'static str {
+    match auto_sync {
+        Some(_) => sim::program::SyncMode::Auto.name(),
+        None => program.sync.name(),
+    }
+}
+
+/// What the sync pass inserted, as the run document's `syncs_inserted` object.
+pub fn syncs_json(stats: &SyncStats) -> Value {
+    json!({
+        "dependencies": stats.dependencies,
+        "set_flags": stats.set_flags,
+        "wait_flags": stats.wait_flags,
+        "barriers": stats.barriers,
+        "barrier_alls": stats.barrier_alls,
+        "merged": stats.merged,
+        "fallbacks": stats.fallbacks,
+    })
+}
+
+/// What the sync pass inserted, in one line: `inserted 4 set_flag, 4 wait_flag, 1 barrier,
+/// 1 barrier: all for 5 dependencies (0 merged, 0 fell back to barrier: all)`.
+pub fn syncs_summary(stats: &SyncStats) -> String {
+    format!(
+        "inserted {} set_flag, {} wait_flag, {} barrier, {} barrier: all for {} dependenc{} \
+         ({} merged, {} fell back to barrier: all)",
+        stats.set_flags,
+        stats.wait_flags,
+        stats.barriers,
+        stats.barrier_alls,
+        stats.dependencies,
+        if stats.dependencies == 1 { "y" } else { "ies" },
+        stats.merged,
+        stats.fallbacks,
+    )
 }
 
 /// One line describing a sync finding: what happened, the flag, and the op that did it.
@@ -471,6 +520,7 @@ mod tests {
             &plan_db(),
             &result_clean(),
             Some(&[]),
+            None,
         );
         insta::assert_snapshot!(text);
     }
@@ -512,13 +562,13 @@ mod tests {
                 },
             ],
         });
-        let text = run_text(&program_db(), &config(), &plan_db(), &r, None);
+        let text = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
         assert!(text.contains("body[0].for.body[3] set_flag"), "{text}");
         assert!(text.contains("flag MTE2->V#0"), "{text}");
         assert!(text.contains("full queue of V"), "{text}");
         insta::assert_snapshot!(text);
 
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None);
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
         assert_eq!(j["findings"][0]["kind"], "double_set");
         assert_eq!(j["findings"][0]["flag"], "MTE2->V#0");
         assert_eq!(j["findings"][1]["kind"], "unpaired_set_flag");
@@ -530,7 +580,7 @@ mod tests {
     #[test]
     fn json_key_order_and_values() {
         let r = result_clean();
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None);
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
         let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
@@ -584,6 +634,50 @@ mod tests {
     }
 
     #[test]
+    fn auto_sync_is_named_with_what_was_inserted() {
+        let stats = SyncStats {
+            dependencies: 5,
+            set_flags: 4,
+            wait_flags: 4,
+            barriers: 1,
+            barrier_alls: 1,
+            merged: 0,
+            fallbacks: 0,
+        };
+        let r = result_clean();
+        let text = run_text(
+            &program_db(),
+            &config(),
+            &plan_db(),
+            &r,
+            Some(&[]),
+            Some(&stats),
+        );
+        assert!(text.contains("sync    auto\n"), "{text}");
+        assert!(
+            text.contains(
+                "syncs   inserted 4 set_flag, 4 wait_flag, 1 barrier, 1 barrier: all for 5 \
+                 dependencies (0 merged, 0 fell back to barrier: all)\n"
+            ),
+            "{text}"
+        );
+        let manual = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
+        assert!(manual.contains("sync    manual\n") && !manual.contains("syncs "));
+
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, Some(&stats));
+        assert_eq!(j["sync"], "auto");
+        assert_eq!(
+            j["syncs_inserted"],
+            json!({"dependencies": 5, "set_flags": 4, "wait_flags": 4, "barriers": 1,
+                   "barrier_alls": 1, "merged": 0, "fallbacks": 0})
+        );
+        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
+        assert_eq!(j["sync"], "manual");
+        assert_eq!(j["syncs_inserted"]["set_flags"], 0);
+        assert_eq!(j["syncs_inserted"].as_object().unwrap().len(), 7);
+    }
+
+    #[test]
     fn legend_defines_only_the_reasons_that_occur() {
         let text = run_text(
             &program_db(),
@@ -591,6 +685,7 @@ mod tests {
             &plan_db(),
             &result_clean(),
             Some(&[]),
+            None,
         );
         assert!(text.contains("wait P#i"));
         assert!(!text.contains("queue_full P"));
@@ -606,7 +701,7 @@ mod tests {
             id: 1,
             op: OpId::new(999),
         }];
-        let text = run_text(&program_db(), &config(), &plan_db(), &r, None);
+        let text = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
         assert!(text.contains("op999 ?"), "{text}");
     }
 }

@@ -1,0 +1,478 @@
+//! The comparison of one program run at several reuse levels (`npusim compare`): one summary row
+//! per level, then every level's stalls by pipe and cause, then a legend.
+
+use crate::table::{Align, Table};
+use planner::{Plan, SyncStats};
+use serde_json::{json, Value};
+use sim::race::Hazard;
+use sim::{Config, Program, RunResult, Space};
+use std::collections::BTreeSet;
+
+/// One level of a comparison, in the order the rows are printed.
+pub struct CompareLevel<'a> {
+    pub level: u8,
+    pub outcome: CompareOutcome<'a>,
+}
+
+/// What one level gave: a run, or the overflow message of its plan.
+pub enum CompareOutcome<'a> {
+    Ran(CompareRun<'a>),
+    /// HIVM's overflow message (its first line is shown).
+    Overflow(&'a str),
+}
+
+/// A level that was planned, synchronised and run: what [`crate::run_text`] takes.
+pub struct CompareRun<'a> {
+    /// The program that ran (the synchronised one for `sync: auto`).
+    pub program: &'a Program,
+    pub plan: &'a Plan,
+    pub result: &'a RunResult,
+    /// `None` when the race checker was skipped.
+    pub hazards: Option<&'a [Hazard]>,
+    /// What the sync pass inserted, when the program was `sync: auto`.
+    pub auto_sync: Option<&'a SyncStats>,
+}
+
+/// The comparison as text. `program` is the program as loaded (its `sync` mode is the user's).
+pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel]) -> String {
+    let runs: Vec<&CompareRun> = levels
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            CompareOutcome::Ran(r) => Some(r),
+            CompareOutcome::Overflow(_) => None,
+        })
+        .collect();
+    let mut out = String::new();
+    out.push_str(&format!("kernel  {}\n", program.kernel));
+    out.push_str(&format!(
+        "config  {}/{} ({} MHz)\n",
+        config.name, program.core, config.clock_mhz
+    ));
+    out.push_str(&format!("sync    {}\n", program.sync.name()));
+    out.push_str(&format!(
+        "levels  {}\n\n",
+        levels
+            .iter()
+            .map(|l| l.level.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+
+    // scopes any level uses, in scope order
+    let scopes: Vec<Space> = runs
+        .iter()
+        .flat_map(|r| r.plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // the fewest cycles of a level that finished (a deadlocked run stopped early)
+    let best = runs
+        .iter()
+        .filter(|r| r.result.deadlock.is_none())
+        .map(|r| r.result.total_cycles)
+        .min();
+
+    let mut columns = vec![("level".to_string(), Align::Left)];
+    columns.extend(
+        scopes
+            .iter()
+            .map(|s| (format!("{} bytes", s.report_name()), Align::Right)),
+    );
+    columns.extend([
+        ("reused".to_string(), Align::Right),
+        ("set/wait".to_string(), Align::Right),
+        ("barriers".to_string(), Align::Right),
+        ("cycles".to_string(), Align::Right),
+        ("vs best".to_string(), Align::Right),
+        ("overlap %".to_string(), Align::Right),
+        ("note".to_string(), Align::Left),
+    ]);
+    let n_columns = columns.len();
+    let mut table = Table::new(columns);
+    for l in levels {
+        let mut row = vec![l.level.to_string()];
+        match &l.outcome {
+            CompareOutcome::Overflow(message) => {
+                row.resize(n_columns - 1, "-".to_string());
+                let first = message.lines().next().unwrap_or_default();
+                row.push(format!("overflow: {first}"));
+            }
+            CompareOutcome::Ran(r) => {
+                row.extend(
+                    scopes
+                        .iter()
+                        .map(|s| r.plan.scope(*s).map_or(0, |sp| sp.used).to_string()),
+                );
+                let stats = r.auto_sync.copied().unwrap_or_default();
+                let total = r.result.total_cycles;
+                row.extend([
+                    reused_buffers(r.plan).to_string(),
+                    format!("{}/{}", stats.set_flags, stats.wait_flags),
+                    (stats.barriers + stats.barrier_alls).to_string(),
+                    total.to_string(),
+                    match best {
+                        Some(b) if b > 0 && r.result.deadlock.is_none() => {
+                            format!("{:.3}x", total as f64 / b as f64)
+                        }
+                        _ => "-".to_string(),
+                    },
+                    crate::percent(r.result.overlap_cycles, total),
+                    note(r),
+                ]);
+            }
+        }
+        table.row(row);
+    }
+    out.push_str(&table.render(""));
+
+    let mut stalls = Table::new(vec![
+        ("level".into(), Align::Left),
+        ("pipe".into(), Align::Left),
+        ("cause".into(), Align::Left),
+        ("cycles".into(), Align::Right),
+        ("% of total".into(), Align::Right),
+    ]);
+    let mut any = false;
+    for l in levels {
+        let CompareOutcome::Ran(r) = &l.outcome else {
+            continue;
+        };
+        let mut pipes: Vec<_> = r.result.pipes.iter().collect();
+        pipes.sort_by_key(|p| p.pipe);
+        for p in pipes {
+            let mut causes: Vec<_> = p.stalls.iter().filter(|(_, c)| *c > 0).collect();
+            causes.sort_by_key(|(s, _)| *s);
+            for (cause, cycles) in causes {
+                any = true;
+                stalls.row(vec![
+                    l.level.to_string(),
+                    p.pipe.report_name().to_string(),
+                    cause.to_string(),
+                    cycles.to_string(),
+                    crate::percent(*cycles, r.result.total_cycles),
+                ]);
+            }
+        }
+    }
+    out.push('\n');
+    if any {
+        out.push_str("stalls by pipe and cause:\n");
+        out.push_str(&stalls.render("  "));
+    } else {
+        out.push_str("stalls by pipe and cause: none\n");
+    }
+    out.push('\n');
+    out.push_str(&legend(!scopes.is_empty()));
+    out
+}
+
+/// What went wrong in a run, for the `note` column: empty when nothing did.
+fn note(r: &CompareRun) -> String {
+    let mut parts = Vec::new();
+    match r.hazards {
+        None => parts.push("no race check".to_string()),
+        Some([]) => {}
+        Some(hs) => parts.push(plural(hs.len(), "hazard")),
+    }
+    if !r.result.findings.is_empty() {
+        parts.push(plural(r.result.findings.len(), "sync finding"));
+    }
+    if let Some(d) = &r.result.deadlock {
+        parts.push(format!("deadlock at cycle {}", d.cycle));
+    }
+    parts.join(", ")
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The buffers whose bytes overlap another buffer's bytes in the plan (same scope, some slot of
+/// one overlapping some slot of the other): reuse and inplace both count, a multi-buffer's own
+/// slots do not. `O(n log n)` in the number of slots.
+pub fn reused_buffers(plan: &Plan) -> usize {
+    // (scope, lo, hi, buffer index) of every non-empty slot
+    let mut slots: Vec<(Space, u64, u64, usize)> = plan
+        .buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.bytes > 0)
+        .flat_map(|(i, b)| b.offsets.iter().map(move |&o| (b.scope, o, o + b.bytes, i)))
+        .collect();
+    slots.sort_unstable();
+    let mut reused = vec![false; plan.buffers.len()];
+    // per scope, the slot reaching highest so far, and the highest of another buffer
+    let mut scope = None;
+    let mut top: Option<(u64, usize)> = None;
+    let mut second: Option<(u64, usize)> = None;
+    for (space, lo, hi, b) in slots {
+        if scope != Some(space) {
+            scope = Some(space);
+            top = None;
+            second = None;
+        }
+        // the furthest-reaching slot of a buffer other than `b` among those starting earlier
+        let other = match top {
+            Some((_, tb)) if tb == b => second,
+            t => t,
+        };
+        if let Some((ohi, ob)) = other {
+            if lo < ohi {
+                reused[b] = true;
+                reused[ob] = true;
+            }
+        }
+        // top: the furthest-reaching slot so far; second: the furthest of another buffer
+        match top {
+            None => top = Some((hi, b)),
+            Some((thi, tb)) if tb == b => top = Some((thi.max(hi), b)),
+            Some(t) if hi > t.0 => {
+                second = Some(t);
+                top = Some((hi, b));
+            }
+            Some(_) => match second {
+                Some((shi, _)) if shi >= hi => {}
+                _ => second = Some((hi, b)),
+            },
+        }
+    }
+    reused.iter().filter(|r| **r).count()
+}
+
+/// The document of a level whose plan overflowed, in a `compare --format json` list:
+/// `kernel`, `config`, `sync`, `level`, `overflow` (HIVM's message).
+pub fn overflow_json(program: &Program, config: &Config, level: u8, message: &str) -> Value {
+    json!({
+        "kernel": program.kernel,
+        "config": format!("{}/{}", config.name, program.core),
+        "sync": program.sync.name(),
+        "level": level,
+        "overflow": message,
+    })
+}
+
+fn legend(has_scopes: bool) -> String {
+    let mut lines: Vec<(&str, &str)> =
+        vec![("level", "the highest reuse level the planner may use")];
+    if has_scopes {
+        lines.push((
+            "X bytes",
+            "bytes used in scope X: the end of its highest planned slot",
+        ));
+    }
+    lines.extend([
+        (
+            "reused",
+            "buffers whose bytes overlap another buffer's bytes in the plan (reuse or inplace; \
+             a multi-buffer's own slots do not count)",
+        ),
+        (
+            "set/wait",
+            "set_flag / wait_flag ops the sync pass inserted (0/0 for sync: manual)",
+        ),
+        (
+            "barriers",
+            "barrier ops the sync pass inserted, `barrier: all` included",
+        ),
+        ("cycles", "total cycles of the run"),
+        (
+            "vs best",
+            "cycles / the fewest cycles of any level (1.000x = the fastest level; 1.250x = 25 % \
+             slower)",
+        ),
+        (
+            "overlap %",
+            "cycles with at least two non-S pipes busy / total cycles",
+        ),
+        (
+            "note",
+            "an overflow, hazards, sync findings or a deadlock (exit code 1); `no race check` \
+             with --no-race-check",
+        ),
+        (
+            "stalls",
+            "cycles a pipe waited, per cause (busy, starved and idle cycles are not stalls)",
+        ),
+    ]);
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::from("legend:\n");
+    for (k, t) in lines {
+        out.push_str(&format!("  {k:<width$}  {t}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use planner::{BufferPlan, PlacedBy};
+    use sim::BufferId;
+
+    fn buffer(i: usize, scope: Space, bytes: u64, offsets: &[u64]) -> BufferPlan {
+        BufferPlan {
+            buffer: BufferId::new(i),
+            scope,
+            bytes,
+            offsets: offsets.to_vec(),
+            placed_by: PlacedBy::Level(0),
+            live: vec![],
+        }
+    }
+
+    fn with_buffers(buffers: Vec<BufferPlan>) -> Plan {
+        Plan {
+            buffers,
+            ..plan_db()
+        }
+    }
+
+    #[test]
+    fn reused_counts_buffers_sharing_bytes() {
+        // side by side: none
+        assert_eq!(reused_buffers(&plan_db()), 0);
+        // a multi-buffer's own slots are adjacent, not shared
+        let p = with_buffers(vec![
+            buffer(0, Space::Ub, 100, &[0, 100]),
+            buffer(1, Space::Ub, 100, &[200]),
+        ]);
+        assert_eq!(reused_buffers(&p), 0);
+        // 1 overlaps 0's second slot; 2 sits at the same offset in another scope
+        let p = with_buffers(vec![
+            buffer(0, Space::Ub, 100, &[0, 100]),
+            buffer(1, Space::Ub, 50, &[150]),
+            buffer(2, Space::L1, 100, &[0]),
+        ]);
+        assert_eq!(reused_buffers(&p), 2);
+        // a long buffer reaching over several: the furthest-reaching slot of another buffer
+        // counts even when the top slot is the buffer's own
+        let p = with_buffers(vec![
+            buffer(0, Space::Ub, 1000, &[0]),
+            buffer(1, Space::Ub, 100, &[10, 2000]),
+            buffer(2, Space::Ub, 100, &[3000]),
+            buffer(3, Space::Ub, 10, &[2050]),
+        ]);
+        assert_eq!(reused_buffers(&p), 3);
+        // touching is not overlapping; zero-byte buffers never overlap
+        let p = with_buffers(vec![
+            buffer(0, Space::Ub, 100, &[0]),
+            buffer(1, Space::Ub, 100, &[100]),
+            buffer(2, Space::Ub, 0, &[50]),
+        ]);
+        assert_eq!(reused_buffers(&p), 0);
+    }
+
+    #[test]
+    fn reused_matches_the_quadratic_definition() {
+        // a small deterministic pseudo-random sweep against the definition
+        let mut seed = 12345u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let n = 1 + next(6) as usize;
+            let buffers: Vec<BufferPlan> = (0..n)
+                .map(|i| {
+                    let scope = if next(3) == 0 { Space::L1 } else { Space::Ub };
+                    let bytes = next(40);
+                    let slots = 1 + next(3);
+                    // slots of one buffer never overlap each other
+                    let mut o = next(100);
+                    let offsets: Vec<u64> = (0..slots)
+                        .map(|_| {
+                            let x = o;
+                            o += bytes + next(30);
+                            x
+                        })
+                        .collect();
+                    buffer(i, scope, bytes, &offsets)
+                })
+                .collect();
+            let overlap = |a: &BufferPlan, b: &BufferPlan| {
+                a.scope == b.scope
+                    && a.bytes > 0
+                    && b.bytes > 0
+                    && a.offsets.iter().any(|&x| {
+                        b.offsets
+                            .iter()
+                            .any(|&y| x < y + b.bytes && y < x + a.bytes)
+                    })
+            };
+            let expected = (0..n)
+                .filter(|&i| (0..n).any(|j| j != i && overlap(&buffers[i], &buffers[j])))
+                .count();
+            let p = with_buffers(buffers);
+            assert_eq!(reused_buffers(&p), expected, "{:?}", p.buffers);
+        }
+    }
+
+    #[test]
+    fn text_has_a_row_per_level_overflows_and_stalls() {
+        let program = program_db();
+        let plan = plan_db();
+        let mut slow = result_clean();
+        slow.total_cycles = 1250;
+        for p in &mut slow.pipes {
+            p.idle += 250;
+        }
+        let stats = SyncStats {
+            set_flags: 3,
+            wait_flags: 3,
+            barriers: 1,
+            barrier_alls: 1,
+            ..SyncStats::default()
+        };
+        let fast = result_clean();
+        let levels = [
+            CompareLevel {
+                level: 0,
+                outcome: CompareOutcome::Ran(CompareRun {
+                    program: &program,
+                    plan: &plan,
+                    result: &slow,
+                    hazards: Some(&[]),
+                    auto_sync: Some(&stats),
+                }),
+            },
+            CompareLevel {
+                level: 2,
+                outcome: CompareOutcome::Ran(CompareRun {
+                    program: &program,
+                    plan: &plan,
+                    result: &fast,
+                    hazards: None,
+                    auto_sync: Some(&stats),
+                }),
+            },
+            CompareLevel {
+                level: 1,
+                outcome: CompareOutcome::Overflow(
+                    "ub overflow, requires 2097152 bits while 1572864 bits available!\n  x: 1 bytes",
+                ),
+            },
+        ];
+        let text = compare_text(&program, &config(), &levels);
+        assert!(text.contains("1.250x"), "{text}");
+        assert!(text.contains("1.000x"), "{text}");
+        assert!(
+            text.contains(
+                "overflow: ub overflow, requires 2097152 bits while 1572864 bits available!\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("x: 1 bytes"), "{text}");
+        assert!(text.contains("V     wait_flag MTE2#0"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn overflow_document() {
+        let j = overflow_json(&program_db(), &config(), 1, "ub overflow");
+        assert_eq!(j["level"], 1);
+        assert_eq!(j["overflow"], "ub overflow");
+        assert_eq!(j["config"], "ascend910b/aiv");
+    }
+}
