@@ -32,6 +32,11 @@ pub enum Command {
         /// with) instead of printing the whole plan.
         #[arg(long, value_name = "BUFFER")]
         explain: Option<String>,
+        /// Print the program with the synchronisation the plan needs, as a `sync: manual`
+        /// YAML kernel pinned to the plan's addresses (`at:`); running it gives the same
+        /// cycles as running the original.
+        #[arg(long, conflicts_with_all = ["explain", "format"])]
+        show_sync: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
@@ -52,6 +57,28 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
         /// Write the report to FILE (written only if the program ran).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Plan, synchronise and run the program once per reuse level; print one row per level
+    /// (bytes per scope, buffers reused, syncs inserted, cycles, against the best level,
+    /// overlap), then the stalls of every level by pipe and cause.
+    Compare {
+        #[command(flatten)]
+        input: Input,
+        /// The reuse levels to compare, in the order the rows are printed.
+        #[arg(long, value_name = "LEVELS", default_value = "2,1,0", value_parser = parse_levels)]
+        levels: Levels,
+        #[command(flatten)]
+        plan: PlanCommon,
+        /// Skip the race checker (it runs by default and roughly doubles the run time).
+        #[arg(long)]
+        no_race_check: bool,
+        /// Output format: a table, or a JSON list of `run --format json` documents.
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+        /// Write the output to FILE (written once every level was compared, even when one
+        /// overflowed or found a problem; not on bad input).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -105,6 +132,13 @@ pub struct PlanArgs {
     #[arg(long, value_name = "0|1|2", default_value_t = 2,
           value_parser = clap::value_parser!(u8).range(0..=2))]
     pub level: u8,
+    #[command(flatten)]
+    pub common: PlanCommon,
+}
+
+/// The plan options besides the level (`compare` takes `--levels` instead of `--level`).
+#[derive(Args, Debug, Clone)]
+pub struct PlanCommon {
     /// The loop rule of liveness: `precise` keeps only loop-carried values live for the whole
     /// loop; `scoped` (HIVM) keeps every buffer declared outside a loop and used inside it.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = LivenessArg::Precise)]
@@ -125,16 +159,27 @@ pub enum PlacementArg {
     Exact,
 }
 
+impl PlanCommon {
+    /// These options with `--level LEVEL`.
+    pub fn at_level(&self, level: u8) -> PlanArgs {
+        PlanArgs {
+            level,
+            common: self.clone(),
+        }
+    }
+}
+
 impl PlanArgs {
     pub fn options(&self) -> PlanOptions {
+        let common = &self.common;
         PlanOptions {
             max_level: self.level,
-            capacities: self.capacities.clone(),
-            liveness: match self.liveness {
+            capacities: common.capacities.clone(),
+            liveness: match common.liveness {
                 LivenessArg::Precise => LivenessMode::Precise,
                 LivenessArg::Scoped => LivenessMode::Scoped,
             },
-            placement: match self.placement {
+            placement: match common.placement {
                 PlacementArg::FirstFit => PlacementMode::FirstFit,
                 PlacementArg::Exact => PlacementMode::Exact,
             },
@@ -166,6 +211,38 @@ pub enum PlanFormat {
 pub enum RunFormat {
     Text,
     Json,
+}
+
+/// The reuse levels of `compare --levels`, in the order given, each at most once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Levels(pub Vec<u8>);
+
+/// Parses `--levels`: comma-separated reuse levels (0, 1, 2), each at most once, e.g. `2,1,0`.
+pub fn parse_levels(s: &str) -> Result<Levels, String> {
+    let mut levels = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!(
+                "expected comma-separated reuse levels (0, 1, 2), e.g. 2,1,0; found `{s}`"
+            ));
+        }
+        let level = match part {
+            "0" => 0,
+            "1" => 1,
+            "2" => 2,
+            _ => {
+                return Err(format!(
+                    "`{part}` is not a reuse level; the levels are 0, 1 and 2 (e.g. --levels 2,1,0)"
+                ))
+            }
+        };
+        if levels.contains(&level) {
+            return Err(format!("level {level} is listed twice in `{s}`"));
+        }
+        levels.push(level);
+    }
+    Ok(Levels(levels))
 }
 
 /// Parses `NAME=INT`.
@@ -257,6 +334,20 @@ mod tests {
         assert!(parse_param("n=4k").is_err());
         assert!(parse_param("=4").is_err());
         assert!(parse_param("1n=4").is_err());
+    }
+
+    #[test]
+    fn levels_parse() {
+        assert_eq!(parse_levels("2,1,0"), Ok(Levels(vec![2, 1, 0])));
+        assert_eq!(parse_levels("0, 2"), Ok(Levels(vec![0, 2])));
+        assert_eq!(parse_levels("1"), Ok(Levels(vec![1])));
+        assert!(parse_levels("3")
+            .unwrap_err()
+            .contains("`3` is not a reuse level"));
+        assert!(parse_levels("2,2").unwrap_err().contains("listed twice"));
+        assert!(parse_levels("").is_err());
+        assert!(parse_levels("1,,0").is_err());
+        assert!(parse_levels("-1").is_err());
     }
 
     #[test]

@@ -4,16 +4,17 @@
 //! 2 bad input (load errors, a run error, bad arguments, unreadable files).
 
 mod cli;
+mod compare;
 mod input;
 mod output;
 mod pack;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunFormat};
-use planner::{LivenessError, PlanFailure, Planned};
+use planner::{LivenessError, PlanFailure, Planned, SyncStats};
 use reports::table::{Align, Table};
 use sim::program::SyncMode;
-use sim::{Config, Diagnostic, Program, RunError};
+use sim::{Config, Diagnostic, Hazard, Program, RunError, RunResult};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -29,10 +30,6 @@ impl Exit {
     }
 }
 
-/// The message for `run` on a `sync: auto` program until the sync pass exists.
-const AUTO_SYNC_NOT_BUILT: &str = "sync: auto needs the automatic sync pass, which is not built \
-     yet; write `sync: manual` and the flags";
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
@@ -41,9 +38,17 @@ fn main() -> ExitCode {
             input,
             plan: args,
             explain,
+            show_sync,
             format,
             output,
-        } => plan(&input, &args, explain.as_deref(), format, output.as_deref()),
+        } => plan(
+            &input,
+            &args,
+            explain.as_deref(),
+            show_sync,
+            format,
+            output.as_deref(),
+        ),
         Command::Run {
             input,
             plan,
@@ -51,6 +56,21 @@ fn main() -> ExitCode {
             format,
             output,
         } => run(&input, &plan, !no_race_check, format, output.as_deref()),
+        Command::Compare {
+            input,
+            levels,
+            plan,
+            no_race_check,
+            format,
+            output,
+        } => compare::compare(&compare::CompareArgs {
+            input: &input,
+            levels: &levels.0,
+            plan: &plan,
+            race_check: !no_race_check,
+            format,
+            output: output.as_deref(),
+        }),
         Command::Pack {
             instance,
             capacity,
@@ -115,6 +135,21 @@ fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
     output::emit(None, &text)
 }
 
+/// Why [`try_plan`] or [`execute`] gave no result.
+#[derive(Debug)]
+pub enum Failed {
+    /// A scope did not fit (a finding, exit 1): HIVM's message, not printed yet.
+    Overflow(String),
+    /// Anything else; the message has been printed.
+    Exit(Exit),
+}
+
+impl From<Exit> for Failed {
+    fn from(e: Exit) -> Failed {
+        Failed::Exit(e)
+    }
+}
+
 /// Plans the program; an overflow is a finding (exit 1), a read before the first write is bad
 /// input (exit 2). Debug builds also run the independent validator on every plan.
 fn make_plan(
@@ -123,11 +158,32 @@ fn make_plan(
     args: &PlanArgs,
     src: &input::Source,
 ) -> Result<Planned, Exit> {
+    try_plan(program, config, args, src).map_err(|f| overflow_exit(f, src))
+}
+
+/// Prints an overflow as `error: FILE: MESSAGE` (exit 1); other failures are already printed.
+fn overflow_exit(f: Failed, src: &input::Source) -> Exit {
+    match f {
+        Failed::Overflow(message) => {
+            eprintln!("error: {}: {message}", src.name);
+            Exit(1)
+        }
+        Failed::Exit(e) => e,
+    }
+}
+
+/// [`make_plan`], leaving an overflow to the caller.
+fn try_plan(
+    program: &Program,
+    config: &Config,
+    args: &PlanArgs,
+    src: &input::Source,
+) -> Result<Planned, Failed> {
     let core = config
         .core(&program.core)
         .expect("a loaded program names a core of its config");
     let mut bad = Vec::new();
-    for (space, _) in &args.capacities {
+    for (space, _) in &args.common.capacities {
         if !core.scopes.iter().any(|s| s.space == *space) {
             let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
             bad.push(format!(
@@ -143,13 +199,10 @@ fn make_plan(
         for b in &bad {
             eprintln!("error: {b}");
         }
-        return Err(Exit(2));
+        return Err(Exit(2).into());
     }
     let planned = planner::plan_program(program, config, &args.options()).map_err(|e| match e {
-        PlanFailure::Plan(e) => {
-            eprintln!("error: {}: {e}", src.name);
-            Exit(1)
-        }
+        PlanFailure::Plan(e) => Failed::Overflow(e.to_string()),
         PlanFailure::Liveness(LivenessError::ReadBeforeWrite { buffer, op }) => {
             eprintln!("error: {}: the program cannot be planned", src.name);
             let mut d = Diagnostic::error(
@@ -162,7 +215,7 @@ fn make_plan(
             ));
             input::locate(&src.text, &mut d);
             eprint!("\n{}", input::render(&d, Some(src)));
-            Exit(2)
+            Failed::Exit(Exit(2))
         }
     })?;
     if cfg!(debug_assertions) {
@@ -173,7 +226,7 @@ fn make_plan(
             for x in v {
                 eprintln!("  {x}");
             }
-            return Err(Exit(1));
+            return Err(Exit(1).into());
         }
     }
     Ok(planned)
@@ -183,6 +236,7 @@ fn plan(
     input: &Input,
     args: &PlanArgs,
     explain: Option<&str>,
+    show_sync: bool,
     format: PlanFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
@@ -203,12 +257,78 @@ fn plan(
         return output::emit(out, &text);
     }
     let plan = &planned.plan;
+    if show_sync {
+        let synced = planner::synchronize(&program, &config, plan);
+        return output::emit(out, &reports::program_yaml(&synced.program, plan));
+    }
     let text = match format {
         PlanFormat::Text => reports::plan_text(&program, plan),
         PlanFormat::Yaml => reports::plan_yaml(&program, plan),
         PlanFormat::Json => pretty(&reports::plan_json(&program, plan)),
     };
     output::emit(out, &text)
+}
+
+/// What one plan → sync → run produced.
+pub struct Executed {
+    pub planned: Planned,
+    /// What the sync pass inserted, when the program was `sync: auto`.
+    pub auto_sync: Option<SyncStats>,
+    /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
+    /// paths, so reports name what the user wrote).
+    pub program: Program,
+    pub result: RunResult,
+    /// `None` when the race checker was skipped.
+    pub hazards: Option<Vec<Hazard>>,
+}
+
+impl Executed {
+    /// The run document (`run --format json`).
+    pub fn json(&self, config: &Config) -> serde_json::Value {
+        reports::run_json(
+            &self.program,
+            config,
+            &self.planned.plan,
+            &self.result,
+            self.hazards.as_deref(),
+            self.auto_sync.as_ref(),
+        )
+    }
+}
+
+/// Plans the program, synchronises it with that plan (`sync: auto`; a `sync: manual` program
+/// comes back unchanged) and runs the result, with the race checker when `race_check`.
+/// `run` and `compare` both go through here.
+pub fn execute(
+    program: &Program,
+    config: &Config,
+    args: &PlanArgs,
+    src: &input::Source,
+    race_check: bool,
+) -> Result<Executed, Failed> {
+    let planned = try_plan(program, config, args, src)?;
+    let synced = planner::synchronize(program, config, &planned.plan);
+    let auto_sync = (program.sync == SyncMode::Auto).then_some(synced.stats);
+    let program = synced.program;
+    let (result, hazards) = if race_check {
+        let (offsets, slot_bytes) = planned.plan.addresses();
+        let placement = sim::race::Placement {
+            offsets: &offsets,
+            slot_bytes: &slot_bytes,
+        };
+        let r = sim::race::check(&program, config, &placement).map_err(|e| run_failed(&e, src))?;
+        (r.result, Some(r.hazards))
+    } else {
+        let r = sim::run(&program, config).map_err(|e| run_failed(&e, src))?;
+        (r, None)
+    };
+    Ok(Executed {
+        planned,
+        auto_sync,
+        program,
+        result,
+        hazards,
+    })
 }
 
 fn run(
@@ -219,59 +339,22 @@ fn run(
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    if program.sync == SyncMode::Auto {
-        return Err(Exit::input(format!("{}: {AUTO_SYNC_NOT_BUILT}", src.name)));
-    }
-    let planned = make_plan(&program, &config, args, &src)?;
-    let plan = &planned.plan;
-    let (result, hazards) = if race_check {
-        let (offsets, slot_bytes) = plan.addresses();
-        let placement = sim::race::Placement {
-            offsets: &offsets,
-            slot_bytes: &slot_bytes,
-        };
-        let r =
-            sim::race::check(&program, &config, &placement).map_err(|e| run_failed(&e, &src))?;
-        (r.result, Some(r.hazards))
-    } else {
-        let r = sim::run(&program, &config).map_err(|e| run_failed(&e, &src))?;
-        (r, None)
-    };
-    let hz = hazards.as_deref();
+    let ran =
+        execute(&program, &config, args, &src, race_check).map_err(|f| overflow_exit(f, &src))?;
     let text = match format {
-        RunFormat::Text => reports::run_text(&program, &config, plan, &result, hz),
-        RunFormat::Json => pretty(&reports::run_json(&program, &config, plan, &result, hz)),
+        RunFormat::Text => reports::run_text(
+            &ran.program,
+            &config,
+            &ran.planned.plan,
+            &ran.result,
+            ran.hazards.as_deref(),
+            ran.auto_sync.as_ref(),
+        ),
+        RunFormat::Json => pretty(&ran.json(&config)),
     };
     output::emit(out, &text)?;
-    let n_hazards = hz.map_or(0, <[_]>::len);
-    for h in hz.unwrap_or_default() {
-        eprintln!("hazard: {h}");
-    }
-    if result.has_findings() || n_hazards > 0 {
-        let mut n = result.findings.len() + n_hazards;
-        for f in &result.findings {
-            eprintln!("finding: {}", reports::finding_text(&program, f));
-        }
-        if let Some(d) = &result.deadlock {
-            n += 1;
-            let waiters: Vec<String> = d
-                .waiters
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{} waits on {} ({})",
-                        w.pipe,
-                        w.on,
-                        reports::op_ref(&program, w.op)
-                    )
-                })
-                .collect();
-            eprintln!(
-                "finding: deadlock at cycle {}: {}",
-                d.cycle,
-                waiters.join("; ")
-            );
-        }
+    let n = report_problems(&ran, "");
+    if n > 0 {
         eprintln!(
             "error: {}: the run found {n} problem{}; see the report",
             src.name,
@@ -280,6 +363,42 @@ fn run(
         return Err(Exit(1));
     }
     Ok(())
+}
+
+/// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with
+/// `context` after its kind (`hazard: level 0: ...`), and returns how many there were.
+fn report_problems(ran: &Executed, context: &str) -> usize {
+    let program = &ran.program;
+    let result = &ran.result;
+    let hazards = ran.hazards.as_deref().unwrap_or_default();
+    for h in hazards {
+        eprintln!("hazard: {context}{h}");
+    }
+    let mut n = hazards.len() + result.findings.len();
+    for f in &result.findings {
+        eprintln!("finding: {context}{}", reports::finding_text(program, f));
+    }
+    if let Some(d) = &result.deadlock {
+        n += 1;
+        let waiters: Vec<String> = d
+            .waiters
+            .iter()
+            .map(|w| {
+                format!(
+                    "{} waits on {} ({})",
+                    w.pipe,
+                    w.on,
+                    reports::op_ref(program, w.op)
+                )
+            })
+            .collect();
+        eprintln!(
+            "finding: {context}deadlock at cycle {}: {}",
+            d.cycle,
+            waiters.join("; ")
+        );
+    }
+    n
 }
 
 /// A run error is bad input: report it like a load error, located in the program.

@@ -66,7 +66,12 @@ fn run_json_is_a_document_with_the_promised_keys() {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["config"], "ascend910b/aiv");
-    assert_eq!(v["syncs_inserted"], 0);
+    assert_eq!(v["sync"], "manual");
+    assert_eq!(
+        v["syncs_inserted"],
+        serde_json::json!({"dependencies": 0, "set_flags": 0, "wait_flags": 0, "barriers": 0,
+                           "barrier_alls": 0, "merged": 0, "fallbacks": 0})
+    );
 }
 
 #[test]
@@ -209,19 +214,35 @@ fn overflow_exits_1_with_hivm_message() {
 }
 
 #[test]
-fn sync_auto_is_refused_by_run_only() {
+fn sync_auto_programs_are_synchronised_and_run() {
     let file = "tests/fixtures/auto_sync.yaml";
     assert_eq!(npusim(&["check", file]).status.code(), Some(0));
     assert_eq!(npusim(&["plan", file]).status.code(), Some(0));
-    let o = npusim(&["run", file]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains(
-            "sync: auto needs the automatic sync pass, which is not built yet; write `sync: manual` and the flags"
-        ),
-        "{}",
-        stderr(&o)
+    // `run` plans, synchronises and runs it: never refused as bad input, and the document says
+    // what the sync pass inserted (whether the run is clean is the sync pass's test)
+    let o = npusim(&["run", file, "--format", "json"]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sync"], "auto");
+    let syncs = v["syncs_inserted"].as_object().expect("an object");
+    let keys: Vec<&String> = syncs.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "dependencies",
+            "set_flags",
+            "wait_flags",
+            "barriers",
+            "barrier_alls",
+            "merged",
+            "fallbacks"
+        ]
     );
+    let o = npusim(&["run", file]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("\nsync    auto\n"), "{out}");
+    assert!(out.contains("\nsyncs   inserted "), "{out}");
 }
 
 #[test]
@@ -235,7 +256,6 @@ fn output_file_is_written_whole_on_success_and_not_at_all_on_failure() {
         vec!["run", "tests/fixtures/several_problems.yaml", "-o", &t],
         vec!["run", DB, "--config", "nope", "-o", &t],
         vec!["plan", "tests/fixtures/overflow.yaml", "-o", &t],
-        vec!["run", "tests/fixtures/auto_sync.yaml", "-o", &t],
     ] {
         let o = npusim(&args);
         assert_ne!(o.status.code(), Some(0), "{args:?}");

@@ -2,12 +2,14 @@
 //! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
 
 mod cli;
+mod compare_cli;
 mod pack_cli;
 mod plan_cli;
 mod plans;
 mod programs;
 mod race_cli;
 mod speedup;
+mod sync_cli;
 
 use planner::Plan;
 use sim::{Config, Program, RunResult};
@@ -36,20 +38,40 @@ pub fn load_default(path: &Path) -> (Config, Program) {
 }
 
 /// Loads, plans and runs a program on the default config, with the race checker.
-pub fn simulate(path: &Path) -> (Config, Program, Plan, RunResult, Vec<sim::Hazard>) {
+pub fn simulate(path: &Path) -> Simulated {
     let (config, program) = load_default(path);
     let name = path.file_name().unwrap().to_string_lossy();
     let plan = planner::plan_program(&program, &config, &Default::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .plan;
+    let synced = planner::synchronize(&program, &config, &plan);
+    let auto_sync = (program.sync == sim::program::SyncMode::Auto).then_some(synced.stats);
     let (offsets, slot_bytes) = plan.addresses();
     let placement = sim::race::Placement {
         offsets: &offsets,
         slot_bytes: &slot_bytes,
     };
-    let r =
-        sim::race::check(&program, &config, &placement).unwrap_or_else(|e| panic!("{name}: {e}"));
-    (config, program, plan, r.result, r.hazards)
+    let r = sim::race::check(&synced.program, &config, &placement)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    Simulated {
+        config,
+        program: synced.program,
+        plan,
+        result: r.result,
+        hazards: r.hazards,
+        auto_sync,
+    }
+}
+
+/// What [`simulate`] produced: the program that ran is the synchronised one.
+pub struct Simulated {
+    pub config: Config,
+    pub program: Program,
+    pub plan: Plan,
+    pub result: RunResult,
+    pub hazards: Vec<sim::Hazard>,
+    /// What the sync pass inserted, for a `sync: auto` program.
+    pub auto_sync: Option<planner::SyncStats>,
 }
 
 /// Runs the `npusim` binary in the workspace root.

@@ -1,21 +1,21 @@
-//! Every program in `programs/`: it loads, plans and runs on the default config, race-free, its
-//! accounting adds up (in the result and in the JSON a user reads), and its reports are
-//! snapshots. Plans
-//! at every level are snapshots in `plans.rs`.
-//!
-//! `sync: auto` programs are planned (`plans.rs`) but not run here: `run` refuses them until
-//! the sync pass exists (issue 5), which `cli::sync_auto_is_refused_by_run_only` checks.
+//! Every program in `programs/`: it loads, plans, synchronises (`sync: auto`) and runs on the
+//! default config, race-free, its accounting adds up (in the result and in the JSON a user
+//! reads), and its reports are snapshots. Plans at every level are snapshots in `plans.rs`;
+//! auto sync at every level and under memory pressure is `planner`'s `sync` test.
 
-use crate::simulate;
-use sim::program::SyncMode;
+use crate::{simulate, Simulated};
 
 #[test]
 fn every_program_runs_and_accounts_for_every_cycle() {
     insta::glob!("../../programs", "*.yaml", |path| {
-        if crate::load_default(path).1.sync == SyncMode::Auto {
-            return;
-        }
-        let (config, program, plan, result, hazards) = simulate(path);
+        let Simulated {
+            config,
+            program,
+            plan,
+            result,
+            hazards,
+            auto_sync,
+        } = simulate(path);
         assert!(
             hazards.is_empty(),
             "{}: a shipped program must be race-free: {:#?}",
@@ -34,7 +34,14 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             result.findings
         );
 
-        let json = reports::run_json(&program, &config, &plan, &result, Some(&hazards));
+        let json = reports::run_json(
+            &program,
+            &config,
+            &plan,
+            &result,
+            Some(&hazards),
+            auto_sync.as_ref(),
+        );
         let total = json["total_cycles"].as_u64().unwrap();
         let pipes = json["pipes"].as_object().unwrap();
         assert_eq!(pipes.len(), result.pipes.len());
@@ -54,7 +61,14 @@ fn every_program_runs_and_accounts_for_every_cycle() {
 
         insta::assert_snapshot!(
             "report",
-            reports::run_text(&program, &config, &plan, &result, Some(&hazards))
+            reports::run_text(
+                &program,
+                &config,
+                &plan,
+                &result,
+                Some(&hazards),
+                auto_sync.as_ref()
+            )
         );
         insta::assert_json_snapshot!("json", json);
     });
