@@ -161,17 +161,35 @@ fn compare_bad_input_exits_2() {
 /// Needs the automatic sync pass (`planner::synchronize`): until it inserts flags, the
 /// reuse_levels program runs unsynchronised and the race checker finds hazards (exit 1).
 #[test]
-fn compare_reuse_levels_level_0_is_slower_than_level_2() {
+fn compare_reuse_levels_level_0_is_slower_than_levels_1_and_2() {
     let o = npusim(&["compare", "programs/reuse_levels.yaml", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let docs = json_list(&o);
     assert_eq!(docs.len(), 3);
+    // docs are in --levels order: 2, 1, 0
     let cycles = |i: usize| docs[i]["total_cycles"].as_u64().unwrap();
     assert!(
-        cycles(2) > cycles(0),
-        "level 0 ({}) should be slower than level 2 ({})",
+        cycles(2) > cycles(0) && cycles(2) > cycles(1),
+        "level 0 ({}) should be slower than levels 2 ({}) and 1 ({})",
         cycles(2),
-        cycles(0)
+        cycles(0),
+        cycles(1)
+    );
+    // the why: C in A's slot makes the load of every tile wait for the vector unit
+    let mte2_waits_on_v = |i: usize| -> u64 {
+        docs[i]["pipes"]["MTE2"]["stalls"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("wait_flag V#"))
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum()
+    };
+    assert!(
+        mte2_waits_on_v(2) > mte2_waits_on_v(0) + (cycles(2) - cycles(0)) / 2,
+        "MTE2 waits on V: level 0 {} level 2 {}",
+        mte2_waits_on_v(2),
+        mte2_waits_on_v(0)
     );
     for doc in &docs {
         assert_eq!(doc["sync"], "auto");
