@@ -294,12 +294,7 @@ fn legend(has_scopes: bool) -> String {
             "cycles a pipe waited, per cause (busy, starved and idle cycles are not stalls)",
         ),
     ]);
-    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    let mut out = String::from("legend:\n");
-    for (k, t) in lines {
-        out.push_str(&format!("  {k:<width$}  {t}\n"));
-    }
-    out
+    crate::table::legend(&lines)
 }
 
 #[cfg(test)]

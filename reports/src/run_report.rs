@@ -497,12 +497,7 @@ fn legend(reasons: &[Stall]) -> String {
             "pipe bound / total cycles (100 % = the busiest pipe never waited)".into(),
         ),
     ]);
-    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    let mut out = String::from("legend:\n");
-    for (k, t) in lines {
-        out.push_str(&format!("  {k:<width$}  {t}\n"));
-    }
-    out
+    crate::table::legend(&lines)
 }
 
 #[cfg(test)]

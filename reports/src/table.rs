@@ -64,6 +64,20 @@ impl Table {
     }
 }
 
+/// A `legend:` block: one `key  text` line per entry, keys padded to the widest.
+pub fn legend<K: AsRef<str>, T: AsRef<str>>(lines: &[(K, T)]) -> String {
+    let width = lines
+        .iter()
+        .map(|(k, _)| k.as_ref().len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("legend:\n");
+    for (k, t) in lines {
+        out.push_str(&format!("  {:<width$}  {}\n", k.as_ref(), t.as_ref()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

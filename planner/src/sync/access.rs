@@ -186,19 +186,7 @@ fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
                 step,
                 ..
             } => {
-                let r = (|| {
-                    let (flo, _) = from.range(&ranges)?;
-                    let (_, thi) = to.range(&ranges)?;
-                    let last = thi.checked_sub(1)?;
-                    let hi = match (from.as_const(), step.as_const()) {
-                        (Some(f), Some(s)) if s > 0 && last >= f => {
-                            f.checked_add(last.checked_sub(f)? / s * s)?
-                        }
-                        _ => last,
-                    };
-                    (hi >= flo).then_some((flo, hi))
-                })();
-                ranges[var.index()] = r;
+                ranges[var.index()] = sim::load::for_range(from, to, step, &ranges);
             }
             OpKind::While { var, trips, .. } => {
                 ranges[var.index()] = trips

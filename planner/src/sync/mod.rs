@@ -159,6 +159,32 @@ pub(super) struct Edge {
     pub state: EdgeState,
 }
 
+impl Edge {
+    /// A live, unallocated edge with one id, between the ancestors of `ops` in `block`.
+    fn new(
+        src: Pipe,
+        dst: Pipe,
+        ops: (OpId, OpId),
+        block: BlockRef,
+        tree: &Tree,
+        back: Option<Back>,
+    ) -> Edge {
+        Edge {
+            src,
+            dst,
+            set_after: tree.anchor_in(ops.0, block),
+            wait_before: tree.anchor_in(ops.1, block),
+            block,
+            back,
+            rot: None,
+            k: 1,
+            base: 0,
+            allocated: false,
+            state: EdgeState::Live,
+        }
+    }
+}
+
 /// An instruction the pass inserts.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Ins {
@@ -264,19 +290,7 @@ impl Pass<'_> {
             .tree
             .common_block(fp.op, np.op)
             .expect("forward pairs share a block");
-        let mut e = Edge {
-            src: fp.pipe,
-            dst: np.pipe,
-            set_after: self.tree.anchor_in(fp.op, block),
-            wait_before: self.tree.anchor_in(np.op, block),
-            block,
-            back: None,
-            rot: None,
-            k: 1,
-            base: 0,
-            allocated: false,
-            state: EdgeState::Live,
-        };
+        let mut e = Edge::new(fp.pipe, np.pipe, (fp.op, np.op), block, self.tree, None);
         if e.src != e.dst {
             // the setter may run ahead of the waiter by as many iterations as the reverse pair
             // lets it: that many ids keep every set's previous wait behind it
@@ -327,22 +341,12 @@ impl Pass<'_> {
                 }
                 let block = (Some(lp), 0);
                 let (pp, qp) = (&self.parts[p as usize], &self.parts[q as usize]);
-                let mut e = Edge {
-                    src: pp.pipe,
-                    dst: qp.pipe,
-                    set_after: self.tree.anchor_in(pp.op, block),
-                    wait_before: self.tree.anchor_in(qp.op, block),
-                    block,
-                    back: Some(Back {
-                        lp,
-                        hoist: self.tree.outermost_loop(lp),
-                    }),
-                    rot: None,
-                    k: 1,
-                    base: 0,
-                    allocated: false,
-                    state: EdgeState::Live,
+                let back = Back {
+                    lp,
+                    hoist: self.tree.outermost_loop(lp),
                 };
+                let ops = (pp.op, qp.op);
+                let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
                 if e.src != e.dst {
                     self.rotate(&mut e, lp, d);
                 }

@@ -1345,19 +1345,8 @@ impl<'a> Loader<'a, '_> {
         Some(id)
     }
 
-    /// The values a `for` variable takes: [from, last], where `last` is the largest
-    /// from + k·step below `to` when from and step are constant.
     fn for_range(&self, from: &Expr, to: &Expr, step: &Expr) -> Option<(i64, i64)> {
-        let (flo, _) = super::operand::bounds(from, &self.ranges)?;
-        let (_, thi) = super::operand::bounds(to, &self.ranges)?;
-        let last = thi.checked_sub(1)?;
-        let hi = match (from.as_const(), step.as_const()) {
-            (Some(f), Some(s)) if s > 0 && last >= f => {
-                f.checked_add(last.checked_sub(f)? / s * s)?
-            }
-            _ => last,
-        };
-        (hi >= flo).then_some((flo, hi))
+        super::for_range(from, to, step, &self.ranges)
     }
 
     fn while_op(
