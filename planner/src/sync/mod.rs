@@ -92,7 +92,8 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
         parts: &parts,
         parts_of: &parts_of,
         edges: Vec::new(),
-        event_ids: config.sync.event_ids.clamp(1, 256),
+        // `Edge::banned` has a bit per id
+        event_ids: config.sync.event_ids.clamp(1, 64),
         stats: SyncStats::default(),
         cache: Vec::new(),
         last_round: false,
@@ -156,6 +157,8 @@ pub(super) struct Edge {
     pub base: u32,
     /// Whether `base` has been chosen (or the edge merged or fell back).
     pub allocated: bool,
+    /// First ids that could not be shown to alternate with their other users (bit per id).
+    pub banned: u64,
     pub state: EdgeState,
 }
 
@@ -180,6 +183,7 @@ impl Edge {
             k: 1,
             base: 0,
             allocated: false,
+            banned: 0,
             state: EdgeState::Live,
         }
     }
@@ -384,13 +388,10 @@ impl Pass<'_> {
         if let Some(b) = e.back {
             return span(b.hoist);
         }
-        match self.tree.loop_of_block(e.block) {
-            Some(x) => span(x),
-            None => (
-                2 * self.tree.end[e.set_after.index()].index() as i64 + 1,
-                2 * e.wait_before.index() as i64 - 1,
-            ),
-        }
+        (
+            2 * self.tree.end[e.set_after.index()].index() as i64 + 1,
+            2 * e.wait_before.index() as i64 - 1,
+        )
     }
 
     /// Chooses ids for the new flag pairs; returns how many merged or fell back.
@@ -437,6 +438,7 @@ impl Pass<'_> {
             }
             let k = e.k;
             let free = (0..=self.event_ids.saturating_sub(k))
+                .filter(|&b| e.banned & (1 << b) == 0)
                 .filter(|&b| busy.iter().all(|&(x, y)| b + k <= x || y <= b))
                 .min_by_key(|&b| {
                     let ids = &last_end[b as usize..(b + k) as usize];
@@ -483,8 +485,9 @@ impl Pass<'_> {
         })
     }
 
-    /// Proves every flag id alternates; a flag that cannot be shown to becomes `barrier: all`.
-    /// Returns how many did.
+    /// Proves every flag id alternates; a flag that cannot be shown to alternate gives its
+    /// ids up and is allocated again in the next round (other ids, or merge, or `barrier:
+    /// all`). Returns how many gave their ids up.
     fn prove(&mut self) -> u32 {
         let mut changed = 0;
         let loops: Vec<OpId> = (0..self.tree.program.ops.len())
@@ -492,32 +495,29 @@ impl Pass<'_> {
             .filter(|&op| self.tree.is_loop(op))
             .collect();
         let copies = 1 + self.edges.iter().map(|e| e.k).max().unwrap_or(1).max(1);
-        for _ in 0..4 {
-            let inserts = self.inserts();
-            let walker = Walker {
-                tree: self.tree,
-                parts: self.parts,
-                parts_of: self.parts_of,
-                edges: &self.edges,
-                inserts: &inserts,
-                check_ids: true,
-            };
-            let mut bad = walker.walk(None, 1).violations;
-            for &lp in &loops {
-                bad.extend(walker.walk(Some(lp), copies).violations);
-            }
-            bad.sort_unstable();
-            bad.dedup();
-            if bad.is_empty() {
-                break;
-            }
-            for e in bad {
-                let e = &mut self.edges[e as usize];
-                if e.state == EdgeState::Live {
-                    e.state = EdgeState::Fallback;
-                    self.stats.fallbacks += 1;
-                    changed += 1;
-                }
+        let inserts = self.inserts();
+        let walker = Walker {
+            tree: self.tree,
+            parts: self.parts,
+            parts_of: self.parts_of,
+            edges: &self.edges,
+            inserts: &inserts,
+            check_ids: true,
+        };
+        let mut bad = walker.walk(None, 1).violations;
+        for &lp in &loops {
+            bad.extend(walker.walk(Some(lp), copies).violations);
+        }
+        bad.sort_unstable();
+        bad.dedup();
+        for e in bad {
+            let e = &mut self.edges[e as usize];
+            if e.state == EdgeState::Live {
+                // another id may alternate where this one did not; out of ids, the next
+                // allocation merges the pair or makes it `barrier: all`
+                e.banned |= 1 << e.base;
+                e.allocated = false;
+                changed += 1;
             }
         }
         self.cache.clear();

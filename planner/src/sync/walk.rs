@@ -58,16 +58,17 @@ impl State {
         for (a, b) in self.last.iter_mut().zip(&other.last) {
             *a = (*a).max(*b);
         }
+        // a flag set on one path only is not set on the other: keep what both paths set
+        let mut flags = BTreeMap::new();
         for (k, c) in other.flags {
-            self.flags
-                .entry(k)
-                .and_modify(|x| {
-                    for (p, q) in x.iter_mut().zip(&c) {
-                        *p = (*p).min(*q);
-                    }
-                })
-                .or_insert(c);
+            if let Some(mut x) = self.flags.remove(&k) {
+                for (p, q) in x.iter_mut().zip(&c) {
+                    *p = (*p).min(*q);
+                }
+                flags.insert(k, x);
+            }
         }
+        self.flags = flags;
         for (k, w) in other.waited {
             let e = self.waited.entry(k).or_insert(w);
             *e = (*e).max(w);

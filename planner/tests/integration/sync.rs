@@ -310,3 +310,73 @@ fn a_pair_that_can_neither_get_an_id_nor_merge_falls_back_to_barrier_all() {
     );
     assert!(!text.contains("V->MTE2 #8"), "{text}");
 }
+
+/// Found by the property test: the v3 loop's MTE3->MTE2 flag is set only when v0 is odd (the
+/// `else` branch), so it says nothing about the `then` branch's store of b4 one v0 iteration
+/// earlier; the walk must not carry a flag set on one path past the `if`.
+#[test]
+fn a_flag_set_on_one_branch_only_orders_nothing_after_the_if() {
+    let p = load(
+        r#"
+kernel: prop
+core: aiv
+sync: auto
+gm:
+  x: { shape: [4, 1024], dtype: f16 }
+  y: { shape: [4, 1024], dtype: f16 }
+buffers:
+  b0: { scope: ub, shape: [256], dtype: f16, inplace: false }
+  b1: { scope: ub, shape: [1024], dtype: f16, share: b0 }
+  b2: { scope: ub, shape: [1024], dtype: f16, share: b0 }
+  b3: { scope: ub, shape: [512], dtype: f16 }
+views:
+  w0: { of: b3, offset: 256, shape: [256] }
+body:
+  - load: { src: "x[1, 0:256]", dst: "b3[128:384]" }
+  - for: { var: v0, to: 3 }
+    buffers:
+      b4: { scope: ub, shape: [1024], dtype: f16, inplace: false }
+      b5: { scope: ub, shape: [256], dtype: f16, multi: 2 }
+      b6: { scope: ub, shape: [1024], dtype: f16 }
+    views:
+      w1: { of: b4, offset: 0, shape: [256] }
+      w2: { of: b6, offset: 0, shape: [256] }
+    body:
+      - load: { src: "x[v0 % 4, 0:256]", dst: "w1" }
+      - for: { var: v1, to: 4 }
+        buffers:
+          b7: { scope: ub, shape: [1024], dtype: f16, multi: 2 }
+          b8: { scope: ub, shape: [1024], dtype: f16, preload: true, multi: 2 }
+        body:
+          - load: { src: "x[0, 0:512]", dst: "b1[128:640]" }
+          - store: { src: "w1", dst: "y[v1 % 4, 0:256]" }
+          - for: { var: v2, to: 2 }
+            body:
+              - vmuls: { ins: ["b4[256:512]"], out: "b5", scalar: 2 }
+              - vdup: { scalar: 1, out: "b8@((v0 + 0) % 2)[0:256]" }
+              - load: { src: "x[v2 % 4, 0:512]", dst: "b2[512:1024]" }
+              - vdup: { scalar: 1, out: "b7[512:1024]" }
+      - if: "v0 % 2 == 0"
+        then:
+          - store: { src: "b4[768:1024]", dst: "y[2, 0:256]" }
+          - load: { src: "x[1, 0:256]", dst: "b3[0:256]" }
+          - load: { src: "x[3, 0:256]", dst: "w0" }
+          - vmuls: { ins: ["b4[384:896]"], out: "b3", scalar: 2 }
+        else:
+          - load: { src: "x[3, 0:256]", dst: "b5@1" }
+          - vadd: { ins: ["b1[384:640]", "b3[0:256]"], out: "b3[256:512]" }
+          - for: { var: v3, to: 1 }
+            body:
+              - load: { src: "x[v3 % 4, 0:256]", dst: "w2" }
+              - load: { src: "x[v3 % 4, 0:256]", dst: "b4[768:1024]" }
+              - store: { src: "w2", dst: "y[v3 % 4, 0:256]" }
+              - vmuls: { ins: ["b1[128:384]"], out: "b4[0:256]", scalar: 2 }
+          - vadd: { ins: ["w2", "b5"], out: "b4[512:768]" }
+          - load: { src: "x[v0 % 4, 0:256]", dst: "b6[256:512]" }
+  - load: { src: "x[1, 0:512]", dst: "b3" }
+"#,
+    );
+    for level in [2, 1, 0] {
+        clean(&p, level);
+    }
+}
