@@ -2,12 +2,14 @@
 //! 100, 1,000 and 10,000 buffers: stages of tiled loops, each a load → vector ops → store chain
 //! over multi-buffers, with accumulators that live across a window of stages. UB is reduced so
 //! the scope is planned by first fit with reuse; the sequential case (everything fits) is
-//! measured too. Figures are recorded in BENCHMARKS.md.
+//! measured too, and the sync pass on the reuse plan. Figures are recorded in BENCHMARKS.md.
 //!
 //! `cargo bench -p planner --bench planning`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use planner::{inplace_pairs, liveness, place, plan_program, LivenessMode, PlanOptions, ScopeMode};
+use planner::{
+    inplace_pairs, liveness, place, plan_program, synchronize, LivenessMode, PlanOptions, ScopeMode,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sim::{Config, Program, Space};
@@ -159,6 +161,18 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("place", n), &n, |b, _| {
             b.iter(|| place(&p, &config, &live, &pairs, &touch, &reuse).unwrap())
+        });
+    }
+    g.finish();
+
+    // the sync pass on the reuse plan (what `run` does after planning a `sync: auto` program)
+    let mut g = c.benchmark_group("synchronize");
+    g.sample_size(10);
+    for n in SIZES {
+        let (p, reuse, _) = setup(n);
+        let plan = plan_program(&p, &config, &reuse).unwrap().plan;
+        g.bench_with_input(BenchmarkId::new("reuse", n), &n, |b, _| {
+            b.iter(|| synchronize(&p, &config, &plan))
         });
     }
     g.finish();

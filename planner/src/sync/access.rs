@@ -52,7 +52,9 @@ pub(super) struct Part {
 pub(super) enum Rel {
     /// The same iteration of every loop enclosing both.
     Same,
-    /// The second is `d` iterations of `lp` after the first.
+    /// The second is `d` iterations of `lp` after the first (the pass uses the closed form,
+    /// [`distance`]; its test tries every `d` with this).
+    #[cfg_attr(not(test), allow(dead_code))]
     Later { lp: OpId, d: u32 },
 }
 
@@ -94,13 +96,33 @@ pub(super) fn conflict(a: &Part, b: &Part, rel: Rel) -> bool {
     })
 }
 
-/// The longest period of slot patterns: enough distances to find the first conflict.
-pub(super) const MAX_DISTANCE: u32 = 256;
-
 /// The smallest distance `d >= 1` (iterations of `lp`) at which `b` conflicts with `a`
-/// executed `d` iterations earlier.
+/// executed `d` iterations earlier. Slots of one counter meet when `d ≡ k_b - k_a` modulo the
+/// gcd of their slot counts; anything else relates nothing and conflicts at every distance.
 pub(super) fn distance(a: &Part, b: &Part, lp: OpId) -> Option<u32> {
-    (1..=MAX_DISTANCE).find(|&d| conflict(a, b, Rel::Later { lp, d }))
+    let mut best: Option<u32> = None;
+    for x in &a.pieces {
+        for y in &b.pieces {
+            if x.mem != y.mem || !(x.write || y.write) || x.hi <= y.lo || y.hi <= x.lo {
+                continue;
+            }
+            let d = match (x.slot, y.slot) {
+                (Some(sx), Some(sy)) if sx.lp == lp && sy.lp == lp => {
+                    let g = gcd(sx.n, sy.n);
+                    match (sy.k + g - sx.k % g) % g {
+                        0 => g,
+                        r => r,
+                    }
+                }
+                _ => 1,
+            };
+            best = Some(best.map_or(d, |b| b.min(d)));
+            if d == 1 {
+                return best;
+            }
+        }
+    }
+    best
 }
 
 /// The parts of every op, in op order (`parts_of[op]` lists indices into the returned parts).
@@ -385,6 +407,46 @@ mod tests {
                 d: 2
             }
         ));
+    }
+
+    #[test]
+    fn distance_agrees_with_trying_every_distance() {
+        // xorshift: random slot patterns of one loop, another loop, or none
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut r = |n: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % n
+        };
+        let lp = OpId::new(0);
+        for _ in 0..2000 {
+            let part = |r: &mut dyn FnMut(u64) -> u64| Part {
+                op: OpId::new(1),
+                pipe: Pipe::V,
+                pieces: (0..1 + r(3))
+                    .map(|_| {
+                        let n = 1 + r(4) as u32;
+                        let slot = match r(3) {
+                            0 => None,
+                            1 => cond(0, n, r(n as u64) as u32),
+                            _ => cond(9, n, r(n as u64) as u32),
+                        };
+                        let lo = 64 * r(4);
+                        Piece {
+                            mem: Mem::Scope(Space::Ub),
+                            lo,
+                            hi: lo + 64 * (1 + r(2)),
+                            write: r(2) == 0,
+                            slot,
+                        }
+                    })
+                    .collect(),
+            };
+            let (a, b) = (part(&mut r), part(&mut r));
+            let brute = (1..=64).find(|&d| conflict(&a, &b, Rel::Later { lp, d }));
+            assert_eq!(distance(&a, &b, lp), brute, "{a:?}\n{b:?}");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ use sim::{Config, OpId, Pipe};
 use crate::Plan;
 use access::{conflict, distance, Part, Rel};
 use tree::{BlockRef, Tree};
-use walk::{Inserts, Walk, Walker};
+use walk::{Inserts, Prefix, Walk, Walker};
 
 /// What the pass inserted, counted statically (ops in the program text, not executions).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,6 +96,16 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
         event_ids: config.sync.event_ids.clamp(1, 64),
         stats: SyncStats::default(),
         cache: Vec::new(),
+        prefix: Prefix::default(),
+        inserts: None,
+        pipes_before: parts
+            .iter()
+            .scan(0u32, |m, p| {
+                let before = *m;
+                *m |= 1 << p.pipe.index();
+                Some(before)
+            })
+            .collect(),
         last_round: false,
     };
     // Merging a pair or turning it into `barrier: all` moves or drops a set_flag, and a set
@@ -112,7 +122,7 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
         }
     }
     pass.stats.dependencies = pass.edges.len() as u32;
-    let inserts = pass.inserts();
+    let inserts = pass.build_inserts();
     let (program, counts) = emit::emit(&tree, &pass.edges, &inserts);
     let mut stats = pass.stats;
     stats.set_flags = counts.set_flags;
@@ -215,28 +225,58 @@ struct Pass<'a> {
     stats: SyncStats,
     /// Walks of the current edges: (root, copies) → walk. Cleared when an edge changes.
     cache: Vec<((Option<OpId>, u32), Walk)>,
+    /// The whole-kernel walk forward pairs are checked against, resumed after each new pair.
+    prefix: Prefix,
+    /// Per part: the pipes of the parts before it (a bit per pipe).
+    pipes_before: Vec<u32>,
+    /// The current edges' inserts, kept up to date as pairs are added (rebuilt when the ids
+    /// change edges).
+    inserts: Option<Inserts>,
     /// New pairs become `barrier: all` at once.
     last_round: bool,
 }
 
 impl Pass<'_> {
+    fn walker<'w>(&'w self, inserts: &'w Inserts, check_ids: bool) -> Walker<'w> {
+        Walker {
+            tree: self.tree,
+            parts: self.parts,
+            parts_of: self.parts_of,
+            edges: &self.edges,
+            inserts,
+            check_ids,
+        }
+    }
+
+    /// The current inserts (built once after the edges changed other than by `add`).
+    fn current_inserts(&mut self) -> Inserts {
+        match self.inserts.take() {
+            Some(i) => i,
+            None => self.build_inserts(),
+        }
+    }
+
     fn walk(&mut self, root: Option<OpId>, copies: u32) -> &Walk {
         let key = (root, copies);
         if let Some(i) = self.cache.iter().position(|(k, _)| *k == key) {
             return &self.cache[i].1;
         }
-        let inserts = self.inserts();
-        let w = Walker {
-            tree: self.tree,
-            parts: self.parts,
-            parts_of: self.parts_of,
-            edges: &self.edges,
-            inserts: &inserts,
-            check_ids: false,
-        }
-        .walk(root, copies);
+        let inserts = self.current_inserts();
+        let w = self.walker(&inserts, false).walk(root, copies);
+        self.inserts = Some(inserts);
         self.cache.push((key, w));
         &self.cache.last().unwrap().1
+    }
+
+    /// The whole-kernel walk, through the top-level op holding `op`.
+    fn prefix_through(&mut self, op: OpId) -> &Walk {
+        let inserts = self.current_inserts();
+        let mut prefix = std::mem::take(&mut self.prefix);
+        self.walker(&inserts, false)
+            .advance(&mut prefix, self.tree.top[op.index()]);
+        self.prefix = prefix;
+        self.inserts = Some(inserts);
+        self.prefix.walk()
     }
 
     fn add(&mut self, mut e: Edge) {
@@ -244,8 +284,25 @@ impl Pass<'_> {
             e.state = EdgeState::Fallback;
             self.stats.fallbacks += 1;
         }
+        let i = self.edges.len() as u32;
+        // a change inside top-level op t leaves the walk before it as it was
+        let mut from = self.tree.top[e.set_after.index()].min(self.tree.top[e.wait_before.index()]);
+        if let Some(b) = e.back {
+            from = from.min(self.tree.top[b.hoist.index()]);
+        }
         self.edges.push(e);
+        if let Some(ins) = &mut self.inserts {
+            Self::push_inserts(ins, i, &self.edges[i as usize]);
+        }
+        self.prefix.invalidate(from);
         self.cache.clear();
+    }
+
+    /// Edges changed other than by `add`: every walk and the inserts are stale.
+    fn changed(&mut self) {
+        self.cache.clear();
+        self.prefix.clear();
+        self.inserts = None;
     }
 
     /// Dependencies in program order; a loop's backward pairs once its body is done.
@@ -265,22 +322,30 @@ impl Pass<'_> {
     }
 
     fn forward(&mut self, n: u32) {
-        let np = &self.parts[n as usize];
+        let nop = self.parts[n as usize].op;
+        // nearest first, one conflicting part per pipe: once the nearest on pipe p is ordered
+        // (or synchronised: a set orders every earlier instruction of its pipe), every earlier
+        // part on p is too. S needs nothing (it finishes its ops before sending the next).
+        let mut covered = 1u32 << Pipe::S.index();
+        let all = self.pipes_before[n as usize] | covered;
         // parts are in op order: every earlier part belongs to an earlier op (or is this
         // mmad_l1's own MTE1 half, which the engine orders itself)
-        let cands: Vec<u32> = (0..n)
-            .rev()
-            .filter(|&f| {
-                let fp = &self.parts[f as usize];
-                fp.op != np.op
-                    && fp.pipe != Pipe::S
-                    && self.tree.common_block(fp.op, np.op).is_some()
-                    && conflict(fp, np, Rel::Same)
-            })
-            .collect();
-        for f in cands {
-            let fpipe = self.parts[f as usize].pipe;
-            if self.walk(None, 1).ordered(f, 0, fpipe, n, 0) {
+        for f in (0..n).rev() {
+            if covered == all {
+                break;
+            }
+            let (fp, np) = (&self.parts[f as usize], &self.parts[n as usize]);
+            let bit = 1u32 << fp.pipe.index();
+            if covered & bit != 0
+                || fp.op == nop
+                || !conflict(fp, np, Rel::Same)
+                || self.tree.common_block(fp.op, nop).is_none()
+            {
+                continue;
+            }
+            covered |= bit;
+            let fpipe = fp.pipe;
+            if self.prefix_through(nop).ordered(f, 0, fpipe, n, 0) {
                 continue;
             }
             let e = self.forward_edge(f, n);
@@ -316,6 +381,8 @@ impl Pass<'_> {
     }
 
     fn backward(&mut self, lp: OpId) {
+        // only walks of this loop's body are asked for from here on
+        self.cache.clear();
         let first = self.parts_of[lp.index() + 1..=self.tree.end[lp.index()].index()]
             .iter()
             .flatten()
@@ -407,54 +474,39 @@ impl Pass<'_> {
             let e = &self.edges[i];
             (e.src, e.dst, self.extent(e).0, i)
         });
-        let mut done: Vec<usize> = (0..self.edges.len())
-            .filter(|&i| self.edges[i].allocated && self.edges[i].state == EdgeState::Live)
-            .collect();
+        let mut ids = IdBook::new(self.event_ids);
+        for i in 0..self.edges.len() {
+            let e = &self.edges[i];
+            if e.allocated && e.state == EdgeState::Live && e.src != e.dst {
+                ids.book(e, i, self.extent(e));
+            }
+        }
         for i in order {
             self.edges[i].allocated = true;
             let e = &self.edges[i];
             let (lo, hi) = self.extent(e);
-            let busy: Vec<(u32, u32)> = done
-                .iter()
-                .map(|&j| &self.edges[j])
-                .filter(|o| o.state == EdgeState::Live && o.src == e.src && o.dst == e.dst)
-                .filter(|o| {
-                    let (a, b) = self.extent(o);
-                    a <= hi && lo <= b
-                })
-                .map(|o| (o.base, o.base + o.k))
-                .collect();
+            let k = e.k;
             // when the last use of an id is over is not known statically: prefer ids this
             // pair never used, then the ones whose last use ended longest ago (the proof that
             // ids alternate then rarely fails)
-            let mut last_end = vec![i64::MIN; self.event_ids as usize];
-            for o in done.iter().map(|&j| &self.edges[j]) {
-                if o.state == EdgeState::Live && (o.src, o.dst) == (e.src, e.dst) {
-                    let end = self.extent(o).1;
-                    for id in o.base..o.base + o.k {
-                        last_end[id as usize] = last_end[id as usize].max(end);
-                    }
-                }
-            }
-            let k = e.k;
             let free = (0..=self.event_ids.saturating_sub(k))
                 .filter(|&b| e.banned & (1 << b) == 0)
-                .filter(|&b| busy.iter().all(|&(x, y)| b + k <= x || y <= b))
-                .min_by_key(|&b| {
-                    let ids = &last_end[b as usize..(b + k) as usize];
-                    (ids.iter().copied().max(), b)
-                });
+                .filter(|&b| (b..b + k).all(|id| ids.free(e, id, lo, hi)))
+                .min_by_key(|&b| ((b..b + k).map(|id| ids.last_end(e, id)).max(), b));
             if let Some(b) = free {
                 self.edges[i].base = b;
-                done.push(i);
+                ids.book(&self.edges[i], i, (lo, hi));
                 continue;
             }
-            match self.merge_target(i, &done) {
+            match self.merge_target(i, &ids) {
                 Some(j) => {
+                    let before = self.extent(&self.edges[j]);
                     let (s, w) = (self.edges[i].set_after, self.edges[i].wait_before);
                     let t = &mut self.edges[j];
                     t.set_after = t.set_after.max(s);
                     t.wait_before = t.wait_before.min(w);
+                    let after = self.extent(&self.edges[j]);
+                    ids.rebook(&self.edges[j], before, after);
                     self.edges[i].state = EdgeState::Merged;
                     self.stats.merged += 1;
                     changed += 1;
@@ -466,19 +518,17 @@ impl Pass<'_> {
                 }
             }
         }
-        self.cache.clear();
+        self.changed();
         changed
     }
 
     /// The latest live edge `i` can fold into: same pipes, same block and direction, enough
     /// ids on the same counter, and the merged set still before the merged wait.
-    fn merge_target(&self, i: usize, done: &[usize]) -> Option<usize> {
+    fn merge_target(&self, i: usize, ids: &IdBook) -> Option<usize> {
         let e = &self.edges[i];
-        done.iter().rev().copied().find(|&j| {
+        ids.same_place(e).iter().rev().copied().find(|&j| {
             let o = &self.edges[j];
             o.state == EdgeState::Live
-                && (o.src, o.dst, o.block) == (e.src, e.dst, e.block)
-                && o.back.map(|b| b.lp) == e.back.map(|b| b.lp)
                 && (e.k == 1 || (o.rot == e.rot && o.k >= e.k))
                 && (e.back.is_some()
                     || o.set_after.max(e.set_after) < o.wait_before.min(e.wait_before))
@@ -495,15 +545,8 @@ impl Pass<'_> {
             .filter(|&op| self.tree.is_loop(op))
             .collect();
         let copies = 1 + self.edges.iter().map(|e| e.k).max().unwrap_or(1).max(1);
-        let inserts = self.inserts();
-        let walker = Walker {
-            tree: self.tree,
-            parts: self.parts,
-            parts_of: self.parts_of,
-            edges: &self.edges,
-            inserts: &inserts,
-            check_ids: true,
-        };
+        let inserts = self.build_inserts();
+        let walker = self.walker(&inserts, true);
         let mut bad = walker.walk(None, 1).violations;
         for &lp in &loops {
             bad.extend(walker.walk(Some(lp), copies).violations);
@@ -520,11 +563,11 @@ impl Pass<'_> {
                 changed += 1;
             }
         }
-        self.cache.clear();
+        self.changed();
         changed
     }
 
-    fn inserts(&self) -> Inserts {
+    fn build_inserts(&self) -> Inserts {
         let n = self.tree.program.ops.len();
         let mut ins = Inserts {
             before: vec![Vec::new(); n],
@@ -532,31 +575,102 @@ impl Pass<'_> {
             tail: vec![Ins::BarrierAll],
         };
         for (i, e) in self.edges.iter().enumerate() {
-            let edge = i as u32;
-            let (s, w) = (e.set_after.index(), e.wait_before.index());
-            match e.state {
-                EdgeState::Merged => {}
-                EdgeState::Fallback => ins.before[w].push(Ins::BarrierAll),
-                EdgeState::Live if e.src == e.dst => ins.before[w].push(Ins::Barrier(e.src)),
-                EdgeState::Live => {
-                    ins.after[s].push(Ins::Set { edge, fixed: None });
-                    ins.before[w].push(Ins::Wait { edge, fixed: None });
-                    if let Some(b) = e.back {
-                        for j in 0..e.k {
-                            let h = b.hoist.index();
-                            ins.before[h].push(Ins::Set {
-                                edge,
-                                fixed: Some(j),
-                            });
-                            ins.after[h].push(Ins::Wait {
-                                edge,
-                                fixed: Some(j),
-                            });
-                        }
+            Self::push_inserts(&mut ins, i as u32, e);
+        }
+        ins
+    }
+
+    /// What edge `edge` inserts, appended (edges in creation order give a stable order).
+    fn push_inserts(ins: &mut Inserts, edge: u32, e: &Edge) {
+        let (s, w) = (e.set_after.index(), e.wait_before.index());
+        match e.state {
+            EdgeState::Merged => {}
+            EdgeState::Fallback => ins.before[w].push(Ins::BarrierAll),
+            EdgeState::Live if e.src == e.dst => ins.before[w].push(Ins::Barrier(e.src)),
+            EdgeState::Live => {
+                ins.after[s].push(Ins::Set { edge, fixed: None });
+                ins.before[w].push(Ins::Wait { edge, fixed: None });
+                if let Some(b) = e.back {
+                    let h = b.hoist.index();
+                    for j in 0..e.k {
+                        ins.before[h].push(Ins::Set {
+                            edge,
+                            fixed: Some(j),
+                        });
+                        ins.after[h].push(Ins::Wait {
+                            edge,
+                            fixed: Some(j),
+                        });
                     }
                 }
             }
         }
-        ins
+    }
+}
+
+/// Where: pipe pair, block, and the loop of a backward pair.
+type Place = (Pipe, Pipe, BlockRef, Option<OpId>);
+
+/// The ids booked so far, per ordered pipe pair and id: the extents using it (disjoint, by
+/// start), and the live pairs per place in booking order (merge candidates).
+struct IdBook {
+    ids: u32,
+    by_pair: std::collections::BTreeMap<(Pipe, Pipe), Vec<std::collections::BTreeMap<i64, i64>>>,
+    by_place: std::collections::BTreeMap<Place, Vec<usize>>,
+}
+
+impl IdBook {
+    fn new(ids: u32) -> IdBook {
+        IdBook {
+            ids,
+            by_pair: Default::default(),
+            by_place: Default::default(),
+        }
+    }
+
+    fn place(e: &Edge) -> Place {
+        (e.src, e.dst, e.block, e.back.map(|b| b.lp))
+    }
+
+    fn id(&self, e: &Edge, id: u32) -> Option<&std::collections::BTreeMap<i64, i64>> {
+        self.by_pair.get(&(e.src, e.dst)).map(|v| &v[id as usize])
+    }
+
+    fn book(&mut self, e: &Edge, i: usize, (lo, hi): (i64, i64)) {
+        let n = self.ids as usize;
+        let v = self
+            .by_pair
+            .entry((e.src, e.dst))
+            .or_insert_with(|| vec![Default::default(); n]);
+        for id in e.base..e.base + e.k {
+            v[id as usize].insert(lo, hi);
+        }
+        self.by_place.entry(Self::place(e)).or_default().push(i);
+    }
+
+    /// A merge shrank a booked extent.
+    fn rebook(&mut self, e: &Edge, (lo, _): (i64, i64), (nlo, nhi): (i64, i64)) {
+        let v = self.by_pair.get_mut(&(e.src, e.dst)).expect("booked");
+        for id in e.base..e.base + e.k {
+            v[id as usize].remove(&lo);
+            v[id as usize].insert(nlo, nhi);
+        }
+    }
+
+    /// Whether no booked extent of `id` meets `[lo, hi]` (they are disjoint: only the last
+    /// one starting at or before `hi` can).
+    fn free(&self, e: &Edge, id: u32, lo: i64, hi: i64) -> bool {
+        self.id(e, id)
+            .is_none_or(|m| m.range(..=hi).next_back().is_none_or(|(_, &end)| end < lo))
+    }
+
+    fn last_end(&self, e: &Edge, id: u32) -> i64 {
+        self.id(e, id)
+            .and_then(|m| m.last_key_value())
+            .map_or(i64::MIN, |(_, &end)| end)
+    }
+
+    fn same_place(&self, e: &Edge) -> &[usize] {
+        self.by_place.get(&Self::place(e)).map_or(&[], |v| v)
     }
 }

@@ -15,6 +15,10 @@ pub(super) struct Tree<'p> {
     pub block: Vec<BlockRef>,
     /// The last op of each op's subtree.
     pub end: Vec<OpId>,
+    /// The index in the kernel body of each op's top-level ancestor (or itself).
+    pub top: Vec<usize>,
+    /// How many control ops enclose each op.
+    depth: Vec<u32>,
 }
 
 impl<'p> Tree<'p> {
@@ -24,14 +28,21 @@ impl<'p> Tree<'p> {
             program,
             block: vec![(None, 0); n],
             end: (0..n).map(OpId::new).collect(),
+            top: vec![0; n],
+            depth: vec![0; n],
         };
         t.fill(&program.body.ops, (None, 0));
+        for (i, &op) in program.body.ops.iter().enumerate() {
+            let end = t.end[op.index()].index();
+            t.top[op.index()..=end].fill(i);
+        }
         t
     }
 
     fn fill(&mut self, ops: &[OpId], at: BlockRef) {
         for &op in ops {
             self.block[op.index()] = at;
+            self.depth[op.index()] = at.0.map_or(0, |o| self.depth[o.index()] + 1);
             for (i, b) in self.program.blocks(op).into_iter().enumerate() {
                 self.fill(&b.ops, (Some(op), i as u8));
             }
@@ -51,16 +62,6 @@ impl<'p> Tree<'p> {
         }
     }
 
-    /// The blocks from the kernel body down to the one holding `op`.
-    fn chain(&self, op: OpId) -> Vec<BlockRef> {
-        let mut v = vec![self.block[op.index()]];
-        while let (Some(owner), _) = *v.last().unwrap() {
-            v.push(self.block[owner.index()]);
-        }
-        v.reverse();
-        v
-    }
-
     /// The ancestor of `op` (or `op` itself) that sits directly in block `b`.
     pub fn anchor_in(&self, op: OpId, b: BlockRef) -> OpId {
         let mut at = op;
@@ -75,15 +76,23 @@ impl<'p> Tree<'p> {
     /// The deepest block enclosing both ops, or `None` when they sit in different branches of
     /// one `if` (they never run in the same pass).
     pub fn common_block(&self, a: OpId, b: OpId) -> Option<BlockRef> {
-        let (ca, cb) = (self.chain(a), self.chain(b));
-        let mut i = 0;
-        while i < ca.len() && i < cb.len() && ca[i] == cb[i] {
-            i += 1;
+        let up = |x: OpId| self.block[x.index()].0.expect("a nested op has an owner");
+        let (mut x, mut y) = (a, b);
+        while self.depth[x.index()] > self.depth[y.index()] {
+            x = up(x);
         }
-        if i < ca.len() && i < cb.len() && ca[i].0 == cb[i].0 {
-            return None; // same owner, different branch
+        while self.depth[y.index()] > self.depth[x.index()] {
+            y = up(y);
         }
-        Some(ca[i - 1])
+        // same depth: their blocks are at one level; climb until they are one block
+        while self.block[x.index()] != self.block[y.index()] {
+            if self.block[x.index()].0 == self.block[y.index()].0 {
+                return None; // one `if`, different branches
+            }
+            x = up(x);
+            y = up(y);
+        }
+        Some(self.block[x.index()])
     }
 
     /// Whether `anc` is a proper ancestor of `op`.

@@ -84,8 +84,10 @@ pub(super) struct Inserts {
     pub tail: Vec<Ins>,
 }
 
-/// What a walk learned.
+/// What a walk learned, for the parts `first ..` of the walked region.
+#[derive(Default)]
 pub(super) struct Walk {
+    first: usize,
     nparts: usize,
     /// Position of each part per copy (0: not reached).
     pos: Vec<u32>,
@@ -96,18 +98,48 @@ pub(super) struct Walk {
 }
 
 impl Walk {
+    fn at(&self, copy: u32, part: u32) -> usize {
+        copy as usize * self.nparts + part as usize - self.first
+    }
+
     pub fn pos(&self, copy: u32, part: u32) -> u32 {
-        self.pos[copy as usize * self.nparts + part as usize]
+        self.pos[self.at(copy, part)]
     }
 
     pub fn know(&self, copy: u32, part: u32) -> &Clock {
-        &self.know[copy as usize * self.nparts + part as usize]
+        &self.know[self.at(copy, part)]
     }
 
     /// Whether part `f` (in copy `cf`) is known complete when part `n` (copy `cn`) starts.
     pub fn ordered(&self, f: u32, cf: u32, f_pipe: Pipe, n: u32, cn: u32) -> bool {
         let p = self.pos(cf, f);
         p != 0 && self.know(cn, n)[f_pipe.index()] >= p
+    }
+}
+
+/// A walk of the kernel (one copy, no id checks) that resumes: the state before each
+/// top-level op is kept, so a change inside top-level op i re-walks from op i only, and a
+/// query stops at the top-level op holding the asked part.
+#[derive(Default)]
+pub(super) struct Prefix {
+    walk: Walk,
+    /// `states[i]`: the state and position counter before top-level op i; ops `0..states.len()
+    /// - 1` are walked.
+    states: Vec<(State, u32)>,
+}
+
+impl Prefix {
+    pub fn walk(&self) -> &Walk {
+        &self.walk
+    }
+
+    /// Forgets everything from top-level op `i` on (its inserts changed).
+    pub fn invalidate(&mut self, i: usize) {
+        self.states.truncate(i + 1);
+    }
+
+    pub fn clear(&mut self) {
+        self.states.clear();
     }
 }
 
@@ -128,20 +160,39 @@ struct Run {
 }
 
 impl Walker<'_> {
+    /// The parts of `root`'s body (all parts for the kernel).
+    fn part_range(&self, root: Option<OpId>) -> (usize, usize) {
+        let Some(lp) = root else {
+            return (0, self.parts.len());
+        };
+        let ops = lp.index() + 1..=self.tree.end[lp.index()].index();
+        let mut it = self.parts_of[ops].iter().flatten().map(|&p| p as usize);
+        match it.next() {
+            Some(a) => (a, it.next_back().unwrap_or(a) + 1),
+            None => (0, 0),
+        }
+    }
+
+    fn empty(&self, root: Option<OpId>, copies: u32) -> Walk {
+        let (first, end) = self.part_range(root);
+        let n = (end - first) * copies as usize;
+        Walk {
+            first,
+            nparts: end - first,
+            pos: vec![0; n],
+            know: vec![[0; NP]; n],
+            violations: Vec::new(),
+        }
+    }
+
     /// Walks the whole kernel once (`root: None`) or `copies` consecutive iterations of loop
     /// `root`'s body, starting from knowing nothing.
     pub fn walk(&self, root: Option<OpId>, copies: u32) -> Walk {
-        let nparts = self.parts.len();
         let mut run = Run {
             root,
             copy: 0,
             next: 0,
-            out: Walk {
-                nparts,
-                pos: vec![0; nparts * copies as usize],
-                know: vec![[0; NP]; nparts * copies as usize],
-                violations: Vec::new(),
-            },
+            out: self.empty(root, copies),
         };
         let mut st = State::default();
         match root {
@@ -165,15 +216,43 @@ impl Walker<'_> {
         out
     }
 
+    /// Makes `prefix` cover top-level ops `..=upto`.
+    pub fn advance(&self, prefix: &mut Prefix, upto: usize) {
+        if prefix.states.is_empty() {
+            prefix.walk = self.empty(None, 1);
+            prefix.states.push((State::default(), 0));
+        }
+        let body = &self.tree.program.body.ops;
+        while prefix.states.len() <= upto + 1 {
+            let i = prefix.states.len() - 1;
+            let (st, next) = prefix.states[i].clone();
+            let mut run = Run {
+                root: None,
+                copy: 0,
+                next,
+                out: std::mem::take(&mut prefix.walk),
+            };
+            let st = self.top(body[i], st, &mut run);
+            prefix.walk = run.out;
+            prefix.states.push((st, run.next));
+        }
+    }
+
+    /// One op of a block with what is inserted around it.
+    fn top(&self, op: OpId, mut st: State, run: &mut Run) -> State {
+        for ins in &self.inserts.before[op.index()] {
+            self.ins(ins, &mut st, run);
+        }
+        st = self.op(op, st, run);
+        for ins in &self.inserts.after[op.index()] {
+            self.ins(ins, &mut st, run);
+        }
+        st
+    }
+
     fn block(&self, b: &Block, mut st: State, run: &mut Run) -> State {
         for &op in &b.ops {
-            for ins in &self.inserts.before[op.index()] {
-                self.ins(ins, &mut st, run);
-            }
-            st = self.op(op, st, run);
-            for ins in &self.inserts.after[op.index()] {
-                self.ins(ins, &mut st, run);
-            }
+            st = self.top(op, st, run);
         }
         st
     }
@@ -203,7 +282,7 @@ impl Walker<'_> {
                     let s = st.know[S];
                     join(&mut st.know[q], &s);
                     run.next += 1;
-                    let at = run.copy as usize * run.out.nparts + p as usize;
+                    let at = run.out.at(run.copy, p);
                     run.out.pos[at] = run.next;
                     run.out.know[at] = st.know[q];
                     st.last[q] = run.next;
@@ -234,6 +313,22 @@ impl Walker<'_> {
             Some(b) => Some(b.lp),
             None => self.tree.loop_of_block(e.block),
         }
+    }
+
+    /// Whether a set of edge `ei` in this walk can be consumed by a wait of this walk: the
+    /// sets that [`Self::source`] can name.
+    fn consumable(&self, ei: u32, run: &Run) -> bool {
+        let e = &self.edges[ei as usize];
+        let Some(back) = e.back else {
+            return true;
+        };
+        let Some(root) = run.root else {
+            return false;
+        };
+        root == back.lp
+            || (e.k.max(1) == 1
+                && self.tree.contains(root, back.lp)
+                && (back.hoist == root || self.tree.contains(back.hoist, root)))
     }
 
     /// The (edge, copy) whose set a wait of edge `ei` in this pass consumes, if the walk saw it.
@@ -282,7 +377,8 @@ impl Walker<'_> {
                         }
                     }
                 }
-                if fixed.is_none() {
+                // only what a later wait of this walk can consume (the state stays small)
+                if fixed.is_none() && self.consumable(edge, run) {
                     st.flags.insert((edge, run.copy), snap);
                 }
                 st.know[p][p] = st.last[p];
@@ -297,7 +393,8 @@ impl Walker<'_> {
                 join(&mut st.know[q], &s);
                 if fixed.is_none() {
                     if let Some(src) = self.source(edge, run) {
-                        if let Some(c) = st.flags.get(&src).copied() {
+                        // each set is consumed by one wait
+                        if let Some(c) = st.flags.remove(&src) {
                             join(&mut st.know[q], &c);
                         }
                     }
