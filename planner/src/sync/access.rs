@@ -8,7 +8,6 @@ use sim::expr::{BinOp, Expr};
 use sim::program::{Index, OpKind, Operand, Program, Ref, ViewKind};
 use sim::{OpId, Pipe, Space, TensorId};
 
-use super::emit::count_expr;
 use super::tree::Tree;
 use crate::Plan;
 
@@ -129,22 +128,11 @@ pub(super) fn distance(a: &Part, b: &Part, lp: OpId) -> Option<u32> {
 pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
     let program = tree.program;
     let ranges = var_ranges(program);
-    // `@(count % n)`: a slot picked by an enclosing loop's iteration count, written out
-    let counts: Vec<Option<Expr>> = (0..program.ops.len())
-        .map(|i| {
-            let op = OpId::new(i);
-            if tree.is_loop(op) {
-                count_expr(tree, op)
-            } else {
-                None
-            }
-        })
-        .collect();
     let ctx = Ctx {
         program,
         plan,
         ranges: &ranges,
-        counts: &counts,
+        counts: &tree.counts,
     };
     let mut parts = Vec::new();
     let mut parts_of = vec![Vec::new(); program.ops.len()];

@@ -17,49 +17,6 @@ pub(super) struct Counts {
     pub barrier_alls: u32,
 }
 
-/// The whole-run iteration count of loop `lp` as an expression over loop variables (the
-/// counter the engine picks multi-buffer slots with), when it can be written: a `for` with a
-/// constant start and step, nested only in such loops with constant trip counts and no `if`
-/// between them.
-pub(super) fn count_expr(tree: &Tree, lp: OpId) -> Option<Expr> {
-    let program = tree.program;
-    let op = program.op(lp);
-    let OpKind::For {
-        var,
-        from,
-        to,
-        step,
-        ..
-    } = &op.kind
-    else {
-        return None;
-    };
-    let (f, s) = (from.as_const()?, step.as_const()?);
-    if s <= 0 {
-        return None;
-    }
-    let v = Expr::Var(*var);
-    let local = if f == 0 && s == 1 {
-        v
-    } else {
-        let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(f)).ok()?;
-        Expr::binary(BinOp::Div, shifted, Expr::Const(s)).ok()?
-    };
-    match op.loop_parent {
-        None => Some(local),
-        Some(outer) => {
-            if op.parent != Some(outer) {
-                return None; // inside an `if`: the count does not advance every outer iteration
-            }
-            let trips = (to.as_const()? - f).max(0).div_euclid(s)
-                + i64::from((to.as_const()? - f).max(0) % s != 0);
-            let above = count_expr(tree, outer)?;
-            let scaled = Expr::binary(BinOp::Mul, Expr::Const(trips), above).ok()?;
-            Expr::binary(BinOp::Add, scaled, local).ok()
-        }
-    }
-}
-
 struct Emitter<'a> {
     tree: &'a Tree<'a>,
     edges: &'a [Edge],
@@ -182,7 +139,9 @@ impl Emitter<'_> {
         }
         match (e.rot, e.k) {
             (Some(lp), k) if k > 1 => {
-                let count = count_expr(self.tree, lp).expect("a rotating flag's loop counts");
+                let count = self.tree.counts[lp.index()]
+                    .clone()
+                    .expect("a rotating flag's loop counts");
                 let slot = Expr::binary(BinOp::Rem, count, Expr::Const(k as i64))
                     .expect("a count modulo k");
                 if e.base == 0 {

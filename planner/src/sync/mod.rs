@@ -374,7 +374,7 @@ impl Pass<'_> {
 
     /// Gives `e` `d` ids chosen by `lp`'s iteration count, when that count can be written.
     fn rotate(&self, e: &mut Edge, lp: OpId, d: u32) {
-        if d > 1 && d <= self.event_ids && emit::count_expr(self.tree, lp).is_some() {
+        if d > 1 && d <= self.event_ids && self.tree.counts[lp.index()].is_some() {
             e.rot = Some(lp);
             e.k = d;
         }

@@ -2,6 +2,7 @@
 //! ancestors. Ops are stored in pre-order, so an op's index is its program-order position and
 //! its subtree is the index range `id ..= end[id]`.
 
+use sim::expr::{BinOp, Expr};
 use sim::program::{OpKind, Program};
 use sim::OpId;
 
@@ -19,6 +20,9 @@ pub(super) struct Tree<'p> {
     pub top: Vec<usize>,
     /// How many control ops enclose each op.
     depth: Vec<u32>,
+    /// Per loop op: its whole-run iteration count as an expression, when it can be written
+    /// (see [`count_expr`]); `None` for other ops.
+    pub counts: Vec<Option<Expr>>,
 }
 
 impl<'p> Tree<'p> {
@@ -30,11 +34,16 @@ impl<'p> Tree<'p> {
             end: (0..n).map(OpId::new).collect(),
             top: vec![0; n],
             depth: vec![0; n],
+            counts: vec![None; n],
         };
         t.fill(&program.body.ops, (None, 0));
         for (i, &op) in program.body.ops.iter().enumerate() {
             let end = t.end[op.index()].index();
             t.top[op.index()..=end].fill(i);
+        }
+        // pre-order: an outer loop's count is there before an inner loop builds on it
+        for i in 0..n {
+            t.counts[i] = count_expr(program, OpId::new(i), &t.counts);
         }
         t
     }
@@ -135,6 +144,48 @@ impl<'p> Tree<'p> {
             ),
             OpKind::While { trips, .. } => trips.as_const().is_some_and(|t| t >= 1),
             _ => true,
+        }
+    }
+}
+
+/// The whole-run iteration count of loop `lp` as an expression over loop variables (the
+/// counter the engine picks multi-buffer slots with), when it can be written: a `for` with a
+/// constant start and step, nested only in such loops with constant trip counts and no `if`
+/// between them.
+fn count_expr(program: &Program, lp: OpId, counts: &[Option<Expr>]) -> Option<Expr> {
+    let op = program.op(lp);
+    let OpKind::For {
+        var,
+        from,
+        to,
+        step,
+        ..
+    } = &op.kind
+    else {
+        return None;
+    };
+    let (f, s) = (from.as_const()?, step.as_const()?);
+    if s <= 0 {
+        return None;
+    }
+    let v = Expr::Var(*var);
+    let local = if f == 0 && s == 1 {
+        v
+    } else {
+        let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(f)).ok()?;
+        Expr::binary(BinOp::Div, shifted, Expr::Const(s)).ok()?
+    };
+    match op.loop_parent {
+        None => Some(local),
+        Some(outer) => {
+            if op.parent != Some(outer) {
+                return None; // inside an `if`: the count does not advance every outer iteration
+            }
+            let trips = (to.as_const()? - f).max(0).div_euclid(s)
+                + i64::from((to.as_const()? - f).max(0) % s != 0);
+            let above = counts[outer.index()].clone()?;
+            let scaled = Expr::binary(BinOp::Mul, Expr::Const(trips), above).ok()?;
+            Expr::binary(BinOp::Add, scaled, local).ok()
         }
     }
 }

@@ -315,40 +315,23 @@ impl Walker<'_> {
         }
     }
 
-    /// Whether a set of edge `ei` in this walk can be consumed by a wait of this walk: the
-    /// sets that [`Self::source`] can name.
-    fn consumable(&self, ei: u32, run: &Run) -> bool {
+    /// How many copies before the current one the set that a wait of edge `ei` consumes was
+    /// made, when that set is in this walk: 0 for a forward pair (same pass), `k` for a
+    /// backward pair of the walked loop, 1 for a one-id backward pair of an inner loop whose
+    /// flag crosses the walked loop's iterations (balanced outside it); `None` otherwise (the
+    /// wait consumes a balancing set or one this walk does not model, and learns nothing).
+    fn lag(&self, ei: u32, run: &Run) -> Option<u32> {
         let e = &self.edges[ei as usize];
         let Some(back) = e.back else {
-            return true;
+            return Some(0);
         };
-        let Some(root) = run.root else {
-            return false;
-        };
-        root == back.lp
-            || (e.k.max(1) == 1
-                && self.tree.contains(root, back.lp)
-                && (back.hoist == root || self.tree.contains(back.hoist, root)))
-    }
-
-    /// The (edge, copy) whose set a wait of edge `ei` in this pass consumes, if the walk saw it.
-    fn source(&self, ei: u32, run: &Run) -> Option<(u32, u32)> {
-        let e = &self.edges[ei as usize];
-        let Some(back) = e.back else {
-            return Some((ei, run.copy)); // forward: set earlier in the same pass
-        };
-        let k = e.k.max(1);
         let root = run.root?;
         if root == back.lp {
-            return run.copy.checked_sub(k).map(|c| (ei, c));
+            return Some(e.k.max(1));
         }
-        // the flag crosses root's iterations when it is balanced outside root
         let crosses = self.tree.contains(root, back.lp)
             && (back.hoist == root || self.tree.contains(back.hoist, root));
-        if crosses && k == 1 {
-            return run.copy.checked_sub(1).map(|c| (ei, c));
-        }
-        None
+        (crosses && e.k.max(1) == 1).then_some(1)
     }
 
     fn ins(&self, ins: &Ins, st: &mut State, run: &mut Run) {
@@ -378,7 +361,7 @@ impl Walker<'_> {
                     }
                 }
                 // only what a later wait of this walk can consume (the state stays small)
-                if fixed.is_none() && self.consumable(edge, run) {
+                if fixed.is_none() && self.lag(edge, run).is_some() {
                     st.flags.insert((edge, run.copy), snap);
                 }
                 st.know[p][p] = st.last[p];
@@ -392,7 +375,8 @@ impl Walker<'_> {
                 let q = e.dst.index();
                 join(&mut st.know[q], &s);
                 if fixed.is_none() {
-                    if let Some(src) = self.source(edge, run) {
+                    let src = self.lag(edge, run).and_then(|l| run.copy.checked_sub(l));
+                    if let Some(src) = src.map(|c| (edge, c)) {
                         // each set is consumed by one wait
                         if let Some(c) = st.flags.remove(&src) {
                             join(&mut st.know[q], &c);
