@@ -179,9 +179,7 @@ fn try_plan(
     args: &PlanArgs,
     src: &input::Source,
 ) -> Result<Planned, Failed> {
-    let core = config
-        .core(&program.core)
-        .expect("a loaded program names a core of its config");
+    let core = config.core(program.core);
     let mut bad = Vec::new();
     for (space, _) in &args.common.capacities {
         if !core.scopes.iter().any(|s| s.space == *space) {
@@ -259,7 +257,7 @@ fn plan(
     let plan = &planned.plan;
     if show_sync {
         let synced = planner::synchronize(&program, &config, plan);
-        return output::emit(out, &reports::program_yaml(&synced.program, plan));
+        return output::emit(out, &reports::program_yaml(&synced.program, &config, plan));
     }
     let text = match format {
         PlanFormat::Text => reports::plan_text(&program, plan),

@@ -1481,9 +1481,7 @@ pub fn place(
     touch: &[(BufferId, BufferId)],
     opts: &PlanOptions,
 ) -> Result<Placement, PlanError> {
-    let core = config
-        .core(&program.core)
-        .expect("a loaded program names a core of its config");
+    let core = config.core(program.core);
     let max = opts.max_level.min(2);
     let mut buffers = unplaced_buffers(program);
     let mut scopes = Vec::new();
@@ -1668,7 +1666,7 @@ pub fn place(
     Ok(Placement {
         plan: Plan {
             kernel: program.kernel.clone(),
-            config: format!("{}/{}", config.name, program.core),
+            config: config.core_label(program.core),
             level: max,
             liveness: live.mode,
             scopes,

@@ -108,7 +108,7 @@ pub fn validate_with_touch(
 ) -> Result<(), Vec<Violation>> {
     let mut out = Vec::new();
     let name = |b: usize| program.buffers[b].name.clone();
-    let core = config.core(&program.core);
+    let core = config.cores.get(program.core.index());
     let align_of = |s: Space| {
         core.and_then(|c| c.scopes.iter().find(|x| x.space == s))
             .map(|x| x.align)

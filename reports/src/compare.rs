@@ -45,8 +45,9 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
     let mut out = String::new();
     out.push_str(&format!("kernel  {}\n", program.kernel));
     out.push_str(&format!(
-        "config  {}/{} ({} MHz)\n",
-        config.name, program.core, config.clock_mhz
+        "config  {} ({} MHz)\n",
+        config.core_label(program.core),
+        config.clock_mhz
     ));
     out.push_str(&format!("sync    {}\n", program.sync.name()));
     out.push_str(&format!(
@@ -244,7 +245,7 @@ pub fn reused_buffers(plan: &Plan) -> usize {
 pub fn overflow_json(program: &Program, config: &Config, level: u8, message: &str) -> Value {
     json!({
         "kernel": program.kernel,
-        "config": format!("{}/{}", config.name, program.core),
+        "config": config.core_label(program.core),
         "sync": program.sync.name(),
         "level": level,
         "overflow": message,

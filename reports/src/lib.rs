@@ -98,7 +98,7 @@ pub(crate) mod testutil {
                     cycles_per_repeat: 2,
                     startup: 10,
                 },
-                ops: vec![],
+                ops: [None; VecOp::COUNT],
             },
             cube: CubeConfig {
                 fractal_m: 16,
@@ -197,7 +197,7 @@ pub(crate) mod testutil {
         ));
         Program {
             kernel: "vec_add_db".into(),
-            core: "aiv".into(),
+            core: CoreId::new(0),
             sync: SyncMode::Manual,
             params: vec![("tiles".into(), 16), ("n".into(), 16384)],
             tensors: vec![],

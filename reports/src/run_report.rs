@@ -27,8 +27,9 @@ pub fn run_text(
     let mut out = String::new();
     out.push_str(&format!("kernel  {}\n", program.kernel));
     out.push_str(&format!(
-        "config  {}/{} ({} MHz)\n",
-        config.name, program.core, config.clock_mhz
+        "config  {} ({} MHz)\n",
+        config.core_label(program.core),
+        config.clock_mhz
     ));
     out.push_str(&format!("sync    {}\n", sync_name(program, auto_sync)));
     if let Some(stats) = auto_sync {
@@ -238,7 +239,7 @@ pub fn run_json(
     };
     json!({
         "kernel": program.kernel,
-        "config": format!("{}/{}", config.name, program.core),
+        "config": config.core_label(program.core),
         "sync": sync_name(program, auto_sync),
         "total_cycles": total,
         "microseconds": micros(total, config.clock_mhz),

@@ -1,7 +1,8 @@
 //! The chip description: core types with their scopes and pipes, data paths, and the cost
 //! tables the engine reads. Built by [`crate::load::load_config`]; immutable afterwards.
 
-use crate::types::{Pipe, Space};
+use crate::ids::CoreId;
+use crate::types::{Pipe, Space, VecOp};
 
 /// A validated chip config (DESIGN §2).
 #[derive(Clone, Debug, PartialEq)]
@@ -75,8 +76,8 @@ pub struct VecCost {
 pub struct VectorConfig {
     pub repeat_bytes: u32,
     pub default: VecCost,
-    /// Per-op overrides, keyed by the op's YAML name (`vexp`), sorted by name.
-    pub ops: Vec<(String, VecCost)>,
+    /// Per-op overrides, indexed by [`VecOp::index`]; `None` takes `default`.
+    pub ops: [Option<VecCost>; VecOp::COUNT],
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +89,23 @@ pub struct CubeConfig {
 }
 
 impl Config {
-    pub fn core(&self, name: &str) -> Option<&CoreConfig> {
-        self.cores.iter().find(|c| c.name == name)
+    /// The core type `id` (a program's [`crate::Program::core`]).
+    #[inline]
+    pub fn core(&self, id: CoreId) -> &CoreConfig {
+        &self.cores[id.index()]
+    }
+
+    /// `CONFIG/CORE` (`ascend910b/aiv`): how reports name where a program ran.
+    pub fn core_label(&self, id: CoreId) -> String {
+        format!("{}/{}", self.name, self.core(id).name)
+    }
+
+    /// The core type named `name` (`aiv`), if the chip has one.
+    pub fn core_named(&self, name: &str) -> Option<CoreId> {
+        self.cores
+            .iter()
+            .position(|c| c.name == name)
+            .map(CoreId::new)
     }
 
     /// The path that moves data from `from` to `to`, if the chip has one.
@@ -97,14 +113,10 @@ impl Config {
         self.paths.iter().find(|p| p.from == from && p.to == to)
     }
 
-    /// The cost of vector op `op` (its YAML name): the override, else the default.
-    pub fn vector_cost(&self, op: &str) -> VecCost {
-        self.vector
-            .ops
-            .iter()
-            .find(|(name, _)| name == op)
-            .map(|(_, c)| *c)
-            .unwrap_or(self.vector.default)
+    /// The cost of vector op `op`: its override, else the default.
+    #[inline]
+    pub fn vector_cost(&self, op: VecOp) -> VecCost {
+        self.vector.ops[op.index()].unwrap_or(self.vector.default)
     }
 }
 

@@ -55,3 +55,8 @@ define_id!(
     VarId,
     "var"
 );
+define_id!(
+    /// A core type of the chip config (`aiv`, `aic`): an index into `Config::cores`.
+    CoreId,
+    "core"
+);

@@ -6,14 +6,16 @@
 //! the ops inside them, so a walk over `body` visits ops in program order.
 
 use crate::expr::Expr;
+use crate::ids::CoreId;
 use crate::ids::{BufferId, OpId, TensorId, VarId, ViewId};
 use crate::types::{Dtype, Pipe, Space};
+pub use crate::types::{VecForm, VecOp};
 
 #[derive(Clone, Debug)]
 pub struct Program {
     pub kernel: String,
-    /// The core type the program runs on (a key of the config's `cores`).
-    pub core: String,
+    /// The core type the program runs on (an index into the config's `cores`).
+    pub core: CoreId,
     pub sync: SyncMode,
     /// Params after `--param` overrides, in declaration order.
     pub params: Vec<(String, i64)>,
@@ -294,157 +296,6 @@ pub struct VectorOp {
     pub dims: Vec<u32>,
 }
 
-/// Vector ops by form.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum VecOp {
-    // binary
-    Vadd,
-    Vsub,
-    Vmul,
-    Vdiv,
-    Vmax,
-    Vmin,
-    Vand,
-    Vor,
-    Vxor,
-    // unary
-    Vabs,
-    Vexp,
-    Vln,
-    Vsqrt,
-    Vrsqrt,
-    Vrec,
-    Vrelu,
-    Vnot,
-    Vcast,
-    Vcopy,
-    Vdup,
-    // with `scalar`
-    Vadds,
-    Vmuls,
-    Vmaxs,
-    Vmins,
-    // compare and select
-    Vcmp,
-    Vsel,
-    // broadcast, reductions, layout
-    Vbrc,
-    VreduceSum,
-    VreduceMax,
-    VreduceMin,
-    Vtranspose,
-    Vdeinterleave,
-}
-
-/// The operand shape an op family expects.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum VecForm {
-    Binary,
-    Unary,
-    WithScalar,
-    Compare,
-    Select,
-    Broadcast,
-    Reduce,
-    Transpose,
-    Deinterleave,
-}
-
-impl VecOp {
-    pub const ALL: [VecOp; 32] = [
-        VecOp::Vadd,
-        VecOp::Vsub,
-        VecOp::Vmul,
-        VecOp::Vdiv,
-        VecOp::Vmax,
-        VecOp::Vmin,
-        VecOp::Vand,
-        VecOp::Vor,
-        VecOp::Vxor,
-        VecOp::Vabs,
-        VecOp::Vexp,
-        VecOp::Vln,
-        VecOp::Vsqrt,
-        VecOp::Vrsqrt,
-        VecOp::Vrec,
-        VecOp::Vrelu,
-        VecOp::Vnot,
-        VecOp::Vcast,
-        VecOp::Vcopy,
-        VecOp::Vdup,
-        VecOp::Vadds,
-        VecOp::Vmuls,
-        VecOp::Vmaxs,
-        VecOp::Vmins,
-        VecOp::Vcmp,
-        VecOp::Vsel,
-        VecOp::Vbrc,
-        VecOp::VreduceSum,
-        VecOp::VreduceMax,
-        VecOp::VreduceMin,
-        VecOp::Vtranspose,
-        VecOp::Vdeinterleave,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            VecOp::Vadd => "vadd",
-            VecOp::Vsub => "vsub",
-            VecOp::Vmul => "vmul",
-            VecOp::Vdiv => "vdiv",
-            VecOp::Vmax => "vmax",
-            VecOp::Vmin => "vmin",
-            VecOp::Vand => "vand",
-            VecOp::Vor => "vor",
-            VecOp::Vxor => "vxor",
-            VecOp::Vabs => "vabs",
-            VecOp::Vexp => "vexp",
-            VecOp::Vln => "vln",
-            VecOp::Vsqrt => "vsqrt",
-            VecOp::Vrsqrt => "vrsqrt",
-            VecOp::Vrec => "vrec",
-            VecOp::Vrelu => "vrelu",
-            VecOp::Vnot => "vnot",
-            VecOp::Vcast => "vcast",
-            VecOp::Vcopy => "vcopy",
-            VecOp::Vdup => "vdup",
-            VecOp::Vadds => "vadds",
-            VecOp::Vmuls => "vmuls",
-            VecOp::Vmaxs => "vmaxs",
-            VecOp::Vmins => "vmins",
-            VecOp::Vcmp => "vcmp",
-            VecOp::Vsel => "vsel",
-            VecOp::Vbrc => "vbrc",
-            VecOp::VreduceSum => "vreduce_sum",
-            VecOp::VreduceMax => "vreduce_max",
-            VecOp::VreduceMin => "vreduce_min",
-            VecOp::Vtranspose => "vtranspose",
-            VecOp::Vdeinterleave => "vdeinterleave",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<VecOp> {
-        VecOp::ALL.into_iter().find(|o| o.name() == s)
-    }
-
-    pub fn form(self) -> VecForm {
-        use VecOp::*;
-        match self {
-            Vadd | Vsub | Vmul | Vdiv | Vmax | Vmin | Vand | Vor | Vxor => VecForm::Binary,
-            Vabs | Vexp | Vln | Vsqrt | Vrsqrt | Vrec | Vrelu | Vnot | Vcast | Vcopy | Vdup => {
-                VecForm::Unary
-            }
-            Vadds | Vmuls | Vmaxs | Vmins => VecForm::WithScalar,
-            Vcmp => VecForm::Compare,
-            Vsel => VecForm::Select,
-            Vbrc => VecForm::Broadcast,
-            VreduceSum | VreduceMax | VreduceMin => VecForm::Reduce,
-            Vtranspose => VecForm::Transpose,
-            Vdeinterleave => VecForm::Deinterleave,
-        }
-    }
-}
-
 impl Program {
     #[inline]
     pub fn op(&self, id: OpId) -> &Op {
@@ -579,18 +430,5 @@ impl OpKind {
             self,
             OpKind::For { .. } | OpKind::If { .. } | OpKind::While { .. }
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn vector_op_names_round_trip() {
-        for op in VecOp::ALL {
-            assert_eq!(VecOp::parse(op.name()), Some(op));
-        }
-        assert_eq!(VecOp::parse("vfoo"), None);
     }
 }

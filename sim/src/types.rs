@@ -267,6 +267,166 @@ impl fmt::Display for Dtype {
     }
 }
 
+/// Vector ops by form.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[repr(u8)]
+pub enum VecOp {
+    // binary
+    Vadd,
+    Vsub,
+    Vmul,
+    Vdiv,
+    Vmax,
+    Vmin,
+    Vand,
+    Vor,
+    Vxor,
+    // unary
+    Vabs,
+    Vexp,
+    Vln,
+    Vsqrt,
+    Vrsqrt,
+    Vrec,
+    Vrelu,
+    Vnot,
+    Vcast,
+    Vcopy,
+    Vdup,
+    // with `scalar`
+    Vadds,
+    Vmuls,
+    Vmaxs,
+    Vmins,
+    // compare and select
+    Vcmp,
+    Vsel,
+    // broadcast, reductions, layout
+    Vbrc,
+    VreduceSum,
+    VreduceMax,
+    VreduceMin,
+    Vtranspose,
+    Vdeinterleave,
+}
+
+/// The operand shape an op family expects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum VecForm {
+    Binary,
+    Unary,
+    WithScalar,
+    Compare,
+    Select,
+    Broadcast,
+    Reduce,
+    Transpose,
+    Deinterleave,
+}
+
+impl VecOp {
+    /// How many vector ops there are: the length of per-op tables such as the config's costs.
+    pub const COUNT: usize = 32;
+
+    pub const ALL: [VecOp; 32] = [
+        VecOp::Vadd,
+        VecOp::Vsub,
+        VecOp::Vmul,
+        VecOp::Vdiv,
+        VecOp::Vmax,
+        VecOp::Vmin,
+        VecOp::Vand,
+        VecOp::Vor,
+        VecOp::Vxor,
+        VecOp::Vabs,
+        VecOp::Vexp,
+        VecOp::Vln,
+        VecOp::Vsqrt,
+        VecOp::Vrsqrt,
+        VecOp::Vrec,
+        VecOp::Vrelu,
+        VecOp::Vnot,
+        VecOp::Vcast,
+        VecOp::Vcopy,
+        VecOp::Vdup,
+        VecOp::Vadds,
+        VecOp::Vmuls,
+        VecOp::Vmaxs,
+        VecOp::Vmins,
+        VecOp::Vcmp,
+        VecOp::Vsel,
+        VecOp::Vbrc,
+        VecOp::VreduceSum,
+        VecOp::VreduceMax,
+        VecOp::VreduceMin,
+        VecOp::Vtranspose,
+        VecOp::Vdeinterleave,
+    ];
+
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VecOp::Vadd => "vadd",
+            VecOp::Vsub => "vsub",
+            VecOp::Vmul => "vmul",
+            VecOp::Vdiv => "vdiv",
+            VecOp::Vmax => "vmax",
+            VecOp::Vmin => "vmin",
+            VecOp::Vand => "vand",
+            VecOp::Vor => "vor",
+            VecOp::Vxor => "vxor",
+            VecOp::Vabs => "vabs",
+            VecOp::Vexp => "vexp",
+            VecOp::Vln => "vln",
+            VecOp::Vsqrt => "vsqrt",
+            VecOp::Vrsqrt => "vrsqrt",
+            VecOp::Vrec => "vrec",
+            VecOp::Vrelu => "vrelu",
+            VecOp::Vnot => "vnot",
+            VecOp::Vcast => "vcast",
+            VecOp::Vcopy => "vcopy",
+            VecOp::Vdup => "vdup",
+            VecOp::Vadds => "vadds",
+            VecOp::Vmuls => "vmuls",
+            VecOp::Vmaxs => "vmaxs",
+            VecOp::Vmins => "vmins",
+            VecOp::Vcmp => "vcmp",
+            VecOp::Vsel => "vsel",
+            VecOp::Vbrc => "vbrc",
+            VecOp::VreduceSum => "vreduce_sum",
+            VecOp::VreduceMax => "vreduce_max",
+            VecOp::VreduceMin => "vreduce_min",
+            VecOp::Vtranspose => "vtranspose",
+            VecOp::Vdeinterleave => "vdeinterleave",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<VecOp> {
+        VecOp::ALL.into_iter().find(|o| o.name() == s)
+    }
+
+    pub fn form(self) -> VecForm {
+        use VecOp::*;
+        match self {
+            Vadd | Vsub | Vmul | Vdiv | Vmax | Vmin | Vand | Vor | Vxor => VecForm::Binary,
+            Vabs | Vexp | Vln | Vsqrt | Vrsqrt | Vrec | Vrelu | Vnot | Vcast | Vcopy | Vdup => {
+                VecForm::Unary
+            }
+            Vadds | Vmuls | Vmaxs | Vmins => VecForm::WithScalar,
+            Vcmp => VecForm::Compare,
+            Vsel => VecForm::Select,
+            Vbrc => VecForm::Broadcast,
+            VreduceSum | VreduceMax | VreduceMin => VecForm::Reduce,
+            Vtranspose => VecForm::Transpose,
+            Vdeinterleave => VecForm::Deinterleave,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +447,15 @@ mod tests {
         assert_eq!(Space::L1.hivm_name(), "cbuf");
         assert_eq!(Space::L0c.hivm_name(), "cc");
         assert_eq!(Space::L0a.hivm_name(), "l0a");
+    }
+
+    #[test]
+    fn vector_op_names_and_indices_round_trip() {
+        for (i, op) in VecOp::ALL.into_iter().enumerate() {
+            assert_eq!(VecOp::parse(op.name()), Some(op));
+            assert_eq!(op.index(), i);
+        }
+        assert_eq!(VecOp::parse("vfoo"), None);
     }
 
     #[test]

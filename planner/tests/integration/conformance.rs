@@ -280,7 +280,7 @@ fn expressible_programs_load_against_the_conformance_config() {
             );
         } else {
             let p = result.unwrap_or_else(|e| panic!("{}: {file} does not load: {e:?}", c.id));
-            assert_eq!(p.core, "mix", "{}", c.id);
+            assert_eq!(config.core(p.core).name, "mix", "{}", c.id);
             assert_eq!(p.kernel, c.name, "{}", c.id);
             // every buffer the expectations name exists in the program
             let names: Vec<&str> = p.buffers.iter().map(|b| b.name.as_str()).collect();

@@ -301,13 +301,15 @@ pub(super) fn compile<'p>(
     config: &Config,
     slot_counts: &[u32],
 ) -> Result<Compiled<'p>, CompileError> {
-    let core = config.core(&program.core).ok_or_else(|| CompileError {
-        op: None,
-        message: format!(
-            "core \"{}\" is not in config \"{}\"",
-            program.core, config.name
-        ),
-    })?;
+    let Some(core) = config.cores.get(program.core.index()) else {
+        return Err(CompileError {
+            op: None,
+            message: format!(
+                "the program's core ({}) is not in config \"{}\"",
+                program.core, config.name
+            ),
+        });
+    };
     let mut pipe_mask = 1u8 << Pipe::S.index();
     for p in &core.pipes {
         pipe_mask |= 1 << p.index();
@@ -546,7 +548,7 @@ impl<'p> Compiler<'p, '_> {
             OpKind::Vector(v) => {
                 let (lo, hi) = self.operands(op)?;
                 let n = (v.ins.len() + v.outs.len()) as u32;
-                let vc = self.config.vector_cost(v.op.name());
+                let vc = self.config.vector_cost(v.op);
                 let repeat = self.config.vector.repeat_bytes.max(1) as u64;
                 let (cpr, startup) = (vc.cycles_per_repeat as u64, vc.startup as u64);
                 let fixed = (lo..lo + n)
@@ -669,7 +671,7 @@ impl<'p> Compiler<'p, '_> {
                 op,
                 format!(
                     "pipe {pipe} is not a pipe of core \"{}\"",
-                    self.program.core
+                    self.config.core(self.program.core).name
                 ),
             ))
         }

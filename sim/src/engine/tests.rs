@@ -8,7 +8,7 @@ use crate::config::{
     VectorConfig,
 };
 use crate::expr::{BinOp, Expr};
-use crate::ids::{BufferId, TensorId, VarId};
+use crate::ids::{BufferId, CoreId, TensorId, VarId};
 use crate::program::*;
 use crate::types::{Dtype, Space};
 
@@ -73,13 +73,14 @@ fn config() -> Config {
                 cycles_per_repeat: 2,
                 startup: 4,
             },
-            ops: vec![(
-                "vadd".into(),
-                VecCost {
+            ops: {
+                let mut ops = [None; VecOp::COUNT];
+                ops[VecOp::Vadd.index()] = Some(VecCost {
                     cycles_per_repeat: 1,
                     startup: 3,
-                },
-            )],
+                });
+                ops
+            },
         },
         cube: CubeConfig {
             fractal_m: 16,
@@ -118,7 +119,7 @@ impl B {
         B {
             p: Program {
                 kernel: "test".into(),
-                core: "t".into(),
+                core: CoreId::new(0),
                 sync: SyncMode::Manual,
                 params: vec![],
                 tensors: vec![],

@@ -375,23 +375,22 @@ fn vector(r: &mut Reader, node: &Node) -> Option<VectorConfig> {
     let default = f
         .get("default")
         .and_then(|n| vec_cost(r, n, &f.path("default")));
-    let mut ops = Vec::new();
+    let mut ops = [None; VecOp::COUNT];
     if let Some(n) = f.get("ops") {
         let opath = f.path("ops");
         let names: Vec<&str> = VecOp::ALL.iter().map(|o| o.name()).collect();
         for (name, cn) in r.entries(n, &opath, "vector op costs").unwrap_or(&[]) {
             let p = join(&opath, name);
-            if VecOp::parse(name).is_none() {
+            let Some(op) = VecOp::parse(name) else {
                 let hint = suggest(name, &names);
                 r.error_hint(&p, format!("unknown vector op \"{name}\""), hint);
                 continue;
-            }
+            };
             if let Some(c) = vec_cost(r, cn, &p) {
-                ops.push((name.clone(), c));
+                ops[op.index()] = Some(c);
             }
         }
     }
-    ops.sort_by(|a, b| a.0.cmp(&b.0));
     (r.count() == before).then_some(())?;
     Some(VectorConfig {
         repeat_bytes: repeat?,

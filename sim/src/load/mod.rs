@@ -171,11 +171,14 @@ mod tests {
         let c = load_config(text, "<built-in ascend910b>").unwrap();
         assert_eq!(c.name, "ascend910b");
         assert_eq!(c.cores.len(), 2);
-        assert_eq!(c.core("aiv").unwrap().pipes.len(), 4);
+        let aiv = c.core_named("aiv").unwrap();
+        assert_eq!(c.core(aiv).pipes.len(), 4);
         assert_eq!(c.paths.len(), 12);
         assert_eq!(c.vector.repeat_bytes, 256);
-        assert!(c.vector.ops.windows(2).all(|w| w[0].0 < w[1].0));
-        assert_eq!(c.vector_cost("vexp").cycles_per_repeat, 4);
+        assert_eq!(c.vector_cost(crate::VecOp::Vexp).cycles_per_repeat, 4);
+        assert_eq!(c.vector_cost(crate::VecOp::Vadd).startup, 6);
+        assert!(c.vector.ops[crate::VecOp::Vand.index()].is_none());
+        assert_eq!(c.vector_cost(crate::VecOp::Vand), c.vector.default);
         assert_eq!(c.cube.fractal_k_bytes, 32);
     }
 

@@ -7,7 +7,7 @@
 use super::reader::{index, join, show, suggest, Fields, Reader};
 use crate::config::{Config, CoreConfig};
 use crate::expr::{self, Expr, ParseError};
-use crate::ids::{BufferId, OpId, TensorId, VarId, ViewId};
+use crate::ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
 use crate::program::{
     Block, Buffer, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
 };
@@ -104,6 +104,7 @@ pub(super) struct Loader<'a, 'f> {
     pub r: &'a mut Reader<'f>,
     pub config: &'a Config,
     pub core: Option<&'a CoreConfig>,
+    pub core_id: Option<CoreId>,
     pub sync: SyncMode,
     pub params: Vec<(String, i64)>,
     pub tensors: Vec<Tensor>,
@@ -139,6 +140,7 @@ pub(crate) fn program(
         r,
         config,
         core: None,
+        core_id: None,
         sync: SyncMode::Auto,
         params: Vec::new(),
         tensors: Vec::new(),
@@ -199,7 +201,7 @@ pub(crate) fn program(
     l.whole_program_checks();
     Some(Program {
         kernel: kernel?,
-        core: l.core?.name.clone(),
+        core: l.core_id?,
         sync: l.sync,
         params: l.params,
         tensors: l.tensors,
@@ -219,9 +221,10 @@ impl<'a> Loader<'a, '_> {
                 let Some(name) = self.r.string(n, "core", "a core name") else {
                     return;
                 };
-                match self.config.core(name) {
-                    Some(c) => {
-                        self.core = Some(c);
+                match self.config.core_named(name) {
+                    Some(id) => {
+                        self.core = Some(self.config.core(id));
+                        self.core_id = Some(id);
                     }
                     None => {
                         let hint = suggest(name, &names);
@@ -235,6 +238,7 @@ impl<'a> Loader<'a, '_> {
             }
             None if self.config.cores.len() == 1 => {
                 self.core = Some(&self.config.cores[0]);
+                self.core_id = Some(CoreId::new(0));
             }
             None => self.r.error_hint(
                 "",

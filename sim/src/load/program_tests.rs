@@ -46,7 +46,7 @@ body:
 fn design_example_round_trip() {
     let p = load(DESIGN_EXAMPLE);
     assert_eq!(p.kernel, "vec_add_db");
-    assert_eq!(p.core, "aiv");
+    assert_eq!(p.core, config().core_named("aiv").unwrap());
     assert_eq!(p.sync, SyncMode::Auto);
     assert_eq!(p.params, vec![("tiles".into(), 16), ("n".into(), 16384)]);
     assert_eq!(p.tensors.len(), 3);
@@ -575,7 +575,7 @@ fn core_is_optional_only_with_one_core() {
         .join("\n");
     let cfg = load_config(&cut, "one.yaml").unwrap_or_else(|e| panic!("{e}"));
     let p = load_program("kernel: k\nbody: []\n", "p.yaml", &cfg, &[]).unwrap();
-    assert_eq!(p.core, "aiv");
+    assert_eq!(cfg.core(p.core).name, "aiv");
 }
 
 #[test]
