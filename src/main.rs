@@ -202,10 +202,12 @@ fn try_plan(
     let planned = planner::plan_program(program, config, &args.options()).map_err(|e| match e {
         PlanFailure::Plan(e) => Failed::Overflow(e.to_string()),
         PlanFailure::Liveness(LivenessError::ReadBeforeWrite { buffer, op }) => {
+            let buffer = &program.buffer(buffer).name;
+            let op = &program.op(op).path;
             eprintln!("error: {}: the program cannot be planned", src.name);
             let mut d = Diagnostic::error(
                 &src.name,
-                &op,
+                op,
                 format!("buffer `{buffer}` is read before its first write"),
             );
             d.hint = Some(format!(

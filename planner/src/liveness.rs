@@ -202,12 +202,11 @@ pub fn intersection(a: &[Interval], b: &[Interval]) -> Option<Interval> {
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LivenessError {
-    #[error("{op}: buffer \"{buffer}\" read before first write")]
+    #[error("{op} reads buffer {buffer} before its first write")]
     ReadBeforeWrite {
-        /// The buffer's name.
-        buffer: String,
-        /// The YAML path of the reading op.
-        op: String,
+        buffer: BufferId,
+        /// The reading op.
+        op: OpId,
     },
 }
 
@@ -276,7 +275,10 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
         entry_of,
     };
     b.number(&program.body);
-    check_read_before_write(program)?;
+    // the loader's rule: a loaded program passes it, a program built by hand may not
+    if let Some((buffer, op)) = sim::written::first_read_before_write(program) {
+        return Err(LivenessError::ReadBeforeWrite { buffer, op });
+    }
     let n = b.pos_op.len();
     b.succ = vec![Vec::new(); n];
     b.touches = vec![Vec::new(); n];
@@ -507,46 +509,6 @@ fn loop_within(program: &Program, inner: OpId, outer: OpId) -> bool {
         cur = program.op(op).parent;
     }
     false
-}
-
-/// The loader's check, kept here: in program order, a buffer is read only after some write of
-/// it (a `select` read needs all its buffers written; a `share` member's write is its own).
-fn check_read_before_write(program: &Program) -> Result<(), LivenessError> {
-    fn walk(p: &Program, block: &Block, written: &mut [bool]) -> Result<(), LivenessError> {
-        for &id in &block.ops {
-            let op = p.op(id);
-            // as the loader: an mmad whose init is not constant may be the one that
-            // initialises c, so its read of c is not checked
-            let skip: Option<*const Operand> = match &op.kind {
-                OpKind::Mmad(m) | OpKind::MmadL1(m) if m.init.as_const().is_none() => Some(&m.c),
-                _ => None,
-            };
-            for r in op.kind.reads() {
-                if skip == Some(r as *const Operand) {
-                    continue;
-                }
-                for b in p.root_buffers(r.base) {
-                    if !written[b.index()] {
-                        return Err(LivenessError::ReadBeforeWrite {
-                            buffer: p.buffer(b).name.clone(),
-                            op: op.path.clone(),
-                        });
-                    }
-                }
-            }
-            for w in op.kind.writes() {
-                for b in p.root_buffers(w.base) {
-                    written[b.index()] = true;
-                }
-            }
-            for blk in p.blocks(id) {
-                walk(p, blk, written)?;
-            }
-        }
-        Ok(())
-    }
-    let mut written = vec![false; program.buffers.len()];
-    walk(program, &program.body, &mut written)
 }
 
 fn trips_at_least_one(kind: &OpKind) -> bool {
@@ -1295,10 +1257,10 @@ body:
         assert_eq!(
             e,
             LivenessError::ReadBeforeWrite {
-                buffer: "a".into(),
-                op: "body[1]".into()
+                buffer: BufferId::new(0),
+                op: OpId::new(1)
             }
         );
-        assert!(e.to_string().contains("read before first write"));
+        assert!(e.to_string().contains("before its first write"));
     }
 }

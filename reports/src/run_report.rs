@@ -176,7 +176,7 @@ pub fn hazard_json(h: &Hazard) -> Value {
     };
     json!({
         "kind": h.kind.name(),
-        "memory": h.memory.to_string(),
+        "memory": h.memory_label,
         "bytes": [h.lo, h.hi],
         "first": access(&h.first),
         "second": access(&h.second),

@@ -5,6 +5,7 @@
 //! reads loop variables. Most expressions fold to a [`Expr::Const`] and cost nothing to evaluate.
 
 use crate::ids::VarId;
+use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -201,6 +202,62 @@ impl Expr {
                 }
             }
         }
+    }
+
+    /// The expression as `c0 + Σ cᵢ·vᵢ` when it is linear in the loop variables.
+    pub fn linear(&self) -> Option<(i64, BTreeMap<VarId, i64>)> {
+        match self {
+            Expr::Const(c) => Some((*c, BTreeMap::new())),
+            Expr::Var(v) => Some((0, BTreeMap::from([(*v, 1)]))),
+            Expr::Unary(UnOp::Neg, a) => scale(a.linear()?, -1),
+            Expr::Unary(UnOp::Not, _) => None,
+            Expr::Binary(op, a, b) => match op {
+                BinOp::Add | BinOp::Sub => {
+                    let (ca, mut ta) = a.linear()?;
+                    let sign = if *op == BinOp::Sub { -1 } else { 1 };
+                    let (cb, tb) = scale(b.linear()?, sign)?;
+                    for (v, c) in tb {
+                        let t = ta.entry(v).or_insert(0);
+                        *t = t.checked_add(c)?;
+                    }
+                    ta.retain(|_, c| *c != 0);
+                    Some((ca.checked_add(cb)?, ta))
+                }
+                BinOp::Mul => match (a.as_const(), b.as_const()) {
+                    (Some(k), _) => scale(b.linear()?, k),
+                    (_, Some(k)) => scale(a.linear()?, k),
+                    _ => None,
+                },
+                _ => None,
+            },
+        }
+    }
+
+    /// Like [`Expr::range`], but exact for linear expressions (each variable counted once,
+    /// so `t*4 + 4 - t*4` is 4, not a wide interval). What every static bounds question asks:
+    /// the loader's checks, the footprint of an operand over a loop, a loop's trip range.
+    pub fn bounds(&self, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
+        if let Some((c, terms)) = self.linear() {
+            let (mut lo, mut hi) = (c, c);
+            for (v, k) in terms {
+                let (a, b) = ranges.get(v.index()).copied().flatten()?;
+                let (x, y) = (a.checked_mul(k)?, b.checked_mul(k)?);
+                lo = lo.checked_add(x.min(y))?;
+                hi = hi.checked_add(x.max(y))?;
+            }
+            return Some((lo, hi));
+        }
+        self.range(ranges)
+    }
+
+    /// `end - start` when it does not depend on the loop variables.
+    pub fn const_difference(end: &Expr, start: &Expr) -> Option<i64> {
+        if let (Some(a), Some(b)) = (end.as_const(), start.as_const()) {
+            return a.checked_sub(b);
+        }
+        let (ce, te) = end.linear()?;
+        let (cs, ts) = start.linear()?;
+        (te == ts).then(|| ce.checked_sub(cs)).flatten()
     }
 
     /// Variables the expression reads.
@@ -482,6 +539,17 @@ impl Parser<'_, '_> {
     }
 }
 
+fn scale((c, t): (i64, BTreeMap<VarId, i64>), k: i64) -> Option<(i64, BTreeMap<VarId, i64>)> {
+    let mut out = BTreeMap::new();
+    for (v, x) in t {
+        let y = x.checked_mul(k)?;
+        if y != 0 {
+            out.insert(v, y);
+        }
+    }
+    Some((c.checked_mul(k)?, out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,5 +628,19 @@ mod tests {
             let text = e.display(&names).to_string();
             assert_eq!(p(&text).unwrap(), e, "{src} -> {text}");
         }
+    }
+
+    #[test]
+    fn linear_bounds_are_exact() {
+        let t = Expr::Var(VarId(0));
+        let e4 = Expr::binary(BinOp::Mul, t.clone(), Expr::Const(4)).unwrap();
+        let end = Expr::binary(BinOp::Add, e4.clone(), Expr::Const(4)).unwrap();
+        assert_eq!(Expr::const_difference(&end, &e4), Some(4));
+        let diff = Expr::binary(BinOp::Sub, end.clone(), e4.clone()).unwrap();
+        assert_eq!(diff.bounds(&[Some((0, 3))]), Some((4, 4)));
+        assert_eq!(end.bounds(&[Some((0, 3))]), Some((4, 16)));
+        assert_eq!(end.bounds(&[None]), None);
+        let m = Expr::binary(BinOp::Min, end, Expr::Const(10)).unwrap();
+        assert_eq!(Expr::const_difference(&m, &e4), None);
     }
 }

@@ -13,11 +13,13 @@ pub mod config;
 pub mod diag;
 pub mod engine;
 pub mod expr;
+pub mod footprint;
 pub mod ids;
 pub mod load;
 pub mod program;
 pub mod race;
 pub mod types;
+pub mod written;
 pub mod yaml;
 
 pub use config::Config;

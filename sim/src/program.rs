@@ -329,14 +329,7 @@ impl Program {
     /// The buffers whose storage an operand base may touch (a window's root buffer, every
     /// buffer of a `select`); empty for gm tensors.
     pub fn root_buffers(&self, r: Ref) -> Vec<BufferId> {
-        match r {
-            Ref::Buffer(b) => vec![b],
-            Ref::Tensor(_) => vec![],
-            Ref::View(v) => match &self.view(v).kind {
-                ViewKind::Window { of, .. } => self.root_buffers(*of),
-                ViewKind::Select { of } => of.clone(),
-            },
-        }
+        crate::footprint::Bases::of(self).roots(r)
     }
 
     /// The blocks directly inside a control op (empty for other ops).

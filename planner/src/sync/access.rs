@@ -5,19 +5,12 @@
 //! is not a constant covers every slot.
 
 use sim::expr::{BinOp, Expr};
-use sim::program::{Index, OpKind, Operand, Program, Ref, ViewKind};
-use sim::{OpId, Pipe, Space, TensorId};
+use sim::footprint::{Bases, Footprint, Memory, Over};
+use sim::program::{OpKind, Operand, Program, Ref};
+use sim::{OpId, Pipe};
 
 use super::tree::Tree;
 use crate::Plan;
-
-/// A memory that conflicts are computed in: an on-chip scope (byte addresses) or one gm
-/// tensor (bytes from its start).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Mem {
-    Scope(Space),
-    Tensor(TensorId),
-}
 
 /// Active only in the iterations of loop `lp` whose whole-run count is `k` modulo `n`: a slot
 /// of a multi-buffer chosen by the iteration.
@@ -31,7 +24,7 @@ pub(super) struct SlotCond {
 /// Bytes `[lo, hi)` of `mem`, read or written.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Piece {
-    pub mem: Mem,
+    pub mem: Memory,
     pub lo: u64,
     pub hi: u64,
     pub write: bool,
@@ -127,7 +120,7 @@ pub(super) fn distance(a: &Part, b: &Part, lp: OpId) -> Option<u32> {
 /// The parts of every op, in op order (`parts_of[op]` lists indices into the returned parts).
 pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
     let program = tree.program;
-    let ranges = var_ranges(program);
+    let ranges = sim::footprint::var_ranges(program);
     let ctx = Ctx {
         program,
         plan,
@@ -183,62 +176,6 @@ pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
     (parts, parts_of)
 }
 
-/// The values each loop variable can take (inclusive), where known.
-fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
-    let mut ranges = vec![None; program.vars.len()];
-    // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
-    for op in &program.ops {
-        match &op.kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                ..
-            } => {
-                ranges[var.index()] = sim::load::for_range(from, to, step, &ranges);
-            }
-            OpKind::While { var, trips, .. } => {
-                ranges[var.index()] = trips
-                    .range(&ranges)
-                    .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
-            }
-            _ => {}
-        }
-    }
-    ranges
-}
-
-/// The bounding element range `[lo, hi)` an operand can select relative to its base's own
-/// shape, or `None` when unknown (then: the whole base).
-fn elem_bounds(o: &Operand, shape: &[u64], ranges: &[Option<(i64, i64)>]) -> Option<(u64, u64)> {
-    let mut strides = vec![1u64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
-    }
-    let (mut lo, mut last) = (0u64, 0u64);
-    for (d, (&dim, &stride)) in shape.iter().zip(&strides).enumerate() {
-        let (a, b) = match o.indices.get(d) {
-            None => (0, dim),
-            Some(Index::At(e)) => {
-                let (l, h) = e.range(ranges)?;
-                (l.max(0) as u64, (h.max(0) as u64 + 1).min(dim))
-            }
-            Some(Index::Slice { start, end }) => {
-                let (l, _) = start.range(ranges)?;
-                let (_, h) = end.range(ranges)?;
-                (l.max(0) as u64, (h.max(0) as u64).min(dim))
-            }
-        };
-        if b <= a {
-            return Some((0, 0));
-        }
-        lo += a * stride;
-        last += (b - 1) * stride;
-    }
-    Some((lo, last + 1))
-}
-
 struct Ctx<'a> {
     program: &'a Program,
     plan: &'a Plan,
@@ -267,40 +204,18 @@ fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<O
 
 fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &mut Vec<Piece>) {
     let (program, plan, ranges) = (ctx.program, ctx.plan, ctx.ranges);
-    let bits = o.dtype.bits();
-    let shape: &[u64] = match o.base {
-        Ref::Buffer(b) => &program.buffer(b).shape,
-        Ref::View(v) => &program.view(v).shape,
-        Ref::Tensor(t) => &program.tensor(t).shape,
+    let fp = Footprint::new(&Bases::of(program), o);
+    let elems = match fp.elems_over(ranges) {
+        Over::Range(lo, hi) => Some((lo, hi)),
+        Over::Empty => return,
+        Over::Unknown => None,
     };
-    // window chain down to the root (offsets in elements of the root's dtype)
-    let mut base = Some(0u64);
-    let mut r = o.base;
-    while let Ref::View(v) = r {
-        match &program.view(v).kind {
-            ViewKind::Window { of, offset } => {
-                base = match (base, offset.range(ranges)) {
-                    (Some(b), Some((lo, _))) if offset.as_const().is_some() => {
-                        Some(b + lo.max(0) as u64)
-                    }
-                    _ => None,
-                };
-                r = *of;
-            }
-            ViewKind::Select { .. } => break,
-        }
-    }
-    let elems = match (base, elem_bounds(o, shape, ranges)) {
-        (Some(b), Some((lo, hi))) if lo < hi => Some((b + lo, b + hi)),
-        (Some(_), Some(_)) => return, // selects nothing
-        _ => None,
-    };
-    let to_bytes = |(lo, hi): (u64, u64)| (lo * bits / 8, (hi * bits).div_ceil(8));
+    let to_bytes = |e| fp.bytes(e);
     match o.base {
         Ref::Tensor(t) => {
             let (lo, hi) = elems.map_or((0, program.tensor(t).bytes), to_bytes);
             out.push(Piece {
-                mem: Mem::Tensor(t),
+                mem: Memory::Tensor(t),
                 lo,
                 hi,
                 write,
@@ -322,7 +237,7 @@ fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &
                     }
                     None => (0, buf.bytes.max(1)),
                 };
-                let mem = Mem::Scope(buf.scope);
+                let mem = Memory::Scope(buf.scope);
                 let mut push = |k: u32, slot: Option<SlotCond>| {
                     let off = bp.offsets[k as usize];
                     out.push(Piece {
@@ -354,6 +269,7 @@ fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim::Space;
 
     fn cond(lp: usize, n: u32, k: u32) -> Option<SlotCond> {
         Some(SlotCond {
@@ -422,7 +338,7 @@ mod tests {
                         };
                         let lo = 64 * r(4);
                         Piece {
-                            mem: Mem::Scope(Space::Ub),
+                            mem: Memory::Scope(Space::Ub),
                             lo,
                             hi: lo + 64 * (1 + r(2)),
                             write: r(2) == 0,
@@ -440,7 +356,7 @@ mod tests {
     #[test]
     fn distance_is_the_slot_count_for_a_rotating_buffer() {
         let piece = |k, write| Piece {
-            mem: Mem::Scope(Space::Ub),
+            mem: Memory::Scope(Space::Ub),
             lo: 64 * k as u64,
             hi: 64 * k as u64 + 64,
             write,

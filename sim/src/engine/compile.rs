@@ -6,6 +6,7 @@
 
 use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
+use crate::footprint::Bases;
 use crate::ids::{OpId, VarId};
 use crate::program::{
     BarrierTarget, Index, Mmad, Op, OpKind, Operand, Program, Quant, Ref, ViewKind,
@@ -741,12 +742,9 @@ impl<'p> Compiler<'p, '_> {
 
     fn opnd(&self, o: &'p Operand, counter: u32) -> Opnd<'p> {
         let program = self.program;
-        let shape: &'p [u64] = match o.base {
-            Ref::Buffer(b) => &program.buffer(b).shape,
-            Ref::View(v) => &program.view(v).shape,
-            Ref::Tensor(t) => &program.tensor(t).shape,
-        };
-        let roots = program.root_buffers(o.base);
+        let bases = Bases::of(program);
+        let shape = bases.shape(o.base);
+        let roots = bases.roots(o.base);
         let multi = roots
             .iter()
             .map(|b| program.buffer(*b).multi)
@@ -772,7 +770,7 @@ impl<'p> Compiler<'p, '_> {
                         windows.push(WindowCheck {
                             offset: Val::new(offset),
                             len: view.shape.iter().product(),
-                            of_len: ref_shape(program, *of).iter().product(),
+                            of_len: bases.shape(*of).iter().product(),
                             name: &view.name,
                         });
                     }
@@ -797,14 +795,6 @@ impl<'p> Compiler<'p, '_> {
             check: dynamic_index || !windows.is_empty() || slot_dyn,
             windows,
         }
-    }
-}
-
-fn ref_shape(program: &Program, r: Ref) -> &[u64] {
-    match r {
-        Ref::Buffer(b) => &program.buffer(b).shape,
-        Ref::View(v) => &program.view(v).shape,
-        Ref::Tensor(t) => &program.tensor(t).shape,
     }
 }
 

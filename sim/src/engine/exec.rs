@@ -7,8 +7,9 @@ use super::result::{Deadlock, PipeStats, RunError, RunResult, Stall, SyncFinding
 use super::{Issue, Observer};
 use crate::config::Config;
 use crate::expr::{EvalError, Expr};
+use crate::footprint::{self, Sel};
 use crate::ids::OpId;
-use crate::program::{Index, OpKind, Program};
+use crate::program::{OpKind, Program};
 use crate::types::Pipe;
 
 const INF: u64 = u64::MAX;
@@ -789,37 +790,37 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     }
 
     fn check_operand(&self, op: OpId, o: &Opnd<'p>) -> R<()> {
-        for (d, idx) in o.operand.indices.iter().enumerate() {
-            let dim = *o.shape.get(d).ok_or_else(|| Fail {
+        if o.operand.indices.len() > o.shape.len() {
+            return Err(Fail {
                 op,
                 message: format!("\"{}\" has more indices than dimensions", o.operand.text),
-            })?;
-            match idx {
-                Index::At(e) => {
-                    let v = self.eval(op, Val::new(e))?;
-                    if v < 0 || v as u64 >= dim {
-                        return Err(Fail {
-                            op,
-                            message: format!(
-                                "index {v} out of bounds for dimension {d} (size {dim}) of \"{}\"",
-                                o.operand.text
-                            ),
-                        });
-                    }
+            });
+        }
+        for (d, &dim) in o.shape.iter().enumerate().take(o.operand.indices.len()) {
+            let sel = Sel::of(o.operand, d, dim);
+            let (a, b) = sel
+                .at(&self.vars)
+                .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
+            match sel {
+                Sel::At(_) if a < 0 || a as u64 >= dim => {
+                    return Err(Fail {
+                        op,
+                        message: format!(
+                            "index {a} out of bounds for dimension {d} (size {dim}) of \"{}\"",
+                            o.operand.text
+                        ),
+                    });
                 }
-                Index::Slice { start, end } => {
-                    let a = self.eval(op, Val::new(start))?;
-                    let b = self.eval(op, Val::new(end))?;
-                    if a < 0 || b < a || b as u64 > dim {
-                        return Err(Fail {
-                            op,
-                            message: format!(
-                                "slice {a}:{b} out of bounds for dimension {d} (size {dim}) of \"{}\"",
-                                o.operand.text
-                            ),
-                        });
-                    }
+                Sel::Slice(..) if a < 0 || b < a || b as u64 > dim => {
+                    return Err(Fail {
+                        op,
+                        message: format!(
+                            "slice {a}:{b} out of bounds for dimension {d} (size {dim}) of \"{}\"",
+                            o.operand.text
+                        ),
+                    });
                 }
+                _ => {}
             }
         }
         for w in &o.windows {
@@ -843,19 +844,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         if let Some(b) = o.static_bytes {
             return Ok(b);
         }
-        let mut elements: u64 = 1;
-        for (d, &dim) in o.shape.iter().enumerate() {
-            let n = match o.operand.indices.get(d) {
-                None => dim,
-                Some(Index::At(_)) => 1,
-                Some(Index::Slice { start, end }) => {
-                    let a = self.eval(op, Val::new(start))?;
-                    let b = self.eval(op, Val::new(end))?;
-                    (b - a).max(0) as u64
-                }
-            };
-            elements = elements.saturating_mul(n);
-        }
+        let elements = footprint::count_at(o.operand, o.shape, &self.vars)
+            .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
         Ok(o.operand.dtype.bytes_for(elements))
     }
 

@@ -28,8 +28,8 @@ pub fn for_range(
     step: &crate::expr::Expr,
     ranges: &[Option<(i64, i64)>],
 ) -> Option<(i64, i64)> {
-    let (flo, _) = operand::bounds(from, ranges)?;
-    let (_, thi) = operand::bounds(to, ranges)?;
+    let (flo, _) = from.bounds(ranges)?;
+    let (_, thi) = to.bounds(ranges)?;
     let last = thi.checked_sub(1)?;
     let hi = match (from.as_const(), step.as_const()) {
         (Some(f), Some(s)) if s > 0 && last >= f => f.checked_add(last.checked_sub(f)? / s * s)?,

@@ -2,9 +2,7 @@
 //! interval helpers the bounds checks use. Names are resolved by the caller, so this module is
 //! pure text and arithmetic and can be tested alone.
 
-use crate::expr::{self, BinOp, Expr, ParseError, UnOp};
-use crate::ids::VarId;
-use std::collections::BTreeMap;
+use crate::expr::{self, Expr, ParseError};
 
 /// One written index before missing bounds are filled from the base's shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,75 +137,10 @@ fn bound(
     Ok(Some(e))
 }
 
-/// `e` as `c0 + Σ cᵢ·vᵢ` when it is linear in the loop variables.
-pub(crate) fn linear(e: &Expr) -> Option<(i64, BTreeMap<VarId, i64>)> {
-    match e {
-        Expr::Const(c) => Some((*c, BTreeMap::new())),
-        Expr::Var(v) => Some((0, BTreeMap::from([(*v, 1)]))),
-        Expr::Unary(UnOp::Neg, a) => scale(linear(a)?, -1),
-        Expr::Unary(UnOp::Not, _) => None,
-        Expr::Binary(op, a, b) => match op {
-            BinOp::Add | BinOp::Sub => {
-                let (ca, mut ta) = linear(a)?;
-                let sign = if *op == BinOp::Sub { -1 } else { 1 };
-                let (cb, tb) = scale(linear(b)?, sign)?;
-                for (v, c) in tb {
-                    let t = ta.entry(v).or_insert(0);
-                    *t = t.checked_add(c)?;
-                }
-                ta.retain(|_, c| *c != 0);
-                Some((ca.checked_add(cb)?, ta))
-            }
-            BinOp::Mul => match (a.as_const(), b.as_const()) {
-                (Some(k), _) => scale(linear(b)?, k),
-                (_, Some(k)) => scale(linear(a)?, k),
-                _ => None,
-            },
-            _ => None,
-        },
-    }
-}
-
-fn scale((c, t): (i64, BTreeMap<VarId, i64>), k: i64) -> Option<(i64, BTreeMap<VarId, i64>)> {
-    let mut out = BTreeMap::new();
-    for (v, x) in t {
-        let y = x.checked_mul(k)?;
-        if y != 0 {
-            out.insert(v, y);
-        }
-    }
-    Some((c.checked_mul(k)?, out))
-}
-
-/// The values `e` can take with each variable in its range. Linear expressions are bounded
-/// exactly (each variable counted once), so `t*4 + 4 - t*4` is 4, not a wide interval.
-pub(crate) fn bounds(e: &Expr, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
-    if let Some((c, terms)) = linear(e) {
-        let (mut lo, mut hi) = (c, c);
-        for (v, k) in terms {
-            let (a, b) = ranges.get(v.index()).copied().flatten()?;
-            let (x, y) = (a.checked_mul(k)?, b.checked_mul(k)?);
-            lo = lo.checked_add(x.min(y))?;
-            hi = hi.checked_add(x.max(y))?;
-        }
-        return Some((lo, hi));
-    }
-    e.range(ranges)
-}
-
-/// `end - start` when it does not depend on the loop variables.
-pub(crate) fn const_difference(end: &Expr, start: &Expr) -> Option<i64> {
-    if let (Some(a), Some(b)) = (end.as_const(), start.as_const()) {
-        return a.checked_sub(b);
-    }
-    let (ce, te) = linear(end)?;
-    let (cs, ts) = linear(start)?;
-    (te == ts).then(|| ce.checked_sub(cs)).flatten()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::VarId;
 
     fn p(text: &str) -> Result<RawOperand, OperandError> {
         parse_operand(text, &mut |n| match n {
@@ -255,19 +188,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn linear_bounds_are_exact() {
-        let t = Expr::Var(VarId(0));
-        let e4 = Expr::binary(BinOp::Mul, t.clone(), Expr::Const(4)).unwrap();
-        let end = Expr::binary(BinOp::Add, e4.clone(), Expr::Const(4)).unwrap();
-        assert_eq!(const_difference(&end, &e4), Some(4));
-        let diff = Expr::binary(BinOp::Sub, end.clone(), e4.clone()).unwrap();
-        assert_eq!(bounds(&diff, &[Some((0, 3))]), Some((4, 4)));
-        assert_eq!(bounds(&end, &[Some((0, 3))]), Some((4, 16)));
-        assert_eq!(bounds(&end, &[None]), None);
-        let m = Expr::binary(BinOp::Min, end, Expr::Const(10)).unwrap();
-        assert_eq!(const_difference(&m, &e4), None);
     }
 }

@@ -2,14 +2,14 @@
 //! giving up, so one op reports all of its problems; the read-before-write walk runs on each op
 //! as it is built, which is program order because blocks are read in order.
 
-use super::operand::{bounds, const_difference, parse_operand, OperandError, RawIndex};
+use super::operand::{parse_operand, OperandError, RawIndex};
 use super::program::{resolve_value, Entity, Loader, Note};
 use super::reader::{index, show, suggest, Fields};
 use crate::expr::Expr;
+use crate::footprint::{Bases, Sel};
 use crate::ids::{BufferId, OpId};
 use crate::program::{
     BarrierTarget, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp, VectorOp,
-    ViewKind,
 };
 use crate::types::{Pipe, Space};
 use crate::yaml::Node;
@@ -89,7 +89,7 @@ impl Loader<'_, '_> {
                 // a rejected op may still have meant to write what it names: do not follow it
                 // with "read before written" errors that only repeat this one
                 for b in std::mem::take(&mut self.touched) {
-                    self.written[b.index()] = true;
+                    self.written.mark(b);
                 }
                 None
             }
@@ -98,23 +98,21 @@ impl Loader<'_, '_> {
 
     // ----- operands ------------------------------------------------------------------------
 
-    pub(super) fn roots(&self, r: Ref) -> Vec<BufferId> {
-        match r {
-            Ref::Buffer(b) => vec![b],
-            Ref::Tensor(_) => vec![],
-            Ref::View(v) => match &self.views[v.index()].kind {
-                ViewKind::Window { of, .. } => self.roots(*of),
-                ViewKind::Select { of } => of.clone(),
-            },
+    /// The loader's tables, for the rules shared with a loaded program ([`Bases`]).
+    pub(super) fn bases(&self) -> Bases<'_> {
+        Bases {
+            buffers: &self.buffers,
+            views: &self.views,
+            tensors: &self.tensors,
         }
     }
 
+    pub(super) fn roots(&self, r: Ref) -> Vec<BufferId> {
+        self.bases().roots(r)
+    }
+
     fn base_shape(&self, r: Ref) -> &[u64] {
-        match r {
-            Ref::Buffer(b) => &self.buffers[b.index()].shape,
-            Ref::View(v) => &self.views[v.index()].shape,
-            Ref::Tensor(t) => &self.tensors[t.index()].shape,
-        }
+        self.bases().shape(r)
     }
 
     /// Dimensions left after indexing (an `At` index drops its dimension).
@@ -214,12 +212,26 @@ impl Loader<'_, '_> {
             );
             return None;
         }
+        // fill missing slice bounds, then check every dimension's [start, end) with the rule
+        // the race checker and the sync pass use (footprint::Sel)
+        let indices: Vec<Index> = raw
+            .indices
+            .into_iter()
+            .enumerate()
+            .map(|(d, idx)| match idx {
+                RawIndex::At(e) => Index::At(e),
+                RawIndex::Slice(s, e) => Index::Slice {
+                    start: s.unwrap_or(Expr::Const(0)),
+                    end: e.unwrap_or(Expr::Const(shape[d] as i64)),
+                },
+            })
+            .collect();
         let mut ok = true;
         let mut elements = Some(1u64);
-        let mut indices = Vec::new();
-        let written = raw.indices.len();
-        for (d, idx) in raw.indices.into_iter().enumerate() {
-            let extent = shape[d] as i64;
+        for (d, &extent_u) in shape.iter().enumerate() {
+            let extent = extent_u as i64;
+            let sel = Sel::new(indices.get(d), extent_u);
+            let (sb, eb) = sel.over(&self.ranges);
             let mut oob = |l: &mut Self, what: String| {
                 l.r.error_hint(
                     path,
@@ -230,33 +242,30 @@ impl Loader<'_, '_> {
                 );
                 ok = false;
             };
-            match idx {
-                RawIndex::At(e) => {
-                    if let Some((lo, hi)) = bounds(&e, &self.ranges) {
+            match sel {
+                Sel::Whole(_) => elements = elements.and_then(|x| x.checked_mul(extent_u)),
+                Sel::At(e) => {
+                    // [e, e + 1) lies in [0, extent)
+                    if let Some((lo, hi)) = sb {
                         if lo < 0 || hi >= extent {
-                            let what = self.reach("index", &e, if lo < 0 { lo } else { hi });
+                            let what = self.reach("index", e, if lo < 0 { lo } else { hi });
                             oob(self, what);
                         }
                     }
-                    indices.push(Index::At(e));
                 }
-                RawIndex::Slice(s, e) => {
-                    let s = s.unwrap_or(Expr::Const(0));
-                    let e = e.unwrap_or(Expr::Const(extent));
-                    let sb = bounds(&s, &self.ranges);
-                    let eb = bounds(&e, &self.ranges);
+                Sel::Slice(s, e) => {
                     let mut reported = false;
                     if let Some((lo, _)) = sb.filter(|b| b.0 < 0) {
-                        let what = self.reach("slice start", &s, lo);
+                        let what = self.reach("slice start", s, lo);
                         oob(self, what);
                         reported = true;
                     }
                     if let Some((_, hi)) = eb.filter(|b| b.1 > extent) {
-                        let what = self.reach("slice end", &e, hi);
+                        let what = self.reach("slice end", e, hi);
                         oob(self, what);
                         reported = true;
                     }
-                    let backwards = match const_difference(&e, &s) {
+                    let backwards = match sel.const_len() {
                         Some(n) => {
                             // bounds of a loop expression may be unknown; its length is not
                             if n > extent && !reported {
@@ -273,8 +282,8 @@ impl Loader<'_, '_> {
                     if backwards {
                         let msg = format!(
                             "slice start {} is after its end {} in dimension {d} of {name} (in \"{text}\")",
-                            self.show_expr(&s),
-                            self.show_expr(&e)
+                            self.show_expr(s),
+                            self.show_expr(e)
                         );
                         self.r.error_hint(
                             path,
@@ -283,12 +292,8 @@ impl Loader<'_, '_> {
                         );
                         ok = false;
                     }
-                    indices.push(Index::Slice { start: s, end: e });
                 }
             }
-        }
-        for extent in &shape[written..] {
-            elements = elements.and_then(|x| x.checked_mul(*extent));
         }
         let slot = match raw.slot {
             None => None,
@@ -308,7 +313,7 @@ impl Loader<'_, '_> {
                         ok = false;
                     }
                     Some(m) => {
-                        if let Some((lo, hi)) = bounds(&k, &self.ranges) {
+                        if let Some((lo, hi)) = k.bounds(&self.ranges) {
                             if lo < 0 || hi >= m as i64 {
                                 let bad = if lo < 0 { lo } else { hi };
                                 if m == 1 {
@@ -379,41 +384,26 @@ impl Loader<'_, '_> {
     // ----- checks shared by ops ------------------------------------------------------------
 
     fn check_reads_and_writes(&mut self, kind: &OpKind, opath: &str) {
-        // the brief: skip c when init is not constant (the op may or may not accumulate)
-        let skip: Option<*const Operand> = match kind {
-            OpKind::Mmad(m) | OpKind::MmadL1(m) if m.init.as_const().is_none() => Some(&m.c),
-            _ => None,
+        let bases = Bases {
+            buffers: &self.buffers,
+            views: &self.views,
+            tensors: &self.tensors,
         };
-        for o in kind.reads() {
-            if skip == Some(o as *const Operand) {
-                continue;
-            }
-            for b in self.roots(o.base) {
-                if self.written[b.index()] {
-                    continue;
-                }
-                // report once per buffer
-                self.written[b.index()] = true;
-                let name = self.buffers[b.index()].name.clone();
-                let via = match o.base {
-                    Ref::View(v) => format!(" (through view {})", self.views[v.index()].name),
-                    _ => String::new(),
-                };
-                let path = self.operand_path(o, opath);
-                self.r.error_hint(
-                    &path,
-                    format!(
-                        "read before first write: {} reads buffer \"{name}\"{via}, which no earlier op writes",
-                        kind.name()
-                    ),
-                    Some(format!("write {name} first (load, copy, a vector op, ...) or do not read it here")),
-                );
-            }
-        }
-        for o in kind.writes() {
-            for b in self.roots(o.base) {
-                self.written[b.index()] = true;
-            }
+        for (o, b) in self.written.visit(kind, &bases) {
+            let name = self.buffers[b.index()].name.clone();
+            let via = match o.base {
+                Ref::View(v) => format!(" (through view {})", self.views[v.index()].name),
+                _ => String::new(),
+            };
+            let path = self.operand_path(o, opath);
+            self.r.error_hint(
+                &path,
+                format!(
+                    "read before first write: {} reads buffer \"{name}\"{via}, which no earlier op writes",
+                    kind.name()
+                ),
+                Some(format!("write {name} first (load, copy, a vector op, ...) or do not read it here")),
+            );
         }
     }
 
@@ -1058,7 +1048,7 @@ impl Loader<'_, '_> {
             return None;
         }
         let n = self.config.sync.event_ids as i64;
-        if let Some((lo, hi)) = bounds(&id, &self.ranges) {
+        if let Some((lo, hi)) = id.bounds(&self.ranges) {
             if lo < 0 || hi >= n {
                 let what = self.reach("flag id", &id, if lo < 0 { lo } else { hi });
                 self.r.error_hint(

@@ -12,6 +12,7 @@ use crate::program::{
     Block, Buffer, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
 };
 use crate::types::{Dtype, Pipe, Space};
+use crate::written::Written;
 use crate::yaml::Node;
 
 /// What a declared name stands for. `Invalid` marks a declaration that failed: uses of it are
@@ -115,8 +116,8 @@ pub(super) struct Loader<'a, 'f> {
     pub ranges: Vec<Option<(i64, i64)>>,
     pub ops: Vec<Op>,
     pub scopes: Vec<Vec<Name>>,
-    /// Per buffer: written by an earlier op in program order.
-    pub written: Vec<bool>,
+    /// The buffers an earlier op has written, in program order.
+    pub written: Written,
     /// Per op being parsed: the YAML path of each operand text, and the buffers it touches.
     pub operand_paths: Vec<(String, String)>,
     pub touched: Vec<BufferId>,
@@ -150,7 +151,7 @@ pub(crate) fn program(
         ranges: Vec::new(),
         ops: Vec::new(),
         scopes: vec![Vec::new()],
-        written: Vec::new(),
+        written: Written::new(0),
         operand_paths: Vec::new(),
         touched: Vec::new(),
         mmad_l1_at: None,
@@ -609,7 +610,6 @@ impl<'a> Loader<'a, '_> {
                 Some((b, share)) => {
                     let id = BufferId::new(self.buffers.len());
                     self.buffers.push(b);
-                    self.written.push(false);
                     if let Some(s) = share {
                         shares.push((id, s));
                     }
@@ -624,7 +624,6 @@ impl<'a> Loader<'a, '_> {
             } else if let Entity::Buffer(id) = entity {
                 // keep the table dense: an undeclared buffer is never referenced
                 self.buffers.truncate(id.index());
-                self.written.truncate(id.index());
                 shares.retain(|(b, _)| *b != id);
             }
         }
@@ -983,7 +982,7 @@ impl<'a> Loader<'a, '_> {
             }
             Ref::Tensor(_) => unreachable!("windows are never of tensors"),
         };
-        let fits = match super::operand::bounds(&offset, &self.ranges) {
+        let fits = match offset.bounds(&self.ranges) {
             Some((lo, hi)) => lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128,
             None => elements <= of_elements,
         };
@@ -1390,7 +1389,7 @@ impl<'a> Loader<'a, '_> {
         }
         let range = trips
             .as_ref()
-            .and_then(|t| super::operand::bounds(t, &self.ranges))
+            .and_then(|t| t.bounds(&self.ranges))
             .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
         let id = self.push_placeholder(path, ctx);
         let inner = Ctx {

@@ -9,9 +9,9 @@ use super::table::{Rec, Table, NO_ALT, PRUNE_MIN};
 use super::{Hazard, HazardAccess, HazardKind, Memory, Placement};
 use crate::config::Config;
 use crate::engine::{Issue, Observer};
-use crate::ids::{OpId, TensorId};
+use crate::ids::OpId;
 use crate::program::Program;
-use crate::types::{Pipe, Space};
+use crate::types::Pipe;
 
 const NP: usize = Pipe::COUNT;
 const S: usize = 0;
@@ -357,19 +357,11 @@ impl<'p> RaceChecker<'p> {
                 (false, true) => HazardKind::War,
                 _ => HazardKind::Waw,
             };
-            let t = a.table as usize;
-            let memory = if t < Space::COUNT {
-                Memory::Scope(Space::ALL[t])
-            } else {
-                let id = TensorId::new(t - Space::COUNT);
-                Memory::Tensor {
-                    id,
-                    name: self.program.tensor(id).name.clone(),
-                }
-            };
+            let memory = Memory::from_index(a.table as usize);
             self.hazards.push(Hazard {
                 kind,
                 memory,
+                memory_label: memory.label(self.program),
                 lo: r.lo.max(a.lo),
                 hi: r.hi.min(a.hi),
                 first: self.side(&first),

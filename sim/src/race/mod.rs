@@ -80,9 +80,10 @@ pub use checker::RaceChecker;
 
 use crate::config::Config;
 use crate::engine::{run_observed_with, RunError, RunResult};
-use crate::ids::{OpId, TensorId};
+pub use crate::footprint::Memory;
+use crate::ids::OpId;
 use crate::program::Program;
-use crate::types::{Pipe, Space};
+use crate::types::Pipe;
 
 /// Where the buffers are: the placed addresses the checker resolves operands with.
 #[derive(Clone, Copy, Debug)]
@@ -133,24 +134,6 @@ impl fmt::Display for HazardKind {
     }
 }
 
-/// The memory a hazard is in.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Memory {
-    /// An on-chip scope; byte ranges are scope offsets.
-    Scope(Space),
-    /// A gm tensor; byte ranges are offsets in the tensor.
-    Tensor { id: TensorId, name: String },
-}
-
-impl fmt::Display for Memory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Memory::Scope(s) => f.write_str(s.report_name()),
-            Memory::Tensor { name, .. } => write!(f, "GM {name}"),
-        }
-    }
-}
-
 /// One side of a hazard: a dynamic instance of an op's access.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct HazardAccess {
@@ -189,7 +172,11 @@ impl fmt::Display for HazardAccess {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Hazard {
     pub kind: HazardKind,
+    /// The memory: an on-chip scope (byte ranges are scope offsets) or a gm tensor (byte
+    /// ranges are offsets in the tensor).
     pub memory: Memory,
+    /// How reports name the memory (`UB`, `GM x`).
+    pub memory_label: String,
     /// The overlapping bytes `[lo, hi)` at the occurrence reported.
     pub lo: u64,
     pub hi: u64,
@@ -203,7 +190,7 @@ impl fmt::Display for Hazard {
         write!(
             f,
             "{} hazard in {} [{:#06x}, {:#06x}): {} / {}",
-            self.kind, self.memory, self.lo, self.hi, self.first, self.second
+            self.kind, self.memory_label, self.lo, self.hi, self.first, self.second
         )
     }
 }

@@ -3,9 +3,10 @@
 //! to the root buffer or tensor, precomputed when it does not depend on loop variables.
 
 use crate::expr::Expr;
+use crate::footprint::{Bases, Footprint, Memory};
 use crate::ids::{BufferId, VarId};
-use crate::program::{Index, OpKind, Operand, Program, Ref, ViewKind};
-use crate::types::{Pipe, Space};
+use crate::program::{OpKind, Operand, Program};
+use crate::types::Pipe;
 
 /// The element range an operand selects, relative to its root buffer or tensor.
 #[derive(Clone, Debug)]
@@ -13,15 +14,7 @@ pub(super) enum Elems<'p> {
     /// `[lo, hi)`, or nothing when `lo == hi`.
     Static(u64, u64),
     /// Evaluated per issue.
-    Dyn {
-        operand: &'p Operand,
-        shape: &'p [u64],
-        strides: Vec<u64>,
-        /// Window offsets that depend on loop variables (elements of the root).
-        windows: Vec<&'p Expr>,
-        /// The constant part of the window offsets.
-        base: u64,
-    },
+    Dyn(Footprint<'p>),
 }
 
 /// One access of an op: an operand, read or written.
@@ -34,7 +27,7 @@ pub(super) struct AccPlan<'p> {
     pub read_if_zero: Option<&'p Expr>,
     /// Done by the MTE1 part of an `mmad_l1` (`a`, `b`); the M part does the rest.
     pub stage: bool,
-    /// The memory table (see [`table_of`]).
+    /// The memory it lands in, as a [`Memory::index`].
     pub table: u32,
     /// The buffers whose slots it touches (every buffer of a `select`); empty for gm.
     pub roots: Vec<BufferId>,
@@ -81,24 +74,12 @@ pub(super) struct Plans<'p> {
     pub depth: usize,
 }
 
-/// Tables: one per on-chip scope (by `Space::index`), then one per gm tensor.
-pub(super) fn table_of(r: Ref, space: Space) -> u32 {
-    match r {
-        Ref::Tensor(t) => (Space::COUNT + t.index()) as u32,
-        _ => space.index() as u32,
-    }
-}
-
-pub(super) fn table_count(program: &Program) -> usize {
-    Space::COUNT + program.tensors.len()
-}
-
 pub(super) fn plans(program: &Program) -> Plans<'_> {
     let mut out = Plans {
         ops: Vec::with_capacity(program.ops.len()),
         accs: Vec::new(),
-        table_pipes: vec![0; table_count(program)],
-        table_written: vec![false; table_count(program)],
+        table_pipes: vec![0; Memory::count(program)],
+        table_written: vec![false; Memory::count(program)],
         depth: 0,
     };
     for op in &program.ops {
@@ -175,88 +156,24 @@ fn access<'p>(
     stage: bool,
     read_if_zero: Option<&'p Expr>,
 ) -> AccPlan<'p> {
-    let shape: &'p [u64] = match o.base {
-        Ref::Buffer(b) => &program.buffer(b).shape,
-        Ref::View(v) => &program.view(v).shape,
-        Ref::Tensor(t) => &program.tensor(t).shape,
-    };
-    // walk the window chain down to the root: offsets are elements of the same dtype
-    let mut base = 0u64;
-    let mut windows = Vec::new();
-    let mut r = o.base;
-    while let Ref::View(v) = r {
-        match &program.view(v).kind {
-            ViewKind::Window { of, offset } => {
-                match offset.as_const() {
-                    Some(c) => base += c.max(0) as u64,
-                    None => windows.push(offset),
-                }
-                r = *of;
-            }
-            ViewKind::Select { .. } => break,
-        }
-    }
-    let mut strides = vec![1u64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
-    }
-    let constant = windows.is_empty()
-        && o.indices.iter().all(|i| match i {
-            Index::At(e) => e.as_const().is_some(),
-            Index::Slice { start, end } => start.as_const().is_some() && end.as_const().is_some(),
-        });
-    let elems = if constant {
-        let (lo, hi) = elem_range(o, shape, &strides, &[]).unwrap_or((0, 0));
-        Elems::Static(base + lo, base + hi)
+    let bases = Bases::of(program);
+    let fp = Footprint::new(&bases, o);
+    let elems = if fp.is_static() {
+        let (lo, hi) = fp.elems_at(&[]).unwrap_or((0, 0));
+        Elems::Static(lo, hi)
     } else {
-        Elems::Dyn {
-            operand: o,
-            shape,
-            strides,
-            windows,
-            base,
-        }
+        Elems::Dyn(fp)
     };
     AccPlan {
         k,
         write,
         read_if_zero: if write { None } else { read_if_zero },
         stage,
-        table: table_of(o.base, o.space),
-        roots: program.root_buffers(o.base),
+        table: Memory::of(o.base, o.space).index() as u32,
+        roots: bases.roots(o.base),
         bits: o.dtype.bits(),
         elems,
     }
-}
-
-/// The bounding element range `[lo, hi)` of an operand's indices over `shape` (exact when the
-/// selection is contiguous), or `None` when it selects nothing. The engine has already checked
-/// the bounds, so an expression that fails to evaluate cannot happen; it counts as 0.
-#[inline]
-pub(super) fn elem_range(
-    o: &Operand,
-    shape: &[u64],
-    strides: &[u64],
-    vars: &[i64],
-) -> Option<(u64, u64)> {
-    let ev = |e: &Expr| e.eval(vars).unwrap_or(0).max(0) as u64;
-    let (mut lo, mut last) = (0u64, 0u64);
-    for (d, (&dim, &stride)) in shape.iter().zip(strides).enumerate() {
-        let (a, b) = match o.indices.get(d) {
-            None => (0, dim),
-            Some(Index::At(e)) => {
-                let v = ev(e);
-                (v, v + 1)
-            }
-            Some(Index::Slice { start, end }) => (ev(start), ev(end)),
-        };
-        if b <= a {
-            return None;
-        }
-        lo += a * stride;
-        last += (b - 1) * stride;
-    }
-    Some((lo, last + 1))
 }
 
 impl Elems<'_> {
@@ -265,19 +182,7 @@ impl Elems<'_> {
     pub fn eval(&self, vars: &[i64]) -> Option<(u64, u64)> {
         match self {
             Elems::Static(lo, hi) => (lo < hi).then_some((*lo, *hi)),
-            Elems::Dyn {
-                operand,
-                shape,
-                strides,
-                windows,
-                base,
-            } => {
-                let mut off = *base;
-                for w in windows {
-                    off += w.eval(vars).unwrap_or(0).max(0) as u64;
-                }
-                elem_range(operand, shape, strides, vars).map(|(a, b)| (a + off, b + off))
-            }
+            Elems::Dyn(fp) => fp.elems_at(vars),
         }
     }
 }
@@ -285,6 +190,7 @@ impl Elems<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Space;
 
     fn program() -> Program {
         let config = crate::load_config(

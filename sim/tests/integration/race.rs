@@ -108,7 +108,7 @@ fn summary(hazards: &[Hazard]) -> Vec<(HazardKind, String, String, String)> {
         .map(|h| {
             (
                 h.kind,
-                h.memory.to_string(),
+                h.memory_label.clone(),
                 side(&h.first),
                 side(&h.second),
             )
@@ -618,6 +618,7 @@ fn hazard_display_names_memory_range_and_both_sides() {
     let h = Hazard {
         kind: Raw,
         memory: Memory::Scope(sim::Space::Ub),
+        memory_label: "UB".into(),
         lo: 0,
         hi: 0x8000,
         first: race::HazardAccess {

@@ -1,0 +1,458 @@
+//! Which elements (and bytes) of its base an operand touches: the one rule behind the loader's
+//! bounds checks, the engine's byte counts, the race checker (at the loop variables of an
+//! issue) and the sync pass (over every value the loop variables can take).
+//!
+//! Dimension `d` of an operand selects a half-open index range `[start, end)` of its base's
+//! dimension: an index `e` selects `[e, e + 1)`, a slice `a:b` selects `[a, b)` (a missing
+//! bound is 0 or the extent), and a missing trailing index selects the whole dimension
+//! ([`Sel`]). Elements are numbered row-major in the base's shape; a window chain adds its
+//! offsets, in elements of the root buffer. The operand's *bounding range* is
+//! `[Σ start·stride, Σ (end − 1)·stride + 1)` plus the window offset: exact for a contiguous
+//! selection, the smallest enclosing range of a strided one. Its bytes are
+//! `[lo × bits / 8, ceil(hi × bits / 8))` (an `i1` range rounds out to whole bytes).
+
+use crate::expr::{EvalError, Expr};
+use crate::ids::{BufferId, TensorId};
+use crate::program::{Buffer, Index, OpKind, Operand, Program, Ref, Tensor, View, ViewKind};
+use crate::types::Space;
+
+/// A memory that accesses are compared in: an on-chip scope (byte addresses in the scope) or
+/// one gm tensor (bytes from its start: gm accesses conflict only within a tensor). The race
+/// checker keeps a record table per memory ([`Memory::index`]); the sync pass compares the
+/// byte ranges of one memory.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Memory {
+    Scope(Space),
+    Tensor(TensorId),
+}
+
+impl Memory {
+    /// The memory an operand on `base`, in `space`, lands in.
+    #[inline]
+    pub fn of(base: Ref, space: Space) -> Memory {
+        match base {
+            Ref::Tensor(t) => Memory::Tensor(t),
+            _ => Memory::Scope(space),
+        }
+    }
+
+    /// A dense index: the scopes by [`Space::index`], then the tensors.
+    #[inline]
+    pub fn index(self) -> usize {
+        match self {
+            Memory::Scope(s) => s.index(),
+            Memory::Tensor(t) => Space::COUNT + t.index(),
+        }
+    }
+
+    /// The memory at dense index `i` (the inverse of [`Memory::index`]).
+    pub fn from_index(i: usize) -> Memory {
+        if i < Space::COUNT {
+            Memory::Scope(Space::ALL[i])
+        } else {
+            Memory::Tensor(TensorId::new(i - Space::COUNT))
+        }
+    }
+
+    /// How many memories `program` has (the length of a table indexed by [`Memory::index`]).
+    pub fn count(program: &Program) -> usize {
+        Space::COUNT + program.tensors.len()
+    }
+
+    /// How reports name it: `UB`, or `GM x` for tensor x.
+    pub fn label(self, program: &Program) -> String {
+        match self {
+            Memory::Scope(s) => s.report_name().to_string(),
+            Memory::Tensor(t) => format!("GM {}", program.tensor(t).name),
+        }
+    }
+}
+
+/// The tables an operand's base is looked up in: a loaded [`Program`]'s, or the loader's
+/// while it builds one.
+#[derive(Clone, Copy, Debug)]
+pub struct Bases<'a> {
+    pub buffers: &'a [Buffer],
+    pub views: &'a [View],
+    pub tensors: &'a [Tensor],
+}
+
+impl<'a> Bases<'a> {
+    pub fn of(program: &'a Program) -> Bases<'a> {
+        Bases {
+            buffers: &program.buffers,
+            views: &program.views,
+            tensors: &program.tensors,
+        }
+    }
+
+    /// The shape indices of an operand on `r` refer to.
+    pub fn shape(&self, r: Ref) -> &'a [u64] {
+        match r {
+            Ref::Buffer(b) => &self.buffers[b.index()].shape,
+            Ref::View(v) => &self.views[v.index()].shape,
+            Ref::Tensor(t) => &self.tensors[t.index()].shape,
+        }
+    }
+
+    /// The buffers whose storage `r` may touch (a window's root buffer, every buffer of a
+    /// `select`); empty for gm tensors.
+    pub fn roots(&self, r: Ref) -> Vec<BufferId> {
+        match r {
+            Ref::Buffer(b) => vec![b],
+            Ref::Tensor(_) => vec![],
+            Ref::View(v) => match &self.views[v.index()].kind {
+                ViewKind::Window { of, .. } => self.roots(*of),
+                ViewKind::Select { of } => of.clone(),
+            },
+        }
+    }
+}
+
+/// What one dimension of an operand selects: `[start, end)`.
+#[derive(Clone, Copy, Debug)]
+pub enum Sel<'a> {
+    /// No index written: the whole extent.
+    Whole(u64),
+    /// `e`: `[e, e + 1)`; the dimension is dropped from the operand's shape.
+    At(&'a Expr),
+    /// `a:b`: `[a, b)`.
+    Slice(&'a Expr, &'a Expr),
+}
+
+/// The values an expression can take, inclusive; `None` where unknown.
+pub type Span = Option<(i64, i64)>;
+
+/// An expression that failed to evaluate, and which one.
+pub type EvalFailure<'a> = (EvalError, &'a Expr);
+
+impl<'a> Sel<'a> {
+    /// Dimension `d` (of extent `extent`) of operand `o`.
+    #[inline]
+    pub fn of(o: &'a Operand, d: usize, extent: u64) -> Sel<'a> {
+        Sel::new(o.indices.get(d), extent)
+    }
+
+    /// What index `index` (`None`: not written) selects in a dimension of `extent`.
+    #[inline]
+    pub fn new(index: Option<&'a Index>, extent: u64) -> Sel<'a> {
+        match index {
+            None => Sel::Whole(extent),
+            Some(Index::At(e)) => Sel::At(e),
+            Some(Index::Slice { start, end }) => Sel::Slice(start, end),
+        }
+    }
+
+    /// `[start, end)` for the loop variables `vars`.
+    #[inline]
+    pub fn at(self, vars: &[i64]) -> Result<(i64, i64), EvalFailure<'a>> {
+        let ev = |e: &'a Expr| e.eval(vars).map_err(|err| (err, e));
+        Ok(match self {
+            Sel::Whole(n) => (0, n as i64),
+            Sel::At(e) => {
+                let v = ev(e)?;
+                (v, v.saturating_add(1))
+            }
+            Sel::Slice(a, b) => (ev(a)?, ev(b)?),
+        })
+    }
+
+    /// The values `start` and `end` can take (inclusive ranges) when each loop variable `v`
+    /// lies in `ranges[v]`; `None` where unknown.
+    pub fn over(self, ranges: &[Span]) -> (Span, Span) {
+        match self {
+            Sel::Whole(n) => (Some((0, 0)), Some((n as i64, n as i64))),
+            Sel::At(e) => {
+                let b = e.bounds(ranges);
+                let end = b.and_then(|(lo, hi)| Some((lo.checked_add(1)?, hi.checked_add(1)?)));
+                (b, end)
+            }
+            Sel::Slice(a, b) => (a.bounds(ranges), b.bounds(ranges)),
+        }
+    }
+
+    /// `end - start` when it does not depend on the loop variables.
+    pub fn const_len(self) -> Option<i64> {
+        match self {
+            Sel::Whole(n) => Some(n as i64),
+            Sel::At(_) => Some(1),
+            Sel::Slice(a, b) => Expr::const_difference(b, a),
+        }
+    }
+}
+
+/// The number of elements an operand selects, when it does not depend on loop variables
+/// (a backwards slice selects nothing).
+pub fn static_count(o: &Operand, shape: &[u64]) -> Option<u64> {
+    let mut n = 1u64;
+    for (d, &extent) in shape.iter().enumerate() {
+        let len = Sel::of(o, d, extent).const_len()?;
+        n = n.checked_mul(len.max(0) as u64)?;
+    }
+    Some(n)
+}
+
+/// The values each loop variable can take (inclusive), where they can be bounded: a `for`
+/// from its bounds and step, a `while` from its trip count. Indexed by [`crate::VarId`].
+pub fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
+    let mut ranges = vec![None; program.vars.len()];
+    // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
+    for op in &program.ops {
+        match &op.kind {
+            OpKind::For {
+                var,
+                from,
+                to,
+                step,
+                ..
+            } => ranges[var.index()] = crate::load::for_range(from, to, step, &ranges),
+            OpKind::While { var, trips, .. } => {
+                ranges[var.index()] = trips
+                    .range(&ranges)
+                    .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+            }
+            _ => {}
+        }
+    }
+    ranges
+}
+
+/// How many elements operand `o` (on a base of `shape`) selects for the loop variables
+/// `vars`, saturating; an expression that fails to evaluate is returned with its error.
+#[inline]
+pub fn count_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<u64, EvalFailure<'a>> {
+    let mut n: u64 = 1;
+    for (d, &extent) in shape.iter().enumerate() {
+        let (a, b) = Sel::of(o, d, extent).at(vars)?;
+        n = n.saturating_mul(b.saturating_sub(a).max(0) as u64);
+    }
+    Ok(n)
+}
+
+/// An operand's bounding range over every value of the loop variables.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Over {
+    /// It selects nothing, whatever the variables.
+    Empty,
+    /// Elements `[lo, hi)` of the root cover every selection.
+    Range(u64, u64),
+    /// Some bound is unknown: assume the whole root.
+    Unknown,
+}
+
+/// An operand resolved against its base: everything needed to answer which elements it
+/// touches, for given loop variables or over their ranges.
+#[derive(Clone, Debug)]
+pub struct Footprint<'a> {
+    pub operand: &'a Operand,
+    /// The shape of the operand's base, which its indices refer to.
+    pub shape: &'a [u64],
+    /// Row-major strides of `shape`, in elements.
+    strides: Vec<u64>,
+    /// Window offsets that depend on loop variables (elements of the root).
+    windows: Vec<&'a Expr>,
+    /// The constant part of the window offsets.
+    base: u64,
+    /// Bits per element.
+    pub bits: u64,
+}
+
+impl<'a> Footprint<'a> {
+    pub fn new(bases: &Bases<'a>, o: &'a Operand) -> Footprint<'a> {
+        let shape = bases.shape(o.base);
+        let mut base = 0u64;
+        let mut windows = Vec::new();
+        let mut r = o.base;
+        while let Ref::View(v) = r {
+            match &bases.views[v.index()].kind {
+                ViewKind::Window { of, offset } => {
+                    match offset.as_const() {
+                        Some(c) => base = base.saturating_add(c.max(0) as u64),
+                        None => windows.push(offset),
+                    }
+                    r = *of;
+                }
+                ViewKind::Select { .. } => break,
+            }
+        }
+        let mut strides = vec![1u64; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+        }
+        Footprint {
+            operand: o,
+            shape,
+            strides,
+            windows,
+            base,
+            bits: o.dtype.bits(),
+        }
+    }
+
+    /// Whether no index, slice bound or window offset depends on a loop variable.
+    pub fn is_static(&self) -> bool {
+        self.windows.is_empty()
+            && self.operand.indices.iter().all(|i| match i {
+                Index::At(e) => e.as_const().is_some(),
+                Index::Slice { start, end } => {
+                    start.as_const().is_some() && end.as_const().is_some()
+                }
+            })
+    }
+
+    /// Dimension `d`'s selection.
+    #[inline]
+    pub fn sel(&self, d: usize) -> Sel<'a> {
+        Sel::of(self.operand, d, self.shape[d])
+    }
+
+    /// The bounding element range `[lo, hi)` of the root for the loop variables `vars`, or
+    /// `None` when the operand selects nothing. The engine checks bounds before anything
+    /// reads this, so an expression that fails to evaluate counts as 0.
+    #[inline]
+    pub fn elems_at(&self, vars: &[i64]) -> Option<(u64, u64)> {
+        let ev = |e: &Expr| e.eval(vars).unwrap_or(0).max(0) as u64;
+        let (mut lo, mut last) = (0u64, 0u64);
+        for (d, &stride) in self.strides.iter().enumerate() {
+            let (a, b) = self.sel(d).at(vars).unwrap_or((0, 0));
+            let (a, b) = (a.max(0) as u64, b.max(0) as u64);
+            if b <= a {
+                return None;
+            }
+            lo += a * stride;
+            last += (b - 1) * stride;
+        }
+        let mut off = self.base;
+        for w in &self.windows {
+            off += ev(w);
+        }
+        Some((lo + off, last + 1 + off))
+    }
+
+    /// The bounding element range of the root over every value the loop variables can take
+    /// (`ranges[v]`, inclusive). Bounds are clamped to each dimension, so a loop whose
+    /// variables cannot be bounded still stays inside the base.
+    pub fn elems_over(&self, ranges: &[Option<(i64, i64)>]) -> Over {
+        // a window that moves with the loop starts at its lowest offset and ends at its highest
+        let (mut off_lo, mut off_hi) = (self.base, self.base);
+        for w in &self.windows {
+            let Some((l, h)) = w.bounds(ranges) else {
+                return Over::Unknown;
+            };
+            off_lo = off_lo.saturating_add(l.max(0) as u64);
+            off_hi = off_hi.saturating_add(h.max(0) as u64);
+        }
+        let (mut lo, mut last) = (0u64, 0u64);
+        for (d, (&dim, &stride)) in self.shape.iter().zip(&self.strides).enumerate() {
+            let (start, end) = self.sel(d).over(ranges);
+            let (Some((a, _)), Some((_, b))) = (start, end) else {
+                return Over::Unknown;
+            };
+            let (a, b) = (a.max(0) as u64, (b.max(0) as u64).min(dim));
+            if b <= a {
+                return Over::Empty;
+            }
+            lo += a * stride;
+            last += (b - 1) * stride;
+        }
+        Over::Range(lo + off_lo, last + 1 + off_hi)
+    }
+
+    /// The bytes of an element range: `[lo × bits / 8, ceil(hi × bits / 8))`.
+    #[inline]
+    pub fn bytes(&self, (lo, hi): (u64, u64)) -> (u64, u64) {
+        (
+            lo.saturating_mul(self.bits) / 8,
+            hi.saturating_mul(self.bits).div_ceil(8),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program() -> Program {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: ranges
+core: aiv
+sync: manual
+gm:
+  x: { shape: [4, 8], dtype: f16 }
+buffers:
+  a: { scope: ub, shape: [4, 8], dtype: f16 }
+  m: { scope: ub, shape: [64], dtype: i1 }
+views:
+  w: { of: a, offset: 16, shape: [8] }
+body:
+  - load: { src: x, dst: a }
+  - for: { var: i, to: 2 }
+    views:
+      d: { of: a, offset: "i * 8", shape: [8] }
+    body:
+      - vadds: { ins: ["a[1:3, 2:4]"], out: "a[i, 0:4]", scalar: 1 }
+      - vadds: { ins: ["w[2:4]"], out: "m[8:10]", scalar: 1 }
+      - vadds: { ins: ["d[0:4]"], out: "d[4:8]", scalar: 1 }
+"#;
+        crate::load_program(text, "ranges.yaml", &config, &[]).unwrap()
+    }
+
+    fn fp<'p>(p: &'p Program, op: usize, k: usize) -> Footprint<'p> {
+        let ops = crate::engine::operands(&p.ops[op].kind);
+        Footprint::new(&Bases::of(p), ops[k])
+    }
+
+    #[test]
+    fn bounding_ranges_at_and_over_the_loop_agree() {
+        let p = program();
+        // ops in pre-order: load, for, vadds, vadds, vadds
+        let whole = fp(&p, 0, 1);
+        assert!(whole.is_static());
+        assert_eq!(whole.elems_at(&[]), Some((0, 32)));
+        assert_eq!(whole.elems_over(&[]), Over::Range(0, 32));
+        // a strided slice counts as its bounding range: rows 1..3, columns 2..4
+        let strided = fp(&p, 2, 0);
+        assert_eq!(strided.elems_at(&[0]), Some((10, 20)));
+        assert_eq!(count_at(strided.operand, strided.shape, &[0]), Ok(4));
+        // a row picked by the loop variable: one row per iteration, both rows over the loop
+        let row = fp(&p, 2, 1);
+        assert!(!row.is_static());
+        assert_eq!(row.elems_at(&[0]), Some((0, 4)));
+        assert_eq!(row.elems_at(&[1]), Some((8, 12)));
+        assert_eq!(row.elems_over(&[Some((0, 1))]), Over::Range(0, 12));
+        assert_eq!(row.elems_over(&[None]), Over::Unknown);
+        // a window adds its offset in elements of its root
+        let win = fp(&p, 3, 0);
+        assert_eq!(win.elems_at(&[0]), Some((18, 20)));
+        // i1: bits, so the byte range rounds out
+        let bits = fp(&p, 3, 1);
+        assert_eq!(bits.elems_at(&[0]), Some((8, 10)));
+        assert_eq!(bits.bytes((8, 10)), (1, 2));
+        // a window that moves with the loop: per iteration, and the span of every iteration
+        let moving = fp(&p, 4, 1);
+        assert_eq!(moving.elems_at(&[1]), Some((12, 16)));
+        assert_eq!(moving.elems_over(&[Some((0, 1))]), Over::Range(4, 16));
+    }
+
+    #[test]
+    fn selections() {
+        let p = program();
+        let row = fp(&p, 2, 1);
+        assert!(matches!(row.sel(0), Sel::At(_)));
+        assert_eq!(
+            row.sel(0).over(&[Some((0, 1))]),
+            (Some((0, 1)), Some((1, 2)))
+        );
+        assert_eq!(row.sel(1).at(&[1]), Ok((0, 4)));
+        assert_eq!(row.sel(1).const_len(), Some(4));
+        let whole = fp(&p, 0, 1);
+        assert!(matches!(whole.sel(1), Sel::Whole(8)));
+        assert_eq!(static_count(whole.operand, whole.shape), Some(32));
+        assert_eq!(static_count(row.operand, row.shape), Some(4));
+    }
+}
