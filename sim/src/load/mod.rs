@@ -7,6 +7,7 @@
 //! layout (`body[0].body[2].vadd.out`) to find line and column.
 
 mod config;
+mod loader;
 mod operand;
 mod ops;
 mod program;

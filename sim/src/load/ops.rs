@@ -2,8 +2,8 @@
 //! giving up, so one op reports all of its problems; the read-before-write walk runs on each op
 //! as it is built, which is program order because blocks are read in order.
 
+use super::loader::{resolve_value, Ctx, Entity, Loader, Note};
 use super::operand::{parse_operand, OperandError, RawIndex};
-use super::program::{resolve_value, Entity, Loader, Note};
 use super::reader::{index, show, suggest, Fields};
 use crate::expr::Expr;
 use crate::footprint::{Bases, Sel};
@@ -13,8 +13,6 @@ use crate::program::{
 };
 use crate::types::{Pipe, Space};
 use crate::yaml::Node;
-
-use super::program::Ctx;
 
 const LEAF_OPS: &[&str] = &[
     "load",
