@@ -149,10 +149,35 @@ struct Fail {
 
 type R<T> = Result<T, Fail>;
 
+/// What is global to a run rather than to one core: the observer, the dynamic instruction
+/// numbering and the time of the last event. A launch of several cores shares one.
+struct Cx<'o, O: Observer> {
+    obs: &'o mut O,
+    seq: u64,
+    /// The cycle of the last event processed; nothing can happen before it any more.
+    now: u64,
+}
+
+impl<O: Observer> Cx<'_, O> {
+    #[inline(always)]
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+}
+
+/// The machine: the cores of the run (one today) and the run's global state.
 pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
+    core: Core<'p, 'c>,
+    cx: Cx<'o, O>,
+}
+
+/// Everything one core owns: its scalar unit, its pipes and queues, its flags, its loop
+/// counters and its accounting. Nothing here is shared with another core.
+struct Core<'p, 'c> {
     program: &'p Program,
     c: &'c Compiled<'p>,
-    obs: &'o mut O,
     issue: u64,
     loop_cycles: u64,
     branch_cycles: u64,
@@ -178,7 +203,6 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
     s_barrier_all: u64,
     s_wait_flag: Vec<u64>,
     s_end: u64,
-    seq: u64,
     slots: Vec<u32>,
     overlap: u64,
     overlap_from: u64,
@@ -186,8 +210,6 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
-    /// The cycle of the last event processed; nothing can happen before it any more.
-    now: u64,
 }
 
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
@@ -197,6 +219,49 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         c: &'c Compiled<'p>,
         obs: &'o mut O,
     ) -> Self {
+        Machine {
+            core: Core::new(program, config, c),
+            cx: Cx {
+                obs,
+                seq: 0,
+                now: 0,
+            },
+        }
+    }
+
+    /// Runs to the end (or to a deadlock). Within a core, the earliest event goes first:
+    /// pipes in [`Pipe`] order, then S.
+    pub(super) fn run(self) -> Result<RunResult, RunError> {
+        let Machine { mut core, mut cx } = self;
+        loop {
+            if core.dirty != 0 {
+                core.refresh();
+            }
+            if matches!(core.pending, Pending::None) {
+                if core.s_time < core.pmin {
+                    if let Err(f) = core.arrive(&mut cx) {
+                        return Err(core.error(f));
+                    }
+                    continue;
+                }
+            } else {
+                let sc = core.s_cand(cx.now);
+                if sc < core.pmin {
+                    core.fire(sc, &mut cx);
+                    continue;
+                }
+            }
+            if core.pmin == INF {
+                break;
+            }
+            core.start(core.pmin_pipe, core.pmin, &mut cx);
+        }
+        Ok(core.finish())
+    }
+}
+
+impl<'p, 'c> Core<'p, 'c> {
+    fn new(program: &'p Program, config: &Config, c: &'c Compiled<'p>) -> Self {
         let events = config.sync.event_ids as usize;
         let depth = config.queue_depth as usize;
         let pipes = (0..NP)
@@ -213,10 +278,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 wait_flag: vec![0; NP * events],
             })
             .collect();
-        Machine {
+        Core {
             program,
             c,
-            obs,
             issue: config.scalar.issue_cycles as u64,
             loop_cycles: config.scalar.loop_cycles as u64,
             branch_cycles: config.scalar.branch_cycles as u64,
@@ -240,7 +304,6 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             s_barrier_all: 0,
             s_wait_flag: vec![0; NP * events],
             s_end: 0,
-            seq: 0,
             slots: vec![0; c.max_operands],
             overlap: 0,
             overlap_from: 0,
@@ -248,41 +311,12 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
-            now: 0,
         }
-    }
-
-    /// Runs to the end (or to a deadlock).
-    pub(super) fn run(mut self) -> Result<RunResult, RunError> {
-        loop {
-            if self.dirty != 0 {
-                self.refresh();
-            }
-            if matches!(self.pending, Pending::None) {
-                if self.s_time < self.pmin {
-                    if let Err(f) = self.arrive() {
-                        return Err(self.error(f));
-                    }
-                    continue;
-                }
-            } else {
-                let sc = self.s_cand();
-                if sc < self.pmin {
-                    self.fire(sc);
-                    continue;
-                }
-            }
-            if self.pmin == INF {
-                break;
-            }
-            self.start(self.pmin_pipe, self.pmin);
-        }
-        Ok(self.finish())
     }
 
     // ----- pipes -------------------------------------------------------------------------
 
-    #[inline]
+    #[inline(always)]
     fn refresh(&mut self) {
         let dirty = self.dirty & self.mask;
         self.dirty = 0;
@@ -310,7 +344,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
 
     /// The cycle the head of pipe `p` can start, or INF when the queue is empty or the head
     /// waits for something that has not happened yet.
-    #[inline]
+    #[inline(always)]
     fn head_start(&self, p: usize) -> u64 {
         let ps = &self.pipes[p];
         if ps.ring.len == 0 {
@@ -341,9 +375,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
 
     /// Pipe `p` starts its head instruction at cycle `t`.
     #[inline]
-    fn start(&mut self, p: usize, t: u64) {
-        debug_assert!(t >= self.now);
-        self.now = t;
+    fn start<O: Observer>(&mut self, p: usize, t: u64, cx: &mut Cx<'_, O>) {
+        debug_assert!(t >= cx.now);
+        cx.now = t;
         self.sweep_overlap(t);
         let events = self.events as u64;
         let ps = &mut self.pipes[p];
@@ -385,7 +419,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             _ => {}
         }
-        self.obs.on_start(e.seq, t, complete);
+        cx.obs.on_start(e.seq, t, complete);
     }
 
     /// Counts the cycles in [overlap_from, t) with at least two non-S pipes busy. Every busy
@@ -416,6 +450,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         self.overlap_from = t;
     }
 
+    #[inline]
     fn set_flag(&mut self, idx: u64, op: u32, t: u64) {
         let latency = self.latency;
         let f = &mut self.flags[idx as usize];
@@ -449,12 +484,12 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     /// The cycle S can carry out its pending action (INF: blocked, nothing pending, or done).
     /// Never earlier than `now`: S may have been unblocked by the event just processed.
     #[inline]
-    fn s_cand(&self) -> u64 {
+    fn s_cand(&self, now: u64) -> u64 {
         let c = self.s_cand_raw();
         if c == INF {
             INF
         } else {
-            c.max(self.now)
+            c.max(now)
         }
     }
 
@@ -497,9 +532,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
 
     /// S carries out its pending action at cycle `t` (>= s_time); the wait before it is a stall.
     #[inline]
-    fn fire(&mut self, t: u64) {
-        debug_assert!(t >= self.now);
-        self.now = t;
+    fn fire<O: Observer>(&mut self, t: u64, cx: &mut Cx<'_, O>) {
+        debug_assert!(t >= cx.now);
+        cx.now = t;
         let stall = t - self.s_time;
         let pending = std::mem::replace(&mut self.pending, Pending::None);
         match pending {
@@ -510,7 +545,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 nslots,
             } => {
                 self.s_queue_full[pipe.index()] += stall;
-                let seq = self.next_seq();
+                let seq = cx.next_seq();
                 entry.join = t + self.issue;
                 entry.seq = seq;
                 if entry.kind == Kind::Stage {
@@ -518,7 +553,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
                 self.pipes[pipe.index()].ring.push(entry);
                 self.dirty |= 1 << pipe.index();
-                self.obs.on_issue(&Issue {
+                cx.obs.on_issue(&Issue {
                     seq,
                     op: OpId(entry.op),
                     pipe,
@@ -534,7 +569,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, 0, Some(id));
+                self.observe_s(cx, op, t, t, 0, Some(id));
                 self.set_flag(flag, op.0, t);
             }
             Pending::WaitFlag { op, flag, id } => {
@@ -543,38 +578,32 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 self.flags[flag as usize].set = false;
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, 0, Some(id));
+                self.observe_s(cx, op, t, t, 0, Some(id));
             }
             Pending::BarrierAll { op } => {
                 self.s_barrier_all += stall;
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(op, t, t, 0, None);
+                self.observe_s(cx, op, t, t, 0, None);
             }
             Pending::None | Pending::Done => unreachable!("fire without a pending action"),
         }
     }
 
-    #[inline(always)]
-    fn next_seq(&mut self) -> u64 {
-        let s = self.seq;
-        self.seq += 1;
-        s
-    }
-
     /// Observer calls for an op S executes itself: `nslots` slots from the scratch (its
     /// operands, if any) and the evaluated flag id of an S-side flag.
     #[inline(always)]
-    fn observe_s(
+    fn observe_s<O: Observer>(
         &mut self,
+        cx: &mut Cx<'_, O>,
         op: OpId,
         start: u64,
         complete: u64,
         nslots: usize,
         flag_id: Option<u32>,
     ) {
-        let seq = self.next_seq();
-        self.obs.on_issue(&Issue {
+        let seq = cx.next_seq();
+        cx.obs.on_issue(&Issue {
             seq,
             op,
             pipe: Pipe::S,
@@ -583,12 +612,12 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             slots: &self.slots[..nslots],
             flag_id,
         });
-        self.obs.on_start(seq, start, complete);
+        cx.obs.on_start(seq, start, complete);
     }
 
     /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
     #[inline]
-    fn arrive(&mut self) -> R<()> {
+    fn arrive<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
         let code = self.c.code[self.pc];
         match code {
             SOp::LoopEnter { lp } => {
@@ -632,7 +661,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                     });
                 }
                 let n = n as u64;
-                self.observe_s(op, self.s_time, self.s_time + n, 0, None);
+                self.observe_s(cx, op, self.s_time, self.s_time + n, 0, None);
                 self.s_time += n;
                 self.s_busy += n;
                 self.s_instr += 1;
@@ -640,7 +669,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             SOp::SMem { op, lo, hi } => {
                 let n = self.prepare_operands(op, lo, hi)?;
-                self.observe_s(op, self.s_time, self.s_time + self.issue, n, None);
+                self.observe_s(cx, op, self.s_time, self.s_time + self.issue, n, None);
                 self.s_time += self.issue;
                 self.s_busy += self.issue;
                 self.s_instr += 1;
@@ -676,6 +705,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         Ok(())
     }
 
+    #[inline]
     fn enter_loop(&mut self, lp: usize) -> R<()> {
         let spec = &self.c.loops[lp];
         let op = spec.op;
@@ -724,6 +754,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         Ok(())
     }
 
+    #[inline]
     fn prepare_send(&mut self, spec: usize) -> R<()> {
         let sp = &self.c.specs[spec];
         let op = sp.op;
@@ -789,6 +820,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         Ok(opnds.len())
     }
 
+    #[inline]
     fn check_operand(&self, op: OpId, o: &Opnd<'p>) -> R<()> {
         if o.operand.indices.len() > o.shape.len() {
             return Err(Fail {
@@ -839,6 +871,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     }
 
     /// Bytes an operand selects for the current loop variables.
+    #[inline]
     fn bytes(&self, op: OpId, i: u32) -> R<u64> {
         let o = &self.c.opnds[i as usize];
         if let Some(b) = o.static_bytes {
@@ -849,6 +882,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         Ok(o.operand.dtype.bytes_for(elements))
     }
 
+    #[inline]
     fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64)> {
         Ok(match *cost {
             Cost::Fixed { work, startup } => (work, startup),
@@ -909,6 +943,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         })
     }
 
+    #[inline]
     fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u64, u32)> {
         let v = self.eval(op, id)?;
         if v < 0 || v as u64 >= self.events as u64 {
