@@ -170,6 +170,16 @@ impl PlanCommon {
 }
 
 impl PlanArgs {
+    /// The pipeline's options: these plan options, the race checker on or off, and the plan
+    /// validator (debug builds).
+    pub fn pipeline(&self, race_check: bool, validate: bool) -> pipeline::Options {
+        pipeline::Options {
+            plan: self.options(),
+            race_check,
+            validate,
+        }
+    }
+
     pub fn options(&self) -> PlanOptions {
         let common = &self.common;
         PlanOptions {
@@ -207,10 +217,22 @@ pub enum PlanFormat {
     Json,
 }
 
+/// How `run` and `compare` print a run. Adding a format: a renderer in `reports`, its export
+/// in `reports/src/lib.rs`, and a variant with its arm here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum RunFormat {
     Text,
     Json,
+}
+
+impl RunFormat {
+    /// The run report in this format.
+    pub fn render(self, config: &sim::Config, run: &reports::Run) -> String {
+        match self {
+            RunFormat::Text => reports::run_text(config, run),
+            RunFormat::Json => crate::pretty(&reports::run_json(config, run)),
+        }
+    }
 }
 
 /// The reuse levels of `compare --levels`, in the order given, each at most once.

@@ -1,7 +1,10 @@
-//! The `npusim` command line: the only part of npusim that touches files and the terminal.
+//! The `npusim` command line: it parses arguments, reads the input files, calls the pipeline
+//! library (`pipeline`) and the report renderers (`reports`), writes what they produce and
+//! chooses the exit code. The only part of npusim that touches files and the terminal.
 //!
-//! Exit codes: 0 success; 1 a finding (deadlock, double set, unpaired set_flag, overflow);
-//! 2 bad input (load errors, a run error, bad arguments, unreadable files).
+//! Exit codes: 0 success; 1 a finding (hazard, deadlock, double set, unpaired set_flag,
+//! overflow) or an npusim bug; 2 bad input (load errors, a run error, bad arguments, unreadable
+//! files).
 
 mod cli;
 mod compare;
@@ -11,10 +14,9 @@ mod pack;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunFormat};
-use planner::{LivenessError, PlanFailure, Planned, SyncStats};
+use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
-use sim::program::SyncMode;
-use sim::{Config, Diagnostic, Hazard, Program, RunError, RunResult};
+use sim::{Config, Diagnostic, Program, RunError};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -102,7 +104,8 @@ fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
 
 fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    let planned = make_plan(&program, &config, args, &src)?;
+    let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
+        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     let scopes: Vec<String> = planned
         .plan
         .scopes
@@ -135,79 +138,43 @@ fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
     output::emit(None, &text)
 }
 
-/// Why [`try_plan`] or [`execute`] gave no result.
-#[derive(Debug)]
-pub enum Failed {
-    /// A scope did not fit (a finding, exit 1): HIVM's message, not printed yet.
-    Overflow(String),
-    /// Anything else; the message has been printed.
-    Exit(Exit),
-}
+/// Debug builds check every plan with the planner's independent validator.
+const VALIDATE: bool = cfg!(debug_assertions);
 
-impl From<Exit> for Failed {
-    fn from(e: Exit) -> Failed {
-        Failed::Exit(e)
-    }
-}
-
-/// Plans the program; an overflow is a finding (exit 1), a read before the first write is bad
-/// input (exit 2). Debug builds also run the independent validator on every plan.
-fn make_plan(
+/// Prints why the pipeline stopped and gives the exit code: 1 for a finding (an overflow) or
+/// an npusim bug, 2 for bad input. `context` prefixes the message (`level 0: `).
+pub fn failed(
+    f: &Failure,
     program: &Program,
     config: &Config,
-    args: &PlanArgs,
     src: &input::Source,
-) -> Result<Planned, Exit> {
-    try_plan(program, config, args, src).map_err(|f| overflow_exit(f, src))
-}
-
-/// Prints an overflow as `error: FILE: MESSAGE` (exit 1); other failures are already printed.
-fn overflow_exit(f: Failed, src: &input::Source) -> Exit {
+    context: &str,
+) -> Exit {
     match f {
-        Failed::Overflow(message) => {
-            eprintln!("error: {}: {message}", src.name);
+        Failure::Overflow(e) => {
+            eprintln!("error: {}: {context}{e}", src.name);
             Exit(1)
         }
-        Failed::Exit(e) => e,
-    }
-}
-
-/// [`make_plan`], leaving an overflow to the caller.
-fn try_plan(
-    program: &Program,
-    config: &Config,
-    args: &PlanArgs,
-    src: &input::Source,
-) -> Result<Planned, Failed> {
-    let core = config.core(program.core);
-    let mut bad = Vec::new();
-    for (space, _) in &args.common.capacities {
-        if !core.scopes.iter().any(|s| s.space == *space) {
+        Failure::NoSuchScope { core, scopes } => {
+            let core = config.core(*core);
             let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
-            bad.push(format!(
-                "--capacity {}=...: core {} has no {} scope; its scopes are {}",
-                space.yaml_name(),
-                core.name,
-                space.yaml_name(),
-                has.join(", ")
-            ));
+            for space in scopes {
+                eprintln!(
+                    "error: --capacity {}=...: core {} has no {} scope; its scopes are {}",
+                    space.yaml_name(),
+                    core.name,
+                    space.yaml_name(),
+                    has.join(", ")
+                );
+            }
+            Exit(2)
         }
-    }
-    if !bad.is_empty() {
-        for b in &bad {
-            eprintln!("error: {b}");
-        }
-        return Err(Exit(2).into());
-    }
-    let planned = planner::plan_program(program, config, &args.options()).map_err(|e| match e {
-        PlanFailure::Plan(e) => Failed::Overflow(e.to_string()),
-        PlanFailure::Liveness(LivenessError::ReadBeforeWrite { buffer, op }) => {
-            let buffer = &program.buffer(buffer).name;
-            let op = &program.op(op).path;
+        Failure::ReadBeforeWrite { buffer, op } => {
+            let buffer = &program.buffer(*buffer).name;
             eprintln!("error: {}: the program cannot be planned", src.name);
             let mut d = Diagnostic::error(
                 &src.name,
-                op,
+                &program.op(*op).path,
                 format!("buffer `{buffer}` is read before its first write"),
             );
             d.hint = Some(format!(
@@ -215,21 +182,23 @@ fn try_plan(
             ));
             input::locate(&src.text, &mut d);
             eprint!("\n{}", input::render(&d, Some(src)));
-            Failed::Exit(Exit(2))
+            Exit(2)
         }
-    })?;
-    if cfg!(debug_assertions) {
-        if let Err(v) = planned.validate(program, config) {
+        Failure::Run(e) => run_failed(e, src),
+        Failure::InvalidPlan(violations) => {
             eprintln!(
                 "error: internal: the plan fails its validator (a planner bug; please report it):"
             );
-            for x in v {
-                eprintln!("  {x}");
+            for v in violations {
+                eprintln!("  {v}");
             }
-            return Err(Exit(1).into());
+            Exit(1)
+        }
+        Failure::Accounting(e) => {
+            eprintln!("error: internal: the run's cycle accounting does not add up (an engine bug; please report it): {e}");
+            Exit(1)
         }
     }
-    Ok(planned)
 }
 
 fn plan(
@@ -241,7 +210,8 @@ fn plan(
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    let planned = make_plan(&program, &config, args, &src)?;
+    let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
+        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     if let Some(name) = explain {
         let Some(b) = program.buffers.iter().position(|b| b.name == name) else {
             let names: Vec<&str> = program.buffers.iter().map(|b| b.name.as_str()).collect();
@@ -269,68 +239,6 @@ fn plan(
     output::emit(out, &text)
 }
 
-/// What one plan → sync → run produced.
-pub struct Executed {
-    pub planned: Planned,
-    /// What the sync pass inserted, when the program was `sync: auto`.
-    pub auto_sync: Option<SyncStats>,
-    /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
-    /// paths, so reports name what the user wrote).
-    pub program: Program,
-    pub result: RunResult,
-    /// `None` when the race checker was skipped.
-    pub hazards: Option<Vec<Hazard>>,
-}
-
-impl Executed {
-    /// The run document (`run --format json`).
-    pub fn json(&self, config: &Config) -> serde_json::Value {
-        reports::run_json(
-            &self.program,
-            config,
-            &self.planned.plan,
-            &self.result,
-            self.hazards.as_deref(),
-            self.auto_sync.as_ref(),
-        )
-    }
-}
-
-/// Plans the program, synchronises it with that plan (`sync: auto`; a `sync: manual` program
-/// comes back unchanged) and runs the result, with the race checker when `race_check`.
-/// `run` and `compare` both go through here.
-pub fn execute(
-    program: &Program,
-    config: &Config,
-    args: &PlanArgs,
-    src: &input::Source,
-    race_check: bool,
-) -> Result<Executed, Failed> {
-    let planned = try_plan(program, config, args, src)?;
-    let synced = planner::synchronize(program, config, &planned.plan);
-    let auto_sync = (program.sync == SyncMode::Auto).then_some(synced.stats);
-    let program = synced.program;
-    let (result, hazards) = if race_check {
-        let (offsets, slot_bytes) = planned.plan.addresses();
-        let placement = sim::race::Placement {
-            offsets: &offsets,
-            slot_bytes: &slot_bytes,
-        };
-        let r = sim::race::check(&program, config, &placement).map_err(|e| run_failed(&e, src))?;
-        (r.result, Some(r.hazards))
-    } else {
-        let r = sim::run(&program, config).map_err(|e| run_failed(&e, src))?;
-        (r, None)
-    };
-    Ok(Executed {
-        planned,
-        auto_sync,
-        program,
-        result,
-        hazards,
-    })
-}
-
 fn run(
     input: &Input,
     args: &PlanArgs,
@@ -339,21 +247,11 @@ fn run(
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    let ran =
-        execute(&program, &config, args, &src, race_check).map_err(|f| overflow_exit(f, &src))?;
-    let text = match format {
-        RunFormat::Text => reports::run_text(
-            &ran.program,
-            &config,
-            &ran.planned.plan,
-            &ran.result,
-            ran.hazards.as_deref(),
-            ran.auto_sync.as_ref(),
-        ),
-        RunFormat::Json => pretty(&ran.json(&config)),
-    };
-    output::emit(out, &text)?;
-    let n = report_problems(&ran, "");
+    let opts = args.pipeline(race_check, VALIDATE);
+    let sim = pipeline::simulate(&program, &config, &opts)
+        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
+    output::emit(out, &format.render(&config, &(&sim).into()))?;
+    let n = report_problems(&sim, "");
     if n > 0 {
         eprintln!(
             "error: {}: the run found {n} problem{}; see the report",
@@ -367,10 +265,10 @@ fn run(
 
 /// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with
 /// `context` after its kind (`hazard: level 0: ...`), and returns how many there were.
-fn report_problems(ran: &Executed, context: &str) -> usize {
-    let program = &ran.program;
-    let result = &ran.result;
-    let hazards = ran.hazards.as_deref().unwrap_or_default();
+fn report_problems(sim: &Simulation, context: &str) -> usize {
+    let program = &sim.program;
+    let result = &sim.result;
+    let hazards = sim.hazards.as_deref().unwrap_or_default();
     for h in hazards {
         eprintln!("hazard: {context}{h}");
     }

@@ -103,16 +103,14 @@ impl Plan {
         self.scopes.iter().find(|s| s.space == space)
     }
 
-    /// Every buffer's slot offsets and slot bytes, indexed by [`BufferId`]: what the race
-    /// checker reads (`sim::race::Placement`).
-    pub fn addresses(&self) -> (Vec<Vec<u64>>, Vec<u64>) {
-        let mut offsets = vec![Vec::new(); self.buffers.len()];
-        let mut bytes = vec![0; self.buffers.len()];
+    /// Every buffer's slot offsets and slot bytes: how the engine and the race checker see
+    /// the plan.
+    pub fn addresses(&self) -> sim::Addresses {
+        let mut a = sim::Addresses::new(self.buffers.len());
         for b in &self.buffers {
-            offsets[b.buffer.index()] = b.offsets.clone();
-            bytes[b.buffer.index()] = b.bytes;
+            a.set(b.buffer, b.offsets.clone(), b.bytes);
         }
-        (offsets, bytes)
+        a
     }
 }
 

@@ -1,11 +1,11 @@
 //! The comparison of one program run at several reuse levels (`npusim compare`): one summary row
 //! per level, then every level's stalls by pipe and cause, then a legend.
 
+use crate::run_report::Run;
 use crate::table::{Align, Table};
-use planner::{Plan, SyncStats};
+use planner::Plan;
 use serde_json::{json, Value};
-use sim::race::Hazard;
-use sim::{Config, Program, RunResult, Space};
+use sim::{Config, Program, Space};
 use std::collections::BTreeSet;
 
 /// One level of a comparison, in the order the rows are printed.
@@ -16,26 +16,44 @@ pub struct CompareLevel<'a> {
 
 /// What one level gave: a run, or the overflow message of its plan.
 pub enum CompareOutcome<'a> {
-    Ran(CompareRun<'a>),
+    Ran(Run<'a>),
     /// HIVM's overflow message (its first line is shown).
-    Overflow(&'a str),
+    Overflow(String),
 }
 
-/// A level that was planned, synchronised and run: what [`crate::run_text`] takes.
-pub struct CompareRun<'a> {
-    /// The program that ran (the synchronised one for `sync: auto`).
-    pub program: &'a Program,
-    pub plan: &'a Plan,
-    pub result: &'a RunResult,
-    /// `None` when the race checker was skipped.
-    pub hazards: Option<&'a [Hazard]>,
-    /// What the sync pass inserted, when the program was `sync: auto`.
-    pub auto_sync: Option<&'a SyncStats>,
+/// The levels of a comparison the pipeline ran, as the reports read them.
+pub fn compare_levels(levels: &[pipeline::Level]) -> Vec<CompareLevel<'_>> {
+    levels
+        .iter()
+        .map(|l| CompareLevel {
+            level: l.level,
+            outcome: match &l.outcome {
+                pipeline::LevelOutcome::Ran(s) => CompareOutcome::Ran(Run::from(&**s)),
+                pipeline::LevelOutcome::Overflow(e) => CompareOutcome::Overflow(e.to_string()),
+            },
+        })
+        .collect()
+}
+
+/// `compare --format json`: the run document of every level, in order; a level whose plan
+/// overflowed is an [`overflow_json`] document.
+pub fn compare_json(program: &Program, config: &Config, levels: &[CompareLevel]) -> Value {
+    Value::Array(
+        levels
+            .iter()
+            .map(|l| match &l.outcome {
+                CompareOutcome::Ran(run) => crate::run_json(config, run),
+                CompareOutcome::Overflow(message) => {
+                    overflow_json(program, config, l.level, message)
+                }
+            })
+            .collect(),
+    )
 }
 
 /// The comparison as text. `program` is the program as loaded (its `sync` mode is the user's).
 pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel]) -> String {
-    let runs: Vec<&CompareRun> = levels
+    let runs: Vec<&Run> = levels
         .iter()
         .filter_map(|l| match &l.outcome {
             CompareOutcome::Ran(r) => Some(r),
@@ -168,7 +186,7 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
 }
 
 /// What went wrong in a run, for the `note` column: empty when nothing did.
-fn note(r: &CompareRun) -> String {
+fn note(r: &Run) -> String {
     let mut parts = Vec::new();
     match r.hazards {
         None => parts.push("no race check".to_string()),
@@ -302,6 +320,7 @@ fn legend(has_scopes: bool) -> String {
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use planner::SyncStats;
     use planner::{BufferPlan, PlacedBy};
     use sim::BufferId;
 
@@ -425,7 +444,7 @@ mod tests {
         let levels = [
             CompareLevel {
                 level: 0,
-                outcome: CompareOutcome::Ran(CompareRun {
+                outcome: CompareOutcome::Ran(Run {
                     program: &program,
                     plan: &plan,
                     result: &slow,
@@ -435,7 +454,7 @@ mod tests {
             },
             CompareLevel {
                 level: 2,
-                outcome: CompareOutcome::Ran(CompareRun {
+                outcome: CompareOutcome::Ran(Run {
                     program: &program,
                     plan: &plan,
                     result: &fast,
@@ -446,7 +465,8 @@ mod tests {
             CompareLevel {
                 level: 1,
                 outcome: CompareOutcome::Overflow(
-                    "ub overflow, requires 2097152 bits while 1572864 bits available!\n  x: 1 bytes",
+                    "ub overflow, requires 2097152 bits while 1572864 bits available!\n  x: 1 bytes"
+                        .into(),
                 ),
             },
         ];

@@ -34,13 +34,15 @@ mod run_report;
 pub mod table;
 
 pub use compare::{
-    compare_text, overflow_json, reused_buffers, CompareLevel, CompareOutcome, CompareRun,
+    compare_json, compare_levels, compare_text, overflow_json, reused_buffers, CompareLevel,
+    CompareOutcome,
 };
 pub use explain::plan_explain;
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use program_yaml::program_yaml;
 pub use run_report::{
-    deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json, syncs_summary,
+    deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
+    syncs_summary, Run,
 };
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).

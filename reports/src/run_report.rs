@@ -9,20 +9,45 @@ use sim::race::{Hazard, HazardAccess};
 use sim::{Config, OpId, Program, RunResult};
 use std::collections::BTreeSet;
 
+/// One plan → sync → run, as the reports read it.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<'a> {
+    /// The program that ran (the synchronised one for `sync: auto`).
+    pub program: &'a Program,
+    pub plan: &'a Plan,
+    pub result: &'a RunResult,
+    /// `None` when the race checker was skipped.
+    pub hazards: Option<&'a [Hazard]>,
+    /// What the sync pass inserted, when the program was `sync: auto`.
+    pub auto_sync: Option<&'a SyncStats>,
+}
+
+impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
+    fn from(s: &'a pipeline::Simulation) -> Run<'a> {
+        Run {
+            program: &s.program,
+            plan: &s.planned.plan,
+            result: &s.result,
+            hazards: s.hazards.as_deref(),
+            auto_sync: s.auto_sync.as_ref(),
+        }
+    }
+}
+
 /// The run report as text: header, per-pipe table, totals and derived metrics, a legend, then
 /// the sync findings and the deadlock, if any.
 ///
 /// `auto_sync` is `Some` when the program was `sync: auto` and `program` is what the sync pass
 /// made of it (`sync: manual` with the inserted ops): the header then says `sync auto` and what
 /// was inserted.
-pub fn run_text(
-    program: &Program,
-    config: &Config,
-    plan: &Plan,
-    result: &RunResult,
-    hazards: Option<&[Hazard]>,
-    auto_sync: Option<&SyncStats>,
-) -> String {
+pub fn run_text(config: &Config, run: &Run) -> String {
+    let Run {
+        program,
+        plan,
+        result,
+        hazards,
+        auto_sync,
+    } = *run;
     let total = result.total_cycles;
     let mut out = String::new();
     out.push_str(&format!("kernel  {}\n", program.kernel));
@@ -187,14 +212,14 @@ pub fn hazard_json(h: &Hazard) -> Value {
 /// The run report as a JSON document with a stable key order (see the crate docs).
 /// `auto_sync` as in [`run_text`]: `sync` is then `auto` and `syncs_inserted` its counts
 /// (all zero otherwise).
-pub fn run_json(
-    program: &Program,
-    config: &Config,
-    plan: &Plan,
-    result: &RunResult,
-    hazards: Option<&[Hazard]>,
-    auto_sync: Option<&SyncStats>,
-) -> Value {
+pub fn run_json(config: &Config, run: &Run) -> Value {
+    let Run {
+        program,
+        plan,
+        result,
+        hazards,
+        auto_sync,
+    } = *run;
     let total = result.total_cycles;
     let mut pipes = Map::new();
     for p in sorted_pipes(result) {
@@ -511,12 +536,14 @@ mod tests {
     #[test]
     fn text_report_of_a_clean_run() {
         let text = run_text(
-            &program_db(),
             &config(),
-            &plan_db(),
-            &result_clean(),
-            Some(&[]),
-            None,
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &result_clean(),
+                hazards: Some(&[]),
+                auto_sync: None,
+            },
         );
         insta::assert_snapshot!(text);
     }
@@ -558,13 +585,31 @@ mod tests {
                 },
             ],
         });
-        let text = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
+        let text = run_text(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         assert!(text.contains("body[0].for.body[3] set_flag"), "{text}");
         assert!(text.contains("flag MTE2->V#0"), "{text}");
         assert!(text.contains("full queue of V"), "{text}");
         insta::assert_snapshot!(text);
 
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
+        let j = run_json(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         assert_eq!(j["findings"][0]["kind"], "double_set");
         assert_eq!(j["findings"][0]["flag"], "MTE2->V#0");
         assert_eq!(j["findings"][1]["kind"], "unpaired_set_flag");
@@ -576,7 +621,16 @@ mod tests {
     #[test]
     fn json_key_order_and_values() {
         let r = result_clean();
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
+        let j = run_json(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
@@ -642,12 +696,14 @@ mod tests {
         };
         let r = result_clean();
         let text = run_text(
-            &program_db(),
             &config(),
-            &plan_db(),
-            &r,
-            Some(&[]),
-            Some(&stats),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: Some(&[]),
+                auto_sync: Some(&stats),
+            },
         );
         assert!(text.contains("sync    auto\n"), "{text}");
         assert!(
@@ -657,17 +713,44 @@ mod tests {
             ),
             "{text}"
         );
-        let manual = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
+        let manual = run_text(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         assert!(manual.contains("sync    manual\n") && !manual.contains("syncs "));
 
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, Some(&stats));
+        let j = run_json(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: Some(&stats),
+            },
+        );
         assert_eq!(j["sync"], "auto");
         assert_eq!(
             j["syncs_inserted"],
             json!({"dependencies": 5, "set_flags": 4, "wait_flags": 4, "barriers": 1,
                    "barrier_alls": 1, "merged": 0, "fallbacks": 0})
         );
-        let j = run_json(&program_db(), &config(), &plan_db(), &r, None, None);
+        let j = run_json(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         assert_eq!(j["sync"], "manual");
         assert_eq!(j["syncs_inserted"]["set_flags"], 0);
         assert_eq!(j["syncs_inserted"].as_object().unwrap().len(), 7);
@@ -676,12 +759,14 @@ mod tests {
     #[test]
     fn legend_defines_only_the_reasons_that_occur() {
         let text = run_text(
-            &program_db(),
             &config(),
-            &plan_db(),
-            &result_clean(),
-            Some(&[]),
-            None,
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &result_clean(),
+                hazards: Some(&[]),
+                auto_sync: None,
+            },
         );
         assert!(text.contains("wait P#i"));
         assert!(!text.contains("queue_full P"));
@@ -697,7 +782,16 @@ mod tests {
             id: 1,
             op: OpId::new(999),
         }];
-        let text = run_text(&program_db(), &config(), &plan_db(), &r, None, None);
+        let text = run_text(
+            &config(),
+            &Run {
+                program: &program_db(),
+                plan: &plan_db(),
+                result: &r,
+                hazards: None,
+                auto_sync: None,
+            },
+        );
         assert!(text.contains("op999 ?"), "{text}");
     }
 }

@@ -106,13 +106,13 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
         );
         sizes.push(b.bytes);
     }
-    let placement = sim::Placement {
-        offsets: &offsets,
-        slot_bytes: &sizes,
+    let addresses = sim::Addresses {
+        offsets,
+        slot_bytes: sizes,
     };
     let t0 = Instant::now();
-    let mut checker = sim::race::RaceChecker::new(&program, config, &placement);
-    let result = sim::run_observed_with(&program, config, &placement.slot_counts(), &mut checker)
+    let mut checker = sim::race::RaceChecker::new(&program, config, &addresses);
+    let result = sim::run_placed(&program, config, &addresses, &mut checker)
         .expect("the generated kernel runs");
     let secs = t0.elapsed().as_secs_f64();
     let peak = checker.peak_records();

@@ -8,6 +8,7 @@
 //!
 //! Nothing here touches files or the terminal: callers pass text in and get values out.
 
+pub mod addresses;
 pub mod builtin;
 pub mod config;
 pub mod diag;
@@ -22,11 +23,12 @@ pub mod types;
 pub mod written;
 pub mod yaml;
 
+pub use addresses::Addresses;
 pub use config::Config;
 pub use diag::{Diagnostic, LoadError};
-pub use engine::{run, run_observed_with, RunError, RunResult};
+pub use engine::{run, run_observed, run_placed, Observer, RunError, RunResult};
 pub use ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
 pub use load::{load_config, load_program};
 pub use program::Program;
-pub use race::{Hazard, HazardKind, Placement};
+pub use race::{Hazard, HazardKind};
 pub use types::{Dtype, Pipe, Space, VecOp};

@@ -11,8 +11,7 @@ mod race_cli;
 mod speedup;
 mod sync_cli;
 
-use planner::Plan;
-use sim::{Config, Program, RunResult};
+use sim::{Config, Program};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -37,41 +36,18 @@ pub fn load_default(path: &Path) -> (Config, Program) {
     (config, program)
 }
 
-/// Loads, plans and runs a program on the default config, with the race checker.
-pub fn simulate(path: &Path) -> Simulated {
+/// Loads a program on the default config and plans, synchronises and runs it with the race
+/// checker and the plan validator, through the pipeline library the command line uses.
+pub fn simulate(path: &Path) -> (Config, pipeline::Simulation) {
     let (config, program) = load_default(path);
     let name = path.file_name().unwrap().to_string_lossy();
-    let plan = planner::plan_program(&program, &config, &Default::default())
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .plan;
-    let synced = planner::synchronize(&program, &config, &plan);
-    let auto_sync = (program.sync == sim::program::SyncMode::Auto).then_some(synced.stats);
-    let (offsets, slot_bytes) = plan.addresses();
-    let placement = sim::race::Placement {
-        offsets: &offsets,
-        slot_bytes: &slot_bytes,
+    let opts = pipeline::Options {
+        validate: true,
+        ..Default::default()
     };
-    let r = sim::race::check(&synced.program, &config, &placement)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    Simulated {
-        config,
-        program: synced.program,
-        plan,
-        result: r.result,
-        hazards: r.hazards,
-        auto_sync,
-    }
-}
-
-/// What [`simulate`] produced: the program that ran is the synchronised one.
-pub struct Simulated {
-    pub config: Config,
-    pub program: Program,
-    pub plan: Plan,
-    pub result: RunResult,
-    pub hazards: Vec<sim::Hazard>,
-    /// What the sync pass inserted, for a `sync: auto` program.
-    pub auto_sync: Option<planner::SyncStats>,
+    let sim =
+        pipeline::simulate(&program, &config, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, sim)
 }
 
 /// Runs the `npusim` binary in the workspace root.

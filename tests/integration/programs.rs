@@ -3,28 +3,19 @@
 //! reads), and its reports are snapshots. Plans at every level are snapshots in `plans.rs`;
 //! auto sync at every level and under memory pressure is `planner`'s `sync` test.
 
-use crate::{simulate, Simulated};
+use crate::simulate;
 
 #[test]
 fn every_program_runs_and_accounts_for_every_cycle() {
     insta::glob!("../../programs", "*.yaml", |path| {
-        let Simulated {
-            config,
-            program,
-            plan,
-            result,
-            hazards,
-            auto_sync,
-        } = simulate(path);
+        let (config, sim) = simulate(path);
+        let (result, hazards) = (&sim.result, sim.hazards.as_deref().unwrap());
         assert!(
             hazards.is_empty(),
             "{}: a shipped program must be race-free: {:#?}",
             path.display(),
             hazards.iter().map(|h| h.to_string()).collect::<Vec<_>>()
         );
-        result
-            .check_accounting()
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(result.total_cycles > 0, "{}", path.display());
         assert!(
             result.deadlock.is_none() && result.findings.is_empty(),
@@ -34,14 +25,7 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             result.findings
         );
 
-        let json = reports::run_json(
-            &program,
-            &config,
-            &plan,
-            &result,
-            Some(&hazards),
-            auto_sync.as_ref(),
-        );
+        let json = reports::run_json(&config, &(&sim).into());
         let total = json["total_cycles"].as_u64().unwrap();
         let pipes = json["pipes"].as_object().unwrap();
         assert_eq!(pipes.len(), result.pipes.len());
@@ -59,17 +43,7 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             assert_eq!(sum, total, "{}: pipe {name}", path.display());
         }
 
-        insta::assert_snapshot!(
-            "report",
-            reports::run_text(
-                &program,
-                &config,
-                &plan,
-                &result,
-                Some(&hazards),
-                auto_sync.as_ref()
-            )
-        );
+        insta::assert_snapshot!("report", reports::run_text(&config, &(&sim).into()));
         insta::assert_json_snapshot!("json", json);
     });
 }

@@ -11,8 +11,8 @@ use sim::Pipe;
 
 #[test]
 fn double_buffering_is_at_least_1_4x_faster_with_more_overlap() {
-    let db = simulate(&root().join("programs/vec_add_db_manual.yaml"));
-    let sb = simulate(&root().join("programs/vec_add_sb_manual.yaml"));
+    let (_, db) = simulate(&root().join("programs/vec_add_db_manual.yaml"));
+    let (_, sb) = simulate(&root().join("programs/vec_add_sb_manual.yaml"));
     let (db_prog, db, sb_prog, sb) = (db.program, db.result, sb.program, sb.result);
     // same work: the same number of instructions on every data pipe
     for pipe in [Pipe::V, Pipe::Mte2, Pipe::Mte3] {

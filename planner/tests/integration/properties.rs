@@ -593,8 +593,7 @@ proptest! {
         prop_assert_eq!(synced.stats, again.stats);
         let listing = crate::sync::listing(&synced.program);
         prop_assert_eq!(&listing, &crate::sync::listing(&again.program));
-        let (offsets, slot_bytes) = planned.plan.addresses();
-        let placement = sim::race::Placement { offsets: &offsets, slot_bytes: &slot_bytes };
+        let placement = planned.plan.addresses();
         let run = sim::race::check(&synced.program, &config, &placement)
             .unwrap_or_else(|e| panic!("run error {e:?}\n{text}\n{listing}"));
         prop_assert!(

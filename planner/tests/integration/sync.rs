@@ -4,7 +4,7 @@
 use super::{config, load};
 use planner::{plan_program, synchronize, PlanOptions, Synced};
 use sim::program::{BarrierTarget, Block, OpKind, Program};
-use sim::race::{check, Placement};
+use sim::race::check;
 use sim::{Config, Hazard, RunResult};
 
 /// Plans `program` at `level`, synchronises it and runs it with the race checker.
@@ -15,11 +15,7 @@ pub fn sync_run(program: &Program, config: &Config, level: u8) -> (Synced, RunRe
     };
     let planned = plan_program(program, config, &opts).unwrap_or_else(|e| panic!("{e:?}"));
     let synced = synchronize(program, config, &planned.plan);
-    let (offsets, slot_bytes) = planned.plan.addresses();
-    let placement = Placement {
-        offsets: &offsets,
-        slot_bytes: &slot_bytes,
-    };
+    let placement = planned.plan.addresses();
     let run = check(&synced.program, config, &placement).unwrap_or_else(|e| panic!("{e:?}"));
     (synced, run.result, run.hazards)
 }
@@ -220,11 +216,7 @@ fn every_shipped_program_runs_race_free_at_every_level_and_under_pressure() {
                 squeezed.insert(name.clone());
                 let planned = plan_program(&p, &config, &opts).unwrap();
                 let synced = synchronize(&p, &config, &planned.plan);
-                let (offsets, slot_bytes) = planned.plan.addresses();
-                let placement = Placement {
-                    offsets: &offsets,
-                    slot_bytes: &slot_bytes,
-                };
+                let placement = planned.plan.addresses();
                 let run = check(&synced.program, &config, &placement).unwrap();
                 let ctx = format!(
                     "{name} level {level} at {:?}\n{}",

@@ -296,7 +296,7 @@ struct Compiler<'p, 'c> {
 }
 
 /// `slot_counts[b]`, when present and non-zero, replaces buffer b's `multi` as the modulus of
-/// the automatic slot choice (see [`super::run_observed_with`]).
+/// the automatic slot choice (see [`super::run_placed`]).
 pub(super) fn compile<'p>(
     program: &'p Program,
     config: &Config,

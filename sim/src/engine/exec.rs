@@ -1113,17 +1113,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 idle,
             });
         }
-        let result = RunResult {
+        RunResult {
             total_cycles: total,
             pipes,
             overlap_cycles: self.overlap,
             findings: self.findings,
             deadlock,
-        };
-        if let Err(e) = result.check_accounting() {
-            panic!("engine bug: accounting identity violated: {e}");
         }
-        result
     }
 
     fn pipe_list(&self) -> impl Iterator<Item = usize> {

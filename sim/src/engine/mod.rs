@@ -56,7 +56,7 @@
 //! error). Otherwise a multi-buffer operand uses slot = (iterations completed so far by the op's
 //! innermost enclosing loop, counted over the whole run, never reset) mod N; outside loops slot 0.
 //! N is the multi of the operand's root buffer (for a `select`, the largest one), or the slot
-//! count the caller gives for the buffer ([`run_observed_with`]). Timing does not depend on
+//! count the caller gives for the buffer ([`run_placed`]). Timing does not depend on
 //! slots; the observer reports them.
 //!
 //! **Accounting.** Every cycle of every pipe of the core, from 0 to the end, is in exactly one
@@ -69,8 +69,9 @@
 //! started (flags and barriers included); for S, the ops it executed itself: `scalar`, `sload`,
 //! `sstore`, S-side `set_flag`/`wait_flag`, `barrier: all`, loop iterations and `if`
 //! evaluations. `overlap_cycles` counts cycles with at least two non-S pipes busy. The identity
-//! busy + stalls + starved + idle = total is checked at the end of every run
-//! ([`RunResult::check_accounting`]); a violation is an engine bug and panics.
+//! busy + stalls + starved + idle = total is [`RunResult::check_accounting`]; the pipeline
+//! library checks it after every run (a violation is an engine bug, reported as such), and the
+//! engine's tests check it on every run they make.
 //!
 //! **End.** The kernel ends when S has executed the whole program and every instruction has
 //! completed; total = the latest of S's end and every completion. Flags still set then are
@@ -106,6 +107,7 @@ mod tests;
 pub use compile::operands;
 pub use result::*;
 
+use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::ids::OpId;
 use crate::program::Program;
@@ -155,6 +157,35 @@ pub trait Observer {
 /// The observer that watches nothing.
 impl Observer for () {}
 
+/// Two observers watching one run: both see every call, the first one first. Nest pairs for
+/// more (`(race, (trace, profile))`); still monomorphised, and `()` parts cost nothing.
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    #[inline(always)]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        self.0.on_issue(issue);
+        self.1.on_issue(issue);
+    }
+
+    #[inline(always)]
+    fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
+        self.0.on_start(seq, start, complete);
+        self.1.on_start(seq, start, complete);
+    }
+}
+
+/// An observer lent to a run, so the caller keeps it (and its findings) afterwards.
+impl<O: Observer + ?Sized> Observer for &mut O {
+    #[inline(always)]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        (**self).on_issue(issue);
+    }
+
+    #[inline(always)]
+    fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
+        (**self).on_start(seq, start, complete);
+    }
+}
+
 /// Runs `program` on the core it names. The program must have been loaded against `config`.
 pub fn run(program: &Program, config: &Config) -> Result<RunResult, RunError> {
     run_observed(program, config, &mut ())
@@ -166,21 +197,23 @@ pub fn run_observed<O: Observer>(
     config: &Config,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    run_observed_with(program, config, &[], observer)
+    run_placed(program, config, &Addresses::default(), observer)
 }
 
-/// Runs `program` like [`run_observed`], with per-buffer slot counts: `slot_counts[b]`, when
-/// present and non-zero, replaces buffer b's `multi` as the modulus of the automatic slot
-/// choice, so an operand without `@k` uses slot = (iterations completed) mod `slot_counts[b]`
-/// (a planner may give a single buffer two addresses). An explicit `@k` is still bounded by
-/// the declared `multi`. Timing never depends on slots; only [`Issue::slots`] changes.
-pub fn run_observed_with<O: Observer>(
+/// Runs `program` with its buffers at `addresses` (a plan's, [`Addresses`]), reporting every
+/// issue and start to `observer`. A buffer's slot count there, when non-zero, replaces its
+/// `multi` as the modulus of the automatic slot choice, so an operand without `@k` uses slot =
+/// (iterations completed) mod that count (a planner may give a single buffer two addresses).
+/// An explicit `@k` is still bounded by the declared `multi`. Timing never depends on slots;
+/// only [`Issue::slots`] changes.
+pub fn run_placed<O: Observer>(
     program: &Program,
     config: &Config,
-    slot_counts: &[u32],
+    addresses: &Addresses,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    let compiled = compile::compile(program, config, slot_counts).map_err(|e| {
+    let slot_counts = addresses.slot_counts();
+    let compiled = compile::compile(program, config, &slot_counts).map_err(|e| {
         let op = e.op.unwrap_or(OpId(0));
         RunError {
             op,

@@ -916,3 +916,46 @@ fn observer_sees_every_instruction_in_time_order() {
     assert_eq!(started, (0..7).collect::<Vec<u64>>());
     assert_eq!(r.instructions(), 7);
 }
+
+#[test]
+fn composed_observers_each_see_every_call_in_order() {
+    // (&mut A, (&mut B, ())): each part sees exactly the calls a lone observer sees, in the
+    // same order, and watching does not change the run.
+    let mut b = B::new();
+    let t = b.var("t");
+    let x = b.tensor("x", &[4, 512], Dtype::F16);
+    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 2);
+    let ops = vec![for_(
+        t,
+        4,
+        vec![
+            load(b.row(x, Expr::Var(t)), b.b(xb)),
+            set(Pipe::Mte2, Pipe::V, 0),
+            wait(Pipe::Mte2, Pipe::V, 0),
+            vop(VecOp::Vexp, vec![b.b(xb)], b.b(xb)),
+        ],
+    )];
+    let p = b.build(ops);
+    #[derive(Default)]
+    struct Log(Vec<(char, u64, u64)>);
+    impl Observer for Log {
+        fn on_issue(&mut self, i: &Issue<'_>) {
+            self.0.push(('i', i.seq, i.cycle));
+        }
+        fn on_start(&mut self, seq: u64, start: u64, _: u64) {
+            self.0.push(('s', seq, start));
+        }
+    }
+    let alone = {
+        let mut a = Log::default();
+        let r = run_observed(&p, &config(), &mut a).unwrap();
+        (r, a.0)
+    };
+    let (mut a, mut b2) = (Log::default(), Log::default());
+    let mut pair = (&mut a, (&mut b2, ()));
+    let r = run_observed(&p, &config(), &mut pair).unwrap();
+    assert_eq!(r, alone.0);
+    assert_eq!(a.0, alone.1);
+    assert_eq!(b2.0, alone.1);
+    assert_eq!(a.0.len(), 2 * 16);
+}

@@ -6,7 +6,8 @@ use std::collections::{HashSet, VecDeque};
 use super::clock::Clock;
 use super::plan::{plans, Ctl, Plans};
 use super::table::{Rec, Table, NO_ALT, PRUNE_MIN};
-use super::{Hazard, HazardAccess, HazardKind, Memory, Placement};
+use super::{Hazard, HazardAccess, HazardKind, Memory};
+use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::engine::{Issue, Observer};
 use crate::ids::OpId;
@@ -100,7 +101,7 @@ impl VarSlab {
 
 /// The race checker: an [`Observer`] that finds every pair of conflicting accesses that
 /// happens-before does not order (see [`super`] for the model). Run it with
-/// [`crate::engine::run_observed_with`] and [`Placement::slot_counts`], or use [`super::check`].
+/// [`crate::engine::run_placed`] and the same [`Addresses`], or use [`super::check`].
 pub struct RaceChecker<'p> {
     program: &'p Program,
     plans: Plans<'p>,
@@ -131,8 +132,8 @@ pub struct RaceChecker<'p> {
 
 impl<'p> RaceChecker<'p> {
     /// A checker for one run of `program` (loaded against `config`) with its buffers placed at
-    /// `placement`.
-    pub fn new(program: &'p Program, config: &Config, placement: &Placement<'_>) -> Self {
+    /// `addresses`.
+    pub fn new(program: &'p Program, config: &Config, addresses: &Addresses) -> Self {
         let plans = plans(program);
         let tables = (0..plans.table_pipes.len())
             .map(|t| {
@@ -147,8 +148,8 @@ impl<'p> RaceChecker<'p> {
         RaceChecker {
             program,
             plans,
-            offsets: placement.offsets.to_vec(),
-            slot_bytes: placement.slot_bytes.to_vec(),
+            offsets: addresses.offsets.clone(),
+            slot_bytes: addresses.slot_bytes.clone(),
             events,
             issued: [0; NP],
             s_clock: Clock::ZERO,

@@ -78,34 +78,13 @@ use std::fmt;
 
 pub use checker::RaceChecker;
 
+use crate::addresses::Addresses;
 use crate::config::Config;
-use crate::engine::{run_observed_with, RunError, RunResult};
+use crate::engine::{run_placed, RunError, RunResult};
 pub use crate::footprint::Memory;
 use crate::ids::OpId;
 use crate::program::Program;
 use crate::types::Pipe;
-
-/// Where the buffers are: the placed addresses the checker resolves operands with.
-#[derive(Clone, Copy, Debug)]
-pub struct Placement<'a> {
-    /// Per [`crate::BufferId`]: the byte offset in its scope of each slot. The list may be
-    /// longer than the buffer's declared `multi` (a planner that made it a multi-buffer): an
-    /// operand without `@k` then uses slot = iterations mod `offsets[b].len()`.
-    pub offsets: &'a [Vec<u64>],
-    /// Per buffer: the bytes of one slot, at least the buffer's bytes. The checker uses each
-    /// operand's own extent, which the loader keeps inside the buffer, so this only bounds it
-    /// (checked in debug builds; a shorter or missing entry is a caller bug, not a hazard).
-    pub slot_bytes: &'a [u64],
-}
-
-impl Placement<'_> {
-    /// The per-buffer slot counts to run the engine with
-    /// ([`crate::engine::run_observed_with`]): the length of each offset list (0, "the
-    /// declared multi", for a buffer without addresses).
-    pub fn slot_counts(&self) -> Vec<u32> {
-        self.offsets.iter().map(|o| o.len() as u32).collect()
-    }
-}
 
 /// The class of a hazard, by program order of its two accesses.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -203,14 +182,14 @@ pub struct RaceRun {
     pub hazards: Vec<Hazard>,
 }
 
-/// Runs `program` with its buffers at `placement` and checks it for races.
+/// Runs `program` with its buffers at `addresses` and checks it for races.
 pub fn check(
     program: &Program,
     config: &Config,
-    placement: &Placement<'_>,
+    addresses: &Addresses,
 ) -> Result<RaceRun, RunError> {
-    let mut checker = RaceChecker::new(program, config, placement);
-    let result = run_observed_with(program, config, &placement.slot_counts(), &mut checker)?;
+    let mut checker = RaceChecker::new(program, config, addresses);
+    let result = run_placed(program, config, addresses, &mut checker)?;
     Ok(RaceRun {
         result,
         hazards: checker.into_hazards(),

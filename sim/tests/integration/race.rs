@@ -6,8 +6,8 @@
 //! macro) and each hazard class.
 
 use sim::engine::{run_observed, Issue, Observer};
-use sim::race::{self, Hazard, HazardKind, Memory, Placement, RaceChecker};
-use sim::{Config, Pipe, Program};
+use sim::race::{self, Hazard, HazardKind, Memory, RaceChecker};
+use sim::{Addresses, Config, Pipe, Program};
 
 fn config() -> Config {
     let name = sim::builtin::DEFAULT;
@@ -60,11 +60,11 @@ fn buffer(program: &Program, name: &str) -> usize {
 }
 
 fn race_run(program: &Program, offsets: &[Vec<u64>], sizes: &[u64]) -> race::RaceRun {
-    let placement = Placement {
-        offsets,
-        slot_bytes: sizes,
+    let addresses = Addresses {
+        offsets: offsets.to_vec(),
+        slot_bytes: sizes.to_vec(),
     };
-    race::check(program, &config(), &placement).expect("the program runs")
+    race::check(program, &config(), &addresses).expect("the program runs")
 }
 
 /// The hazards of a run that must complete.
@@ -499,10 +499,10 @@ fn an_upgraded_single_buffer_takes_slots_by_iteration() {
     let mut plain = Slots::default();
     let a = run_observed(&program, &config(), &mut plain).unwrap();
     assert!(plain.0.iter().all(|(_, s)| s.iter().all(|&s| s == 0)));
-    let mut counts = vec![0u32; program.buffers.len()];
-    counts[xb] = 2;
+    let mut two = Addresses::new(program.buffers.len());
+    two.set(sim::BufferId::new(xb), vec![0, 4096], 4096);
     let mut upgraded = Slots::default();
-    let b = sim::run_observed_with(&program, &config(), &counts, &mut upgraded).unwrap();
+    let b = sim::run_placed(&program, &config(), &two, &mut upgraded).unwrap();
     assert_eq!(a.total_cycles, b.total_cycles, "slots never change timing");
     let load_x = program
         .ops
@@ -594,13 +594,12 @@ fn live_records_do_not_grow_with_the_run() {
             sim::load_program(&text, "db.yaml", &config(), &[("tiles".to_string(), tiles)])
                 .unwrap();
         let (offsets, sizes) = sequential(&program);
-        let placement = Placement {
-            offsets: &offsets,
-            slot_bytes: &sizes,
+        let addresses = Addresses {
+            offsets,
+            slot_bytes: sizes,
         };
-        let mut checker = RaceChecker::new(&program, &config(), &placement);
-        sim::run_observed_with(&program, &config(), &placement.slot_counts(), &mut checker)
-            .unwrap();
+        let mut checker = RaceChecker::new(&program, &config(), &addresses);
+        sim::run_placed(&program, &config(), &addresses, &mut checker).unwrap();
         assert!(checker.hazards().is_empty());
         checker.peak_records()
     };

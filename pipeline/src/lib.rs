@@ -1,0 +1,210 @@
+//! The npusim pipeline as a library: a loaded program and config in, a plan, the synchronised
+//! program, the run and its hazards out.
+//!
+//! ```text
+//! Program + Config ──> plan (planner::plan_program; the validator when asked)
+//!                  ──> synchronise (planner::synchronize, `sync: auto` programs)
+//!                  ──> run (sim::engine, with the race checker and any observers of the caller)
+//!                  ──> Simulation { planned, auto_sync, program, result, hazards }
+//! ```
+//!
+//! Every failure is data ([`Failure`]): an overflow is a finding, a read before the first
+//! write or a run-time error is bad input, a plan that fails its validator or a run that
+//! breaks the accounting identity is an npusim bug. The command line, the tests, `compare`
+//! and sweeps all call these functions; nothing here touches files or the terminal.
+
+use planner::{LivenessError, PlanError, PlanFailure, PlanOptions, Planned, SyncStats, Violation};
+use sim::engine::Observer;
+use sim::program::SyncMode;
+use sim::race::RaceChecker;
+use sim::{BufferId, Config, CoreId, Hazard, OpId, Program, RunError, RunResult, Space};
+
+/// How to plan, synchronise and run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub plan: PlanOptions,
+    /// Run the race checker (`run`'s default; `--no-race-check` turns it off).
+    pub race_check: bool,
+    /// Check every plan with the planner's independent validator (debug builds of the command
+    /// line, and tests).
+    pub validate: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            plan: PlanOptions::default(),
+            race_check: true,
+            validate: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// Why the pipeline stopped before a run result.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Failure {
+    /// A capacity override names scopes the program's core does not have (bad input).
+    #[error("capacity overrides name scopes that core {core} does not have: {scopes:?}")]
+    NoSuchScope { core: CoreId, scopes: Vec<Space> },
+    /// The program reads a buffer before writing it (bad input).
+    #[error("{op} reads buffer {buffer} before its first write")]
+    ReadBeforeWrite { buffer: BufferId, op: OpId },
+    /// A scope does not fit (a finding).
+    #[error(transparent)]
+    Overflow(PlanError),
+    /// The plan fails its validator: an npusim bug.
+    #[error("the plan fails its validator: {0:?}")]
+    InvalidPlan(Vec<Violation>),
+    /// The run stopped: an expression that cannot be evaluated, an index out of bounds ...
+    /// (bad input).
+    #[error(transparent)]
+    Run(RunError),
+    /// The engine's accounting identity does not hold: an npusim bug.
+    #[error("the accounting identity does not hold: {0}")]
+    Accounting(String),
+}
+
+impl Failure {
+    /// Whether the failure is a finding in the program (exit 1) rather than bad input (2) or a
+    /// bug.
+    pub fn is_finding(&self) -> bool {
+        matches!(self, Failure::Overflow(_))
+    }
+
+    /// Whether the failure is an npusim bug.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Failure::InvalidPlan(_) | Failure::Accounting(_))
+    }
+}
+
+/// One plan → sync → run.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    pub planned: Planned,
+    /// What the sync pass inserted, for a `sync: auto` program.
+    pub auto_sync: Option<SyncStats>,
+    /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
+    /// paths, so reports name what the user wrote).
+    pub program: Program,
+    pub result: RunResult,
+    /// `None` when the race checker did not run.
+    pub hazards: Option<Vec<Hazard>>,
+}
+
+impl Simulation {
+    /// Whether the run found something a user must fix: a hazard, a sync finding, a deadlock.
+    pub fn has_findings(&self) -> bool {
+        self.result.has_findings() || self.hazards.as_ref().is_some_and(|h| !h.is_empty())
+    }
+}
+
+/// Plans every scope of the program's core: checks the capacity overrides, runs the planner
+/// and, when `validate`, the independent validator.
+pub fn plan(
+    program: &Program,
+    config: &Config,
+    opts: &PlanOptions,
+    validate: bool,
+) -> Result<Planned, Failure> {
+    let core = config.core(program.core);
+    let missing: Vec<Space> = opts
+        .capacities
+        .iter()
+        .map(|(space, _)| *space)
+        .filter(|space| core.scope(*space).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Failure::NoSuchScope {
+            core: program.core,
+            scopes: missing,
+        });
+    }
+    let planned = planner::plan_program(program, config, opts).map_err(|e| match e {
+        PlanFailure::Plan(e) => Failure::Overflow(e),
+        PlanFailure::Liveness(LivenessError::ReadBeforeWrite { buffer, op }) => {
+            Failure::ReadBeforeWrite { buffer, op }
+        }
+    })?;
+    if validate {
+        planned
+            .validate(program, config)
+            .map_err(Failure::InvalidPlan)?;
+    }
+    Ok(planned)
+}
+
+/// Plans, synchronises (`sync: auto`; a `sync: manual` program runs as written) and runs the
+/// program, with the race checker when `opts.race_check`.
+pub fn simulate(program: &Program, config: &Config, opts: &Options) -> Result<Simulation, Failure> {
+    simulate_observed(program, config, opts, &mut ())
+}
+
+/// [`simulate`], with `observer` watching the run beside the race checker (a trace, a
+/// profile). The observer sees the synchronised program's ops.
+pub fn simulate_observed<O: Observer>(
+    program: &Program,
+    config: &Config,
+    opts: &Options,
+    observer: &mut O,
+) -> Result<Simulation, Failure> {
+    let planned = plan(program, config, &opts.plan, opts.validate)?;
+    let synced = planner::synchronize(program, config, &planned.plan);
+    let auto_sync = (program.sync == SyncMode::Auto).then_some(synced.stats);
+    let program = synced.program;
+    let addresses = planned.plan.addresses();
+    let (result, hazards) = if opts.race_check {
+        let mut checker = RaceChecker::new(&program, config, &addresses);
+        let result = sim::run_placed(&program, config, &addresses, &mut (&mut checker, observer))
+            .map_err(Failure::Run)?;
+        (result, Some(checker.into_hazards()))
+    } else {
+        let result =
+            sim::run_placed(&program, config, &addresses, observer).map_err(Failure::Run)?;
+        (result, None)
+    };
+    result.check_accounting().map_err(Failure::Accounting)?;
+    Ok(Simulation {
+        planned,
+        auto_sync,
+        program,
+        result,
+        hazards,
+    })
+}
+
+/// What one level of a comparison gave.
+#[derive(Clone, Debug)]
+pub struct Level {
+    pub level: u8,
+    pub outcome: LevelOutcome,
+}
+
+#[derive(Clone, Debug)]
+pub enum LevelOutcome {
+    Ran(Box<Simulation>),
+    /// The plan did not fit at this level: a finding of this level, not the comparison's end.
+    Overflow(PlanError),
+}
+
+/// Plans, synchronises and runs the program once per reuse level in `levels` (in that order,
+/// `opts.plan.max_level` replaced by each). An overflow is recorded for its level and the
+/// comparison goes on; any other failure stops it.
+pub fn compare(
+    program: &Program,
+    config: &Config,
+    levels: &[u8],
+    opts: &Options,
+) -> Result<Vec<Level>, Failure> {
+    let mut out = Vec::with_capacity(levels.len());
+    for &level in levels {
+        let mut o = opts.clone();
+        o.plan.max_level = level;
+        let outcome = match simulate(program, config, &o) {
+            Ok(s) => LevelOutcome::Ran(Box::new(s)),
+            Err(Failure::Overflow(e)) => LevelOutcome::Overflow(e),
+            Err(e) => return Err(e),
+        };
+        out.push(Level { level, outcome });
+    }
+    Ok(out)
+}
