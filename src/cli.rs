@@ -82,7 +82,7 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Place a MiniMalloc CSV instance (id,lower,upper,size[,alignment][,offset]) under a
+    /// Place a MiniMalloc CSV instance (`id,lower,upper,size[,alignment][,offset]`) under a
     /// capacity; print the placement as CSV with an `offset` column, and a summary on stderr.
     Pack {
         /// The instance (MiniMalloc CSV, half-open lifetimes [lower, upper)).
@@ -123,7 +123,7 @@ pub struct Input {
     pub params: Vec<(String, i64)>,
 }
 
-/// How buffers are planned to addresses (DESIGN §5).
+/// How buffers are planned to addresses (docs/planner.md).
 #[derive(Args, Debug, Clone)]
 pub struct PlanArgs {
     /// The highest reuse level tried: 2 shares bytes only within a pipeline class, 1 also

@@ -147,7 +147,7 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
 }
 
 /// Fills the line and column of a diagnostic raised after loading (a run error), whose path is
-/// in DESIGN's logical form (`body[0].for.body[2]`), the way the loader locates its own.
+/// in the logical form diagnostics use (`body[0].for.body[2]`), the way the loader locates its own.
 pub fn locate(text: &str, d: &mut Diagnostic) {
     sim::load::locate(text, std::slice::from_mut(d));
 }

@@ -1,4 +1,4 @@
-//! `npusim pack`: the placement core on a MiniMalloc CSV instance (DESIGN §8). The placement
+//! `npusim pack`: the placement core on a MiniMalloc CSV instance (docs/pack.md). The placement
 //! goes to `-o FILE` or stdout as CSV with an `offset` column; the summary goes to stderr, so a
 //! pipe gets only the CSV.
 

@@ -1,6 +1,6 @@
 //! Measures the exact mode of the placement core (`planner::pack::exact`).
 //!
-//! `cargo run --release -p planner --example pack_exact -- ../shared/data [threads] [secs]
+//! `cargo run --release -p planner --example pack_exact -- [DATA] [threads] [secs]
 //! [letters] [family]` (from the workspace root; threads 1 by default; secs: a time limit per
 //! call, 0 or absent: none, except 10 s per generated instance; letters: only these challenging
 //! instances (`-`: none), and skip the other sections; family: then also run the generated
@@ -36,7 +36,9 @@ fn run(inst: &Instance, cap: u64, opts: &ExactOptions) -> (exact::ExactResult, f
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let data = PathBuf::from(args.get(1).map_or("../shared/data", |s| s.as_str()));
+    // DATA: a directory with minimalloc/ (the challenging suite and tiny oracles); the copy in
+    // the repository by default
+    let data = PathBuf::from(args.get(1).map_or("planner/tests/data", |s| s.as_str()));
     let threads: usize = args.get(2).map_or(1, |s| s.parse().unwrap());
     let limit = args
         .get(3)

@@ -1,9 +1,14 @@
-//! Measures the fast placement mode against the lower bound and the classic rules on the shared
-//! data sets. Run in release mode:
+//! Measures the fast placement mode against the lower bound and the classic rules on the
+//! benchmark data sets. Run in release mode:
 //!
 //! ```text
-//! cargo run --release -p planner --example pack_fast -- ../shared/data
+//! cargo run --release -p planner --example pack_fast -- DATA
 //! ```
+//!
+//! `DATA` (default `planner/tests/data`, which holds the MiniMalloc and OmniMalloc instances)
+//! is a directory with `minimalloc/`, `omnimalloc/` and, for the real traces, idealloc's
+//! `idealloc/iopddl` and `idealloc/somas_tensors` (BENCHMARKS.md says where to get them); a set
+//! whose folders are missing is reported as skipped.
 //!
 //! Per instance: buffers, lower bound, fast height, ratio, winning order, the best classic
 //! rule's ratio, and the fast mode's time (median of 5 runs; parsing and validation excluded).
@@ -18,7 +23,7 @@ fn main() {
     let root = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "../shared/data".to_string()),
+            .unwrap_or_else(|| "planner/tests/data".to_string()),
     );
     let sets: [(&str, &[&str]); 4] = [
         ("challenging", &["minimalloc/challenging"]),
@@ -40,6 +45,13 @@ fn main() {
     for (set, dirs) in sets {
         let mut files: Vec<PathBuf> = dirs.iter().flat_map(|d| csv_files(&root.join(d))).collect();
         files.sort();
+        if files.is_empty() {
+            println!(
+                "| {set} | skipped: no instances under {} | | | | | | | | |",
+                root.display()
+            );
+            continue;
+        }
         let (mut logf, mut logc, mut count, mut worst, mut max_ms) = (0f64, 0f64, 0, 0f64, 0f64);
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();

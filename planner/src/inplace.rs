@@ -1,4 +1,4 @@
-//! Op-level inplace reuse (DESIGN §5 "Inplace"; `reference/hivm-planmemory.md` §1.6, HIVM's
+//! Op-level inplace reuse (docs/planner.md "Inplace"; HIVM PlanMemory's
 //! `GenerateInplaceList` + `IsReuseHIVMOp` + `InplaceStallPipeline`).
 //!
 //! A vector op's output buffer (the *gen*, first written at this op) may take the address of an
@@ -12,7 +12,7 @@
 //! - the op is a vector op (pipe V) with a position of its own;
 //! - neither buffer is `inplace: false`, `unique`, an op's `tmp` (anywhere), in a `share:` group,
 //!   `preload` or fixed (`at:`) — HIVM's `ignoreInplace` and its equivalents; and neither operand
-//!   names a `select` view (DESIGN §3: no inplace target *through* a select). A select member
+//!   names a `select` view (a `select` is never an inplace target through the view). A select member
 //!   named directly may still pair: HIVM marks select operands `ignoreInplace` globally, but our
 //!   selects also stand for HIVM's block arguments, which it does inplace through (T68, T69), and
 //!   liveness keeps every member alive wherever the select is used, so this is safe;
@@ -28,7 +28,7 @@
 //!   broadcast, gen and kill operand shapes equal; `vsel` never overwrites an i1 condition with
 //!   64-bit data; else some input has the output's width, or a multiple of it (narrowing), and a
 //!   narrowing `vcast` needs rank 1 on both sides;
-//! - multi-buffer slots stay consistent (our addition, see [`slots_compatible`]);
+//! - multi-buffer slots stay consistent (our addition, see `slots_compatible`);
 //! - not the multi-buffer load→store stall: when both groups are multi-buffers and the gen's group
 //!   reaches a `store` (MTE3 source) and the kill's group a `load` (MTE2 destination), the pair is
 //!   refused and recorded in [`InplaceResult::touch`] (HIVM `inplacableBufferPairs`: level 0 may

@@ -1,4 +1,4 @@
-//! Compiler passes over an npusim program (DESIGN §5): liveness, HIVM's inplace rules, and
+//! Compiler passes over an npusim program (docs/planner.md): liveness, HIVM's inplace rules, and
 //! placement with reuse levels 2/1/0 into a [`Plan`], checked by an independent validator.
 //! [`plan_program`] runs them all.
 //!

@@ -1,5 +1,5 @@
-//! Buffer liveness over the linearised program (DESIGN §5 "Liveness";
-//! `reference/hivm-planmemory.md` §1.4).
+//! Buffer liveness over the linearised program (docs/planner.md "Liveness"; HIVM PlanMemory's
+//! linearisation).
 //!
 //! The program is flattened in pre-order as HIVM does: every non-control op gets one position,
 //! `for`/`while` get a begin position before the body and an end position after it, `if` gets a
@@ -30,7 +30,8 @@
 //!    back edge, or from before the loop, and is read in the body) is live for the whole loop,
 //!    [begin, end]; every other entry keeps the positions of step 4, so a buffer that only carries
 //!    values within one iteration is free between iterations wherever it is declared (the
-//!    correct form of the TVM fix in seed 000, which moved every touch to the innermost scope and
+//!    correct form of TVM's shared-memory reuse fix (docs/sources.md, TVM-MSMA), which moved every
+//!    touch to the innermost scope and
 //!    so also freed loop-carried values). `Scoped` (HIVM): additionally, an entry declared outside
 //!    a loop and touched inside it is live for the whole loop, and the lifetime is one interval,
 //!    from the first position to the last (HIVM's gen..kill has no holes).
@@ -40,7 +41,7 @@ use sim::expr::Expr;
 use sim::program::{Block, OpKind, Operand, Program, Ref};
 use sim::{BufferId, OpId, Pipe};
 
-/// Which loop rule to apply (DESIGN §5, `--liveness`).
+/// Which loop rule to apply (`--liveness`, docs/planner.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LivenessMode {
     /// Loop-carried values are live for the whole loop; the rest stays inside the iteration.
@@ -129,7 +130,7 @@ impl Liveness {
         &self.entry(b).lifetime
     }
 
-    /// One lifetime per buffer, indexed by [`BufferId`] (what [`crate::validate`] takes).
+    /// One lifetime per buffer, indexed by [`BufferId`].
     pub fn buffer_lifetimes(&self) -> Vec<Vec<Interval>> {
         self.entry_of
             .iter()

@@ -40,7 +40,7 @@ pub struct ScopePlan {
 pub enum ScopeMode {
     /// Everything fits: a running sum, no reuse.
     Sequential,
-    /// The slots did not all fit: first fit with reuse levels 2/1/0 (DESIGN §5 step 2).
+    /// The slots did not all fit: first fit with reuse levels 2/1/0 (docs/planner.md).
     Reuse,
 }
 

@@ -169,7 +169,7 @@ pub fn plan_explain(program: &Program, planned: &Planned, b: BufferId) -> String
 fn inplace_text(program: &Program, planned: &Planned, b: BufferId) -> String {
     match planned.inplace.pairs.iter().find(|p| p.gen == b) {
         Some(p) => format!(
-            "inplace: takes the address of `{}`, an input of {} that dies there (elementwise, same view offset, no wider than its input: reference §1.6)",
+            "inplace: takes the address of `{}`, an input of {} that dies there (elementwise, same view offset, no wider than its input: the inplace rules of docs/planner.md)",
             program.buffer(p.kill).name,
             op_ref(program, p.op)
         ),

@@ -1,4 +1,4 @@
-//! The plan document (DESIGN §5 "Plan output"): what `npusim plan` prints and what the snapshot
+//! The plan document (docs/json.md): what `npusim plan` prints and what the snapshot
 //! tests store, as YAML, JSON or a readable table.
 
 use crate::table::{Align, Table};

@@ -4,7 +4,7 @@
 use crate::ids::CoreId;
 use crate::types::{Pipe, Space, VecOp};
 
-/// A validated chip config (DESIGN §2).
+/// A validated chip config (docs/config.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub name: String,

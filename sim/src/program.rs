@@ -1,4 +1,4 @@
-//! The kernel program model (DESIGN §3) after loading: names resolved to typed ids, params
+//! The kernel program model (docs/programs.md) after loading: names resolved to typed ids, params
 //! folded into expressions, pipes chosen, shapes checked. Built by [`crate::load::load_program`];
 //! the planner, the engine and the reports only ever read it.
 //!

@@ -1,5 +1,5 @@
 //! The lower bound no placement can beat: the most bytes live at one instant, alignment-aware
-//! (`reference/planners.md` §4). With alignment A (the smallest among the buffers live at t),
+//! (the classic DSA bound: max live bytes, made alignment-aware). With alignment A (the smallest among the buffers live at t),
 //! stacking the live buffers in any order needs at least Σ ⌈sᵢ/A⌉·A − max(⌈sᵢ/A⌉·A − sᵢ):
 //! every next offset is a multiple of A, and only the top buffer's padding can stick out.
 //! Fixed buffers count like the others.

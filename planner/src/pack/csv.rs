@@ -1,5 +1,5 @@
-//! MiniMalloc's CSV format, read as `src/converter.cc` reads it (`shared/data/minimalloc/
-//! README.md`): a header row naming the columns in any order (`id`/`buffer`/`buffer_id`,
+//! MiniMalloc's CSV format, read as MiniMalloc's `src/converter.cc` reads it
+//! (`planner/tests/data/minimalloc/README.md`, docs/pack.md): a header row naming the columns in any order (`id`/`buffer`/`buffer_id`,
 //! `lower`/`start`/`begin`, `upper`/`end`, `size`, optional `alignment`, `hint`, `gaps`,
 //! `offset`); records split on newlines; reading stops at the first empty line. A header that
 //! says `end` means inclusive ends: every upper value (gap ends too) gets +1.

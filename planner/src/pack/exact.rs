@@ -1,5 +1,5 @@
 //! The exact mode of the placement core: a complete depth-first search in the style of
-//! MiniMalloc (Moffitt, ASPLOS 2023; `reference/planners.md` §1.3).
+//! MiniMalloc (Moffitt, ASPLOS 2023; docs/sources.md, MINIMALLOC).
 //!
 //! **Search.** Every unplaced buffer carries a `min_offset`: the lowest aligned offset above
 //! every placed buffer it overlaps in time that also clears the fixed buffers it overlaps. A

@@ -8,7 +8,7 @@
 //!   or the lowest one (first fit); if none fits, it goes on top of the highest overlapping
 //!   buffer, aligned. Gaps in lifetimes are ignored (the buffer is live throughout: valid).
 //! - [`classic`] runs the published rules (TFLite greedy-by-size, XLA spatial/temporal,
-//!   first fit in start order; `reference/planners.md` §3) with this pass.
+//!   first fit in start order: the classic rules, docs/pack.md) with this pass.
 //! - [`solve`] runs the "congestion" order (the buffers of the most loaded instants first),
 //!   the four classic rules and two "big first" orders (the largest buffers by size, then the
 //!   rest by lifetime or start), then more orders with both fits while the budget allows, then

@@ -1,4 +1,4 @@
-//! Seeded instance generators (`reference/planners.md` §6.1), for tests and benchmarks. Three
+//! Seeded instance generators (after the families in the MiniMalloc and idealloc evaluations), for tests and benchmarks. Three
 //! families have a known optimum, which makes them oracles:
 //! - [`pipeline`] (F2): S stages over K iterations, each stage's tile k live from iteration k to
 //!   k + 2 (ping-pong): two slots per stage reach OPT = LB = 2 · Σ tile sizes;

@@ -1,4 +1,4 @@
-//! The placement core (DESIGN §8): dynamic storage allocation on MiniMalloc-format instances.
+//! The placement core (docs/pack.md): dynamic storage allocation on MiniMalloc-format instances.
 //! Buffers have half-open lifetimes `[lower, upper)`, sizes, alignments and optional fixed
 //! offsets; a placement gives every buffer an offset so that no two buffers live at the same
 //! time share a byte.

@@ -1,4 +1,4 @@
-//! Automatic synchronisation (DESIGN §6, after HIVM InjectSync): from a placed program, the
+//! Automatic synchronisation (docs/sync.md, after HIVM InjectSync): from a placed program, the
 //! `set_flag`/`wait_flag`/`barrier` ops that order every pair of conflicting accesses.
 //!
 //! [`synchronize`] returns a `sync: manual` program whose buffers, views, tensors and loop

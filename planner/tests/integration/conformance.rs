@@ -1,5 +1,5 @@
 //! The HIVM PlanMemory conformance suite (`planner/tests/conformance/`): the 60 tabulated cases
-//! of `plan-memory.mlir` (reference/hivm-planmemory.md §2.3) as npusim programs, with their
+//! of HIVM's `plan-memory.mlir` (docs/sources.md, HIVM-PM-TEST; `tests/conformance/README.md`) as npusim programs, with their
 //! expected results in `expected.yaml`. See `planner/tests/conformance/README.md`.
 //!
 //! For now these tests check the suite itself: 60 cases, every expressible case has a program
@@ -39,7 +39,7 @@ pub struct Case {
     pub name: String,
     /// The program file, relative to the suite directory; `None` when not expressible.
     pub file: Option<String>,
-    /// `seq`, `reuse` or `err` (reference §2.2).
+    /// `seq`, `reuse` or `err` (the mode the HIVM test exercises).
     pub mode: String,
     pub status: Status,
     /// The plan must succeed (cases that pin no offsets).
@@ -199,7 +199,7 @@ fn conformance_config() -> sim::Config {
 #[test]
 fn expected_yaml_lists_the_60_cases_once_each() {
     let cases = expectations();
-    assert_eq!(cases.len(), 60, "reference §2.3 tabulates 60 cases");
+    assert_eq!(cases.len(), 60, "the conformance table lists 60 cases");
     let mut ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();

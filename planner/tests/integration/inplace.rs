@@ -1,6 +1,6 @@
 //! Op-level inplace decisions on the HIVM conformance programs (`planner/tests/conformance/`):
 //! for every expressible case, the (gen, kill) pairs that the expected offsets imply
-//! (`expected.yaml`; reference §2.3), and the refused multi-buffer pairs that may still touch
+//! (`expected.yaml`), and the refused multi-buffer pairs that may still touch
 //! at level 0 (T06, T35-T37). TIE cases accept any listed alternative.
 
 use super::conformance::{expectations, suite_dir};

@@ -121,7 +121,7 @@ use sim::{BufferId, OpId};
 use std::collections::HashMap;
 
 /// Executes the control flow of a program (loops unrolled, conditions evaluated, slots resolved
-/// as DESIGN §3 says) and checks, for every value read, that its entry is live at every
+/// as docs/programs.md says) and checks, for every value read, that its entry is live at every
 /// position executed from the write that produced the value to the read. That is what makes a
 /// lifetime safe: another entry given the same bytes could only clobber the value at a
 /// position outside the lifetime. The oracle shares no code with the analysis beyond the

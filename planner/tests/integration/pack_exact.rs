@@ -30,7 +30,7 @@ fn checked(inst: &Instance, cap: u64, r: &ExactResult) {
 }
 
 /// `omnimalloc/small/*`, `minimalloc/derived/tricky.5`, `minimalloc/examples/input.12`
-/// (shared/data), with their optima.
+/// (the generated families and the suites in tests/data), with their optima.
 const TINY: [(&str, &str, u64); 9] = [
     ("a.6", "0,0,3,2\n1,2,5,2\n2,0,2,3\n3,3,5,3\n4,1,4,1", 6),
     ("b.6", "0,0,4,2\n1,2,6,2\n2,0,2,3\n3,4,6,3\n4,1,5,1", 6),

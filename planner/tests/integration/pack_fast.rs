@@ -1,5 +1,5 @@
 //! The fast placement mode (`pack::fast`): valid, never worse than the classic rules, the
-//! classic rules reproduce the published figures (`reference/minimalloc-results.md`), fixed
+//! classic rules reproduce the published figures (the MiniMalloc paper's tables, docs/sources.md), fixed
 //! offsets and alignment honoured, deterministic.
 //!
 //! The small data sets are copied into `planner/tests/data/` (its README says from where).
@@ -95,7 +95,7 @@ fn fast_is_valid_and_never_worse_than_any_classic_rule() {
     }
 }
 
-/// minimalloc-results.md §4: TFLite greedy-by-size and XLA spatial on omnimalloc small a–g.
+/// The published figures: TFLite greedy-by-size and XLA spatial on omnimalloc small a–g.
 #[test]
 fn classic_rules_reproduce_the_tiny_instance_table() {
     let small = load_dir("omnimalloc/small");
@@ -121,7 +121,7 @@ fn classic_rules_reproduce_the_tiny_instance_table() {
     assert_eq!(fast::solve(&t).solution.height, 5);
 }
 
-/// minimalloc-results.md §1: footprint / LB of the classic rules on the challenging suite, to
+/// The published figures: footprint / LB of the classic rules on the challenging suite, to
 /// the table's three decimals.
 #[test]
 fn classic_rules_reproduce_the_challenging_table() {

@@ -1,5 +1,5 @@
 //! The reuse planner (`planner::place`) on the conformance cases marked `reuse` (and the two
-//! overflow cases) and on seed 004's level example. Inplace and touch-allowed pairs are written
+//! overflow cases) and on the reuse-level example of programs/reuse_levels.yaml. Inplace and touch-allowed pairs are written
 //! by hand here (the inplace analysis is wired separately).
 
 use crate::buf;

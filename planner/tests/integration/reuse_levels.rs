@@ -1,4 +1,4 @@
-//! The reuse-level example of seed 004 as shipped in `programs/reuse_levels.yaml`: DMA double
+//! The reuse-level example of HIVM's PlanMemory design as shipped in `programs/reuse_levels.yaml`: DMA double
 //! buffers A and D, vector buffers B and C in a loop, six slots in a UB that holds five.
 
 use planner::{plan_program, PlacedBy, PlanOptions, Planned, ScopeMode};

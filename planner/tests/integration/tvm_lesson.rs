@@ -1,4 +1,4 @@
-//! The TVM lesson (seed 000): TVM's shared-memory reuse pass kept every buffer declared outside
+//! The TVM lesson (docs/sources.md, TVM-MSMA): TVM's shared-memory reuse pass kept every buffer declared outside
 //! a loop live for the whole loop, so a GEMM's large reduction buffer could never take the bytes
 //! of the A/B tiles it follows, and the kernel stopped fitting. `--liveness precise` must reuse
 //! those bytes; `--liveness scoped` (HIVM's rule, the same mistake) overflows, or with room to

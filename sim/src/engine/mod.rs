@@ -1,4 +1,4 @@
-//! The cycle engine (DESIGN §7): a discrete-event simulation of one core.
+//! The cycle engine (docs/timing.md): a discrete-event simulation of one core.
 //!
 //! # Model
 //!
@@ -91,8 +91,8 @@
 //!
 //! # Implementation
 //!
-//! The program is compiled once ([`compile`]) into a flat S bytecode with dense `u32` ids (loops
-//! and ifs as jumps, costs precomputed when static). The machine ([`exec`]) keeps a fixed-capacity
+//! The program is compiled once (`compile.rs`) into a flat S bytecode with dense `u32` ids (loops
+//! and ifs as jumps, costs precomputed when static). The machine (`exec.rs`) keeps a fixed-capacity
 //! ring queue per pipe and each pipe's head start cycle (cached, recomputed only when something it
 //! depends on changed), runs S while it is strictly earlier than every pipe, and otherwise starts
 //! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the

@@ -1,4 +1,4 @@
-//! Chip config loading (DESIGN §2). Each section is read independently so that a problem in
+//! Chip config loading (docs/config.md). Each section is read independently so that a problem in
 //! one does not hide problems in another; the cross-checks (paths against cores) run only on
 //! the parts that parsed.
 

@@ -1,8 +1,8 @@
-//! Loading and validating configs (DESIGN §2) and programs (DESIGN §3, §4).
+//! Loading and validating configs (docs/config.md) and programs (docs/programs.md).
 //!
 //! Nothing stops at the first problem: every step reports into one list of diagnostics and
 //! returns what it could build, and the result is rejected at the end if the list is not empty.
-//! Diagnostic paths use DESIGN's logical form (`body[0].for.body[2].vadd.out`), in which a
+//! Diagnostic paths use the logical form (`body[0].for.body[2].vadd.out`), in which a
 //! loop's or branch's blocks hang under the op key; [`locate`] maps them back to the YAML
 //! layout (`body[0].body[2].vadd.out`) to find line and column.
 
@@ -114,7 +114,7 @@ pub fn locate(text: &str, diags: &mut [Diagnostic]) {
     yaml::locate_all(text, diags);
 }
 
-/// The YAML layout of a DESIGN path: `body[0].for.body[2]` -> `body[0].body[2]` (the blocks
+/// The YAML layout of a logical path: `body[0].for.body[2]` -> `body[0].body[2]` (the blocks
 /// of `for`/`while` and the branches of `if` are siblings of the op key in the list item).
 pub(crate) fn yaml_path(design: &str) -> String {
     let segs = yaml::split_path(design);

@@ -1,4 +1,4 @@
-//! Leaf ops and operands (DESIGN §3 op table, §4 checks). Each builder reads every field before
+//! Leaf ops and operands (docs/programs.md: the op table and the load-time checks). Each builder reads every field before
 //! giving up, so one op reports all of its problems; the read-before-write walk runs on each op
 //! as it is built, which is program order because blocks are read in order.
 

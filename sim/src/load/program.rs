@@ -1,4 +1,4 @@
-//! Program loading (DESIGN §3): params, gm tensors, blocks with their declarations, control
+//! Program loading (docs/programs.md): params, gm tensors, blocks with their declarations, control
 //! ops, and the whole-program checks. Leaf ops and operands are in [`super::ops`]; the shared
 //! loader state and name and expression helpers in [`super::loader`].
 //!

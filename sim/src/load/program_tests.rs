@@ -20,7 +20,7 @@ fn errors(text: &str) -> Vec<Diagnostic> {
     }
 }
 
-const DESIGN_EXAMPLE: &str = r#"
+const README_EXAMPLE: &str = r#"
 kernel: vec_add_db
 core: aiv
 sync: auto
@@ -44,7 +44,7 @@ body:
 
 #[test]
 fn design_example_round_trip() {
-    let p = load(DESIGN_EXAMPLE);
+    let p = load(README_EXAMPLE);
     assert_eq!(p.kernel, "vec_add_db");
     assert_eq!(p.core, config().core_named("aiv").unwrap());
     assert_eq!(p.sync, SyncMode::Auto);

@@ -1,4 +1,4 @@
-//! The race checker (DESIGN §7 "Race check"): finds every pair of accesses to overlapping
+//! The race checker (docs/race.md): finds every pair of accesses to overlapping
 //! bytes of one memory, at least one a write, that the program's synchronisation does not
 //! order, and reports each in the style of the CANN sanitizer's racecheck:
 //!

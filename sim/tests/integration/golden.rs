@@ -1,5 +1,5 @@
 //! Engine goldens: tiny programs on a round-number config (`sim/tests/golden/test_config.yaml`),
-//! with total cycles and per-pipe accounting derived by hand from DESIGN §7 and the engine docs.
+//! with total cycles and per-pipe accounting derived by hand from the timing rules (docs/timing.md, `sim::engine`).
 //!
 //! The config: issue_cycles 1, loop_cycles 2, branch_cycles 1, flag_latency 2, queue_depth 2;
 //! gm->ub 64 B/cycle + 10 startup, ub->gm 32 B/cycle + 5, gm->l0a/l0b 64 + 10, l0c->gm 32 + 6;

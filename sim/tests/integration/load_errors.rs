@@ -1,4 +1,4 @@
-//! Every kind of load error (DESIGN §4), one fixture each under `tests/fixtures/bad/`. Each test
+//! Every kind of load error (docs/programs.md, load-time checks), one fixture each under `tests/fixtures/bad/`. Each test
 //! pins the exact YAML path, the line and column the user is sent to, the words of the message
 //! and the hint, and that the fixture reports nothing else (so a fixture cannot drift into
 //! testing a different problem).

@@ -1,4 +1,4 @@
-//! The race checker (DESIGN §7 "Race check") on realistic programs: the shipped manual programs
+//! The race checker (docs/race.md) on realistic programs: the shipped manual programs
 //! are race-free with every buffer slot side by side; removing one of vec_add_db's waits, moving
 //! a buffer onto another's bytes or collapsing the slots of a multi-buffer produces exactly the
 //! hazard that the wait, the separate bytes or the slot prevented; small programs cover each

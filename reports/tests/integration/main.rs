@@ -1,0 +1,4 @@
+//! Integration tests of the report renderers on real programs, one module per scenario.
+
+mod documents;
+mod program_yaml;
