@@ -17,10 +17,15 @@ pub struct Source {
 /// Reads a file named on the command line.
 pub fn read(path: &Path, what: &str) -> Result<Source, Exit> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_text(path) {
         Ok(text) => Ok(Source { name, text }),
         Err(e) => Err(Exit::input(format!("cannot read {what} file {name}: {e}"))),
     }
+}
+
+/// The text of the file at `path`: every input npusim reads goes through here.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
 }
 
 /// Resolves `--config`: a built-in name, else a file.

@@ -20,7 +20,7 @@ pub struct PackArgs<'a> {
 
 pub fn pack(a: &PackArgs) -> Result<(), Exit> {
     let name = a.instance.display().to_string();
-    let text = std::fs::read_to_string(a.instance)
+    let text = crate::input::read_text(a.instance)
         .map_err(|e| Exit::input(format!("cannot read instance {name}: {e}")))?;
     let (inst, columns) = csv::parse(&text).map_err(|errs| {
         for e in &errs {

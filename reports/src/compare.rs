@@ -60,13 +60,7 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
             CompareOutcome::Overflow(_) => None,
         })
         .collect();
-    let mut out = String::new();
-    out.push_str(&format!("kernel  {}\n", program.kernel));
-    out.push_str(&format!(
-        "config  {} ({} MHz)\n",
-        config.core_label(program.core),
-        config.clock_mhz
-    ));
+    let mut out = crate::run_report::header(program, config);
     out.push_str(&format!("sync    {}\n", program.sync.name()));
     out.push_str(&format!(
         "levels  {}\n\n",

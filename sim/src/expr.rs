@@ -360,15 +360,12 @@ impl fmt::Display for ParseError {
 /// Parses `src` completely. `resolve` maps a name to its value (a param's constant or a loop
 /// variable) or `None` when the name is unknown.
 pub fn parse(src: &str, resolve: &mut dyn FnMut(&str) -> Option<Expr>) -> Result<Expr, ParseError> {
-    let mut p = Parser {
-        src,
-        pos: 0,
-        resolve,
-    };
-    let e = p.expr(0)?;
-    p.skip_ws();
-    if p.pos < src.len() {
-        return Err(p.syntax(format!("unexpected \"{}\"", &src[p.pos..])));
+    let (e, used) = parse_prefix(src, resolve)?;
+    if used < src.len() {
+        return Err(ParseError::Syntax {
+            message: format!("unexpected \"{}\"", &src[used..]),
+            at: used,
+        });
     }
     Ok(e)
 }

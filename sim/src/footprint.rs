@@ -95,6 +95,22 @@ impl<'a> Bases<'a> {
         }
     }
 
+    /// The window chain from `r` down to its root: each window view with the base it is a
+    /// window of and its element offset, outermost first; empty for a buffer, a tensor or a
+    /// `select`.
+    pub fn windows(&self, mut r: Ref) -> Vec<(&'a View, Ref, &'a Expr)> {
+        let mut chain = Vec::new();
+        while let Ref::View(v) = r {
+            let view = &self.views[v.index()];
+            let ViewKind::Window { of, offset } = &view.kind else {
+                break;
+            };
+            chain.push((view, *of, offset));
+            r = *of;
+        }
+        chain
+    }
+
     /// The buffers whose storage `r` may touch (a window's root buffer, every buffer of a
     /// `select`); empty for gm tensors.
     pub fn roots(&self, r: Ref) -> Vec<BufferId> {
@@ -181,6 +197,14 @@ impl<'a> Sel<'a> {
     }
 }
 
+/// Whether no index or slice bound of `o` depends on a loop variable.
+pub fn static_indices(o: &Operand) -> bool {
+    o.indices.iter().all(|i| match i {
+        Index::At(e) => e.as_const().is_some(),
+        Index::Slice { start, end } => start.as_const().is_some() && end.as_const().is_some(),
+    })
+}
+
 /// The number of elements an operand selects, when it does not depend on loop variables
 /// (a backwards slice selects nothing).
 pub fn static_count(o: &Operand, shape: &[u64]) -> Option<u64> {
@@ -262,17 +286,10 @@ impl<'a> Footprint<'a> {
         let shape = bases.shape(o.base);
         let mut base = 0u64;
         let mut windows = Vec::new();
-        let mut r = o.base;
-        while let Ref::View(v) = r {
-            match &bases.views[v.index()].kind {
-                ViewKind::Window { of, offset } => {
-                    match offset.as_const() {
-                        Some(c) => base = base.saturating_add(c.max(0) as u64),
-                        None => windows.push(offset),
-                    }
-                    r = *of;
-                }
-                ViewKind::Select { .. } => break,
+        for (_, _, offset) in bases.windows(o.base) {
+            match offset.as_const() {
+                Some(c) => base = base.saturating_add(c.max(0) as u64),
+                None => windows.push(offset),
             }
         }
         let mut strides = vec![1u64; shape.len()];
@@ -291,13 +308,7 @@ impl<'a> Footprint<'a> {
 
     /// Whether no index, slice bound or window offset depends on a loop variable.
     pub fn is_static(&self) -> bool {
-        self.windows.is_empty()
-            && self.operand.indices.iter().all(|i| match i {
-                Index::At(e) => e.as_const().is_some(),
-                Index::Slice { start, end } => {
-                    start.as_const().is_some() && end.as_const().is_some()
-                }
-            })
+        self.windows.is_empty() && static_indices(self.operand)
     }
 
     /// Dimension `d`'s selection.
@@ -369,10 +380,12 @@ impl<'a> Footprint<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn program() -> Program {
+    /// A program with a whole, a strided, a loop-indexed, a windowed, an `i1` and a moving
+    /// window operand (the race checker's access table is tested on it too).
+    pub(crate) fn program() -> Program {
         let config = crate::load_config(
             crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
             "config",

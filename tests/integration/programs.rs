@@ -1,6 +1,6 @@
 //! Every program in `programs/`: it loads, plans, synchronises (`sync: auto`) and runs on the
-//! default config, race-free, its accounting adds up (in the result and in the JSON a user
-//! reads), and its reports are snapshots. Plans at every level are snapshots in `plans.rs`;
+//! default config, race-free and clean (the pipeline checks its accounting), and its reports
+//! are snapshots. Plans at every level are snapshots in `plans.rs`;
 //! auto sync at every level and under memory pressure is `planner`'s `sync` test.
 
 use crate::simulate;
@@ -25,24 +25,8 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             result.findings
         );
 
+        // the documents' accounting and determinism: reports' integration tests
         let json = reports::run_json(&config, &(&sim).into());
-        let total = json["total_cycles"].as_u64().unwrap();
-        let pipes = json["pipes"].as_object().unwrap();
-        assert_eq!(pipes.len(), result.pipes.len());
-        for (name, p) in pipes {
-            let stalls: u64 = p["stalls"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|v| v.as_u64().unwrap())
-                .sum();
-            let sum = p["busy"].as_u64().unwrap()
-                + stalls
-                + p["starved"].as_u64().unwrap()
-                + p["idle"].as_u64().unwrap();
-            assert_eq!(sum, total, "{}: pipe {name}", path.display());
-        }
-
         insta::assert_snapshot!("report", reports::run_text(&config, &(&sim).into()));
         insta::assert_json_snapshot!("json", json);
     });

@@ -6,11 +6,9 @@
 
 use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
-use crate::footprint::Bases;
+use crate::footprint::{self, Bases};
 use crate::ids::{OpId, VarId};
-use crate::program::{
-    BarrierTarget, Index, Mmad, Op, OpKind, Operand, Program, Quant, Ref, ViewKind,
-};
+use crate::program::{BarrierTarget, Mmad, Op, OpKind, Operand, Program, Quant};
 use crate::types::{Pipe, Space};
 
 /// "Not inside any loop" in [`Opnd::counter`].
@@ -453,18 +451,7 @@ impl<'p> Compiler<'p, '_> {
                     Ok(())
                 } else {
                     self.need_pipe(id, *dst)?;
-                    self.send(Spec {
-                        op: id,
-                        pipe: *src,
-                        kind: Kind::SetFlag,
-                        cost: Cost::Fixed {
-                            work: 0,
-                            startup: 0,
-                        },
-                        flag: Some((*src, *dst, Val::new(fid))),
-                        lo: 0,
-                        hi: 0,
-                    })
+                    self.send_sync(id, *src, Kind::SetFlag, Some((*src, *dst, Val::new(fid))))
                 }
             }
             OpKind::WaitFlag { src, dst, id: fid } => {
@@ -477,18 +464,7 @@ impl<'p> Compiler<'p, '_> {
                     });
                     Ok(())
                 } else {
-                    self.send(Spec {
-                        op: id,
-                        pipe: *dst,
-                        kind: Kind::WaitFlag,
-                        cost: Cost::Fixed {
-                            work: 0,
-                            startup: 0,
-                        },
-                        flag: Some((*src, *dst, Val::new(fid))),
-                        lo: 0,
-                        hi: 0,
-                    })
+                    self.send_sync(id, *dst, Kind::WaitFlag, Some((*src, *dst, Val::new(fid))))
                 }
             }
             OpKind::Barrier(BarrierTarget::All) => {
@@ -503,18 +479,7 @@ impl<'p> Compiler<'p, '_> {
                 });
                 Ok(())
             }
-            OpKind::Barrier(BarrierTarget::Pipe(p)) => self.send(Spec {
-                op: id,
-                pipe: *p,
-                kind: Kind::Barrier,
-                cost: Cost::Fixed {
-                    work: 0,
-                    startup: 0,
-                },
-                flag: None,
-                lo: 0,
-                hi: 0,
-            }),
+            OpKind::Barrier(BarrierTarget::Pipe(p)) => self.send_sync(id, *p, Kind::Barrier, None),
             OpKind::Load { src, dst, .. }
             | OpKind::Store { src, dst }
             | OpKind::Copy { src, dst }
@@ -536,15 +501,7 @@ impl<'p> Compiler<'p, '_> {
                         dst: d,
                     },
                 };
-                self.send(Spec {
-                    op: id,
-                    pipe: path.pipe,
-                    kind: Kind::Work,
-                    cost,
-                    flag: None,
-                    lo,
-                    hi,
-                })
+                self.send_work(id, path.pipe, Kind::Work, cost, (lo, hi))
             }
             OpKind::Vector(v) => {
                 let (lo, hi) = self.operands(op)?;
@@ -568,28 +525,12 @@ impl<'p> Compiler<'p, '_> {
                         hi: lo + n,
                     },
                 };
-                self.send(Spec {
-                    op: id,
-                    pipe: Pipe::V,
-                    kind: Kind::Work,
-                    cost,
-                    flag: None,
-                    lo,
-                    hi,
-                })
+                self.send_work(id, Pipe::V, Kind::Work, cost, (lo, hi))
             }
             OpKind::Mmad(m) => {
                 let (lo, hi) = self.operands(op)?;
                 let cost = self.mmad_cost(m);
-                self.send(Spec {
-                    op: id,
-                    pipe: Pipe::M,
-                    kind: Kind::Work,
-                    cost,
-                    flag: None,
-                    lo,
-                    hi,
-                })
+                self.send_work(id, Pipe::M, Kind::Work, cost, (lo, hi))
             }
             OpKind::MmadL1(m) => {
                 let (lo, hi) = self.operands(op)?;
@@ -614,25 +555,9 @@ impl<'p> Compiler<'p, '_> {
                         b,
                     },
                 };
-                self.send(Spec {
-                    op: id,
-                    pipe: pa.pipe,
-                    kind: Kind::Stage,
-                    cost,
-                    flag: None,
-                    lo,
-                    hi,
-                })?;
+                self.send_work(id, pa.pipe, Kind::Stage, cost, (lo, hi))?;
                 let cost = self.mmad_cost(m);
-                self.send(Spec {
-                    op: id,
-                    pipe: Pipe::M,
-                    kind: Kind::MacroM,
-                    cost,
-                    flag: None,
-                    lo,
-                    hi,
-                })
+                self.send_work(id, Pipe::M, Kind::MacroM, cost, (lo, hi))
             }
         }
     }
@@ -676,6 +601,49 @@ impl<'p> Compiler<'p, '_> {
                 ),
             ))
         }
+    }
+
+    /// Sends a flag or barrier: no work, no startup, no operands.
+    fn send_sync(
+        &mut self,
+        op: OpId,
+        pipe: Pipe,
+        kind: Kind,
+        flag: Option<(Pipe, Pipe, Val<'p>)>,
+    ) -> Result<(), CompileError> {
+        let cost = Cost::Fixed {
+            work: 0,
+            startup: 0,
+        };
+        self.send(Spec {
+            op,
+            pipe,
+            kind,
+            cost,
+            flag,
+            lo: 0,
+            hi: 0,
+        })
+    }
+
+    /// Sends an instruction that works on the operands `lo..hi`.
+    fn send_work(
+        &mut self,
+        op: OpId,
+        pipe: Pipe,
+        kind: Kind,
+        cost: Cost<'p>,
+        (lo, hi): (u32, u32),
+    ) -> Result<(), CompileError> {
+        self.send(Spec {
+            op,
+            pipe,
+            kind,
+            cost,
+            flag: None,
+            lo,
+            hi,
+        })
     }
 
     fn send(&mut self, spec: Spec<'p>) -> Result<(), CompileError> {
@@ -760,29 +728,18 @@ impl<'p> Compiler<'p, '_> {
             .max()
             .unwrap_or(1)
             .max(1);
-        let mut windows = Vec::new();
-        let mut r = o.base;
-        while let Ref::View(v) = r {
-            let view = program.view(v);
-            match &view.kind {
-                ViewKind::Window { of, offset } => {
-                    if offset.as_const().is_none() {
-                        windows.push(WindowCheck {
-                            offset: Val::new(offset),
-                            len: view.shape.iter().product(),
-                            of_len: bases.shape(*of).iter().product(),
-                            name: &view.name,
-                        });
-                    }
-                    r = *of;
-                }
-                ViewKind::Select { .. } => break,
-            }
-        }
-        let dynamic_index = o.indices.iter().any(|i| match i {
-            Index::At(e) => e.as_const().is_none(),
-            Index::Slice { start, end } => start.as_const().is_none() || end.as_const().is_none(),
-        });
+        let windows: Vec<WindowCheck> = bases
+            .windows(o.base)
+            .into_iter()
+            .filter(|(_, _, offset)| offset.as_const().is_none())
+            .map(|(view, of, offset)| WindowCheck {
+                offset: Val::new(offset),
+                len: view.shape.iter().product(),
+                of_len: bases.shape(of).iter().product(),
+                name: &view.name,
+            })
+            .collect();
+        let dynamic_index = !footprint::static_indices(o);
         let slot_dyn = o.slot.as_ref().is_some_and(|s| s.as_const().is_none());
         Opnd {
             operand: o,

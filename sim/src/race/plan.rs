@@ -192,33 +192,6 @@ mod tests {
     use super::*;
     use crate::Space;
 
-    fn program() -> Program {
-        let config = crate::load_config(
-            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
-            "config",
-        )
-        .unwrap();
-        let text = r#"
-kernel: ranges
-core: aiv
-sync: manual
-gm:
-  x: { shape: [4, 8], dtype: f16 }
-buffers:
-  a: { scope: ub, shape: [4, 8], dtype: f16 }
-  m: { scope: ub, shape: [64], dtype: i1 }
-views:
-  w: { of: a, offset: 16, shape: [8] }
-body:
-  - load: { src: x, dst: a }
-  - for: { var: i, to: 2 }
-    body:
-      - vadds: { ins: ["a[1:3, 2:4]"], out: "a[i, 0:4]", scalar: 1 }
-      - vadds: { ins: ["w[2:4]"], out: "m[8:10]", scalar: 1 }
-"#;
-        crate::load_program(text, "ranges.yaml", &config, &[]).unwrap()
-    }
-
     fn accs<'p>(plans: &'p Plans<'p>, op: usize) -> &'p [AccPlan<'p>] {
         let o = &plans.ops[op];
         &plans.accs[o.lo as usize..o.hi as usize]
@@ -226,9 +199,9 @@ body:
 
     #[test]
     fn ranges_are_bounding_element_ranges_of_the_root() {
-        let p = program();
+        // the footprint tests' program: load, for { vadds, vadds, vadds through a moving window }
+        let p = crate::footprint::tests::program();
         let plans = plans(&p);
-        // ops in pre-order: load, for, vadds, vadds
         let load = accs(&plans, 0);
         assert_eq!(load.len(), 2);
         assert!(!load[0].write && load[1].write);
