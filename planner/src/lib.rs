@@ -9,9 +9,7 @@ pub mod liveness;
 pub mod pack;
 mod pipeline;
 pub mod place;
-mod place_exact;
 mod plan;
-mod sequential;
 pub mod sync;
 pub mod validate;
 

@@ -1,16 +1,19 @@
 //! Sequential placement: every entry gets its own bytes, as a running sum in first-write
 //! order, slot 0 of every entry first and the extra multi-buffer slots appended after them
-//! (HIVM's order, `reference/hivm-planmemory.md` §1.5 and §2.2 "SEQ"). [`crate::place`] uses it
-//! for every scope that fits.
+//! (HIVM PlanMemory's sequential mode orders them the same way). [`crate::place`] uses it for
+//! every scope that fits; the first-write order is also the order storage entries are built in.
+//!
+//! It reads only the program and byte sizes, never storage entries, so entry building may use
+//! it without a cycle.
 
 use crate::plan::*;
 use sim::program::{Block, OpKind, Program};
 use sim::BufferId;
 
-/// The running sum (§1.9 A): `entries` are (aligned slot bytes, slots) in placement order; slot
+/// The running sum: `entries` are (aligned slot bytes, slots) in placement order; slot
 /// 0 of every entry first, then the extra slots, stepping over the `fixed` byte ranges (sorted).
 /// Returns every entry's slot offsets and the end of the sum.
-pub(crate) fn running_sum(
+pub(super) fn running_sum(
     entries: &[(u64, u32)],
     fixed: &[(u64, u64)],
     align: u64,
@@ -53,7 +56,7 @@ fn share_root(program: &Program, mut b: BufferId) -> BufferId {
 
 /// Buffers in the order of their first write in program order; buffers never written follow
 /// in declaration order.
-pub(crate) fn first_write_order(program: &Program) -> Vec<BufferId> {
+pub(super) fn first_write_order(program: &Program) -> Vec<BufferId> {
     let mut seen = vec![false; program.buffers.len()];
     let mut order = Vec::with_capacity(program.buffers.len());
     walk(program, &program.body, &mut |b| {
@@ -105,7 +108,7 @@ fn walk(program: &Program, block: &Block, f: &mut dyn FnMut(BufferId)) {
 }
 
 /// One empty entry per buffer, to be filled scope by scope.
-pub(crate) fn unplaced_buffers(program: &Program) -> Vec<BufferPlan> {
+pub(super) fn unplaced_buffers(program: &Program) -> Vec<BufferPlan> {
     program
         .buffers
         .iter()

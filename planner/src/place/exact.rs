@@ -11,14 +11,14 @@
 //! lifetime, so they get distinct bytes. `at:` entries are fixed buffers. The level rules (2
 //! and 1) are not applied: the result is a level-0 plan.
 
+use super::entries::StorageEntry;
 use crate::pack::exact::{solve, ExactOptions, Outcome};
 use crate::pack::{Instance, PackBuffer};
-use crate::place::StorageEntry;
 use std::time::Duration;
 
 /// Offsets for every slot of every entry (`entries` order), or `None` when the search finds no
 /// placement under `cap` within `time_limit`.
-pub(crate) fn exact_offsets(
+pub(super) fn exact_offsets(
     entries: &[StorageEntry],
     align: u64,
     cap: u64,
