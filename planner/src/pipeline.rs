@@ -5,7 +5,7 @@ use crate::inplace::{inplace_pairs, InplaceResult};
 use crate::liveness::{liveness, Liveness, LivenessError};
 use crate::place::{place, InplacePolicy, PlanOptions};
 use crate::plan::{Plan, PlanError};
-use crate::validate::{validate_with_touch, Violation};
+use crate::validate::{validate, Violation};
 use sim::program::{Program, SyncMode};
 use sim::{BufferId, Config};
 
@@ -31,15 +31,10 @@ impl Planned {
         v
     }
 
-    /// Runs the independent validator on the plan.
+    /// Runs the independent validator on the plan. It derives what is live from the program
+    /// itself, so neither `live` nor the touch pairs are handed to it.
     pub fn validate(&self, program: &Program, config: &Config) -> Result<(), Vec<Violation>> {
-        validate_with_touch(
-            program,
-            config,
-            &self.plan,
-            &self.live.buffer_lifetimes(),
-            &self.touch_pairs(),
-        )
+        validate(program, config, &self.plan)
     }
 }
 

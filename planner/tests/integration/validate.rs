@@ -1,10 +1,10 @@
-//! The independent plan validator: every shipped program's sequential plan passes; hand-made
-//! bad plans are each rejected with the right violation.
+//! The independent plan validator: every shipped program's plans pass, at every level, in both
+//! liveness modes and at a capacity that forces reuse; hand-made bad plans of small programs are
+//! each rejected with the right violation.
 
 use crate::{buf, config, load, shipped_programs};
-use planner::{
-    liveness, plan_program, validate, validate_with_touch, Interval, LivenessMode, Plan, Violation,
-};
+use planner::validate::Occurrence;
+use planner::{plan_program, validate, LivenessMode, Plan, PlanOptions, Violation};
 use sim::{Program, Space};
 
 const HEAD: &str = "kernel: k\ncore: aiv\nsync: manual\nparams: { n: 256 }\n\
@@ -14,21 +14,29 @@ fn program(rest: &str) -> Program {
     load(&format!("{HEAD}{rest}"))
 }
 
-fn lifetimes(p: &Program, mode: LivenessMode) -> Vec<Vec<Interval>> {
-    liveness(p, mode).unwrap().buffer_lifetimes()
+fn check(p: &Program, plan: &Plan) -> Result<(), Vec<Violation>> {
+    validate(p, &config(), plan)
 }
 
-fn check(p: &Program, plan: &Plan) -> Result<(), Vec<Violation>> {
-    validate(p, &config(), plan, &lifetimes(p, LivenessMode::Precise))
+fn planned(p: &Program) -> Plan {
+    plan_program(p, &config(), &Default::default())
+        .unwrap()
+        .plan
 }
 
 fn set(plan: &mut Plan, p: &Program, name: &str, offsets: &[u64]) {
     plan.buffers[buf(p, name).index()].offsets = offsets.to_vec();
 }
 
-/// a [0, 1], b [1, 2], c [3, 4]; 512 bytes each; sequential offsets 0, 512, 1024.
+fn at(path: &str, iteration: &str) -> Occurrence {
+    Occurrence {
+        path: path.into(),
+        iteration: iteration.into(),
+    }
+}
+
+/// a, b, c of 512 bytes each, sequential offsets 0, 512, 1024.
 fn chain() -> (Program, Plan) {
-    // 0 load a | 1 vexp a->b | 2 store b | 3 load c | 4 store c
     let p = program(
         r#"
 buffers:
@@ -43,62 +51,100 @@ body:
   - store: { src: c, dst: "y[1]" }
 "#,
     );
-    let plan = plan_program(&p, &config(), &Default::default())
-        .unwrap()
-        .plan;
+    let plan = planned(&p);
     assert_eq!(plan.buffer(buf(&p, "c")).offsets, [1024]);
     (p, plan)
 }
 
 #[test]
-fn every_shipped_sequential_plan_validates() {
+fn every_shipped_plan_validates_at_every_level_and_under_reuse() {
+    let config = config();
+    let mut reused = 0;
     for (name, text) in shipped_programs() {
-        let p = sim::load_program(&text, &name, &config(), &[]).unwrap();
-        let plan = plan_program(&p, &config(), &Default::default())
-            .unwrap()
-            .plan;
-        for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
-            let r = validate(&p, &config(), &plan, &lifetimes(&p, mode));
-            assert_eq!(r, Ok(()), "{name} {mode:?}");
+        let p = sim::load_program(&text, &name, &config, &[]).unwrap();
+        for liveness in [LivenessMode::Precise, LivenessMode::Scoped] {
+            for max_level in [2u8, 1, 0] {
+                let opts = PlanOptions {
+                    max_level,
+                    liveness,
+                    ..Default::default()
+                };
+                let plan = plan_program(&p, &config, &opts).unwrap().plan;
+                assert_eq!(check(&p, &plan), Ok(()), "{name} {liveness:?} {max_level}");
+                // halfway between the peak and the sequential plan: first fit must reuse
+                let capacities: Vec<(Space, u64)> = plan
+                    .scopes
+                    .iter()
+                    .filter(|s| s.peak_live < s.used)
+                    .map(|s| {
+                        let c = (s.peak_live + (s.used - s.peak_live) / 2) / s.align * s.align;
+                        (s.space, c.max(s.peak_live))
+                    })
+                    .collect();
+                if capacities.is_empty() {
+                    continue;
+                }
+                let opts = PlanOptions { capacities, ..opts };
+                if let Ok(p2) = plan_program(&p, &config, &opts) {
+                    reused += 1;
+                    assert_eq!(check(&p, &p2.plan), Ok(()), "{name} {opts:?}");
+                }
+            }
         }
     }
+    assert!(reused > 0, "no shipped program was planned with reuse");
 }
 
 #[test]
 fn reuse_between_disjoint_lifetimes_is_accepted() {
     let (p, mut plan) = chain();
-    set(&mut plan, &p, "c", &[0]); // c [3, 4] takes a's bytes, a died at 1
+    set(&mut plan, &p, "c", &[0]); // c is written after a's last read
     assert_eq!(check(&p, &plan), Ok(()));
 }
 
 #[test]
-fn overlapping_lifetimes_sharing_bytes_are_rejected() {
+fn an_op_overwriting_the_input_it_reads_is_accepted() {
+    // inplace: vexp reads a and writes b over it in the same op
     let (p, mut plan) = chain();
-    set(&mut plan, &p, "b", &[256]); // b [1, 2] over the top half of a [0, 1]
-    assert_eq!(
-        check(&p, &plan),
-        Err(vec![Violation::LiveOverlap {
-            a: "a".into(),
-            slot_a: 0,
-            b: "b".into(),
-            slot_b: 0,
-            start: 256,
-            end: 512,
-            positions: Interval::new(1, 1),
-        }])
-    );
-    let msg = check(&p, &plan).unwrap_err()[0].to_string();
-    assert!(msg.contains("[256, 512)") && msg.contains("1..=1"), "{msg}");
+    set(&mut plan, &p, "b", &[0]);
+    assert_eq!(check(&p, &plan), Ok(()));
 }
 
 #[test]
-fn a_single_shared_position_is_allowed_only_for_listed_pairs() {
-    let (p, mut plan) = chain();
-    set(&mut plan, &p, "b", &[0]); // a [0, 1] and b [1, 2] touch at 1: an inplace pair
-    let l = lifetimes(&p, LivenessMode::Precise);
-    assert!(validate(&p, &config(), &plan, &l).is_err());
-    let pair = [(buf(&p, "b"), buf(&p, "a"))];
-    assert_eq!(validate_with_touch(&p, &config(), &plan, &l, &pair), Ok(()));
+fn a_live_value_overwritten_by_another_buffer_is_rejected() {
+    let p = program(
+        r#"
+buffers:
+  a: { scope: ub, shape: [n], dtype: f16 }
+  b: { scope: ub, shape: [n], dtype: f16 }
+  c: { scope: ub, shape: [n], dtype: f16 }
+body:
+  - load: { src: "x[0]", dst: a }
+  - load: { src: "x[1]", dst: b }
+  - vadd: { ins: [a, b], out: c }
+  - store: { src: c, dst: "y[0]" }
+"#,
+    );
+    let mut plan = planned(&p);
+    assert_eq!(check(&p, &plan), Ok(()));
+    set(&mut plan, &p, "b", &[256]); // over the top half of a, while a waits for the vadd
+    let want = Violation::Clobbered {
+        value: "a".into(),
+        value_slot: 0,
+        by: "b".into(),
+        by_slot: 0,
+        start: 256,
+        end: 512,
+        written: at("body[0]", ""),
+        overwritten: at("body[1]", ""),
+        read: at("body[2]", ""),
+    };
+    assert_eq!(check(&p, &plan), Err(vec![want]));
+    let msg = check(&p, &plan).unwrap_err()[0].to_string();
+    assert_eq!(
+        msg,
+        "buffer a slot 0, written by body[0], is overwritten at bytes [256, 512) by b slot 0 in body[1] before body[2] reads it"
+    );
 }
 
 #[test]
@@ -162,9 +208,7 @@ body:
       - store: { src: xb, dst: "y[t]" }
 "#,
     );
-    let mut plan = plan_program(&p, &config(), &Default::default())
-        .unwrap()
-        .plan;
+    let mut plan = planned(&p);
     assert_eq!(check(&p, &plan), Ok(()));
     set(&mut plan, &p, "xb", &[0, 256]);
     assert_eq!(
@@ -190,7 +234,6 @@ body:
 
 #[test]
 fn unique_buffers_never_share_and_share_members_are_exempt() {
-    // 0 load a | 1 store a | 2 load u | 3 store u | 4 load s | 5 store s
     let p = program(
         r#"
 buffers:
@@ -206,16 +249,14 @@ body:
   - store: { src: s, dst: "y[2]" }
 "#,
     );
-    let mut plan = plan_program(&p, &config(), &Default::default())
-        .unwrap()
-        .plan;
+    let mut plan = planned(&p);
     // s has a's address by design: one entry, no overlap violation
     assert_eq!(
         plan.buffer(buf(&p, "s")).offsets,
         plan.buffer(buf(&p, "a")).offsets
     );
     assert_eq!(check(&p, &plan), Ok(()));
-    // u's lifetime [2, 3] is disjoint from a's, but unique forbids sharing anyway
+    // u's value is never live with a's, but unique forbids sharing anyway
     set(&mut plan, &p, "u", &[0]);
     assert_eq!(
         check(&p, &plan),
@@ -239,9 +280,7 @@ body:
         ])
     );
     // a share member away from its target
-    let mut plan = plan_program(&p, &config(), &Default::default())
-        .unwrap()
-        .plan;
+    let mut plan = planned(&p);
     set(&mut plan, &p, "s", &[4096]);
     assert!(matches!(
         check(&p, &plan).unwrap_err()[..],
@@ -250,34 +289,48 @@ body:
 }
 
 #[test]
-fn the_liveness_mode_decides_what_may_share() {
-    // 0 for-begin | 1 load a | 2 store a | 3 load b | 4 store b | 5 for-end
+fn values_within_one_iteration_may_share_a_value_carried_around_the_loop_may_not() {
     let p = program(
         r#"
 buffers:
   a: { scope: ub, shape: [n], dtype: f16 }
   b: { scope: ub, shape: [n], dtype: f16 }
+  acc: { scope: ub, shape: [n], dtype: f16 }
 body:
+  - vdup: { scalar: 0, out: acc }
   - for: { var: t, to: 4 }
     body:
       - load: { src: "x[t]", dst: a }
       - store: { src: a, dst: "y[t]" }
       - load: { src: "x[t]", dst: b }
-      - store: { src: b, dst: "y[t]" }
+      - vadd: { ins: [acc, b], out: acc }
+  - store: { src: acc, dst: "y[0]" }
 "#,
     );
-    let mut plan = plan_program(&p, &config(), &Default::default())
-        .unwrap()
-        .plan;
-    set(&mut plan, &p, "b", &[0]);
-    // precise: a [1, 2], b [3, 4] within the iteration: sharing is fine
-    let precise = lifetimes(&p, LivenessMode::Precise);
-    assert_eq!(validate(&p, &config(), &plan, &precise), Ok(()));
-    // scoped: both declared outside the loop, both [0, 5]
-    let scoped = lifetimes(&p, LivenessMode::Scoped);
-    let errs = validate(&p, &config(), &plan, &scoped).unwrap_err();
-    assert!(matches!(
-        &errs[..],
-        [Violation::LiveOverlap { positions, .. }] if *positions == Interval::new(0, 5)
-    ));
+    let mut plan = planned(&p);
+    let offset = |plan: &Plan, name: &str| plan.buffer(buf(&p, name)).offsets[0];
+    // a and b live one after the other in every iteration (what precise liveness shares)
+    let a = offset(&plan, "a");
+    set(&mut plan, &p, "b", &[a]);
+    assert_eq!(check(&p, &plan), Ok(()));
+    // acc carries its value from one iteration to the next: a over it clobbers it at t = 0,
+    // and the vadd of the same iteration reads it
+    let acc = offset(&plan, "acc");
+    set(&mut plan, &p, "a", &[acc]);
+    let errs = check(&p, &plan).unwrap_err();
+    assert_eq!(
+        errs[0],
+        Violation::Clobbered {
+            value: "acc".into(),
+            value_slot: 0,
+            by: "a".into(),
+            by_slot: 0,
+            start: acc,
+            end: acc + 512,
+            written: at("body[0]", ""),
+            overwritten: at("body[1].for.body[0]", "t=0"),
+            read: at("body[1].for.body[3]", "t=0"),
+        },
+        "{errs:#?}"
+    );
 }
