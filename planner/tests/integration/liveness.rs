@@ -58,7 +58,7 @@ fn matmul_pingpong_accumulator_spans_the_k_loop() {
     // l0a / l0b: implicit slot of the j loop, written at 17 / 19, read at 27
     assert_eq!(life(&l, &p, "l0a"), [(17, 27)]);
     assert_eq!(life(&l, &p, "l0b"), [(19, 27)]);
-    // HIVM §1.8 classes: l1a is an MTE2 destination, l0c a FIX source, l0a only MTE1 and M
+    // HIVM's pipeline classes: l1a is an MTE2 destination, l0c a FIX source, l0a only MTE1 and M
     assert!(l.entry(buf(&p, "l1a")).dma);
     assert!(l.entry(buf(&p, "l0c")).dma);
     assert!(!l.entry(buf(&p, "l0a")).dma);
@@ -113,183 +113,10 @@ body:
     }
 }
 
-// ----- a dynamic soundness oracle ------------------------------------------------------------
+// ----- the dynamic soundness oracle (oracle.rs) over more programs ---------------------------
 
-use planner::liveness::OpPos;
-use sim::program::{Block, OpKind, Operand, Program};
-use sim::{BufferId, OpId};
-use std::collections::HashMap;
-
-/// Executes the control flow of a program (loops unrolled, conditions evaluated, slots resolved
-/// as docs/programs.md says) and checks, for every value read, that its entry is live at every
-/// position executed from the write that produced the value to the read. That is what makes a
-/// lifetime safe: another entry given the same bytes could only clobber the value at a
-/// position outside the lifetime. The oracle shares no code with the analysis beyond the
-/// position numbering it checks against.
-struct Oracle<'a> {
-    p: &'a Program,
-    l: &'a planner::Liveness,
-    vars: Vec<i64>,
-    /// Completed iterations per loop op, over the whole run.
-    done: Vec<i64>,
-    trace: Vec<usize>,
-    /// (buffer, slot) -> trace index where the current value started (its last full write).
-    origin: HashMap<(BufferId, i64), usize>,
-    failures: Vec<String>,
-}
-
-impl Oracle<'_> {
-    fn run(p: &Program, l: &planner::Liveness) -> Vec<String> {
-        let mut o = Oracle {
-            p,
-            l,
-            vars: vec![0; p.vars.len()],
-            done: vec![0; p.ops.len()],
-            trace: Vec::new(),
-            origin: HashMap::new(),
-            failures: Vec::new(),
-        };
-        o.block(&p.body);
-        o.failures
-    }
-
-    fn eval(&self, e: &sim::expr::Expr) -> i64 {
-        e.eval(&self.vars).unwrap()
-    }
-
-    fn block(&mut self, b: &Block) {
-        for &id in &b.ops {
-            self.op(id);
-        }
-    }
-
-    fn op(&mut self, id: OpId) {
-        let p = self.p;
-        let op = p.op(id);
-        match (&op.kind, self.l.op_pos[id.index()]) {
-            (
-                OpKind::For {
-                    var,
-                    from,
-                    to,
-                    step,
-                    body,
-                },
-                OpPos::Loop { begin, end },
-            ) => {
-                self.trace.push(begin);
-                let (f, t, s) = (self.eval(from), self.eval(to), self.eval(step));
-                let mut i = f;
-                while i < t {
-                    self.vars[var.index()] = i;
-                    self.block(body);
-                    self.trace.push(end); // the latch
-                    self.done[id.index()] += 1;
-                    i += s;
-                }
-                if f >= t {
-                    self.trace.push(end);
-                }
-            }
-            (OpKind::While { var, trips, body }, OpPos::Loop { begin, end }) => {
-                self.trace.push(begin);
-                let n = self.eval(trips);
-                for i in 0..n {
-                    self.vars[var.index()] = i;
-                    self.block(body);
-                    self.trace.push(end);
-                    self.done[id.index()] += 1;
-                }
-                if n == 0 {
-                    self.trace.push(end);
-                }
-            }
-            (
-                OpKind::If { cond, then, els },
-                OpPos::If {
-                    begin,
-                    els: marker,
-                    end,
-                },
-            ) => {
-                self.trace.push(begin);
-                if self.eval(cond) != 0 {
-                    self.block(then);
-                } else {
-                    self.trace.push(marker);
-                    if let Some(e) = els {
-                        self.block(e);
-                    }
-                }
-                self.trace.push(end);
-            }
-            (kind, OpPos::At(pos)) => {
-                self.trace.push(pos);
-                let k = self.trace.len() - 1;
-                let initialises = match kind {
-                    OpKind::Mmad(m) | OpKind::MmadL1(m) => self.eval(&m.init) != 0,
-                    _ => false,
-                };
-                for r in kind.reads() {
-                    if initialises
-                        && matches!(kind, OpKind::Mmad(m) | OpKind::MmadL1(m) if std::ptr::eq(r, &m.c))
-                    {
-                        continue;
-                    }
-                    for b in p.root_buffers(r.base) {
-                        self.check(id, r, b, k);
-                    }
-                }
-                for w in kind.writes() {
-                    let roots = p.root_buffers(w.base);
-                    let single = roots.len() == 1;
-                    for b in roots {
-                        let slot = self.slot(id, w, b);
-                        if single && w.elements == Some(p.buffer(b).elements) {
-                            self.origin.insert((b, slot), k);
-                        } else {
-                            // a partial write keeps the older bytes: it extends their value
-                            self.check(id, w, b, k);
-                            self.origin.entry((b, slot)).or_insert(k);
-                        }
-                    }
-                }
-            }
-            _ => unreachable!(),
-        }
-    }
-
-    fn slot(&self, id: OpId, o: &Operand, b: BufferId) -> i64 {
-        let multi = self.p.buffer(b).multi as i64;
-        if multi <= 1 {
-            return 0;
-        }
-        match (&o.slot, self.p.op(id).loop_parent) {
-            (Some(e), _) => self.eval(e).rem_euclid(multi),
-            (None, Some(l)) => self.done[l.index()].rem_euclid(multi),
-            (None, None) => 0,
-        }
-    }
-
-    fn check(&mut self, id: OpId, o: &Operand, b: BufferId, k: usize) {
-        let slot = self.slot(id, o, b);
-        let Some(&from) = self.origin.get(&(b, slot)) else {
-            return; // no value yet (a select member never written at run time)
-        };
-        let e = self.l.entry_of[b.index()];
-        for &pos in &self.trace[from..=k] {
-            if !self.l.live_at(e, pos) {
-                self.failures.push(format!(
-                    "{}: {} slot {slot} read at step {k}, value from step {from}, not live at position {pos} (lifetime {:?})",
-                    self.p.op(id).path,
-                    self.p.buffer(b).name,
-                    self.l.entries[e].lifetime
-                ));
-                return;
-            }
-        }
-    }
-}
+use crate::oracle;
+use sim::Program;
 
 fn oracle_programs() -> Vec<(String, Program)> {
     let mut out: Vec<(String, Program)> = shipped_programs()
@@ -371,7 +198,7 @@ fn every_value_read_stays_live_from_its_write_dynamic_oracle() {
     for (name, p) in oracle_programs() {
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
             let l = liveness(&p, mode).unwrap();
-            let failures = Oracle::run(&p, &l);
+            let failures = oracle::check(&p, &l);
             assert!(
                 failures.is_empty(),
                 "{name} {mode:?}:\n{}",
@@ -508,7 +335,7 @@ fn random_programs_pass_the_oracle() {
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
             let l = liveness(&p, mode).unwrap();
-            let failures = Oracle::run(&p, &l);
+            let failures = oracle::check(&p, &l);
             assert!(
                 failures.is_empty(),
                 "seed {seed} {mode:?}:\n{}\n{text}",
@@ -546,7 +373,7 @@ fn conformance_programs_pass_the_oracle() {
         };
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
             let l = liveness(&p, mode).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let failures = Oracle::run(&p, &l);
+            let failures = oracle::check(&p, &l);
             assert!(
                 failures.is_empty(),
                 "{name} {mode:?}:\n{}",

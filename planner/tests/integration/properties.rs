@@ -6,11 +6,13 @@
 //!
 //! Properties: a plan is either accepted by the independent validator or the failure is a
 //! well-formed overflow (HIVM's text, required > available); planning is deterministic; a
-//! larger capacity never fails where a smaller one succeeded.
+//! larger capacity never fails where a smaller one succeeded; liveness passes the dynamic
+//! oracle (`oracle.rs`) in both modes; auto sync is race-free and deadlock-free.
 
-use crate::config;
+use crate::{config, oracle};
 use planner::{
-    plan_program, LivenessMode, PlacementMode, PlanError, PlanFailure, PlanOptions, Planned,
+    liveness, plan_program, LivenessMode, PlacementMode, PlanError, PlanFailure, PlanOptions,
+    Planned,
 };
 use proptest::prelude::*;
 use sim::{Program, Space};
@@ -576,6 +578,32 @@ proptest! {
     #[test]
     fn plans_are_valid_or_overflow_deterministic_and_monotone(k in knobs()) {
         plans_case(&k)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Liveness of the random programs, both modes, against the dynamic oracle: every value
+    /// read stays live from the write that produced it.
+    #[test]
+    fn liveness_of_random_programs_passes_the_oracle(
+        seed in any::<u64>(),
+        cube in any::<bool>(),
+        manual in any::<bool>(),
+    ) {
+        let (text, _) = Gen::new(seed, cube).program(manual);
+        let p = sim::load_program(&text, "prop.yaml", &config(), &[])
+            .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
+        for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
+            let l = liveness(&p, mode).unwrap_or_else(|e| panic!("{mode:?}: {e}\n{text}"));
+            let failures = oracle::check(&p, &l);
+            prop_assert!(failures.is_empty(), "{:?}:\n{}\n{}", mode, failures.join("\n"), text);
+        }
     }
 }
 
