@@ -115,6 +115,7 @@ body:
 
 // ----- the dynamic soundness oracle (oracle.rs) over more programs ---------------------------
 
+use crate::conformance::{expectations, suite_dir};
 use crate::oracle;
 use sim::Program;
 
@@ -345,42 +346,41 @@ fn random_programs_pass_the_oracle() {
     }
 }
 
-/// The HIVM conformance programs that load: liveness succeeds in both modes and passes the
-/// oracle (their expected offsets are checked by the conformance module, not here).
+/// The HIVM conformance programs: liveness succeeds in both modes and passes the oracle (their
+/// expected offsets are checked by the conformance module, not here). The suite is part of the
+/// repository, so a missing file fails the test, and so does a program that does not load
+/// when `expected.yaml` says it should (or loads when it should not).
 #[test]
 fn conformance_programs_pass_the_oracle() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
-    let Ok(cfg) = std::fs::read_to_string(dir.join("config.yaml")) else {
-        return; // the suite is not on disk
+    let dir = suite_dir();
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     };
-    let config = sim::load_config(&cfg, "conformance/config.yaml").unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "yaml")
-                && p.file_name()
-                    .is_some_and(|n| n != "config.yaml" && n != "expected.yaml")
-        })
-        .collect();
-    files.sort();
+    let config = sim::load_config(&read("config.yaml"), "conformance/config.yaml").unwrap();
     let mut checked = 0;
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let Ok(p) = sim::load_program(&text, &name, &config, &[]) else {
-            continue; // cases that must fail to load
+    for case in expectations() {
+        let Some(file) = &case.file else {
+            continue; // not expressible in the program format: no file
         };
+        let loaded = sim::load_program(&read(file), file, &config, &[]);
+        if case.load_error {
+            assert!(loaded.is_err(), "{}: loads, expected a load error", case.id);
+            continue;
+        }
+        let p = loaded.unwrap_or_else(|e| panic!("{}: {e}", case.id));
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
-            let l = liveness(&p, mode).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let l = liveness(&p, mode).unwrap_or_else(|e| panic!("{}: {e}", case.id));
             let failures = oracle::check(&p, &l);
             assert!(
                 failures.is_empty(),
-                "{name} {mode:?}:\n{}",
+                "{} {mode:?}:\n{}",
+                case.id,
                 failures.join("\n")
             );
         }
         checked += 1;
     }
-    assert!(checked > 0);
+    // every program the conformance module reproduces
+    assert_eq!(checked, 47);
 }
