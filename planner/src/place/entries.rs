@@ -261,7 +261,7 @@ pub(super) fn class_flags(e: &StorageEntry) -> [bool; 3] {
 }
 
 /// The class unions a level-2 slot with these flags may not share bytes with (agrees with
-/// [`pipe_conflict`]: scalar meets non-scalar; DMA meets everything; vector meets scalar and
+/// `pipe_conflict`: scalar meets non-scalar; DMA meets everything; vector meets scalar and
 /// DMA).
 pub(super) fn conflicting_classes(f: [bool; 3]) -> [bool; 3] {
     [f[1] || f[2], f.iter().any(|&x| x), f[0] || f[1]]

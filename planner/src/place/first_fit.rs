@@ -1,7 +1,7 @@
 //! First fit with reuse levels 2/1/0 and rollback: the address assignment of one scope that
 //! does not fit side by side, after HIVM PlanMemory (AscendNPU-IR).
 //!
-//! Slots are placed in planning order ([`super::entries::planning_order`]):
+//! Slots are placed in planning order ([`crate::place::planning_order`]):
 //! - pass C ([`Placer::single_level`] at level 2, unbounded): every slot at level 2; kept if it
 //!   ends inside the capacity;
 //! - pass D ([`Placer::multi_level`], bounded): each slot tries levels `max_level` .. 0 and

@@ -1,5 +1,5 @@
 //! The placer's data structures: byte unions that answer first fit in one descent, a
-//! segment tree for level 1's "last slot placed on these bytes", and the [`SlotIndex`] that
+//! segment tree for level 1's "last slot placed on these bytes", and the `SlotIndex` that
 //! keeps them (and a time index of the placed slots) in step with the placement.
 //!
 //! Every structure is undone in stack order, because HIVM PlanMemory's rollback (AscendNPU-IR)

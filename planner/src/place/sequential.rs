@@ -1,6 +1,6 @@
 //! Sequential placement: every entry gets its own bytes, as a running sum in first-write
 //! order, slot 0 of every entry first and the extra multi-buffer slots appended after them
-//! (HIVM PlanMemory's sequential mode orders them the same way). [`crate::place`] uses it for
+//! (HIVM PlanMemory's sequential mode orders them the same way). [`mod@crate::place`] uses it for
 //! every scope that fits; the first-write order is also the order storage entries are built in.
 //!
 //! It reads only the program and byte sizes, never storage entries, so entry building may use
