@@ -38,7 +38,9 @@
 //! iterations); a longer program is checked on that prefix of its execution. A run error (an
 //! expression that cannot be evaluated, a zero `for` step, a negative trip count) ends the
 //! checked prefix where the engine would stop. Programs run sequentially here: what the
-//! pipes may overlap is the sync pass's concern, not the plan's.
+//! pipes may overlap is the sync pass's concern, not the plan's. Likewise, whether an op may
+//! write its output over an input it reads in the same step (same offset, elementwise) is the
+//! inplace rules' concern: here that step is the input's last read, so it is allowed.
 
 use crate::plan::Plan;
 use sim::expr::Expr;
