@@ -19,4 +19,4 @@ pub use pipeline::{plan_program, PlanFailure, Planned};
 pub use place::{place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry};
 pub use plan::*;
 pub use sync::{synchronize, SyncStats, Synced};
-pub use validate::{validate, validate_with_touch, Violation};
+pub use validate::{validate, Violation};

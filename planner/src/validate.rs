@@ -150,18 +150,6 @@ pub fn validate(program: &Program, config: &Config, plan: &Plan) -> Result<(), V
     validate_steps(program, config, plan, STEP_LIMIT)
 }
 
-/// [`validate`], for callers written when the validator took the planner's lifetimes: the
-/// lifetimes and touch pairs are ignored, since the validator now derives what is live itself.
-pub fn validate_with_touch<L>(
-    program: &Program,
-    config: &Config,
-    plan: &Plan,
-    _lifetimes: &[L],
-    _allowed_touch: &[(BufferId, BufferId)],
-) -> Result<(), Vec<Violation>> {
-    validate(program, config, plan)
-}
-
 /// [`validate`] with the dynamic check bounded by `limit` steps.
 fn validate_steps(
     program: &Program,

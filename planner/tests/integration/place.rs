@@ -5,8 +5,8 @@
 use crate::buf;
 use crate::conformance::{expectations, suite_dir};
 use planner::{
-    liveness, place, plan, validate_with_touch, LivenessMode, PlacedBy, Plan, PlanError,
-    PlanOptions, ScopeMode,
+    liveness, place, plan, validate, LivenessMode, PlacedBy, Plan, PlanError, PlanOptions,
+    ScopeMode,
 };
 use sim::{BufferId, Program, Space};
 
@@ -38,9 +38,7 @@ fn run(
     let inplace = pairs(p, inplace);
     let touch = pairs(p, touch);
     let out = plan(p, config, &live, &inplace, &touch, opts)?;
-    let mut allowed = inplace.clone();
-    allowed.extend(touch.iter().copied());
-    if let Err(v) = validate_with_touch(p, config, &out, &live.buffer_lifetimes(), &allowed) {
+    if let Err(v) = validate(p, config, &out) {
         panic!("{}: invalid plan: {v:#?}\n{out:#?}", p.kernel);
     }
     Ok(out)
@@ -186,8 +184,7 @@ fn seed004(cap: u64, max_level: u8) -> Result<(Program, planner::Placement), Pla
         ..Default::default()
     };
     let out = place(&p, &config, &live, &[], &[], &opts)?;
-    validate_with_touch(&p, &config, &out.plan, &live.buffer_lifetimes(), &[])
-        .unwrap_or_else(|v| panic!("{v:#?}"));
+    validate(&p, &config, &out.plan).unwrap_or_else(|v| panic!("{v:#?}"));
     Ok((p, out))
 }
 
