@@ -38,7 +38,7 @@
 //! 6. Both modes: a `preload: true` buffer is live for its whole innermost enclosing loop.
 
 use sim::expr::Expr;
-use sim::program::{Block, OpKind, Operand, Program, Ref};
+use sim::program::{Block, ForLoop, OpKind, Operand, Program, Ref};
 use sim::{BufferId, OpId, Pipe};
 
 /// Which loop rule to apply (`--liveness`, docs/planner.md).
@@ -298,7 +298,7 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
         .collect();
     let mut loops = Vec::new();
     for (i, op) in program.ops.iter().enumerate() {
-        if let (OpKind::For { .. } | OpKind::While { .. }, OpPos::Loop { begin, end }) =
+        if let (OpKind::For(_) | OpKind::While { .. }, OpPos::Loop { begin, end }) =
             (&op.kind, op_pos[i])
         {
             loops.push((OpId::new(i), Interval::new(begin, end)));
@@ -514,7 +514,7 @@ fn loop_within(program: &Program, inner: OpId, outer: OpId) -> bool {
 
 fn trips_at_least_one(kind: &OpKind) -> bool {
     match kind {
-        OpKind::For { from, to, step, .. } => {
+        OpKind::For(ForLoop { from, to, step, .. }) => {
             matches!((from.as_const(), to.as_const(), step.as_const()), (Some(f), Some(t), Some(s)) if s > 0 && t > f)
         }
         OpKind::While { trips, .. } => trips.as_const().is_some_and(|t| t > 0),
@@ -531,7 +531,7 @@ impl Builder<'_> {
                 s.pos_op.len() - 1
             };
             match &self.program.op(id).kind {
-                OpKind::For { body, .. } | OpKind::While { body, .. } => {
+                OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => {
                     let begin = push(self);
                     self.number(body);
                     let end = push(self);
@@ -575,7 +575,7 @@ impl Builder<'_> {
                 }),
                 (
                     OpPos::Loop { begin, end },
-                    OpKind::For { body, .. } | OpKind::While { body, .. },
+                    OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. },
                 ) => {
                     let body_start = body.ops.first().map(|&b| self.start(b)).unwrap_or(end);
                     self.succ[begin].push(Edge {

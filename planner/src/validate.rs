@@ -44,7 +44,7 @@
 
 use crate::plan::Plan;
 use sim::expr::Expr;
-use sim::program::{Block, OpKind, Operand, Program};
+use sim::program::{Block, ForLoop, OpKind, Operand, Program};
 use sim::{BufferId, Config, OpId, Space, VarId};
 use std::collections::HashSet;
 use std::fmt;
@@ -556,29 +556,18 @@ impl<'a> Run<'a> {
     fn op(&mut self, id: OpId) {
         let program = self.program;
         match &program.op(id).kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                body,
-            } => {
-                let (Some(f), Some(t), Some(s)) = (self.eval(from), self.eval(to), self.eval(step))
+            OpKind::For(l) => {
+                let (Some(f), Some(t), Some(s)) =
+                    (self.eval(&l.from), self.eval(&l.to), self.eval(&l.step))
                 else {
                     return;
                 };
-                // the engine's trip count: ceil((to - from) / step), an error when negative
-                let (d, s128) = (t as i128 - f as i128, s as i128);
-                if s == 0 {
+                // the engine's trip count (a step of 0 stops the run there)
+                let Some(trips) = ForLoop::trips(f, t, s) else {
                     self.stopped = true;
                     return;
-                }
-                let mut trips = d / s128;
-                let r = d % s128;
-                if r != 0 && ((r > 0) == (s128 > 0)) {
-                    trips += 1;
-                }
-                self.iterate(id, *var, f as i128, s128, trips, body);
+                };
+                self.iterate(id, l.var, f as i128, s as i128, trips, &l.body);
             }
             OpKind::While { var, trips, body } => {
                 let Some(n) = self.eval(trips) else {

@@ -144,7 +144,7 @@ pub(crate) mod testutil {
     pub fn program_db() -> Program {
         let c = Expr::Const;
         let mut ops = vec![Op {
-            kind: OpKind::For {
+            kind: OpKind::For(ForLoop {
                 var: VarId::new(0),
                 from: c(0),
                 to: c(16),
@@ -154,7 +154,7 @@ pub(crate) mod testutil {
                     buffers: (0..3).map(BufferId::new).collect(),
                     views: vec![],
                 },
-            },
+            }),
             path: "body[0]".into(),
             pipe: Some(Pipe::S),
             loop_parent: None,

@@ -378,24 +378,18 @@ impl<'a> Printer<'a> {
             s.line(indent, &format!("- {}: {value}", kind.name()));
         };
         match kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                body,
-            } => {
-                let mut f = vec![("var", scalar(&self.var(*var)))];
-                if from.as_const() != Some(0) {
-                    f.push(("from", self.expr(from)));
+            OpKind::For(l) => {
+                let mut f = vec![("var", scalar(&self.var(l.var)))];
+                if l.from.as_const() != Some(0) {
+                    f.push(("from", self.expr(&l.from)));
                 }
-                f.push(("to", self.expr(to)));
-                if step.as_const() != Some(1) {
-                    f.push(("step", self.expr(step)));
+                f.push(("to", self.expr(&l.to)));
+                if l.step.as_const() != Some(1) {
+                    f.push(("step", self.expr(&l.step)));
                 }
                 item(self, flow(&f));
-                self.declarations(body, indent + 2);
-                self.ops_key("body", &body.ops, indent + 2);
+                self.declarations(&l.body, indent + 2);
+                self.ops_key("body", &l.body.ops, indent + 2);
             }
             OpKind::While { var, trips, body } => {
                 let mut f = vec![("trips", self.expr(trips))];
@@ -464,7 +458,7 @@ impl<'a> Printer<'a> {
             ]),
             OpKind::Barrier(BarrierTarget::All) => "all".into(),
             OpKind::Barrier(BarrierTarget::Pipe(p)) => p.yaml_name().into(),
-            OpKind::For { .. } | OpKind::If { .. } | OpKind::While { .. } => {
+            OpKind::For(_) | OpKind::If { .. } | OpKind::While { .. } => {
                 unreachable!("control ops are printed by op()")
             }
         }

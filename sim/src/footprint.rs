@@ -223,13 +223,9 @@ pub fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
     // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
     for op in &program.ops {
         match &op.kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                ..
-            } => ranges[var.index()] = crate::load::for_range(from, to, step, &ranges),
+            OpKind::For(l) => {
+                ranges[l.var.index()] = crate::load::for_range(&l.from, &l.to, &l.step, &ranges)
+            }
             OpKind::While { var, trips, .. } => {
                 ranges[var.index()] = trips
                     .range(&ranges)

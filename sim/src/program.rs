@@ -247,13 +247,7 @@ pub enum OpKind {
         id: Expr,
     },
     Barrier(BarrierTarget),
-    For {
-        var: VarId,
-        from: Expr,
-        to: Expr,
-        step: Expr,
-        body: Block,
-    },
+    For(ForLoop),
     If {
         cond: Expr,
         then: Block,
@@ -265,6 +259,36 @@ pub enum OpKind {
         trips: Expr,
         body: Block,
     },
+}
+
+/// `for: { var, from, to, step }` and its body: `var` takes from, from + step, ... while below
+/// `to`.
+#[derive(Clone, Debug)]
+pub struct ForLoop {
+    pub var: VarId,
+    pub from: Expr,
+    pub to: Expr,
+    pub step: Expr,
+    pub body: Block,
+}
+
+impl ForLoop {
+    /// How many times a loop from `from` to `to` by `step` runs: ceil((to - from) / step),
+    /// which is negative when `to` lies behind `from` in the direction of `step` (a run-time
+    /// error); `None` for a step of 0.
+    pub fn trips(from: i64, to: i64, step: i64) -> Option<i128> {
+        if step == 0 {
+            return None;
+        }
+        let (d, s) = (to as i128 - from as i128, step as i128);
+        let q = d / s;
+        let r = d % s;
+        Some(if r != 0 && ((r > 0) == (s > 0)) {
+            q + 1
+        } else {
+            q
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -335,7 +359,7 @@ impl Program {
     /// The blocks directly inside a control op (empty for other ops).
     pub fn blocks(&self, id: OpId) -> Vec<&Block> {
         match &self.op(id).kind {
-            OpKind::For { body, .. } | OpKind::While { body, .. } => vec![body],
+            OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => vec![body],
             OpKind::If { then, els, .. } => {
                 let mut v = vec![then];
                 v.extend(els.iter());
@@ -369,7 +393,7 @@ impl OpKind {
             OpKind::SetFlag { .. } => "set_flag",
             OpKind::WaitFlag { .. } => "wait_flag",
             OpKind::Barrier(_) => "barrier",
-            OpKind::For { .. } => "for",
+            OpKind::For(_) => "for",
             OpKind::If { .. } => "if",
             OpKind::While { .. } => "while",
         }
@@ -421,7 +445,7 @@ impl OpKind {
     pub fn is_control(&self) -> bool {
         matches!(
             self,
-            OpKind::For { .. } | OpKind::If { .. } | OpKind::While { .. }
+            OpKind::For(_) | OpKind::If { .. } | OpKind::While { .. }
         )
     }
 }

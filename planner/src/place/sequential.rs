@@ -7,7 +7,7 @@
 //! it without a cycle.
 
 use crate::plan::*;
-use sim::program::{Block, OpKind, Program};
+use sim::program::{Block, ForLoop, OpKind, Program};
 use sim::BufferId;
 
 /// The running sum: `entries` are (aligned slot bytes, slots) in placement order; slot
@@ -95,7 +95,7 @@ fn walk(program: &Program, block: &Block, f: &mut dyn FnMut(BufferId)) {
                 f(b);
             }
         }
-        if let OpKind::For { body, .. } | OpKind::While { body, .. } = kind {
+        if let OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } = kind {
             walk(program, body, f);
         }
         if let OpKind::If { then, els, .. } = kind {

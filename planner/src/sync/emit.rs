@@ -2,7 +2,7 @@
 //! that names an op remapped, buffers/views/tensors/vars unchanged.
 
 use sim::expr::{BinOp, Expr};
-use sim::program::{BarrierTarget, Block, Op, OpKind, Program, SyncMode};
+use sim::program::{BarrierTarget, Block, ForLoop, Op, OpKind, Program, SyncMode};
 use sim::{OpId, Pipe};
 
 use super::tree::Tree;
@@ -104,19 +104,10 @@ impl Emitter<'_> {
         });
         let inner = if self.tree.is_loop(old) { Some(id) } else { lp };
         let kind = match &src.kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                body,
-            } => OpKind::For {
-                var: *var,
-                from: from.clone(),
-                to: to.clone(),
-                step: step.clone(),
-                body: self.block(body, Some(id), inner),
-            },
+            OpKind::For(l) => OpKind::For(ForLoop {
+                body: self.block(&l.body, Some(id), inner),
+                ..l.clone()
+            }),
             OpKind::While { var, trips, body } => OpKind::While {
                 var: *var,
                 trips: trips.clone(),

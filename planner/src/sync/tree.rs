@@ -3,7 +3,7 @@
 //! its subtree is the index range `id ..= end[id]`.
 
 use sim::expr::{BinOp, Expr};
-use sim::program::{OpKind, Program};
+use sim::program::{ForLoop, OpKind, Program};
 use sim::OpId;
 
 /// A block: the kernel body (`None`) or block `branch` of a control op (0: a loop body or
@@ -122,7 +122,7 @@ impl<'p> Tree<'p> {
     pub fn is_loop(&self, op: OpId) -> bool {
         matches!(
             self.program.op(op).kind,
-            OpKind::For { .. } | OpKind::While { .. }
+            OpKind::For(_) | OpKind::While { .. }
         )
     }
 
@@ -138,7 +138,7 @@ impl<'p> Tree<'p> {
     /// Whether the loop's body runs at least once whenever the loop is reached.
     pub fn runs_once(&self, lp: OpId) -> bool {
         match &self.program.op(lp).kind {
-            OpKind::For { from, to, .. } => matches!(
+            OpKind::For(ForLoop { from, to, .. }) => matches!(
                 (from.as_const(), to.as_const()),
                 (Some(f), Some(t)) if t > f
             ),
@@ -154,13 +154,13 @@ impl<'p> Tree<'p> {
 /// between them.
 fn count_expr(program: &Program, lp: OpId, counts: &[Option<Expr>]) -> Option<Expr> {
     let op = program.op(lp);
-    let OpKind::For {
+    let OpKind::For(ForLoop {
         var,
         from,
         to,
         step,
         ..
-    } = &op.kind
+    }) = &op.kind
     else {
         return None;
     };

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use sim::program::{Block, OpKind};
+use sim::program::{Block, ForLoop, OpKind};
 use sim::{OpId, Pipe};
 
 use super::access::Part;
@@ -260,7 +260,7 @@ impl Walker<'_> {
     fn op(&self, op: OpId, mut st: State, run: &mut Run) -> State {
         let program = self.tree.program;
         match &program.op(op).kind {
-            OpKind::For { body, .. } | OpKind::While { body, .. } => {
+            OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => {
                 let entry = (!self.tree.runs_once(op)).then(|| st.clone());
                 st = self.block(body, st, run);
                 match entry {

@@ -61,22 +61,13 @@ impl Oracle<'_> {
         let p = self.p;
         let op = p.op(id);
         match (&op.kind, self.l.op_pos[id.index()]) {
-            (
-                OpKind::For {
-                    var,
-                    from,
-                    to,
-                    step,
-                    body,
-                },
-                OpPos::Loop { begin, end },
-            ) => {
+            (OpKind::For(l), OpPos::Loop { begin, end }) => {
                 self.trace.push(begin);
-                let (f, t, s) = (self.eval(from), self.eval(to), self.eval(step));
+                let (f, t, s) = (self.eval(&l.from), self.eval(&l.to), self.eval(&l.step));
                 let mut i = f;
                 while i < t {
-                    self.vars[var.index()] = i;
-                    self.block(body);
+                    self.vars[l.var.index()] = i;
+                    self.block(&l.body);
                     self.trace.push(end); // the latch
                     self.done[id.index()] += 1;
                     i += s;

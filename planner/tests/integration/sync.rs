@@ -3,7 +3,7 @@
 
 use super::{config, load};
 use planner::{plan_program, synchronize, PlanOptions, Synced};
-use sim::program::{BarrierTarget, Block, OpKind, Program};
+use sim::program::{BarrierTarget, Block, ForLoop, OpKind, Program};
 use sim::race::check;
 use sim::{Config, Hazard, RunResult};
 
@@ -36,7 +36,7 @@ pub fn listing(p: &Program) -> String {
                 }
                 OpKind::Barrier(BarrierTarget::All) => "barrier all".to_string(),
                 OpKind::Barrier(BarrierTarget::Pipe(q)) => format!("barrier {q}"),
-                OpKind::For { var, .. } => format!("for {}:", p.var_name(*var)),
+                OpKind::For(ForLoop { var, .. }) => format!("for {}:", p.var_name(*var)),
                 OpKind::While { .. } => "while:".to_string(),
                 OpKind::If { .. } => "if:".to_string(),
                 k => {

@@ -316,7 +316,7 @@ pub(super) fn compile<'p>(
     let mut loop_index = vec![NO_LOOP; program.ops.len()];
     let mut n = 0u32;
     for (i, op) in program.ops.iter().enumerate() {
-        if matches!(op.kind, OpKind::For { .. } | OpKind::While { .. }) {
+        if matches!(op.kind, OpKind::For(_) | OpKind::While { .. }) {
             loop_index[i] = n;
             n += 1;
         }
@@ -372,21 +372,15 @@ impl<'p> Compiler<'p, '_> {
         let program = self.program;
         let op = program.op(id);
         match &op.kind {
-            OpKind::For {
-                var,
-                from,
-                to,
-                step,
-                body,
-            } => self.emit_loop(
+            OpKind::For(l) => self.emit_loop(
                 id,
-                *var,
+                l.var,
                 Bounds::For {
-                    from: Val::new(from),
-                    to: Val::new(to),
-                    step: Val::new(step),
+                    from: Val::new(&l.from),
+                    to: Val::new(&l.to),
+                    step: Val::new(&l.step),
                 },
-                &body.ops,
+                &l.body.ops,
             ),
             OpKind::While { var, trips, body } => self.emit_loop(
                 id,

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;
-use crate::program::{OpKind, Program};
+use crate::program::{ForLoop, OpKind, Program};
 use crate::types::Pipe;
 
 const INF: u64 = u64::MAX;
@@ -714,19 +714,12 @@ impl<'p, 'c> Core<'p, 'c> {
                 let f = self.eval(op, from)?;
                 let t = self.eval(op, to)?;
                 let s = self.eval(op, step)?;
-                if s == 0 {
+                let Some(q) = ForLoop::trips(f, t, s) else {
                     return Err(Fail {
                         op,
                         message: "for step is 0".to_string(),
                     });
-                }
-                let d = t as i128 - f as i128;
-                let s128 = s as i128;
-                let mut q = d / s128;
-                let r = d % s128;
-                if r != 0 && ((r > 0) == (s128 > 0)) {
-                    q += 1;
-                }
+                };
                 if q < 0 {
                     return Err(Fail {
                         op,
@@ -979,7 +972,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let mut at = program.op(f.op).parent;
         while let Some(p) = at {
             let op = program.op(p);
-            if let OpKind::For { var, .. } | OpKind::While { var, .. } = op.kind {
+            if let OpKind::For(ForLoop { var, .. }) | OpKind::While { var, .. } = op.kind {
                 loops.push(var);
             }
             at = op.parent;

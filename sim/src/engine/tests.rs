@@ -252,7 +252,7 @@ impl B {
                 } => {
                     self.p.vars[var.index()].loop_op = id;
                     let ops = self.flatten(body, Some(id), Some(id), &format!("{path}.for.body"));
-                    OpKind::For {
+                    OpKind::For(ForLoop {
                         var,
                         from: Expr::Const(from),
                         to,
@@ -261,7 +261,7 @@ impl B {
                             ops,
                             ..Block::default()
                         },
-                    }
+                    })
                 }
                 T::If { cond, then, els } => {
                     let then = self.flatten(then, Some(id), lp, &format!("{path}.then"));

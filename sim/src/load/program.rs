@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::expr::Expr;
 use crate::ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
 use crate::program::{
-    Block, Buffer, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
+    Block, Buffer, ForLoop, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
 };
 use crate::types::{Pipe, Space};
 use crate::written::Written;
@@ -975,13 +975,14 @@ impl<'a> Loader<'a, '_> {
         let body = self.loop_block(entries, path, opath, inner);
         self.scopes.pop();
         if let (Some(var), Some(from), Some(to), Some(step)) = (var, from, to, step) {
-            self.ops[id.index()].kind = OpKind::For {
+            let l = ForLoop {
                 var,
                 from,
                 to,
                 step,
                 body,
             };
+            self.ops[id.index()].kind = OpKind::For(l);
         }
         Some(id)
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::expr::Expr;
-use crate::program::{Index, OpKind, Ref, SyncMode, ViewKind};
+use crate::program::{ForLoop, Index, OpKind, Ref, SyncMode, ViewKind};
 use crate::types::{Dtype, Pipe, Space};
 
 fn config() -> Config {
@@ -86,13 +86,13 @@ fn design_example_round_trip() {
     );
     assert_eq!(p.body.ops, vec![crate::OpId(0)]);
     match &p.ops[0].kind {
-        OpKind::For {
+        OpKind::For(ForLoop {
             var,
             from,
             to,
             step,
             body,
-        } => {
+        }) => {
             assert_eq!(p.vars[var.index()].name, "t");
             assert_eq!(
                 (from, to, step),

@@ -5,7 +5,7 @@
 use crate::expr::Expr;
 use crate::footprint::{Bases, Footprint, Memory};
 use crate::ids::{BufferId, VarId};
-use crate::program::{OpKind, Operand, Program};
+use crate::program::{ForLoop, OpKind, Operand, Program};
 use crate::types::Pipe;
 
 /// The element range an operand selects, relative to its root buffer or tensor.
@@ -87,7 +87,7 @@ pub(super) fn plans(program: &Program) -> Plans<'_> {
         let mut at = op.parent;
         while let Some(p) = at {
             let parent = program.op(p);
-            if let OpKind::For { var, .. } | OpKind::While { var, .. } = parent.kind {
+            if let OpKind::For(ForLoop { var, .. }) | OpKind::While { var, .. } = parent.kind {
                 loop_vars.push(var);
             }
             at = parent.parent;
