@@ -50,9 +50,8 @@ pub enum Command {
         input: Input,
         #[command(flatten)]
         plan: PlanArgs,
-        /// Skip the race checker (it runs by default and roughly doubles the run time).
-        #[arg(long)]
-        no_race_check: bool,
+        #[command(flatten)]
+        run: RunArgs,
         /// Output format.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
@@ -71,9 +70,8 @@ pub enum Command {
         levels: Levels,
         #[command(flatten)]
         plan: PlanCommon,
-        /// Skip the race checker (it runs by default and roughly doubles the run time).
-        #[arg(long)]
-        no_race_check: bool,
+        #[command(flatten)]
+        run: RunArgs,
         /// Output format: a table, or a JSON list of `run --format json` documents.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
@@ -121,6 +119,30 @@ pub struct Input {
     /// Override a program param: `--param n=4096`. May be repeated.
     #[arg(long = "param", value_name = "NAME=INT", value_parser = parse_param)]
     pub params: Vec<(String, i64)>,
+}
+
+/// How a program runs: the race checker and the limits.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Skip the race checker (it runs by default and roughly doubles the run time).
+    #[arg(long)]
+    pub no_race_check: bool,
+    /// Stop the run at this cycle (a finding, exit 1): nothing happens after it. At most 2^62.
+    #[arg(long, value_name = "N", default_value = "1e10", value_parser = parse_max_cycles)]
+    pub max_cycles: u64,
+    /// Stop the run after this many dynamic instructions (a finding, exit 1): instructions
+    /// sent to pipes or executed by the scalar unit, loop iterations and `if`s included.
+    #[arg(long, value_name = "N", default_value = "1e10", value_parser = parse_count)]
+    pub max_instructions: u64,
+}
+
+impl RunArgs {
+    pub fn limits(&self) -> sim::engine::Limits {
+        sim::engine::Limits {
+            max_cycles: self.max_cycles,
+            max_instructions: self.max_instructions,
+        }
+    }
 }
 
 /// How buffers are planned to addresses (docs/planner.md).
@@ -172,11 +194,12 @@ impl PlanCommon {
 impl PlanArgs {
     /// The pipeline's options: these plan options, the race checker on or off, and the plan
     /// validator (debug builds).
-    pub fn pipeline(&self, race_check: bool, validate: bool) -> pipeline::Options {
+    pub fn pipeline(&self, run: &RunArgs, validate: bool) -> pipeline::Options {
         pipeline::Options {
             plan: self.options(),
-            race_check,
+            race_check: !run.no_race_check,
             validate,
+            limits: run.limits(),
         }
     }
 
@@ -265,6 +288,33 @@ pub fn parse_levels(s: &str) -> Result<Levels, String> {
         levels.push(level);
     }
     Ok(Levels(levels))
+}
+
+/// Parses a count: a whole number (`100000`), optionally with an exponent (`1e10`).
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let bad = || format!("`{s}` is not a count; write a whole number such as 1000000 or 1e6");
+    let (mantissa, exp) = match t.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<u32>().map_err(|_| bad())?),
+        None => (t.as_str(), 0),
+    };
+    let m: u64 = mantissa.parse().map_err(|_| bad())?;
+    10u64
+        .checked_pow(exp)
+        .and_then(|p| m.checked_mul(p))
+        .ok_or_else(|| format!("`{s}` is too large (at most {})", u64::MAX))
+}
+
+/// Parses `--max-cycles`: a count of at most 2^62, so that cycle arithmetic never wraps.
+pub fn parse_max_cycles(s: &str) -> Result<u64, String> {
+    let n = parse_count(s)?;
+    let ceiling = sim::engine::Limits::MAX_CYCLES_CEILING;
+    if n > ceiling {
+        return Err(format!(
+            "`{s}` is above the largest cycle limit, 2^62 = {ceiling}"
+        ));
+    }
+    Ok(n)
 }
 
 /// Parses `NAME=INT`.
@@ -356,6 +406,22 @@ mod tests {
         assert!(parse_param("n=4k").is_err());
         assert!(parse_param("=4").is_err());
         assert!(parse_param("1n=4").is_err());
+    }
+
+    #[test]
+    fn counts_parse() {
+        assert_eq!(parse_count("1000"), Ok(1000));
+        assert_eq!(parse_count("1e10"), Ok(10_000_000_000));
+        assert_eq!(parse_count("2E3"), Ok(2000));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert!(parse_count("1e20").unwrap_err().contains("too large"));
+        assert!(parse_count("-1").is_err());
+        assert!(parse_count("1.5e3").is_err());
+        assert!(parse_count("").is_err());
+        assert_eq!(parse_max_cycles("4611686018427387904"), Ok(1 << 62));
+        assert!(parse_max_cycles("4611686018427387905")
+            .unwrap_err()
+            .contains("2^62"));
     }
 
     #[test]

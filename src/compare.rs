@@ -1,7 +1,7 @@
 //! `npusim compare`: plan, synchronise and run one program once per reuse level, and print the
 //! levels side by side (`reports::compare_text`) or as a list of run documents.
 
-use crate::cli::{Input, PlanCommon, RunFormat};
+use crate::cli::{Input, PlanCommon, RunArgs, RunFormat};
 use crate::{failed, load, output, pretty, report_problems, Exit, VALIDATE};
 use pipeline::LevelOutcome;
 use std::path::Path;
@@ -11,7 +11,7 @@ pub struct CompareArgs<'a> {
     /// The levels, in the order the rows are printed.
     pub levels: &'a [u8],
     pub plan: &'a PlanCommon,
-    pub race_check: bool,
+    pub run: &'a RunArgs,
     pub format: RunFormat,
     pub output: Option<&'a Path>,
 }
@@ -21,7 +21,7 @@ pub struct CompareArgs<'a> {
 /// input (the first level that hits it stops the comparison).
 pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
     let (config, program, src) = load(args.input)?;
-    let opts = args.plan.at_level(2).pipeline(args.race_check, VALIDATE);
+    let opts = args.plan.at_level(2).pipeline(args.run, VALIDATE);
     let levels = pipeline::compare(&program, &config, args.levels, &opts)
         .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     let views = reports::compare_levels(&levels);

@@ -13,7 +13,7 @@ mod output;
 mod pack;
 
 use clap::Parser;
-use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunFormat};
+use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunArgs, RunFormat};
 use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
 use sim::{Config, Diagnostic, Program, RunError};
@@ -54,22 +54,22 @@ fn main() -> ExitCode {
         Command::Run {
             input,
             plan,
-            no_race_check,
+            run: run_args,
             format,
             output,
-        } => run(&input, &plan, !no_race_check, format, output.as_deref()),
+        } => run(&input, &plan, &run_args, format, output.as_deref()),
         Command::Compare {
             input,
             levels,
             plan,
-            no_race_check,
+            run,
             format,
             output,
         } => compare::compare(&compare::CompareArgs {
             input: &input,
             levels: &levels.0,
             plan: &plan,
-            race_check: !no_race_check,
+            run: &run,
             format,
             output: output.as_deref(),
         }),
@@ -242,12 +242,12 @@ fn plan(
 fn run(
     input: &Input,
     args: &PlanArgs,
-    race_check: bool,
+    run_args: &RunArgs,
     format: RunFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    let opts = args.pipeline(race_check, VALIDATE);
+    let opts = args.pipeline(run_args, VALIDATE);
     let sim = pipeline::simulate(&program, &config, &opts)
         .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     output::emit(out, &format.render(&config, &(&sim).into()))?;
@@ -275,6 +275,10 @@ fn report_problems(sim: &Simulation, context: &str) -> usize {
     let mut n = hazards.len() + result.findings.len();
     for f in &result.findings {
         eprintln!("finding: {context}{}", reports::finding_text(program, f));
+    }
+    if let Some(stopped) = &result.stopped {
+        n += 1;
+        eprintln!("finding: {context}{stopped}");
     }
     if let Some(d) = &result.deadlock {
         n += 1;

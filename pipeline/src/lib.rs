@@ -14,7 +14,7 @@
 //! and sweeps all call these functions; nothing here touches files or the terminal.
 
 use planner::{LivenessError, PlanError, PlanFailure, PlanOptions, Planned, SyncStats, Violation};
-use sim::engine::Observer;
+use sim::engine::{Limits, Observer};
 use sim::program::SyncMode;
 use sim::race::RaceChecker;
 use sim::{BufferId, Config, CoreId, Hazard, OpId, Program, RunError, RunResult, Space};
@@ -28,6 +28,8 @@ pub struct Options {
     /// Check every plan with the planner's independent validator (debug builds of the command
     /// line, and tests).
     pub validate: bool,
+    /// Where a run stops (`--max-cycles`, `--max-instructions`).
+    pub limits: Limits,
 }
 
 impl Default for Options {
@@ -36,6 +38,7 @@ impl Default for Options {
             plan: PlanOptions::default(),
             race_check: true,
             validate: cfg!(debug_assertions),
+            limits: Limits::default(),
         }
     }
 }
@@ -154,12 +157,13 @@ pub fn simulate_observed<O: Observer>(
     let addresses = planned.plan.addresses();
     let (result, hazards) = if opts.race_check {
         let mut checker = RaceChecker::new(&program, config, &addresses);
-        let result = sim::run_placed(&program, config, &addresses, &mut (&mut checker, observer))
+        let mut both = (&mut checker, observer);
+        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut both)
             .map_err(Failure::Run)?;
         (result, Some(checker.into_hazards()))
     } else {
-        let result =
-            sim::run_placed(&program, config, &addresses, observer).map_err(Failure::Run)?;
+        let result = sim::run_placed(&program, config, &addresses, opts.limits, observer)
+            .map_err(Failure::Run)?;
         (result, None)
     };
     result.check_accounting().map_err(Failure::Accounting)?;

@@ -311,6 +311,7 @@ pub(crate) mod testutil {
             overlap_cycles: 450,
             findings: vec![],
             deadlock: None,
+            stopped: None,
         }
     }
 

@@ -85,9 +85,8 @@ fn var_names(program: &Program) -> Vec<String> {
 /// double-quoted otherwise.
 fn scalar(s: &str) -> String {
     let plain = is_name(s)
-        && matches!(
-            sim::yaml::parse(&format!("k: {s}")),
-            Ok(sim::yaml::Node::Map(m)) if matches!(&m[..], [(_, sim::yaml::Node::Str(x))] if x == s)
+        && sim::yaml::parse(&format!("k: {s}")).is_ok_and(
+            |n| matches!(n.get("k").map(|v| &v.value), Some(sim::yaml::Value::Str(x)) if x == s),
         );
     if plain {
         return s.to_string();

@@ -170,6 +170,11 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&deadlock_text(program, d));
     }
+    if let Some(stopped) = &result.stopped {
+        out.push_str(&format!(
+            "\nstopped: {stopped}; the figures above cover the cycles up to there\n"
+        ));
+    }
     out
 }
 
@@ -262,9 +267,19 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
         "findings": findings,
         "deadlock": deadlock,
+        "stopped": result.stopped.map_or(Value::Null, |s| stopped_json(&s)),
         "syncs_inserted": syncs_json(&auto_sync.copied().unwrap_or_default()),
         "plan": crate::plan_json(program, plan),
     })
+}
+
+/// A run that reached a limit: {`limit` (`max_cycles` or `max_instructions`), `value`, `cycle`}.
+fn stopped_json(s: &sim::engine::Stopped) -> Value {
+    let (limit, value) = match s.limit {
+        sim::engine::Limit::Cycles(n) => ("max_cycles", n),
+        sim::engine::Limit::Instructions(n) => ("max_instructions", n),
+    };
+    json!({ "limit": limit, "value": value, "cycle": s.cycle })
 }
 
 /// The first lines of a report: the kernel and where it ran.
@@ -633,6 +648,7 @@ mod tests {
                 "hazards",
                 "findings",
                 "deadlock",
+                "stopped",
                 "syncs_inserted",
                 "plan"
             ]

@@ -112,8 +112,14 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
     };
     let t0 = Instant::now();
     let mut checker = sim::race::RaceChecker::new(&program, config, &addresses);
-    let result = sim::run_placed(&program, config, &addresses, &mut checker)
-        .expect("the generated kernel runs");
+    let result = sim::run_placed(
+        &program,
+        config,
+        &addresses,
+        Default::default(),
+        &mut checker,
+    )
+    .expect("the generated kernel runs");
     let secs = t0.elapsed().as_secs_f64();
     let peak = checker.peak_records();
     (result, secs, checker.into_hazards().len(), peak)

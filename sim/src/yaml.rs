@@ -1,15 +1,30 @@
 //! The one place that knows the YAML library. Everything else sees [`Node`] trees, YAML paths
 //! (`body[0].for.body[2].vadd.out`) and locations, so the library can be swapped here alone.
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use std::fmt;
+use std::collections::HashSet;
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-/// A parsed YAML value. Mappings keep their key order.
+/// How deep mappings and lists may nest. Real configs and programs nest a few dozen levels;
+/// the bound keeps every recursive walk of the tree (and its drop) far from the stack's end.
+pub const MAX_DEPTH: usize = 128;
+
+/// A parsed YAML value and where it starts in the text (1-based line and column, in
+/// characters). Mappings keep their key order.
 #[derive(Clone, PartialEq, Debug)]
-pub enum Node {
+pub struct Node {
+    pub line: u32,
+    pub column: u32,
+    pub value: Value,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+pub enum Value {
     Null,
     Bool(bool),
     Int(i64),
+    /// An integer outside the 64-bit signed range, as written.
+    TooLarge(String),
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
@@ -19,22 +34,35 @@ pub enum Node {
 impl Node {
     /// A short description of the value's kind, for "expected X, found Y" messages.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Node::Null => "nothing",
-            Node::Bool(_) => "a boolean",
-            Node::Int(_) => "an integer",
-            Node::Float(_) => "a number",
-            Node::Str(_) => "a string",
-            Node::Seq(_) => "a list",
-            Node::Map(_) => "a mapping",
+        match &self.value {
+            Value::Null => "nothing",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) | Value::TooLarge(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
         }
     }
 
     pub fn get(&self, key: &str) -> Option<&Node> {
-        match self {
-            Node::Map(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+        match &self.value {
+            Value::Map(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
+    }
+
+    /// The node at `path` (steps of [`split_path`]) under this one.
+    pub fn find(&self, path: &[Seg]) -> Option<&Node> {
+        let mut at = self;
+        for seg in path {
+            at = match (seg, &at.value) {
+                (Seg::Key(k), Value::Map(m)) => &m.iter().find(|(key, _)| key == k)?.1,
+                (Seg::Index(i), Value::Seq(items)) => items.get(*i)?,
+                _ => return None,
+            };
+        }
+        Some(at)
     }
 }
 
@@ -46,84 +74,247 @@ pub struct SyntaxError {
     pub column: Option<u32>,
 }
 
-/// Parses one YAML document.
-pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| {
-        let loc = e.location();
-        // the library appends " at line L column C"; we report the location separately
-        let msg = e.to_string();
-        let message = match msg.find(" at line ") {
-            Some(i) => msg[..i].to_string(),
-            None => msg,
-        };
-        SyntaxError {
-            message,
-            line: loc.as_ref().map(|l| l.line() as u32),
-            column: loc.as_ref().map(|l| l.column() as u32),
-        }
-    })?;
-    convert(value, &mut String::new())
+fn error_at(message: impl Into<String>, m: Marker) -> SyntaxError {
+    SyntaxError {
+        message: message.into(),
+        line: Some(m.line() as u32),
+        column: Some(m.col() as u32 + 1),
+    }
 }
 
-fn convert(v: serde_yaml::Value, path: &mut String) -> Result<Node, SyntaxError> {
-    use serde_yaml::Value;
-    let err = |message: String| SyntaxError {
-        message,
-        line: None,
-        column: None,
-    };
-    Ok(match v {
-        Value::Null => Node::Null,
-        Value::Bool(b) => Node::Bool(b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Node::Int(i),
-            None => match n.as_u64() {
-                Some(u) => return Err(err(format!("{path}: integer {u} is too large"))),
-                None => Node::Float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-        },
-        Value::String(s) => Node::Str(s),
-        Value::Sequence(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                out.push(convert(item, path)?);
-                path.truncate(len);
-            }
-            Node::Seq(out)
-        }
-        Value::Mapping(m) => {
-            let mut out = Vec::with_capacity(m.len());
-            for (k, item) in m {
-                let key = match k {
-                    Value::String(s) => s,
-                    Value::Number(n) => n.to_string(),
-                    Value::Bool(b) => b.to_string(),
-                    other => {
-                        return Err(err(format!(
-                            "{path}: mapping keys must be names, found {other:?}"
-                        )))
-                    }
-                };
-                let len = path.len();
-                if !path.is_empty() {
-                    path.push('.');
+/// A 1-based (line, column).
+type Pos = (u32, u32);
+
+fn pos(m: Marker) -> Pos {
+    (m.line() as u32, m.col() as u32 + 1)
+}
+
+/// A mapping or list being built, with where it started.
+enum Frame {
+    Seq(Pos, Vec<Node>),
+    Map {
+        /// A block mapping's event comes at its first `:`; its first key moves it back.
+        at: Pos,
+        entries: Vec<(String, Node)>,
+        /// The key read, waiting for its value.
+        key: Option<String>,
+        /// Keys seen so far (built once the mapping is long enough to make scanning slow).
+        seen: Option<HashSet<String>>,
+    },
+}
+
+/// Parses one YAML document into a tree with the position of every node. Aliases, tags and
+/// more than one document are refused, so a small text cannot expand into a huge tree.
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut root: Option<Node> = None;
+    let mut documents = 0;
+    loop {
+        let (event, mark) = parser
+            .next_token()
+            .map_err(|e| error_at(e.info().to_string(), *e.marker()))?;
+        let node = match event {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(error_at(
+                        "a second YAML document (`---`): one file holds one document",
+                        mark,
+                    ));
                 }
-                path.push_str(&key);
-                let node = convert(item, path)?;
-                path.truncate(len);
-                out.push((key, node));
+                continue;
             }
-            Node::Map(out)
+            Event::Nothing | Event::StreamStart | Event::DocumentEnd => continue,
+            Event::Alias(_) => {
+                return Err(error_at(
+                    "YAML aliases (*name) are not supported: write the value out",
+                    mark,
+                ))
+            }
+            Event::Scalar(_, _, _, Some(tag)) => {
+                return Err(error_at(
+                    format!("YAML tags ({}{}) are not supported", tag.handle, tag.suffix),
+                    mark,
+                ))
+            }
+            Event::SequenceStart(_, Some(tag)) | Event::MappingStart(_, Some(tag)) => {
+                return Err(error_at(
+                    format!("YAML tags ({}{}) are not supported", tag.handle, tag.suffix),
+                    mark,
+                ))
+            }
+            Event::Scalar(v, style, _, None) => Node {
+                line: mark.line() as u32,
+                column: mark.col() as u32 + 1,
+                value: scalar(v, style),
+            },
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(error_at(
+                        format!("mappings and lists nest deeper than {MAX_DEPTH} levels here"),
+                        mark,
+                    ));
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Frame::Seq(pos(mark), Vec::new())
+                } else {
+                    Frame::Map {
+                        at: pos(mark),
+                        entries: Vec::new(),
+                        key: None,
+                        seen: None,
+                    }
+                });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (at, value) = match stack.pop() {
+                    Some(Frame::Seq(at, items)) => (at, Value::Seq(items)),
+                    Some(Frame::Map { at, entries, .. }) => (at, Value::Map(entries)),
+                    None => return Err(error_at("unbalanced end of a mapping or list", mark)),
+                };
+                Node {
+                    line: at.0,
+                    column: at.1,
+                    value,
+                }
+            }
+        };
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq(_, items)) => items.push(node),
+            Some(Frame::Map {
+                at,
+                entries,
+                key,
+                seen,
+            }) => match key.take() {
+                Some(k) => entries.push((k, node)),
+                None => {
+                    if entries.is_empty() {
+                        *at = (*at).min((node.line, node.column));
+                    }
+                    let k = match node.value {
+                        Value::Str(s) | Value::TooLarge(s) => s,
+                        Value::Int(i) => i.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Float(f) => f.to_string(),
+                        Value::Null => "null".to_string(),
+                        Value::Seq(_) | Value::Map(_) => {
+                            return Err(error_at(
+                                "mapping keys must be names, found a list or a mapping",
+                                mark,
+                            ))
+                        }
+                    };
+                    // a long mapping (buffers: of a big program) gets a set, short ones a scan
+                    let duplicate = match seen {
+                        Some(set) => !set.insert(k.clone()),
+                        None => {
+                            let dup = entries.iter().any(|(e, _)| *e == k);
+                            if entries.len() >= 16 {
+                                *seen = Some(entries.iter().map(|(e, _)| e.clone()).collect());
+                                seen.as_mut().expect("just made").insert(k.clone());
+                            }
+                            dup
+                        }
+                    };
+                    if duplicate {
+                        return Err(error_at(format!("duplicate entry with key \"{k}\""), mark));
+                    }
+                    *key = Some(k);
+                }
+            },
         }
-        Value::Tagged(t) => {
-            return Err(err(format!(
-                "{path}: YAML tags ({}) are not supported",
-                t.tag
-            )))
+    }
+    Ok(root.unwrap_or(Node {
+        line: 1,
+        column: 1,
+        value: Value::Null,
+    }))
+}
+
+/// What a scalar means, with YAML 1.2's core schema as serde_yaml applied it: quoted scalars
+/// are strings; plain ones are null, booleans, integers (decimal, `0x`, `0o`, `0b`; a leading
+/// zero makes a string), floats, else strings.
+fn scalar(v: String, style: TScalarStyle) -> Value {
+    if style != TScalarStyle::Plain {
+        return Value::Str(v);
+    }
+    match v.as_str() {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    match integer(&v) {
+        Some(Some(i)) => return Value::Int(i),
+        Some(None) => return Value::TooLarge(v),
+        None => {}
+    }
+    if !leading_zero_digits(&v) {
+        if let Some(f) = float(&v) {
+            return Value::Float(f);
         }
-    })
+    }
+    Value::Str(v)
+}
+
+/// `Some(Some(i))` for an integer in range, `Some(None)` for one written in integer syntax
+/// beyond 64 bits, `None` for anything else.
+fn integer(v: &str) -> Option<Option<i64>> {
+    let (negative, body) = match v.as_bytes().first()? {
+        b'-' => (true, &v[1..]),
+        b'+' => (false, &v[1..]),
+        _ => (false, v),
+    };
+    let (radix, digits) = if let Some(d) = body.strip_prefix("0x") {
+        (16, d)
+    } else if let Some(d) = body.strip_prefix("0o") {
+        (8, d)
+    } else if let Some(d) = body.strip_prefix("0b") {
+        (2, d)
+    } else {
+        if leading_zero_digits(body) {
+            return None;
+        }
+        (10, body)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = match u128::from_str_radix(digits, radix) {
+        Ok(m) => m,
+        Err(_) => return Some(None),
+    };
+    let value = if negative {
+        0i128.checked_sub_unsigned(magnitude)
+    } else {
+        i128::try_from(magnitude).ok()
+    };
+    Some(value.and_then(|x| i64::try_from(x).ok()))
+}
+
+/// `0123`-style digits: a string in YAML 1.2.
+fn leading_zero_digits(v: &str) -> bool {
+    let v = v.strip_prefix(['-', '+']).unwrap_or(v);
+    v.len() > 1 && v.starts_with('0') && v[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+fn float(v: &str) -> Option<f64> {
+    let unsigned = match v.strip_prefix('+') {
+        Some(u) if u.starts_with(['+', '-']) => return None,
+        Some(u) => u,
+        None => v,
+    };
+    match (unsigned, v) {
+        (".inf" | ".Inf" | ".INF", _) => Some(f64::INFINITY),
+        (_, "-.inf" | "-.Inf" | "-.INF") => Some(f64::NEG_INFINITY),
+        (_, ".nan" | ".NaN" | ".NAN") => Some(f64::NAN),
+        _ => unsigned.parse::<f64>().ok().filter(|f| f.is_finite()),
+    }
 }
 
 /// One step of a YAML path.
@@ -156,122 +347,18 @@ pub fn split_path(path: &str) -> Vec<Seg> {
     segs
 }
 
-/// The 1-based line and column of the node at `path` in `text`, if it exists. For a mapping
-/// entry this is where its value starts.
+/// The 1-based line and column of the node at `path` in `text`, if it exists (for a mapping
+/// entry, where its value starts). Parses the text; to locate many paths, parse once and use
+/// [`Node::find`].
 pub fn locate(text: &str, path: &str) -> Option<(u32, u32)> {
-    let segs = split_path(path);
-    let d = serde_yaml::Deserializer::from_str(text);
-    match Walk(&segs).deserialize(d) {
-        Err(e) if e.to_string().contains(FOUND) => {
-            e.location().map(|l| (l.line() as u32, l.column() as u32))
-        }
-        _ => None,
-    }
-}
-
-/// Fills in the line and column of every diagnostic that has a path and no location.
-pub fn locate_all(text: &str, diags: &mut [crate::diag::Diagnostic]) {
-    for d in diags.iter_mut().filter(|d| d.line.is_none()) {
-        let mut path = d.path.as_str();
-        // a path that names a missing key is located at its parent
-        loop {
-            if let Some((l, c)) = locate(text, path) {
-                d.line = Some(l);
-                d.column = Some(c);
-                break;
-            }
-            match path.rfind(['.', '[']) {
-                Some(i) => path = &path[..i],
-                None => break,
-            }
-        }
-    }
+    let root = parse(text).ok()?;
+    let n = root.find(&split_path(path))?;
+    Some((n.line, n.column))
 }
 
 /// Serialises a value as a YAML document.
 pub fn to_string<T: serde::Serialize>(value: &T) -> String {
     serde_yaml::to_string(value).expect("plain data always serialises")
-}
-
-// Locating works by walking the document with a deserializer and failing on purpose at the
-// target node: the library attaches the node's position to the error.
-const FOUND: &str = "__npusim_node_found__";
-
-struct Walk<'a>(&'a [Seg]);
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.scalar()
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.0.split_first() else {
-            return Err(de::Error::custom(FOUND));
-        };
-        while let Some(k) = m.next_key::<serde_yaml::Value>()? {
-            let key = match &k {
-                serde_yaml::Value::String(s) => s.clone(),
-                serde_yaml::Value::Number(n) => n.to_string(),
-                serde_yaml::Value::Bool(b) => b.to_string(),
-                _ => String::new(),
-            };
-            if matches!(first, Seg::Key(s) if *s == key) {
-                return m.next_value_seed(Walk(rest));
-            }
-            m.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.0.split_first() else {
-            return Err(de::Error::custom(FOUND));
-        };
-        let mut i = 0;
-        loop {
-            if matches!(first, Seg::Index(n) if *n == i) {
-                return s.next_element_seed(Walk(rest)).map(|_| ());
-            }
-            if s.next_element::<IgnoredAny>()?.is_none() {
-                return Ok(());
-            }
-            i += 1;
-        }
-    }
-}
-
-impl Walk<'_> {
-    fn scalar<E: de::Error>(self) -> Result<(), E> {
-        if self.0.is_empty() {
-            Err(E::custom(FOUND))
-        } else {
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]
@@ -283,15 +370,31 @@ mod tests {
     #[test]
     fn parses_in_key_order() {
         let n = parse("b: 1\na: [x, 2]\n").unwrap();
+        let at = |line, column, value| Node {
+            line,
+            column,
+            value,
+        };
         assert_eq!(
             n,
-            Node::Map(vec![
-                ("b".into(), Node::Int(1)),
-                (
-                    "a".into(),
-                    Node::Seq(vec![Node::Str("x".into()), Node::Int(2)])
-                )
-            ])
+            at(
+                1,
+                1,
+                Value::Map(vec![
+                    ("b".into(), at(1, 4, Value::Int(1))),
+                    (
+                        "a".into(),
+                        at(
+                            2,
+                            4,
+                            Value::Seq(vec![
+                                at(2, 5, Value::Str("x".into())),
+                                at(2, 8, Value::Int(2))
+                            ])
+                        )
+                    )
+                ])
+            )
         );
     }
 
@@ -311,6 +414,63 @@ mod tests {
         assert!(e.line.is_some(), "{e:?}");
         let dup = parse("a: 1\na: 2\n").unwrap_err();
         assert!(dup.message.contains("duplicate"), "{dup:?}");
+    }
+
+    #[test]
+    fn scalars_follow_the_core_schema() {
+        let v = |text: &str| {
+            parse(&format!("k: {text}"))
+                .unwrap()
+                .get("k")
+                .unwrap()
+                .value
+                .clone()
+        };
+        assert_eq!(v("42"), Value::Int(42));
+        assert_eq!(v("-0x10"), Value::Int(-16));
+        assert_eq!(v("0o17"), Value::Int(15));
+        assert_eq!(v("0b101"), Value::Int(5));
+        assert_eq!(v("0123"), Value::Str("0123".into()));
+        assert_eq!(v("\"42\""), Value::Str("42".into()));
+        assert_eq!(v("1.5e3"), Value::Float(1500.0));
+        assert_eq!(v("true"), Value::Bool(true));
+        assert_eq!(v("~"), Value::Null);
+        assert_eq!(v(""), Value::Null);
+        assert_eq!(v("inf"), Value::Str("inf".into()));
+        assert_eq!(v("t % 2"), Value::Str("t % 2".into()));
+        assert_eq!(v("9223372036854775807"), Value::Int(i64::MAX));
+        assert_eq!(v("-9223372036854775808"), Value::Int(i64::MIN));
+        assert_eq!(
+            v("9223372036854775808"),
+            Value::TooLarge("9223372036854775808".into())
+        );
+        assert_eq!(
+            v("99999999999999999999999999999999999999999"),
+            Value::TooLarge("99999999999999999999999999999999999999999".into())
+        );
+    }
+
+    #[test]
+    fn hostile_documents_are_refused_with_a_place() {
+        let e = parse("a: &x [1, 2]\nb: *x\n").unwrap_err();
+        assert!(e.message.contains("aliases"), "{e:?}");
+        assert_eq!((e.line, e.column), (Some(2), Some(4)));
+        let e = parse("a: !!binary aGk=\n").unwrap_err();
+        assert!(e.message.contains("tags"), "{e:?}");
+        let e = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(e.message.contains("second YAML document"), "{e:?}");
+        let deep = format!("a: {}1{}\n", "[".repeat(200), "]".repeat(200));
+        let e = parse(&deep).unwrap_err();
+        assert!(e.message.contains("deeper than 128"), "{e:?}");
+        assert_eq!(e.line, Some(1));
+        let many: String = (0..40).map(|i| format!("k{i}: 1\n")).collect();
+        let e = parse(&format!("{many}k7: 2\n")).unwrap_err();
+        assert!(
+            e.message.contains("duplicate entry with key \"k7\""),
+            "{e:?}"
+        );
+        assert_eq!(e.line, Some(41));
+        assert_eq!(parse("").unwrap().value, Value::Null);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! same [`expectations`].
 #![allow(dead_code)]
 
-use sim::yaml::{self, Node};
+use sim::yaml::{self, Node, Value};
 use std::path::{Path, PathBuf};
 
 /// How faithfully a case is translated (README.md, column "status").
@@ -78,37 +78,38 @@ fn read(path: &Path) -> String {
 }
 
 fn text(case: &str, node: &Node, key: &str) -> Option<String> {
-    match node.get(key)? {
-        Node::Null => None,
-        Node::Str(s) => Some(s.clone()),
-        other => panic!("{case}.{key}: expected a string, found {}", other.kind()),
+    let other = node.get(key)?;
+    match &other.value {
+        Value::Null => None,
+        Value::Str(s) => Some(s.clone()),
+        _ => panic!("{case}.{key}: expected a string, found {}", other.kind()),
     }
 }
 
 fn flag(case: &str, node: &Node, key: &str) -> bool {
-    match node.get(key) {
+    match node.get(key).map(|n| (n, &n.value)) {
         None => false,
-        Some(Node::Bool(b)) => *b,
-        Some(other) => panic!("{case}.{key}: expected a boolean, found {}", other.kind()),
+        Some((_, Value::Bool(b))) => *b,
+        Some((other, _)) => panic!("{case}.{key}: expected a boolean, found {}", other.kind()),
     }
 }
 
 fn strings(case: &str, node: Option<&Node>, key: &str) -> Vec<String> {
-    match node {
+    match node.map(|n| (n, &n.value)) {
         None => vec![],
-        Some(Node::Seq(items)) => items
+        Some((_, Value::Seq(items))) => items
             .iter()
-            .map(|n| match n {
-                Node::Str(s) => s.clone(),
-                other => panic!("{case}.{key}: expected strings, found {}", other.kind()),
+            .map(|n| match &n.value {
+                Value::Str(s) => s.clone(),
+                _ => panic!("{case}.{key}: expected strings, found {}", n.kind()),
             })
             .collect(),
-        Some(other) => panic!("{case}.{key}: expected a list, found {}", other.kind()),
+        Some((other, _)) => panic!("{case}.{key}: expected a list, found {}", other.kind()),
     }
 }
 
 fn offset_map(case: &str, node: &Node, key: &str) -> Vec<(String, Vec<u64>)> {
-    let Node::Map(entries) = node else {
+    let Value::Map(entries) = &node.value else {
         panic!(
             "{case}.{key}: expected a map of buffer -> [offsets], found {}",
             node.kind()
@@ -117,13 +118,13 @@ fn offset_map(case: &str, node: &Node, key: &str) -> Vec<(String, Vec<u64>)> {
     entries
         .iter()
         .map(|(buf, v)| {
-            let Node::Seq(items) = v else {
+            let Value::Seq(items) = &v.value else {
                 panic!("{case}.{key}.{buf}: expected a list of offsets");
             };
             let offs = items
                 .iter()
-                .map(|o| match o {
-                    Node::Int(i) if *i >= 0 => *i as u64,
+                .map(|o| match &o.value {
+                    Value::Int(i) if *i >= 0 => *i as u64,
                     other => panic!("{case}.{key}.{buf}: bad offset {other:?}"),
                 })
                 .collect();
@@ -137,7 +138,7 @@ pub fn expectations() -> Vec<Case> {
     let path = suite_dir().join("expected.yaml");
     let root =
         yaml::parse(&read(&path)).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
-    let Node::Map(entries) = root else {
+    let Value::Map(entries) = root.value else {
         panic!("expected.yaml: expected a map of case id -> case");
     };
     entries
@@ -149,17 +150,17 @@ pub fn expectations() -> Vec<Case> {
                 Some("none") => Status::NotExpressible,
                 other => panic!("{id}.status: unknown {other:?}"),
             };
-            let tie = match n.get("tie") {
+            let tie = match n.get("tie").map(|t| &t.value) {
                 None => vec![],
-                Some(Node::Seq(alts)) => alts
+                Some(Value::Seq(alts)) => alts
                     .iter()
-                    .map(|a| match a {
-                        Node::Map(_) => Tie::Offsets(offset_map(id, a, "tie")),
-                        Node::Seq(_) => Tie::Relations(strings(id, Some(a), "tie")),
-                        other => panic!("{id}.tie: bad alternative {}", other.kind()),
+                    .map(|a| match &a.value {
+                        Value::Map(_) => Tie::Offsets(offset_map(id, a, "tie")),
+                        Value::Seq(_) => Tie::Relations(strings(id, Some(a), "tie")),
+                        _ => panic!("{id}.tie: bad alternative {}", a.kind()),
                     })
                     .collect(),
-                Some(other) => panic!("{id}.tie: expected a list, found {}", other.kind()),
+                Some(_) => panic!("{id}.tie: expected a list"),
             };
             Case {
                 id: id.clone(),

@@ -3,7 +3,10 @@
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
 use super::compile::{mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP};
-use super::result::{Deadlock, PipeStats, RunError, RunResult, Stall, SyncFinding, WaitOn, Waiter};
+use super::result::{
+    Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
+    Waiter,
+};
 use super::{Issue, Observer};
 use crate::config::Config;
 use crate::expr::{EvalError, Expr};
@@ -105,8 +108,8 @@ struct Flag {
 
 #[derive(Clone, Copy, Default)]
 struct LoopRt {
-    trips: i64,
-    i: i64,
+    trips: u64,
+    i: u64,
     from: i64,
     step: i64,
     /// Iterations completed over the whole run (multi-buffer slot counter).
@@ -156,6 +159,12 @@ struct Cx<'o, O: Observer> {
     seq: u64,
     /// The cycle of the last event processed; nothing can happen before it any more.
     now: u64,
+    limits: Limits,
+    /// Dynamic instructions so far (sent or executed by S, loop iterations and `if`
+    /// evaluations included), against `limits.max_instructions`.
+    executed: u64,
+    /// Set when the run reached a limit: nothing happens after it.
+    stopped: Option<Stopped>,
 }
 
 impl<O: Observer> Cx<'_, O> {
@@ -164,6 +173,38 @@ impl<O: Observer> Cx<'_, O> {
         let s = self.seq;
         self.seq += 1;
         s
+    }
+
+    /// Counts one dynamic instruction, about to begin at `cycle`; false (and the run stops)
+    /// past the limit.
+    #[inline(always)]
+    fn count(&mut self, cycle: u64) -> bool {
+        self.executed += 1;
+        if self.executed > self.limits.max_instructions {
+            self.stop(Limit::Instructions(self.limits.max_instructions), cycle);
+            return false;
+        }
+        true
+    }
+
+    /// Whether a step beginning at cycle `at` and ending at `end` (`None`: past 2^64) stays
+    /// within the cycle limit; false (and the run stops) when it does not.
+    #[inline(always)]
+    fn in_time(&mut self, at: u64, end: Option<u64>) -> bool {
+        match end {
+            Some(t) if t <= self.limits.max_cycles => true,
+            _ => {
+                self.stop(Limit::Cycles(self.limits.max_cycles), at);
+                false
+            }
+        }
+    }
+
+    #[cold]
+    fn stop(&mut self, limit: Limit, cycle: u64) {
+        if self.stopped.is_none() {
+            self.stopped = Some(Stopped { limit, cycle });
+        }
     }
 }
 
@@ -217,6 +258,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         program: &'p Program,
         config: &Config,
         c: &'c Compiled<'p>,
+        limits: Limits,
         obs: &'o mut O,
     ) -> Self {
         Machine {
@@ -225,6 +267,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 obs,
                 seq: 0,
                 now: 0,
+                limits,
+                executed: 0,
+                stopped: None,
             },
         }
     }
@@ -238,7 +283,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 core.refresh();
             }
             if matches!(core.pending, Pending::None) {
-                if core.s_time < core.pmin {
+                if core.s_time < core.pmin && cx.stopped.is_none() {
                     if let Err(f) = core.arrive(&mut cx) {
                         return Err(core.error(f));
                     }
@@ -246,17 +291,17 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
             } else {
                 let sc = core.s_cand(cx.now);
-                if sc < core.pmin {
+                if sc < core.pmin && cx.stopped.is_none() {
                     core.fire(sc, &mut cx);
                     continue;
                 }
             }
-            if core.pmin == INF {
+            if core.pmin == INF || cx.stopped.is_some() {
                 break;
             }
             core.start(core.pmin_pipe, core.pmin, &mut cx);
         }
-        Ok(core.finish())
+        Ok(core.finish(cx.stopped))
     }
 }
 
@@ -377,6 +422,13 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn start<O: Observer>(&mut self, p: usize, t: u64, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
+        let head = self.pipes[p].ring.front();
+        let complete = t
+            .checked_add(head.startup)
+            .and_then(|c| c.checked_add(head.work));
+        if !cx.in_time(t, complete) {
+            return;
+        }
         cx.now = t;
         self.sweep_overlap(t);
         let events = self.events as u64;
@@ -405,7 +457,7 @@ impl<'p, 'c> Core<'p, 'c> {
         ps.free = t + e.work;
         ps.busy += e.work;
         ps.instructions += 1;
-        let complete = t + e.startup + e.work;
+        let complete = t + e.startup + e.work; // checked against the limit above
         ps.max_complete = ps.max_complete.max(complete);
         self.dirty |= 1 << p;
         match e.kind {
@@ -534,6 +586,9 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn fire<O: Observer>(&mut self, t: u64, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
+        if !cx.in_time(t, t.checked_add(self.issue)) {
+            return;
+        }
         cx.now = t;
         let stall = t - self.s_time;
         let pending = std::mem::replace(&mut self.pending, Pending::None);
@@ -625,16 +680,18 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pc += 1;
             }
             SOp::LoopHead { lp, exit } => {
-                let l = &self.loops[lp as usize];
+                let l = self.loops[lp as usize];
                 if l.i >= l.trips {
                     self.pc = exit as usize;
                 } else {
-                    let v = l.from + l.i * l.step;
+                    if !self.s_advance(self.loop_cycles, cx) {
+                        return Ok(());
+                    }
+                    // from + i × step lies between from and to (i < trips), so it fits in i64;
+                    // the product alone may not
+                    let v = (l.from as i128 + l.i as i128 * l.step as i128) as i64;
                     let var = self.c.loops[lp as usize].var;
                     self.vars[var.index()] = v;
-                    self.s_time += self.loop_cycles;
-                    self.s_busy += self.loop_cycles;
-                    self.s_instr += 1;
                     self.pc += 1;
                 }
             }
@@ -646,9 +703,9 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             SOp::If { op, cond, els } => {
                 let v = self.eval(op, cond)?;
-                self.s_time += self.branch_cycles;
-                self.s_busy += self.branch_cycles;
-                self.s_instr += 1;
+                if !self.s_advance(self.branch_cycles, cx) {
+                    return Ok(());
+                }
                 self.pc = if v != 0 { self.pc + 1 } else { els as usize };
             }
             SOp::Jump { to } => self.pc = to as usize,
@@ -660,19 +717,20 @@ impl<'p, 'c> Core<'p, 'c> {
                         message: format!("scalar cycles {n} is negative"),
                     });
                 }
-                let n = n as u64;
-                self.observe_s(cx, op, self.s_time, self.s_time + n, 0, None);
-                self.s_time += n;
-                self.s_busy += n;
-                self.s_instr += 1;
+                let (n, at) = (n as u64, self.s_time);
+                if !self.s_advance(n, cx) {
+                    return Ok(());
+                }
+                self.observe_s(cx, op, at, at + n, 0, None);
                 self.pc += 1;
             }
             SOp::SMem { op, lo, hi } => {
                 let n = self.prepare_operands(op, lo, hi)?;
-                self.observe_s(cx, op, self.s_time, self.s_time + self.issue, n, None);
-                self.s_time += self.issue;
-                self.s_busy += self.issue;
-                self.s_instr += 1;
+                let at = self.s_time;
+                if !self.s_advance(self.issue, cx) {
+                    return Ok(());
+                }
+                self.observe_s(cx, op, at, at + self.issue, n, None);
                 self.pc += 1;
             }
             SOp::Check { op, lo, hi } => {
@@ -680,20 +738,32 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pc += 1;
             }
             SOp::SetFlag { op, dst, id } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
                 let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
                 self.pending = Pending::SetFlag { op, flag, id };
                 self.pc += 1;
             }
             SOp::WaitFlag { op, src, id } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
                 let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
                 self.pending = Pending::WaitFlag { op, flag, id };
                 self.pc += 1;
             }
             SOp::BarrierAll { op } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
                 self.pending = Pending::BarrierAll { op };
                 self.pc += 1;
             }
             SOp::Send { spec } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
                 self.prepare_send(spec as usize)?;
                 self.pc += 1;
             }
@@ -705,7 +775,20 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(())
     }
 
-    #[inline]
+    /// S executes one of its own instructions that keeps it busy `n` cycles (a loop
+    /// iteration, an `if`, `scalar`, `sload`/`sstore`); false when that reaches a limit (the
+    /// instruction does not happen).
+    #[inline(always)]
+    fn s_advance<O: Observer>(&mut self, n: u64, cx: &mut Cx<'_, O>) -> bool {
+        if !cx.count(self.s_time) || !cx.in_time(self.s_time, self.s_time.checked_add(n)) {
+            return false;
+        }
+        self.s_time += n;
+        self.s_busy += n;
+        self.s_instr += 1;
+        true
+    }
+
     fn enter_loop(&mut self, lp: usize) -> R<()> {
         let spec = &self.c.loops[lp];
         let op = spec.op;
@@ -726,7 +809,8 @@ impl<'p, 'c> Core<'p, 'c> {
                         message: format!("negative trip count {q} (from {f} to {t} step {s})"),
                     });
                 }
-                (f, s, q as i64)
+                // |to - from| < 2^64, so a non-negative count fits in u64
+                (f, s, q as u64)
             }
             super::compile::Bounds::While { trips } => {
                 let n = self.eval(op, trips)?;
@@ -736,7 +820,7 @@ impl<'p, 'c> Core<'p, 'c> {
                         message: format!("negative trip count {n}"),
                     });
                 }
-                (0, 1, n)
+                (0, 1, n as u64)
             }
         };
         let l = &mut self.loops[lp];
@@ -995,7 +1079,16 @@ impl<'p, 'c> Core<'p, 'c> {
 
     // ----- the end -----------------------------------------------------------------------
 
-    fn finish(mut self) -> RunResult {
+    fn finish(mut self, stopped: Option<Stopped>) -> RunResult {
+        if stopped.is_some() {
+            // what had not started at the limit never runs: S is done where it stood, and the
+            // queues are empty (their pipes idle after their last work)
+            for p in 0..NP {
+                self.pipes[p].ring.len = 0;
+            }
+            self.pending = Pending::Done;
+            self.s_end = self.s_time;
+        }
         let s_done = matches!(self.pending, Pending::Done);
         let mut all_complete = 0;
         let mut queued = false;
@@ -1017,7 +1110,8 @@ impl<'p, 'c> Core<'p, 'c> {
         };
         self.sweep_overlap(total);
         let events = self.events as u64;
-        for (idx, f) in self.flags.iter().enumerate() {
+        // a stopped run's flags may still be waited on by what never ran
+        for (idx, f) in self.flags.iter().enumerate().filter(|_| stopped.is_none()) {
             if f.set {
                 let id = (idx as u64 % events) as u32;
                 let pair = idx / self.events;
@@ -1112,6 +1206,7 @@ impl<'p, 'c> Core<'p, 'c> {
             overlap_cycles: self.overlap,
             findings: self.findings,
             deadlock,
+            stopped,
         }
     }
 

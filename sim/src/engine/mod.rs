@@ -197,7 +197,13 @@ pub fn run_observed<O: Observer>(
     config: &Config,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    run_placed(program, config, &Addresses::default(), observer)
+    run_placed(
+        program,
+        config,
+        &Addresses::default(),
+        Limits::default(),
+        observer,
+    )
 }
 
 /// Runs `program` with its buffers at `addresses` (a plan's, [`Addresses`]), reporting every
@@ -206,10 +212,14 @@ pub fn run_observed<O: Observer>(
 /// (iterations completed) mod that count (a planner may give a single buffer two addresses).
 /// An explicit `@k` is still bounded by the declared `multi`. Timing never depends on slots;
 /// only [`Issue::slots`] changes.
+///
+/// The run stops at `limits` ([`RunResult::stopped`]): nothing happens after cycle
+/// `max_cycles`, and no more than `max_instructions` dynamic instructions execute.
 pub fn run_placed<O: Observer>(
     program: &Program,
     config: &Config,
     addresses: &Addresses,
+    limits: Limits,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
     let slot_counts = addresses.slot_counts();
@@ -223,5 +233,5 @@ pub fn run_placed<O: Observer>(
             iteration: String::new(),
         }
     })?;
-    exec::Machine::new(program, config, &compiled, observer).run()
+    exec::Machine::new(program, config, &compiled, limits, observer).run()
 }

@@ -18,6 +18,71 @@ pub struct RunResult {
     /// `double set` and `unpaired set_flag` reports, in the order they were found.
     pub findings: Vec<SyncFinding>,
     pub deadlock: Option<Deadlock>,
+    /// The run reached a limit and stopped there: what had not started by then never runs.
+    pub stopped: Option<Stopped>,
+}
+
+/// How long a run may go on (`--max-cycles`, `--max-instructions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Nothing happens after this cycle: an instruction that would complete later, or an S
+    /// step that would end later, is not executed.
+    pub max_cycles: u64,
+    /// Dynamic instructions: every instruction S sends or executes itself, loop iterations and
+    /// `if` evaluations included.
+    pub max_instructions: u64,
+}
+
+impl Limits {
+    /// The default of both limits (about 10 minutes of engine time on the instruction side).
+    pub const DEFAULT: u64 = 10_000_000_000;
+    /// The largest `max_cycles` allowed: every cycle count, plus any one cost, then fits in 64
+    /// bits.
+    pub const MAX_CYCLES_CEILING: u64 = 1 << 62;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_cycles: Limits::DEFAULT,
+            max_instructions: Limits::DEFAULT,
+        }
+    }
+}
+
+/// Where a run that reached a limit stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    pub limit: Limit,
+    /// The cycle at which the step that would pass the limit was to begin.
+    pub cycle: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `--max-cycles N`.
+    Cycles(u64),
+    /// `--max-instructions N`.
+    Instructions(u64),
+}
+
+impl fmt::Display for Stopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.limit {
+            Limit::Cycles(n) => write!(
+                f,
+                "the run stopped at cycle {}: its next step would end after the cycle limit \
+                 (--max-cycles {n}); raise the limit to see the rest",
+                self.cycle
+            ),
+            Limit::Instructions(n) => write!(
+                f,
+                "the run stopped at cycle {} after {n} dynamic instructions (--max-instructions \
+                 {n}); raise the limit to see the rest",
+                self.cycle
+            ),
+        }
+    }
 }
 
 /// Where every cycle of one pipe went: busy + Σ stalls + starved + idle = total cycles.
@@ -184,9 +249,9 @@ impl RunResult {
         Ok(())
     }
 
-    /// Whether the run found something a user must fix (exit code 1).
+    /// Whether the run found something a user must fix, or stopped at a limit (exit code 1).
     pub fn has_findings(&self) -> bool {
-        self.deadlock.is_some() || !self.findings.is_empty()
+        self.deadlock.is_some() || !self.findings.is_empty() || self.stopped.is_some()
     }
 }
 

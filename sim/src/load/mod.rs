@@ -43,7 +43,7 @@ pub fn load_config(text: &str, file: &str) -> Result<Config, LoadError> {
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
     let cfg = config::config(&mut r, &root);
-    finish(text, r, cfg)
+    finish(&root, r, cfg)
 }
 
 /// Parses and validates a kernel program against `config`. `params` are `--param` overrides.
@@ -56,7 +56,7 @@ pub fn load_program(
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
     let prog = program::program(&mut r, &root, config, params);
-    finish(text, r, prog)
+    finish(&root, r, prog)
 }
 
 fn parse(text: &str, r: &mut Reader) -> Result<yaml::Node, LoadError> {
@@ -70,7 +70,7 @@ fn parse(text: &str, r: &mut Reader) -> Result<yaml::Node, LoadError> {
     })
 }
 
-fn finish<T>(text: &str, r: Reader, value: Option<T>) -> Result<T, LoadError> {
+fn finish<T>(root: &yaml::Node, r: Reader, value: Option<T>) -> Result<T, LoadError> {
     let mut diags = r.diags;
     match value {
         Some(v) if diags.is_empty() => Ok(v),
@@ -83,22 +83,36 @@ fn finish<T>(text: &str, r: Reader, value: Option<T>) -> Result<T, LoadError> {
                     "the input could not be loaded",
                 ));
             }
-            locate(text, &mut diags);
+            locate_in(root, &mut diags);
             Err(LoadError { diagnostics: diags })
         }
     }
 }
 
-/// Fills line and column through the YAML form of each path, falling back to the nearest
-/// existing ancestor; `yaml::locate_all` then covers anything left (nothing, today). Public so
-/// problems found after loading (run errors) are located the same way.
+/// Fills in the line and column of every diagnostic without one, from its path in `text`
+/// (parsed once). Public so problems found after loading (run errors) are located the way the
+/// loader locates its own.
 pub fn locate(text: &str, diags: &mut [Diagnostic]) {
+    match yaml::parse(text) {
+        Ok(root) => locate_in(&root, diags),
+        Err(_) => {
+            for d in diags.iter_mut().filter(|d| d.line.is_none()) {
+                d.line = Some(1);
+                d.column = Some(1);
+            }
+        }
+    }
+}
+
+/// Locates each path in the tree through its YAML form, falling back to the nearest existing
+/// ancestor, and to the document's start.
+fn locate_in(root: &yaml::Node, diags: &mut [Diagnostic]) {
     for d in diags.iter_mut().filter(|d| d.line.is_none()) {
         let mut path = yaml_path(&d.path);
         loop {
-            if let Some((l, c)) = yaml::locate(text, &path) {
-                d.line = Some(l);
-                d.column = Some(c);
+            if let Some(n) = root.find(&yaml::split_path(&path)) {
+                d.line = Some(n.line);
+                d.column = Some(n.column);
                 break;
             }
             if path.is_empty() {
@@ -111,7 +125,6 @@ pub fn locate(text: &str, diags: &mut [Diagnostic]) {
             path.truncate(path.rfind(['.', '[']).unwrap_or(0));
         }
     }
-    yaml::locate_all(text, diags);
 }
 
 /// The YAML layout of a logical path: `body[0].for.body[2]` -> `body[0].body[2]` (the blocks

@@ -12,7 +12,7 @@ use crate::program::{
     BarrierTarget, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp, VectorOp,
 };
 use crate::types::{Pipe, Space};
-use crate::yaml::Node;
+use crate::yaml::{Node, Value};
 
 const LEAF_OPS: &[&str] = &[
     "load",
@@ -584,10 +584,10 @@ impl Loader<'_, '_> {
             .map(value, opath, "fixpipe", &["src", "dst"], &["quant", "relu"])?;
         let src = self.operand_field(&f, "src");
         let dst = self.operand_field(&f, "dst");
-        let quant = match f.get("quant") {
-            None | Some(Node::Bool(false)) => Some(Quant::None),
-            Some(Node::Bool(true)) => Some(Quant::Scalar),
-            Some(n @ Node::Str(_)) => {
+        let quant = match f.get("quant").map(|n| (n, &n.value)) {
+            None | Some((_, Value::Bool(false))) => Some(Quant::None),
+            Some((_, Value::Bool(true))) => Some(Quant::Scalar),
+            Some((n, Value::Str(_))) => {
                 let q = self.operand(n, &f.path("quant"));
                 match q {
                     Some(q)
@@ -603,7 +603,7 @@ impl Loader<'_, '_> {
                     _ => None,
                 }
             }
-            Some(other) => {
+            Some((other, _)) => {
                 self.r.error(
                     &f.path("quant"),
                     format!(

@@ -14,9 +14,9 @@ use crate::program::{
 };
 use crate::types::{Pipe, Space};
 use crate::written::Written;
-use crate::yaml::Node;
+use crate::yaml::{Node, Value};
 
-use super::loader::{Ctx, Entity, Loader, OP_SIBLINGS};
+use super::loader::{Ctx, Entity, Loader, Scopes, OP_SIBLINGS};
 
 pub(crate) fn program(
     r: &mut Reader,
@@ -44,7 +44,11 @@ pub(crate) fn program(
         vars: Vec::new(),
         ranges: Vec::new(),
         ops: Vec::new(),
-        scopes: vec![Vec::new()],
+        scopes: {
+            let mut s = Scopes::default();
+            s.push();
+            s
+        },
         written: Written::new(0),
         operand_paths: Vec::new(),
         touched: Vec::new(),
@@ -74,7 +78,7 @@ pub(crate) fn program(
         parent: None,
         loop_parent: None,
     };
-    l.scopes.push(Vec::new());
+    l.scopes.push();
     let mut body = Block::default();
     if let Some(n) = f.get("buffers") {
         body.buffers = l.buffers(n, "buffers", top);
@@ -83,9 +87,9 @@ pub(crate) fn program(
         body.views = l.views(n, "views", top);
     }
     if let Some(n) = f.get("body") {
-        let inner = match n {
+        let inner = match n.value {
             // `body: { buffers:, views:, body: [...] }`
-            Node::Map(_) => l.block_map(n, "body", top),
+            Value::Map(_) => l.block_map(n, "body", top),
             _ => l.ops_list(n, "body", top),
         };
         body.buffers.extend(inner.buffers);
@@ -161,11 +165,16 @@ impl<'a> Loader<'a, '_> {
                 .rev()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| *v);
-            let value = match (over, n) {
-                (Some(v), Node::Int(_) | Node::Str(_)) => Some(v),
-                (None, Node::Int(i)) => Some(*i),
-                (None, Node::Str(s)) => self.expr_text(s, &path, false).and_then(|e| e.as_const()),
-                (_, other) => {
+            let value = match (over, &n.value) {
+                (Some(v), Value::Int(_) | Value::Str(_)) => Some(v),
+                (None, Value::Int(i)) => Some(*i),
+                (None, Value::Str(s)) => self.expr_text(s, &path, false).and_then(|e| e.as_const()),
+                (_, Value::TooLarge(_)) => {
+                    self.r.too_large(n, &path);
+                    None
+                }
+                (_, _) => {
+                    let other = n;
                     self.r.error(
                         &path,
                         format!(
@@ -438,13 +447,13 @@ impl<'a> Loader<'a, '_> {
         bytes: u64,
         multi: u32,
     ) -> Option<Option<Vec<u64>>> {
-        let items: Vec<(String, &Node)> = match node {
-            Node::Seq(s) => s
+        let items: Vec<(String, &Node)> = match &node.value {
+            Value::Seq(s) => s
                 .iter()
                 .enumerate()
                 .map(|(i, n)| (index(path, i), n))
                 .collect(),
-            other => vec![(path.to_string(), other)],
+            _ => vec![(path.to_string(), node)],
         };
         if items.len() != multi as usize {
             self.r.error_hint(
@@ -726,9 +735,9 @@ impl<'a> Loader<'a, '_> {
 
     /// A block that opens its own scope: a list of ops, or `{ buffers, views, body }`.
     fn block(&mut self, node: &Node, path: &str, ctx: Ctx) -> Block {
-        self.scopes.push(Vec::new());
-        let b = match node {
-            Node::Map(_) => self.block_map(node, path, ctx),
+        self.scopes.push();
+        let b = match node.value {
+            Value::Map(_) => self.block_map(node, path, ctx),
             _ => self.ops_list(node, path, ctx),
         };
         self.scopes.pop();
@@ -758,10 +767,11 @@ impl<'a> Loader<'a, '_> {
 
     fn ops_list(&mut self, node: &Node, path: &str, ctx: Ctx) -> Block {
         let mut b = Block::default();
-        let items: &[Node] = match node {
-            Node::Seq(s) => s,
-            Node::Null => &[],
-            other => {
+        let items: &[Node] = match &node.value {
+            Value::Seq(s) => s,
+            Value::Null => &[],
+            _ => {
+                let other = node;
                 self.r.error_hint(
                     path,
                     format!("expected a list of ops, found {}", show(other)),
@@ -781,7 +791,7 @@ impl<'a> Loader<'a, '_> {
     /// One list item. Control ops get their id before their blocks (pre-order); leaf ops only
     /// once they are built, so a rejected op leaves no hole.
     fn op(&mut self, item: &Node, path: &str, ctx: Ctx) -> Option<OpId> {
-        let Node::Map(entries) = item else {
+        let Value::Map(entries) = &item.value else {
             self.r.error_hint(
                 path,
                 format!("expected an op (a one-key mapping), found {}", show(item)),
@@ -882,7 +892,10 @@ impl<'a> Loader<'a, '_> {
             b.views = self.views(n, &join(opath, "views"), ctx);
         }
         match get("body") {
-            Some(Node::Map(_)) => self.r.error_hint(
+            Some(Node {
+                value: Value::Map(_),
+                ..
+            }) => self.r.error_hint(
                 &join(opath, "body"),
                 "expected a list of ops, found a mapping",
                 Some(
@@ -968,7 +981,7 @@ impl<'a> Loader<'a, '_> {
             parent: Some(id),
             loop_parent: Some(id),
         };
-        self.scopes.push(Vec::new());
+        self.scopes.push();
         let var = var_name
             .as_ref()
             .map(|n| self.declare_var(n, id, range, &join(opath, "var")));
@@ -1035,7 +1048,7 @@ impl<'a> Loader<'a, '_> {
             parent: Some(id),
             loop_parent: Some(id),
         };
-        self.scopes.push(Vec::new());
+        self.scopes.push();
         let var = var_name.map(|(n, named)| {
             if named {
                 self.declare_var(&n, id, range, &join(opath, "var"))

@@ -2,7 +2,7 @@
 //! YAML path and returns `None`, so callers keep going and every problem is collected at once.
 
 use crate::diag::{did_you_mean, Diagnostic};
-use crate::yaml::Node;
+use crate::yaml::{Node, Value};
 
 /// `path.key`, or `key` at the document root.
 pub(crate) fn join(path: &str, key: &str) -> String {
@@ -20,13 +20,14 @@ pub(crate) fn index(path: &str, i: usize) -> String {
 
 /// A short rendering of a scalar value for messages (`"xb"`, `3`, `true`, `a list`).
 pub(crate) fn show(node: &Node) -> String {
-    match node {
-        Node::Null => "nothing".into(),
-        Node::Bool(b) => b.to_string(),
-        Node::Int(i) => i.to_string(),
-        Node::Float(f) => f.to_string(),
-        Node::Str(s) => format!("\"{s}\""),
-        Node::Seq(_) | Node::Map(_) => node.kind().into(),
+    match &node.value {
+        Value::Null => "nothing".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::TooLarge(s) => s.clone(),
+        Value::Float(f) => f.to_string(),
+        Value::Str(s) => format!("\"{s}\""),
+        Value::Seq(_) | Value::Map(_) => node.kind().into(),
     }
 }
 
@@ -101,6 +102,18 @@ impl<'f> Reader<'f> {
         self.diags.push(d);
     }
 
+    /// An integer literal beyond 64 bits, reported where it is written.
+    pub fn too_large(&mut self, node: &Node, path: &str) {
+        let mut d = Diagnostic::error(
+            self.file,
+            path,
+            format!("integer {} is too large (at most {})", show(node), i64::MAX),
+        );
+        d.line = Some(node.line);
+        d.column = Some(node.column);
+        self.diags.push(d);
+    }
+
     /// Number of problems so far; compare before and after a step to see if it failed.
     pub fn count(&self) -> usize {
         self.diags.len()
@@ -117,7 +130,7 @@ impl<'f> Reader<'f> {
         required: &[&str],
         optional: &[&str],
     ) -> Option<Fields<'n>> {
-        let Node::Map(entries) = node else {
+        let Value::Map(entries) = &node.value else {
             self.error(
                 path,
                 format!("expected {what} (a mapping), found {}", show(node)),
@@ -163,13 +176,13 @@ impl<'f> Reader<'f> {
         path: &str,
         what: &str,
     ) -> Option<&'n [(String, Node)]> {
-        match node {
-            Node::Map(m) => Some(m),
-            Node::Null => Some(&[]),
-            other => {
+        match &node.value {
+            Value::Map(m) => Some(m),
+            Value::Null => Some(&[]),
+            _ => {
                 self.error(
                     path,
-                    format!("expected {what} (a mapping), found {}", show(other)),
+                    format!("expected {what} (a mapping), found {}", show(node)),
                 );
                 None
             }
@@ -177,12 +190,12 @@ impl<'f> Reader<'f> {
     }
 
     pub fn seq<'n>(&mut self, node: &'n Node, path: &str, what: &str) -> Option<&'n [Node]> {
-        match node {
-            Node::Seq(s) => Some(s),
-            other => {
+        match &node.value {
+            Value::Seq(s) => Some(s),
+            _ => {
                 self.error(
                     path,
-                    format!("expected {what} (a list), found {}", show(other)),
+                    format!("expected {what} (a list), found {}", show(node)),
                 );
                 None
             }
@@ -190,22 +203,22 @@ impl<'f> Reader<'f> {
     }
 
     pub fn string<'n>(&mut self, node: &'n Node, path: &str, what: &str) -> Option<&'n str> {
-        match node {
-            Node::Str(s) => Some(s),
-            other => {
-                self.error(path, format!("expected {what}, found {}", show(other)));
+        match &node.value {
+            Value::Str(s) => Some(s),
+            _ => {
+                self.error(path, format!("expected {what}, found {}", show(node)));
                 None
             }
         }
     }
 
     pub fn boolean(&mut self, node: &Node, path: &str) -> Option<bool> {
-        match node {
-            Node::Bool(b) => Some(*b),
-            other => {
+        match &node.value {
+            Value::Bool(b) => Some(*b),
+            _ => {
                 self.error_hint(
                     path,
-                    format!("expected true or false, found {}", show(other)),
+                    format!("expected true or false, found {}", show(node)),
                     Some("write true or false".into()),
                 );
                 None
@@ -214,10 +227,14 @@ impl<'f> Reader<'f> {
     }
 
     pub fn int(&mut self, node: &Node, path: &str) -> Option<i64> {
-        match node {
-            Node::Int(i) => Some(*i),
-            other => {
-                self.error(path, format!("expected an integer, found {}", show(other)));
+        match &node.value {
+            Value::Int(i) => Some(*i),
+            Value::TooLarge(_) => {
+                self.too_large(node, path);
+                None
+            }
+            _ => {
+                self.error(path, format!("expected an integer, found {}", show(node)));
                 None
             }
         }
@@ -257,6 +274,14 @@ impl<'f> Reader<'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn node(value: Value) -> Node {
+        Node {
+            line: 1,
+            column: 1,
+            value,
+        }
+    }
     use crate::yaml;
 
     #[test]
@@ -272,7 +297,7 @@ mod tests {
                 &[],
             )
             .unwrap();
-        assert_eq!(f.get("bytes"), Some(&Node::Int(4)));
+        assert_eq!(f.get("bytes").map(|n| &n.value), Some(&Value::Int(4)));
         let got: Vec<(&str, &str, Option<&str>)> = r
             .diags
             .iter()
@@ -304,11 +329,11 @@ mod tests {
     #[test]
     fn typed_accessors_name_what_they_found() {
         let mut r = Reader::new("f");
-        assert_eq!(r.u32(&Node::Int(-1), "a", false), None);
-        assert_eq!(r.u32(&Node::Int(0), "b", true), None);
-        assert_eq!(r.u32(&Node::Str("x".into()), "c", false), None);
-        assert_eq!(r.u32(&Node::Int(7), "d", true), Some(7));
-        assert_eq!(r.boolean(&Node::Int(1), "e"), None);
+        assert_eq!(r.u32(&node(Value::Int(-1)), "a", false), None);
+        assert_eq!(r.u32(&node(Value::Int(0)), "b", true), None);
+        assert_eq!(r.u32(&node(Value::Str("x".into())), "c", false), None);
+        assert_eq!(r.u32(&node(Value::Int(7)), "d", true), Some(7));
+        assert_eq!(r.boolean(&node(Value::Int(1)), "e"), None);
         let msgs: Vec<_> = r
             .diags
             .iter()

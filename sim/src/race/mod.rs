@@ -80,7 +80,7 @@ pub use checker::RaceChecker;
 
 use crate::addresses::Addresses;
 use crate::config::Config;
-use crate::engine::{run_placed, RunError, RunResult};
+use crate::engine::{run_placed, Limits, RunError, RunResult};
 pub use crate::footprint::Memory;
 use crate::ids::OpId;
 use crate::program::Program;
@@ -189,7 +189,7 @@ pub fn check(
     addresses: &Addresses,
 ) -> Result<RaceRun, RunError> {
     let mut checker = RaceChecker::new(program, config, addresses);
-    let result = run_placed(program, config, addresses, &mut checker)?;
+    let result = run_placed(program, config, addresses, Limits::default(), &mut checker)?;
     Ok(RaceRun {
         result,
         hazards: checker.into_hazards(),

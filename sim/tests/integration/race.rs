@@ -502,7 +502,7 @@ fn an_upgraded_single_buffer_takes_slots_by_iteration() {
     let mut two = Addresses::new(program.buffers.len());
     two.set(sim::BufferId::new(xb), vec![0, 4096], 4096);
     let mut upgraded = Slots::default();
-    let b = sim::run_placed(&program, &config(), &two, &mut upgraded).unwrap();
+    let b = sim::run_placed(&program, &config(), &two, Default::default(), &mut upgraded).unwrap();
     assert_eq!(a.total_cycles, b.total_cycles, "slots never change timing");
     let load_x = program
         .ops
@@ -599,7 +599,14 @@ fn live_records_do_not_grow_with_the_run() {
             slot_bytes: sizes,
         };
         let mut checker = RaceChecker::new(&program, &config(), &addresses);
-        sim::run_placed(&program, &config(), &addresses, &mut checker).unwrap();
+        sim::run_placed(
+            &program,
+            &config(),
+            &addresses,
+            Default::default(),
+            &mut checker,
+        )
+        .unwrap();
         assert!(checker.hazards().is_empty());
         checker.peak_records()
     };
