@@ -49,6 +49,15 @@ fn ops(n: usize) -> String {
     s
 }
 
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -69,9 +78,17 @@ fn main() {
     };
     let name = sim::builtin::DEFAULT;
     let config = sim::load_config(sim::builtin::builtin(name).unwrap(), name).unwrap();
+    let t = Instant::now();
+    let tree = sim::yaml::parse(&text).expect("it parses");
+    let parse = t.elapsed().as_secs_f64();
+    let with_tree = rss_mib();
+    let t = Instant::now();
+    drop(tree);
+    let drop_tree = t.elapsed().as_secs_f64();
     let t0 = Instant::now();
     let program = sim::load_program(&text, "generated.yaml", &config, &[]).expect("it loads");
     let load = t0.elapsed().as_secs_f64();
+    println!("(of the load: YAML parse alone {parse:.3} s, dropping its tree {drop_tree:.3} s; RSS with the tree {with_tree:.0} MiB, with the program {:.0} MiB)", rss_mib());
     let t1 = Instant::now();
     let planned = pipeline::plan(&program, &config, &Default::default(), false);
     let plan = t1.elapsed().as_secs_f64();

@@ -190,7 +190,7 @@ pub enum Quant {
     /// A scalar quantisation (dtype conversion with one scale).
     Scalar,
     /// Per-channel parameters read from an FP-buffer operand.
-    Tensor(Operand),
+    Tensor(Box<Operand>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -220,10 +220,12 @@ pub enum OpKind {
         quant: Quant,
         relu: bool,
     },
-    Mmad(Mmad),
+    // the large variants are boxed: an op table of a million ops should not pay 500 bytes an
+    // op for the few that are cube or vector ops
+    Mmad(Box<Mmad>),
     /// The L1 macro: stages `a`/`b` through L0A/L0B on MTE1, then runs on M.
-    MmadL1(Mmad),
-    Vector(VectorOp),
+    MmadL1(Box<Mmad>),
+    Vector(Box<VectorOp>),
     Sload {
         src: Operand,
     },

@@ -170,9 +170,19 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => {
+                // exact sizes: most mappings of a program hold one or two entries, and the
+                // capacity a vector grows to would double the tree of a big program
                 let (at, value) = match stack.pop() {
-                    Some(Frame::Seq(at, items)) => (at, Value::Seq(items)),
-                    Some(Frame::Map { at, entries, .. }) => (at, Value::Map(entries)),
+                    Some(Frame::Seq(at, mut items)) => {
+                        items.shrink_to_fit();
+                        (at, Value::Seq(items))
+                    }
+                    Some(Frame::Map {
+                        at, mut entries, ..
+                    }) => {
+                        entries.shrink_to_fit();
+                        (at, Value::Map(entries))
+                    }
                     None => return Err(error_at("unbalanced end of a mapping or list", mark)),
                 };
                 Node {

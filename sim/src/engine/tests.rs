@@ -299,7 +299,7 @@ fn store(src: Operand, dst: Operand) -> T {
 }
 
 fn vop(op: VecOp, ins: Vec<Operand>, out: Operand) -> T {
-    T::Leaf(OpKind::Vector(VectorOp {
+    T::Leaf(OpKind::Vector(Box::new(VectorOp {
         op,
         ins,
         outs: vec![out],
@@ -308,7 +308,7 @@ fn vop(op: VecOp, ins: Vec<Operand>, out: Operand) -> T {
         broadcast: vec![],
         transpose: false,
         dims: vec![],
-    }))
+    })))
 }
 
 fn set(src: Pipe, dst: Pipe, id: i64) -> T {
@@ -728,8 +728,8 @@ fn mmad_l1_macro() {
         bias: None,
     };
     let ops = vec![
-        T::Leaf(OpKind::MmadL1(m.clone())),
-        T::Leaf(OpKind::MmadL1(m)),
+        T::Leaf(OpKind::MmadL1(Box::new(m.clone()))),
+        T::Leaf(OpKind::MmadL1(Box::new(m))),
     ];
     let r = ok(&b.build(ops));
     // Stage: 2048/128 + 2048/64 = 16 + 32 = 48 work, startup max(4,3) = 4.
@@ -874,7 +874,7 @@ fn observer_sees_every_instruction_in_time_order() {
         set(Pipe::Mte2, Pipe::V, 3),
         wait(Pipe::Mte2, Pipe::V, 3),
         vop(VecOp::Vexp, vec![b.b(xb)], b.b(xb)),
-        T::Leaf(OpKind::MmadL1(m)),
+        T::Leaf(OpKind::MmadL1(Box::new(m))),
         scalar(3),
     ];
     let p = b.build(ops);

@@ -154,8 +154,7 @@ pub(super) struct Loader<'a, 'f> {
     pub scopes: Scopes,
     /// The buffers an earlier op has written, in program order.
     pub written: Written,
-    /// Per op being parsed: the YAML path of each operand text, and the buffers it touches.
-    pub operand_paths: Vec<(String, String)>,
+    /// Per op being parsed: the buffers its operands touch.
     pub touched: Vec<BufferId>,
     pub mmad_l1_at: Option<String>,
 }

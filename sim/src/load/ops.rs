@@ -44,6 +44,92 @@ pub(super) fn op_names() -> Vec<&'static str> {
 
 type Built = Option<(OpKind, Option<Pipe>)>;
 
+/// A YAML path not written out yet: `parent.key` or `parent[i]`.
+#[derive(Clone, Copy)]
+pub(super) enum LazyPath<'a> {
+    Key(&'a str, &'a str),
+    Index(&'a str, usize),
+}
+
+impl std::fmt::Display for LazyPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            LazyPath::Key("", key) => f.write_str(key),
+            LazyPath::Key(parent, key) => write!(f, "{parent}.{key}"),
+            LazyPath::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+/// A lazy path written out the first time a problem needs it.
+struct PathText<'a> {
+    lazy: &'a LazyPath<'a>,
+    text: std::cell::OnceCell<String>,
+}
+
+impl<'a> PathText<'a> {
+    fn new(lazy: &'a LazyPath<'a>) -> Self {
+        PathText {
+            lazy,
+            text: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl std::ops::Deref for PathText<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.text.get_or_init(|| self.lazy.to_string())
+    }
+}
+
+/// The YAML path of operand `o` of an op of kind `kind` at `opath`: its field, found by
+/// identity (`load.src`, `vadd.ins[1]`); `opath` itself when it is not a field operand.
+fn operand_path(kind: &OpKind, o: &Operand, opath: &str) -> String {
+    let same = |x: &Operand| std::ptr::eq(x, o);
+    let field = |name: &str| format!("{opath}.{name}");
+    let item = |name: &str, list: &[Operand]| {
+        list.iter().position(same).map(|i| format!("{opath}.{name}[{i}]"))
+    };
+    let found = match kind {
+        OpKind::Load { src, dst, .. }
+        | OpKind::Store { src, dst }
+        | OpKind::Copy { src, dst } => [(src, "src"), (dst, "dst")]
+            .into_iter()
+            .find(|(x, _)| same(x))
+            .map(|(_, n)| field(n)),
+        OpKind::Fixpipe {
+            src, dst, quant, ..
+        } => match quant {
+            Quant::Tensor(q) if same(q) => Some(field("quant")),
+            _ => [(src, "src"), (dst, "dst")]
+                .into_iter()
+                .find(|(x, _)| same(x))
+                .map(|(_, n)| field(n)),
+        },
+        OpKind::Mmad(m) | OpKind::MmadL1(m) => [(&m.a, "a"), (&m.b, "b"), (&m.c, "c")]
+            .into_iter()
+            .chain(m.bias.iter().map(|b| (b, "bias")))
+            .find(|(x, _)| same(x))
+            .map(|(_, n)| field(n)),
+        OpKind::Vector(v) => item("ins", &v.ins)
+            .or_else(|| match &v.outs[..] {
+                [x] if same(x) => Some(field("out")),
+                [_] => None,
+                outs => item("out", outs),
+            })
+            .or_else(|| v.tmp.as_ref().filter(|t| same(t)).map(|_| field("tmp"))),
+        OpKind::Sload { src } if same(src) => Some(field("src")),
+        OpKind::Sstore { dst } if same(dst) => Some(field("dst")),
+        OpKind::Use { operands } => operands
+            .iter()
+            .position(same)
+            .map(|i| format!("{opath}[{i}]")),
+        _ => None,
+    };
+    found.unwrap_or_else(|| opath.to_string())
+}
+
 impl Loader<'_, '_> {
     pub(super) fn leaf_op(
         &mut self,
@@ -52,7 +138,6 @@ impl Loader<'_, '_> {
         path: &str,
         ctx: Ctx,
     ) -> Option<OpId> {
-        self.operand_paths.clear();
         self.touched.clear();
         let before = self.r.count();
         let opath = super::reader::join(path, key);
@@ -123,16 +208,23 @@ impl Loader<'_, '_> {
         self.base_shape(o.base).len() - at
     }
 
-    pub(super) fn operand(&mut self, node: &Node, path: &str) -> Option<Operand> {
-        let text = self
-            .r
-            .string(
-                node,
-                path,
-                "an operand (a string such as \"xb\" or \"x[t, 0:n]\")",
-            )?
-            .to_string();
-        self.operand_paths.push((text.clone(), path.to_string()));
+    /// An operand at `path` (built only when a problem is reported: a big program has
+    /// hundreds of thousands of operands and almost never a problem).
+    pub(super) fn operand(&mut self, node: &Node, path: &LazyPath) -> Option<Operand> {
+        // the common case, a string, needs no path
+        let text = match &node.value {
+            crate::yaml::Value::Str(s) => s.clone(),
+            _ => {
+                let p = path.to_string();
+                self.r.string(
+                    node,
+                    &p,
+                    "an operand (a string such as \"xb\" or \"x[t, 0:n]\")",
+                )?;
+                return None;
+            }
+        };
+        let path = &PathText::new(path);
         if !self.simple_enough(&text, path) {
             return None;
         }
@@ -197,7 +289,8 @@ impl Loader<'_, '_> {
         let roots = self.roots(base);
         self.touched.extend(roots);
         let shape = self.base_shape(base).to_vec();
-        let shape_text = format!("{name} has shape {shape:?}");
+        // only an error shows it
+        let shape_text = || format!("{name} has shape {shape:?}");
         if raw.indices.len() > shape.len() {
             self.r.error_hint(
                 path,
@@ -206,7 +299,7 @@ impl Loader<'_, '_> {
                     raw.indices.len(),
                     shape.len()
                 ),
-                Some(shape_text),
+                Some(shape_text()),
             );
             return None;
         }
@@ -236,7 +329,7 @@ impl Loader<'_, '_> {
                     format!(
                         "{what} is out of bounds for dimension {d} of {name} (extent {extent}) in \"{text}\""
                     ),
-                    Some(shape_text.clone()),
+                    Some(shape_text()),
                 );
                 ok = false;
             };
@@ -355,7 +448,8 @@ impl Loader<'_, '_> {
     }
 
     fn operand_field(&mut self, f: &Fields, key: &str) -> Option<Operand> {
-        f.get(key).and_then(|n| self.operand(n, &f.path(key)))
+        let path = LazyPath::Key(&f.path, key);
+        f.get(key).and_then(|n| self.operand(n, &path))
     }
 
     fn operand_list(&mut self, node: &Node, path: &str) -> Option<Vec<Operand>> {
@@ -363,20 +457,12 @@ impl Loader<'_, '_> {
         let mut out = Vec::new();
         let mut ok = true;
         for (i, n) in items.iter().enumerate() {
-            match self.operand(n, &index(path, i)) {
+            match self.operand(n, &LazyPath::Index(path, i)) {
                 Some(o) => out.push(o),
                 None => ok = false,
             }
         }
         ok.then_some(out)
-    }
-
-    /// The path of an operand by its text within the op being built.
-    fn operand_path(&self, o: &Operand, opath: &str) -> String {
-        self.operand_paths
-            .iter()
-            .find(|(t, _)| *t == o.text)
-            .map_or_else(|| opath.to_string(), |(_, p)| p.clone())
     }
 
     // ----- checks shared by ops ------------------------------------------------------------
@@ -393,7 +479,7 @@ impl Loader<'_, '_> {
                 Ref::View(v) => format!(" (through view {})", self.views[v.index()].name),
                 _ => String::new(),
             };
-            let path = self.operand_path(o, opath);
+            let path = operand_path(kind, o, opath);
             self.r.error_hint(
                 &path,
                 format!(
@@ -588,7 +674,7 @@ impl Loader<'_, '_> {
             None | Some((_, Value::Bool(false))) => Some(Quant::None),
             Some((_, Value::Bool(true))) => Some(Quant::Scalar),
             Some((n, Value::Str(_))) => {
-                let q = self.operand(n, &f.path("quant"));
+                let q = self.operand(n, &LazyPath::Key(&f.path, "quant"));
                 match q {
                     Some(q)
                         if self.need_space(
@@ -598,7 +684,7 @@ impl Loader<'_, '_> {
                             "fixpipe quant parameters",
                         ) =>
                     {
-                        Some(Quant::Tensor(q))
+                        Some(Quant::Tensor(Box::new(q)))
                     }
                     _ => None,
                 }
@@ -652,7 +738,9 @@ impl Loader<'_, '_> {
         let a = self.operand_field(&f, "a");
         let b = self.operand_field(&f, "b");
         let c = self.operand_field(&f, "c");
-        let bias = f.get("bias").map(|n| self.operand(n, &f.path("bias")));
+        let bias = f
+            .get("bias")
+            .map(|n| self.operand(n, &LazyPath::Key(&f.path, "bias")));
         let dim = |l: &mut Self, key: &str| -> Option<Expr> {
             let e = f
                 .get(key)
@@ -735,9 +823,9 @@ impl Loader<'_, '_> {
             bias,
         };
         let kind = if l1 {
-            OpKind::MmadL1(mm)
+            OpKind::MmadL1(Box::new(mm))
         } else {
-            OpKind::Mmad(mm)
+            OpKind::Mmad(Box::new(mm))
         };
         pipes_ok.then_some((kind, Some(Pipe::M)))
     }
@@ -777,11 +865,13 @@ impl Loader<'_, '_> {
                 }
                 outs
             }
-            Some(n) => self.operand(n, &f.path("out")).map(|o| vec![o]),
+            Some(n) => self
+                .operand(n, &LazyPath::Key(&f.path, "out"))
+                .map(|o| vec![o]),
             None => None,
         };
         let tmp = match f.get("tmp") {
-            Some(n) => self.operand(n, &f.path("tmp")).map(Some),
+            Some(n) => self.operand(n, &LazyPath::Key(&f.path, "tmp")).map(Some),
             None => Some(None),
         };
         let scalar = match f.get("scalar") {
@@ -857,7 +947,7 @@ impl Loader<'_, '_> {
         }
         let pipe_ok = self.core_has_pipe(Pipe::V, opath, name);
         (pipe_ok && self.r.count() == before).then_some((
-            OpKind::Vector(VectorOp {
+            OpKind::Vector(Box::new(VectorOp {
                 op,
                 ins,
                 outs,
@@ -866,7 +956,7 @@ impl Loader<'_, '_> {
                 broadcast,
                 transpose,
                 dims,
-            }),
+            })),
             Some(Pipe::V),
         ))
     }

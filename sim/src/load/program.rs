@@ -50,7 +50,6 @@ pub(crate) fn program(
             s
         },
         written: Written::new(0),
-        operand_paths: Vec::new(),
         touched: Vec::new(),
         mmad_l1_at: None,
     };
