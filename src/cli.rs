@@ -361,6 +361,13 @@ pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
         Some(sp) => sp,
     };
     let bytes = parse_size(size)?;
+    let max = sim::limits::MAX_SCOPE_BYTES;
+    if bytes > max {
+        return Err(format!(
+            "`{size}` is larger than any scope npusim plans (at most {})",
+            sim::limits::show(max)
+        ));
+    }
     Ok((space, bytes))
 }
 

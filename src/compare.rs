@@ -39,7 +39,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
         let n = match &l.outcome {
             LevelOutcome::Ran(sim) => report_problems(sim, &format!("level {}: ", l.level)),
             LevelOutcome::Overflow(e) => {
-                eprintln!("error: {}: level {}: {e}", src.name, l.level);
+                err_line!("error: {}: level {}: {e}", src.name, l.level);
                 1
             }
         };
@@ -49,7 +49,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
         }
     }
     if problems > 0 {
-        eprintln!(
+        err_line!(
             "error: {}: {problems} problem{} at level{} {}; see the report",
             src.name,
             if problems == 1 { "" } else { "s" },

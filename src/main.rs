@@ -6,6 +6,23 @@
 //! overflow) or an npusim bug; 2 bad input (load errors, a run error, bad arguments, unreadable
 //! files).
 
+/// `eprintln!` that never panics: stderr may be a closed pipe (`npusim run x 2>&1 | head -1`),
+/// and a report nobody reads is not worth a crash.
+macro_rules! err_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see [`err_line`]).
+macro_rules! err_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod compare;
 mod input;
@@ -27,7 +44,7 @@ pub struct Exit(pub u8);
 impl Exit {
     /// Prints `error: MESSAGE` and gives the bad-input exit code.
     pub fn input(message: impl std::fmt::Display) -> Exit {
-        eprintln!("error: {message}");
+        err_line!("error: {message}");
         Exit(2)
     }
 }
@@ -152,14 +169,14 @@ pub fn failed(
 ) -> Exit {
     match f {
         Failure::Overflow(e) => {
-            eprintln!("error: {}: {context}{e}", src.name);
+            err_line!("error: {}: {context}{e}", src.name);
             Exit(1)
         }
         Failure::NoSuchScope { core, scopes } => {
             let core = config.core(*core);
             let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
             for space in scopes {
-                eprintln!(
+                err_line!(
                     "error: --capacity {}=...: core {} has no {} scope; its scopes are {}",
                     space.yaml_name(),
                     core.name,
@@ -171,7 +188,7 @@ pub fn failed(
         }
         Failure::ReadBeforeWrite { buffer, op } => {
             let buffer = &program.buffer(*buffer).name;
-            eprintln!("error: {}: the program cannot be planned", src.name);
+            err_line!("error: {}: the program cannot be planned", src.name);
             let mut d = Diagnostic::error(
                 &src.name,
                 &program.op(*op).path,
@@ -181,21 +198,21 @@ pub fn failed(
                 "write `{buffer}` (load, a vector op or sstore) before this op reads it"
             ));
             input::locate(&src.text, &mut d);
-            eprint!("\n{}", input::render(&d, Some(src)));
+            err_text!("\n{}", input::render(&d, Some(src)));
             Exit(2)
         }
         Failure::Run(e) => run_failed(e, src),
         Failure::InvalidPlan(violations) => {
-            eprintln!(
+            err_line!(
                 "error: internal: the plan fails its validator (a planner bug; please report it):"
             );
             for v in violations {
-                eprintln!("  {v}");
+                err_line!("  {v}");
             }
             Exit(1)
         }
         Failure::Accounting(e) => {
-            eprintln!("error: internal: the run's cycle accounting does not add up (an engine bug; please report it): {e}");
+            err_line!("error: internal: the run's cycle accounting does not add up (an engine bug; please report it): {e}");
             Exit(1)
         }
     }
@@ -253,7 +270,7 @@ fn run(
     output::emit(out, &format.render(&config, &(&sim).into()))?;
     let n = report_problems(&sim, "");
     if n > 0 {
-        eprintln!(
+        err_line!(
             "error: {}: the run found {n} problem{}; see the report",
             src.name,
             if n == 1 { "" } else { "s" }
@@ -270,15 +287,15 @@ fn report_problems(sim: &Simulation, context: &str) -> usize {
     let result = &sim.result;
     let hazards = sim.hazards.as_deref().unwrap_or_default();
     for h in hazards {
-        eprintln!("hazard: {context}{h}");
+        err_line!("hazard: {context}{h}");
     }
     let mut n = hazards.len() + result.findings.len();
     for f in &result.findings {
-        eprintln!("finding: {context}{}", reports::finding_text(program, f));
+        err_line!("finding: {context}{}", reports::finding_text(program, f));
     }
     if let Some(stopped) = &result.stopped {
         n += 1;
-        eprintln!("finding: {context}{stopped}");
+        err_line!("finding: {context}{stopped}");
     }
     if let Some(d) = &result.deadlock {
         n += 1;
@@ -294,7 +311,7 @@ fn report_problems(sim: &Simulation, context: &str) -> usize {
                 )
             })
             .collect();
-        eprintln!(
+        err_line!(
             "finding: {context}deadlock at cycle {}: {}",
             d.cycle,
             waiters.join("; ")
@@ -305,8 +322,8 @@ fn report_problems(sim: &Simulation, context: &str) -> usize {
 
 /// A run error is bad input: report it like a load error, located in the program.
 fn run_failed(e: &RunError, src: &input::Source) -> Exit {
-    eprintln!("error: {}: the run stopped", src.name);
-    eprint!(
+    err_line!("error: {}: the run stopped", src.name);
+    err_text!(
         "\n{}",
         input::render(&run_error_diagnostic(e, src), Some(src))
     );

@@ -24,9 +24,9 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
         .map_err(|e| Exit::input(format!("cannot read instance {name}: {e}")))?;
     let (inst, columns) = csv::parse(&text).map_err(|errs| {
         for e in &errs {
-            eprintln!("error: {name}:{}: {}", e.line, e.message);
+            err_line!("error: {name}:{}: {}", e.line, e.message);
         }
-        eprintln!(
+        err_line!(
             "error: {name}: {} problem{}; the format is MiniMalloc's CSV: id,lower,upper,size[,alignment][,hint][,gaps][,offset]",
             errs.len(),
             if errs.len() == 1 { "" } else { "s" }
@@ -52,7 +52,7 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
     }
     if !bad_fixed.is_empty() {
         for m in &bad_fixed {
-            eprintln!("error: {m}");
+            err_line!("error: {m}");
         }
         return Err(Exit(2));
     }
@@ -111,15 +111,15 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
         // the independent validator checks every placement before anyone sees it
         let cap = matches!(verdict, Verdict::Feasible | Verdict::Optimal).then_some(a.capacity);
         if let Err(v) = pack::validate(&inst, &s.offsets, cap) {
-            eprintln!("error: internal: the placement fails its validator (an npusim bug; please report it):");
+            err_line!("error: internal: the placement fails its validator (an npusim bug; please report it):");
             for x in v.iter().take(10) {
-                eprintln!("  {x}");
+                err_line!("  {x}");
             }
             return Err(Exit(1));
         }
     }
 
-    eprint!(
+    err_text!(
         "{}",
         summary(
             &name,

@@ -205,6 +205,19 @@ pub fn static_indices(o: &Operand) -> bool {
     })
 }
 
+/// The shape an operand selects (an index drops its dimension, a slice keeps its length), when
+/// every length is constant.
+pub fn selected_shape(o: &Operand, shape: &[u64]) -> Option<Vec<u64>> {
+    let mut out = Vec::with_capacity(shape.len());
+    for (d, &extent) in shape.iter().enumerate() {
+        let sel = Sel::of(o, d, extent);
+        if !matches!(sel, Sel::At(_)) {
+            out.push(sel.const_len()?.max(0) as u64);
+        }
+    }
+    Some(out)
+}
+
 /// The number of elements an operand selects, when it does not depend on loop variables
 /// (a backwards slice selects nothing).
 pub fn static_count(o: &Operand, shape: &[u64]) -> Option<u64> {

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod expr;
 pub mod footprint;
 pub mod ids;
+pub mod limits;
 pub mod load;
 pub mod program;
 pub mod race;

@@ -167,12 +167,16 @@ fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
             let Some(g) = r.map(sn, &p, "a scope", &["bytes", "align"], &[]) else {
                 continue;
             };
+            let max = crate::limits::MAX_SCOPE_BYTES as i64;
             let bytes = g
                 .get("bytes")
-                .and_then(|n| r.u64(n, &g.path("bytes"), true));
+                .and_then(|n| r.int_in(n, &g.path("bytes"), 1, max))
+                .map(|v| v as u64);
+            // an alignment above the largest scope could only misplace everything
             let align = g
                 .get("align")
-                .and_then(|n| r.u64(n, &g.path("align"), true));
+                .and_then(|n| r.int_in(n, &g.path("align"), 1, max))
+                .map(|v| v as u64);
             if let Some(a) = align {
                 if !a.is_power_of_two() {
                     let lower = 1u64 << (63 - a.leading_zeros());

@@ -362,12 +362,19 @@ impl Loader<'_, '_> {
         if !ok {
             return None;
         }
-        // at most 2^56 elements, so bytes (elements × up to 64 bits) never overflow
+        let max = crate::limits::MAX_ELEMENTS;
         let elements = dims
             .iter()
-            .try_fold(1u64, |a, d| a.checked_mul(*d).filter(|x| *x < 1 << 56));
+            .try_fold(1u64, |a, d| a.checked_mul(*d).filter(|x| *x <= max));
         if elements.is_none() {
-            self.r.error(path, "shape is too large");
+            self.r.error_hint(
+                path,
+                format!(
+                    "shape {dims:?} has more elements than npusim handles (at most {})",
+                    crate::limits::show(max)
+                ),
+                Some("split the tensor or buffer".into()),
+            );
         }
         Some((dims, elements?))
     }

@@ -6,7 +6,7 @@ use super::loader::{resolve_value, Ctx, Entity, Loader, Note};
 use super::operand::{parse_operand, OperandError, RawIndex};
 use super::reader::{index, show, suggest, Fields};
 use crate::expr::Expr;
-use crate::footprint::{Bases, Sel};
+use crate::footprint::{selected_shape, Bases, Sel};
 use crate::ids::{BufferId, OpId};
 use crate::program::{
     BarrierTarget, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp, VectorOp,
@@ -89,15 +89,17 @@ fn operand_path(kind: &OpKind, o: &Operand, opath: &str) -> String {
     let same = |x: &Operand| std::ptr::eq(x, o);
     let field = |name: &str| format!("{opath}.{name}");
     let item = |name: &str, list: &[Operand]| {
-        list.iter().position(same).map(|i| format!("{opath}.{name}[{i}]"))
+        list.iter()
+            .position(same)
+            .map(|i| format!("{opath}.{name}[{i}]"))
     };
     let found = match kind {
-        OpKind::Load { src, dst, .. }
-        | OpKind::Store { src, dst }
-        | OpKind::Copy { src, dst } => [(src, "src"), (dst, "dst")]
-            .into_iter()
-            .find(|(x, _)| same(x))
-            .map(|(_, n)| field(n)),
+        OpKind::Load { src, dst, .. } | OpKind::Store { src, dst } | OpKind::Copy { src, dst } => {
+            [(src, "src"), (dst, "dst")]
+                .into_iter()
+                .find(|(x, _)| same(x))
+                .map(|(_, n)| field(n))
+        }
         OpKind::Fixpipe {
             src, dst, quant, ..
         } => match quant {
@@ -1007,6 +1009,63 @@ impl Loader<'_, '_> {
                 );
             }
         }
+        // an input of a broadcast is the output's shape, or it with the broadcast dimensions
+        // set to 1 or left out; a reduction's output is its input's shape with the reduced
+        // dimensions set to 1 or left out
+        let shape = |l: &Self, o: &Operand| selected_shape(o, l.base_shape(o.base));
+        let squeezed = |full: &[u64], along: &[u32]| -> [Vec<u64>; 2] {
+            let ones = full
+                .iter()
+                .enumerate()
+                .map(|(d, &n)| if along.contains(&(d as u32)) { 1 } else { n })
+                .collect();
+            let dropped = full
+                .iter()
+                .enumerate()
+                .filter(|(d, _)| !along.contains(&(*d as u32)))
+                .map(|(_, &n)| n)
+                .collect();
+            [ones, dropped]
+        };
+        if !broadcast.is_empty() {
+            if let Some(full) = shape(self, out) {
+                let [ones, dropped] = squeezed(&full, broadcast);
+                for (i, x) in ins.iter().enumerate() {
+                    let Some(s) = shape(self, x) else { continue };
+                    if s != full && s != ones && s != dropped {
+                        self.r.error_hint(
+                            &ipath(i),
+                            format!(
+                                "shape mismatch in {name}: input \"{}\" selects {s:?}, which does not broadcast along {broadcast:?} to the output's {full:?}",
+                                x.text
+                            ),
+                            Some(format!("along {broadcast:?} an input has extent 1 ({ones:?}) or leaves the dimensions out ({dropped:?})")),
+                        );
+                    }
+                }
+            }
+        }
+        if op.form() == VecForm::Reduce {
+            if dims.is_empty() {
+                self.r.error_hint(
+                    &f.path,
+                    format!("{name} needs dims: the dimensions it reduces"),
+                    Some("e.g. dims: [1] reduces each row of a [rows, cols] input".into()),
+                );
+            } else if let (Some(full), Some(o)) = (shape(self, &ins[0]), shape(self, out)) {
+                let [ones, dropped] = squeezed(&full, dims);
+                if o != ones && o != dropped {
+                    self.r.error_hint(
+                        &f.path("out"),
+                        format!(
+                            "shape mismatch in {name}: reducing {full:?} along {dims:?} gives {dropped:?}, but output \"{}\" selects {o:?}",
+                            out.text
+                        ),
+                        Some(format!("the output is {dropped:?} or {ones:?}")),
+                    );
+                }
+            }
+        }
         match op.form() {
             VecForm::Broadcast => {
                 if let (Some(i), Some(o)) = (ins[0].elements, out.elements) {
@@ -1021,7 +1080,12 @@ impl Loader<'_, '_> {
                     }
                 }
             }
-            VecForm::Reduce => {
+            // with dims and known shapes the shape check above decides
+            VecForm::Reduce
+                if dims.is_empty()
+                    || shape(self, &ins[0]).is_none()
+                    || shape(self, out).is_none() =>
+            {
                 if let (Some(i), Some(o)) = (ins[0].elements, out.elements) {
                     if o == 0 || i % o != 0 {
                         self.r.error(
@@ -1034,6 +1098,7 @@ impl Loader<'_, '_> {
                     }
                 }
             }
+            VecForm::Reduce => {}
             VecForm::Deinterleave => {
                 if let Some(i) = ins[0].elements {
                     for (k, o) in outs.iter().enumerate() {
@@ -1093,6 +1158,18 @@ impl Loader<'_, '_> {
             self.r
                 .error(&path, format!("scalar cycles {c} is negative"));
             return None;
+        }
+        if let Some((_, hi)) = cycles.bounds(&self.ranges) {
+            if hi > crate::limits::MAX_SCALAR_CYCLES {
+                self.r.error(
+                    &path,
+                    format!(
+                        "scalar cycles can reach {hi}, more than any run may last (at most {})",
+                        crate::limits::show(crate::limits::MAX_SCALAR_CYCLES as u64)
+                    ),
+                );
+                return None;
+            }
         }
         Some((OpKind::Scalar { cycles }, Some(Pipe::S)))
     }

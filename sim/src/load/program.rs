@@ -342,7 +342,21 @@ impl<'a> Loader<'a, '_> {
         let shape = f.get("shape").and_then(|n| self.shape(n, &f.path("shape")));
         let dtype = f.get("dtype").and_then(|n| self.dtype(n, &f.path("dtype")));
         let multi = match f.get("multi") {
-            Some(n) => self.r.u32(n, &f.path("multi"), true),
+            Some(n) => {
+                let max = crate::limits::MAX_MULTI;
+                let m = self.r.u32(n, &f.path("multi"), true);
+                match m {
+                    Some(m) if m > max => {
+                        self.r.error_hint(
+                            &f.path("multi"),
+                            format!("multi: {m} is more slots than npusim plans (at most {max})"),
+                            Some("hardware multi-buffers have 2 or 3 slots".into()),
+                        );
+                        None
+                    }
+                    m => m,
+                }
+            }
             None => Some(1),
         };
         let flag = |l: &mut Self, key: &str, default: bool| match f.get(key) {
@@ -841,8 +855,35 @@ impl<'a> Loader<'a, '_> {
                 let hint = suggest(key, &super::ops::op_names());
                 self.r
                     .error_hint(&opath, format!("unknown op \"{key}\""), hint);
+                // it may have meant to write any buffer it names: no "read before first
+                // write" errors that only repeat this one
+                self.mark_named_buffers(value);
                 None
             }
+        }
+    }
+
+    /// Counts every buffer named by a string anywhere in `node` (an operand's leading name)
+    /// as written.
+    fn mark_named_buffers(&mut self, node: &Node) {
+        match &node.value {
+            Value::Str(text) => {
+                let end = text
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(text.len());
+                let entity = self.lookup(text[..end].trim()).map(|n| n.entity);
+                let roots = match entity {
+                    Some(Entity::Buffer(b)) => self.roots(Ref::Buffer(b)),
+                    Some(Entity::View(v)) => self.roots(Ref::View(v)),
+                    _ => vec![],
+                };
+                for b in roots {
+                    self.written.mark(b);
+                }
+            }
+            Value::Seq(items) => items.iter().for_each(|n| self.mark_named_buffers(n)),
+            Value::Map(entries) => entries.iter().for_each(|(_, n)| self.mark_named_buffers(n)),
+            _ => {}
         }
     }
 
@@ -970,6 +1011,18 @@ impl<'a> Loader<'a, '_> {
                     to = None;
                 }
             }
+            // the trip count where it is known: from the bounds' widest reach, by the step
+            if let (Some(fr), Some(t), Some(s)) = (&from, &to, &step) {
+                let lo = fr.bounds(&self.ranges).map(|b| b.0);
+                let hi = t.bounds(&self.ranges).map(|b| b.1);
+                if let (Some(lo), Some(hi), Some(s)) = (lo, hi, s.as_const().filter(|&s| s > 0)) {
+                    let trips = (hi as i128 - lo as i128).max(0) / s as i128;
+                    if trips > crate::limits::MAX_TRIPS as i128 {
+                        self.too_many_trips(&f.path("to"), trips);
+                        to = None;
+                    }
+                }
+            }
         }
         let range = match (&from, &to, &step) {
             (Some(f), Some(t), Some(s)) => self.for_range(f, t, s),
@@ -997,6 +1050,17 @@ impl<'a> Loader<'a, '_> {
             self.ops[id.index()].kind = OpKind::For(l);
         }
         Some(id)
+    }
+
+    fn too_many_trips(&mut self, path: &str, trips: i128) {
+        self.r.error_hint(
+            path,
+            format!(
+                "the loop can run {trips} times, more than npusim simulates (at most {})",
+                crate::limits::show(crate::limits::MAX_TRIPS as u64)
+            ),
+            Some("a run stops at --max-instructions anyway; make the loop shorter".into()),
+        );
     }
 
     fn for_range(&self, from: &Expr, to: &Expr, step: &Expr) -> Option<(i64, i64)> {
@@ -1027,6 +1091,12 @@ impl<'a> Loader<'a, '_> {
                         format!("while trips {t} is negative"),
                         Some("trips is how many times the body runs: 0 or more".into()),
                     );
+                    trips = None;
+                }
+            }
+            if let Some((_, hi)) = trips.as_ref().and_then(|t| t.bounds(&self.ranges)) {
+                if hi > crate::limits::MAX_TRIPS {
+                    self.too_many_trips(&f.path("trips"), hi as i128);
                     trips = None;
                 }
             }
@@ -1106,6 +1176,37 @@ impl<'a> Loader<'a, '_> {
     // ----- whole program -----------------------------------------------------------------
 
     fn whole_program_checks(&mut self) {
+        use crate::limits::{show, MAX_BUFFERS, MAX_OPS, MAX_TOTAL_SLOT_BYTES};
+        let counts = [
+            ("buffers", self.buffers.len(), MAX_BUFFERS),
+            ("ops", self.ops.len(), MAX_OPS),
+        ];
+        for (what, n, max) in counts {
+            if n > max {
+                self.r.error(
+                    "",
+                    format!(
+                        "the program has {n} {what}, more than npusim plans (at most {})",
+                        show(max as u64)
+                    ),
+                );
+            }
+        }
+        let total = self.buffers.iter().try_fold(0u64, |sum, b| {
+            b.bytes
+                .checked_mul(b.multi as u64)
+                .and_then(|x| sum.checked_add(x))
+        });
+        if total.is_none_or(|t| t > MAX_TOTAL_SLOT_BYTES) {
+            self.r.error_hint(
+                "",
+                format!(
+                    "the program's buffers need more bytes in all than npusim plans (at most {})",
+                    show(MAX_TOTAL_SLOT_BYTES)
+                ),
+                Some("on-chip buffers are kilobytes to megabytes; check the shapes".into()),
+            );
+        }
         if let Some(at) = self.mmad_l1_at.clone() {
             for i in 0..self.buffers.len() {
                 let b = &self.buffers[i];

@@ -264,11 +264,6 @@ impl<'f> Reader<'f> {
         self.int_in(node, path, positive as i64, u32::MAX as i64)
             .map(|v| v as u32)
     }
-
-    pub fn u64(&mut self, node: &Node, path: &str, positive: bool) -> Option<u64> {
-        self.int_in(node, path, positive as i64, i64::MAX)
-            .map(|v| v as u64)
-    }
 }
 
 #[cfg(test)]

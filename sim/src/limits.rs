@@ -1,0 +1,41 @@
+//! The sizes a program or config may have (docs/cli.md, "Limits"). Loading refuses anything
+//! larger, naming the YAML path and the limit, so that no later arithmetic on bytes, offsets,
+//! cycles or counts can wrap and no plan or run is hopeless from the start. The run's own
+//! limits (`--max-cycles`, `--max-instructions`) are [`crate::engine::Limits`].
+
+/// Elements of one buffer, view or gm tensor: 2^40. At 8 bytes an element that is 8 TiB,
+/// beyond any device; totals of such sizes still fit 64 bits.
+pub const MAX_ELEMENTS: u64 = 1 << 40;
+
+/// Slots of one multi-buffer. Hardware double- and triple-buffers; planning time grows with
+/// the square of a buffer's slots, so thousands would take minutes.
+pub const MAX_MULTI: u32 = 256;
+
+/// Buffers of one program: 2^20.
+pub const MAX_BUFFERS: usize = 1 << 20;
+
+/// Ops of one program (control ops included): 2^24.
+pub const MAX_OPS: usize = 1 << 24;
+
+/// Iterations of one loop, where its trip count is known when loading: 2^48 (at twenty
+/// million simulated instructions a second, months of engine time).
+pub const MAX_TRIPS: i64 = 1 << 48;
+
+/// Cycles of one `scalar` op: 2^62, the largest `--max-cycles`.
+pub const MAX_SCALAR_CYCLES: i64 = 1 << 62;
+
+/// Bytes of one on-chip scope (its capacity in a config or `--capacity`): 2^48.
+pub const MAX_SCOPE_BYTES: u64 = 1 << 48;
+
+/// Bytes of every slot of every buffer of a program together: 2^56, so the planner's running
+/// sums, peaks and aligned sizes never wrap.
+pub const MAX_TOTAL_SLOT_BYTES: u64 = 1 << 56;
+
+/// `2^k` for a power of two, the way the limits are written in messages.
+pub fn show(limit: u64) -> String {
+    if limit.is_power_of_two() {
+        format!("2^{} = {limit}", limit.trailing_zeros())
+    } else {
+        limit.to_string()
+    }
+}
