@@ -86,8 +86,8 @@ pub enum Command {
         /// The instance (MiniMalloc CSV, half-open lifetimes [lower, upper)).
         #[arg(value_name = "INSTANCE.csv")]
         instance: PathBuf,
-        /// Bytes available: a number, or with a KiB/MiB suffix.
-        #[arg(long, value_name = "N", value_parser = parse_size)]
+        /// Bytes available: a number, or with a KiB/MiB suffix; at most 2^62.
+        #[arg(long, value_name = "N", value_parser = parse_pack_capacity)]
         capacity: u64,
         /// `fast`: best of several orders with best fit (milliseconds); `exact`: a complete
         /// search that finds a placement whenever one exists within the time limit.
@@ -99,7 +99,7 @@ pub enum Command {
         /// Exact mode: search for the smallest feasible height, not just one that fits.
         #[arg(long)]
         minimize: bool,
-        /// Write the placement to FILE (written only when there is one).
+        /// Write the placement to FILE (written only when it fits the capacity).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -369,6 +369,15 @@ pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
         ));
     }
     Ok((space, bytes))
+}
+
+/// Parses `pack --capacity`: a size of at most 2^62 bytes, so that sums with it never wrap.
+pub fn parse_pack_capacity(s: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if n > 1 << 62 {
+        return Err(format!("`{s}` is larger than npusim places (at most 2^62 bytes)"));
+    }
+    Ok(n)
 }
 
 /// Parses a size: bytes, or whole KiB/MiB (`160KiB`, `1MiB`).

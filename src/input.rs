@@ -19,13 +19,56 @@ pub fn read(path: &Path, what: &str) -> Result<Source, Exit> {
     let name = path.display().to_string();
     match read_text(path) {
         Ok(text) => Ok(Source { name, text }),
-        Err(e) => Err(Exit::input(format!("cannot read {what} file {name}: {e}"))),
+        Err(e) => Err(Exit::input(e.describe(&name, what))),
+    }
+}
+
+/// Why a file could not be read as text: the system's error, or where it stops being UTF-8.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    NotUtf8 {
+        line: usize,
+        column: usize,
+        byte: u8,
+        offset: usize,
+    },
+}
+
+impl ReadError {
+    /// The message for the `what` file `name`: where it stops being UTF-8, or why it could not
+    /// be read.
+    pub fn describe(&self, name: &str, what: &str) -> String {
+        match self {
+            ReadError::Io(e) => format!("cannot read {what} file {name}: {e}"),
+            ReadError::NotUtf8 {
+                line,
+                column,
+                byte,
+                offset,
+            } => format!(
+                "{name}:{line}:{column}: the {what} file is not UTF-8 text (byte {byte:#04x} at offset {offset}); save it as UTF-8"
+            ),
+        }
     }
 }
 
 /// The text of the file at `path`: every input npusim reads goes through here.
-pub fn read_text(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    let bytes = std::fs::read(path).map_err(ReadError::Io)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let valid = std::str::from_utf8(&bytes[..offset]).unwrap_or_default();
+        let line = valid.matches('\n').count() + 1;
+        let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        ReadError::NotUtf8 {
+            line,
+            column,
+            byte: bytes[offset],
+            offset,
+        }
+    })
 }
 
 /// Resolves `--config`: a built-in name, else a file.

@@ -21,7 +21,7 @@ pub struct PackArgs<'a> {
 pub fn pack(a: &PackArgs) -> Result<(), Exit> {
     let name = a.instance.display().to_string();
     let text = crate::input::read_text(a.instance)
-        .map_err(|e| Exit::input(format!("cannot read instance {name}: {e}")))?;
+        .map_err(|e| Exit::input(e.describe(&name, "instance")))?;
     let (inst, columns) = csv::parse(&text).map_err(|errs| {
         for e in &errs {
             err_line!("error: {name}:{}: {}", e.line, e.message);
@@ -42,7 +42,7 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
     let mut bad_fixed = Vec::new();
     for b in &inst.buffers {
         if let Some(f) = b.fixed {
-            if f + b.size > a.capacity {
+            if f.saturating_add(b.size) > a.capacity {
                 bad_fixed.push(format!(
                     "{name}: buffer `{}` is fixed at {f}, but its {} bytes end past the capacity {}",
                     b.id, b.size, a.capacity
@@ -132,7 +132,10 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
             seconds
         )
     );
-    if let Some(s) = &solution {
+    // a placement that does not fit is shown (stdout) but never written to a file: -o means a
+    // placement the capacity holds
+    let fits = matches!(verdict, Verdict::Feasible | Verdict::Optimal);
+    if let Some(s) = solution.as_ref().filter(|_| fits || a.output.is_none()) {
         output::emit(a.output, &csv::write(&inst, columns, s))?;
     }
     match verdict {
@@ -205,7 +208,8 @@ fn summary(
             "fast mode found no placement that fits (try --mode exact)".to_string()
         }
         Verdict::TimedOut => {
-            "unknown: the time limit ran out first (the best placement found is written)"
+            "unknown: the time limit ran out first (the best placement found is printed; -o \
+             writes only a placement that fits)"
                 .to_string()
         }
     };

@@ -23,6 +23,13 @@ pub struct Columns {
 }
 
 /// Parses an instance, collecting every problem (up to 20) before giving up.
+/// The largest time, size, alignment or offset an instance may hold: 2^48. With at most
+/// [`MAX_ROWS`] buffers, every sum the placement core forms stays below 2^64.
+pub const MAX_VALUE: u64 = 1 << 48;
+
+/// The most buffers an instance may hold: 2^24.
+pub const MAX_ROWS: usize = 1 << 24;
+
 pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
     let mut lines = text.split('\n').enumerate();
     let Some((_, header)) = lines.next() else {
@@ -113,9 +120,23 @@ pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
             ));
             continue;
         }
+        if buffers.len() >= MAX_ROWS {
+            errors.push(err(
+                line,
+                format!("more than {MAX_ROWS} buffers (2^24): the instance is too large to place"),
+            ));
+            break;
+        }
         let mut num = |col: usize, what: &str| -> Option<u64> {
             match fields[col].parse::<u64>() {
-                Ok(v) => Some(v),
+                Ok(v) if v <= MAX_VALUE => Some(v),
+                Ok(v) => {
+                    errors.push(err(
+                        line,
+                        format!("{what} {v} is larger than any instance npusim places (at most 2^48 = {MAX_VALUE})"),
+                    ));
+                    None
+                }
                 Err(_) => {
                     errors.push(err(
                         line,
@@ -222,6 +243,17 @@ pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
             hint: hint_v,
         });
     }
+    // every sum of sizes the placement core forms is at most their aligned total
+    let total: u128 = buffers
+        .iter()
+        .map(|b| b.size as u128 + b.align as u128)
+        .sum();
+    if total > 1 << 62 {
+        errors.push(err(
+            1,
+            format!("the buffers need {total} bytes in all, more than npusim places (at most 2^62)"),
+        ));
+    }
     if errors.is_empty() {
         // duplicate ids would make the output ambiguous
         let mut ids: Vec<(&str, usize)> = buffers
@@ -268,8 +300,9 @@ fn parse_gaps(s: &str, inclusive: bool) -> Result<Vec<Gap>, String> {
             None => (item, None),
         };
         let (lo, hi) = range.split_once('-').ok_or_else(bad)?;
-        let lo: u64 = lo.parse().map_err(|_| bad())?;
-        let hi: u64 = hi.parse::<u64>().map_err(|_| bad())? + inclusive as u64;
+        let small = |v: u64| (v <= MAX_VALUE).then_some(v).ok_or_else(bad);
+        let lo: u64 = small(lo.parse().map_err(|_| bad())?)?;
+        let hi: u64 = small(hi.parse::<u64>().map_err(|_| bad())?)? + inclusive as u64;
         let window = match window {
             Some(w) => {
                 let (a, b) = w.split_once(':').ok_or_else(bad)?;

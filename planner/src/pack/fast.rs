@@ -16,7 +16,8 @@
 //!   buffers close in the order, re-places from the first changed position and keeps changes
 //!   that do not raise the height. A placement at the lower bound stops everything (nothing
 //!   can beat it, so the classic rules need not run). Deterministic: fixed seeds and a budget
-//!   counted in work units (entries scanned), not time.
+//!   counted in work units (entries scanned), not time. Above [`LARGE`] buffers, one pass of
+//!   first fit by start and no search, so a million buffers are placed in seconds.
 //!
 //! Two interchangeable packers find the placed buffers that overlap in time; they place
 //! identically. Up to `SCAN_MAX` (4000) buffers, a list sorted by offset is scanned whole (the
@@ -107,12 +108,20 @@ pub fn solve(inst: &Instance) -> FastResult {
     let lb = super::bound::lower_bound(inst).bytes;
     let mut packer = Packer::new(&prep);
     let mut found: Vec<Candidate> = Vec::new();
-    let mut passes: Vec<(Order, Fit, &'static str)> =
-        vec![(Order::Congestion, Fit::Best, "congestion")];
-    passes.extend(Classic::ALL.iter().map(|c| (c.order(), c.fit(), c.name())));
-    passes.extend_from_slice(BIG_FIRST);
+    let mut passes: Vec<(Order, Fit, &'static str)> = Vec::new();
+    if inst.len() > LARGE {
+        // a pass over a million overlapping buffers takes tens of seconds: one, the cheapest
+        let c = Classic::FirstFitByStart;
+        passes.push((c.order(), c.fit(), c.name()));
+    } else {
+        passes.push((Order::Congestion, Fit::Best, "congestion"));
+        passes.extend(Classic::ALL.iter().map(|c| (c.order(), c.fit(), c.name())));
+        passes.extend_from_slice(BIG_FIRST);
+    }
     let required = passes.len();
-    passes.extend_from_slice(PORTFOLIO);
+    if inst.len() <= LARGE {
+        passes.extend_from_slice(PORTFOLIO);
+    }
     let mut pass_work = 0;
     for (i, &(key, fit, name)) in passes.iter().enumerate() {
         if found.iter().any(|b| b.height <= lb) {
@@ -137,7 +146,11 @@ pub fn solve(inst: &Instance) -> FastResult {
     }
     // the best first; ties keep the portfolio order
     found.sort_by_key(|c| c.height);
-    let limit = budget(pass_work);
+    let limit = if inst.len() > LARGE {
+        0
+    } else {
+        budget(pass_work)
+    };
     // search from the best few starts, splitting what is left of the budget
     let starts = found.len().min(SEARCH_STARTS);
     let mut names: Vec<&'static str> = found.iter().map(|c| c.name).collect();
@@ -180,6 +193,11 @@ const BIG_FIRST: &[(Order, Fit, &str)] = &[
         "big64-start",
     ),
 ];
+
+/// Above this many buffers fast mode runs one pass (first fit by start) and no search: the
+/// whole portfolio would take minutes (a million densely overlapping buffers: one pass about
+/// 20 s on the benchmark machine, BENCHMARKS.md).
+pub const LARGE: usize = 250_000;
 
 /// How many of the best portfolio results the search starts from.
 const SEARCH_STARTS: usize = 2;
