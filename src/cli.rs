@@ -99,6 +99,10 @@ pub enum Command {
         /// Exact mode: search for the smallest feasible height, not just one that fits.
         #[arg(long)]
         minimize: bool,
+        /// Also print the solver's wall time in the summary (left out by default, so the same
+        /// input gives the same bytes).
+        #[arg(long)]
+        timing: bool,
         /// Write the placement to FILE (written only when it fits the capacity).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -375,7 +379,9 @@ pub fn parse_capacity(s: &str) -> Result<(Space, u64), String> {
 pub fn parse_pack_capacity(s: &str) -> Result<u64, String> {
     let n = parse_size(s)?;
     if n > 1 << 62 {
-        return Err(format!("`{s}` is larger than npusim places (at most 2^62 bytes)"));
+        return Err(format!(
+            "`{s}` is larger than npusim places (at most 2^62 bytes)"
+        ));
     }
     Ok(n)
 }

@@ -96,6 +96,7 @@ fn main() -> ExitCode {
             mode,
             time_limit,
             minimize,
+            timing,
             output,
         } => pack::pack(&pack::PackArgs {
             instance: &instance,
@@ -103,6 +104,7 @@ fn main() -> ExitCode {
             mode,
             time_limit,
             minimize,
+            timing,
             output: output.as_deref(),
         }),
         Command::Configs => configs(),

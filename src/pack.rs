@@ -15,6 +15,7 @@ pub struct PackArgs<'a> {
     pub mode: PackMode,
     pub time_limit: f64,
     pub minimize: bool,
+    pub timing: bool,
     pub output: Option<&'a Path>,
 }
 
@@ -129,7 +130,7 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
             a.capacity,
             verdict,
             &mode_text,
-            seconds
+            a.timing.then_some(seconds)
         )
     );
     // a placement that does not fit is shown (stdout) but never written to a file: -o means a
@@ -162,7 +163,7 @@ fn summary(
     capacity: u64,
     verdict: Verdict,
     mode: &str,
-    seconds: f64,
+    seconds: Option<f64>,
 ) -> String {
     let mut out = String::new();
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<12}{v}\n"));
@@ -214,7 +215,9 @@ fn summary(
         }
     };
     line("capacity", format!("{capacity}: {verdict_text}"));
-    line("seconds", format!("{seconds:.3}"));
+    if let Some(s) = seconds {
+        line("seconds", format!("{s:.3}"));
+    }
     out
 }
 

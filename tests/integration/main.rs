@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare_cli;
+mod outputs;
 mod pack_cli;
 mod plan_cli;
 mod plans;

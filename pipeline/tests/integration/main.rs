@@ -4,6 +4,7 @@
 mod compare;
 mod failures;
 mod observers;
+mod properties;
 
 use sim::{Config, Program};
 use std::path::PathBuf;

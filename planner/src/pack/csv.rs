@@ -251,7 +251,9 @@ pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
     if total > 1 << 62 {
         errors.push(err(
             1,
-            format!("the buffers need {total} bytes in all, more than npusim places (at most 2^62)"),
+            format!(
+                "the buffers need {total} bytes in all, more than npusim places (at most 2^62)"
+            ),
         ));
     }
     if errors.is_empty() {

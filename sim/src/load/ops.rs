@@ -994,12 +994,18 @@ impl Loader<'_, '_> {
         let name = op.name();
         let out = &outs[0];
         let ipath = |i: usize| index(&f.path("ins"), i);
-        for (key, list, of) in [
+        // a dimension past the rank is reported once; the shape rules below would only repeat it
+        let mut in_rank = [true; 2];
+        for (k, (key, list, of)) in [
             ("broadcast", broadcast, out),
             ("dims", dims, ins.first().unwrap_or(out)),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let rank = self.rank(of);
             if let Some(bad) = list.iter().find(|d| **d as usize >= rank) {
+                in_rank[k] = false;
                 self.r.error(
                     &f.path(key),
                     format!(
@@ -1027,7 +1033,7 @@ impl Loader<'_, '_> {
                 .collect();
             [ones, dropped]
         };
-        if !broadcast.is_empty() {
+        if !broadcast.is_empty() && in_rank[0] {
             if let Some(full) = shape(self, out) {
                 let [ones, dropped] = squeezed(&full, broadcast);
                 for (i, x) in ins.iter().enumerate() {
@@ -1052,7 +1058,9 @@ impl Loader<'_, '_> {
                     format!("{name} needs dims: the dimensions it reduces"),
                     Some("e.g. dims: [1] reduces each row of a [rows, cols] input".into()),
                 );
-            } else if let (Some(full), Some(o)) = (shape(self, &ins[0]), shape(self, out)) {
+            } else if let (true, Some(full), Some(o)) =
+                (in_rank[1], shape(self, &ins[0]), shape(self, out))
+            {
                 let [ones, dropped] = squeezed(&full, dims);
                 if o != ones && o != dropped {
                     self.r.error_hint(

@@ -324,14 +324,15 @@ fn vec_prog(ops: &str) -> String {
 #[test]
 fn vector_size_rules_by_form() {
     load(&vec_prog("  - vbrc: { ins: [s], out: a }\n"));
+    // reducing all of [256] gives one element: [1] or []
     load(&vec_prog(
-        "  - vreduce_sum: { ins: [a], out: s, dims: [0] }\n",
+        "  - vreduce_sum: { ins: [a], out: \"s[0:1]\", dims: [0] }\n",
     ));
     load(&vec_prog(
         "  - vdeinterleave: { ins: [a], out: [h, \"a@1[0:128]\"] }\n",
     ));
     load(&vec_prog(
-        "  - vadd: { ins: [a, s], out: a, broadcast: [0] }\n",
+        "  - vadd: { ins: [a, \"s[0:1]\"], out: a, broadcast: [0] }\n",
     ));
     load(&vec_prog(
         "  - vdup: { scalar: 3, out: a }\n  - vmuls: { ins: [a], out: a, scalar: 2 }\n",
@@ -343,10 +344,15 @@ fn vector_size_rules_by_form() {
     assert_eq!((path.as_str(), line), ("body[4].vbrc.out", 15));
     assert!(msg.contains("not a multiple of input"), "{msg}");
     let (path, msg, ..) = one(&vec_prog(
-        "  - vreduce_max: { ins: [h], out: \"a[0:100]\" }\n",
+        "  - vreduce_max: { ins: [h], out: \"a[0:1]\" }\n",
+    ));
+    assert_eq!(path, "body[4].vreduce_max");
+    assert!(msg.contains("needs dims"), "{msg}");
+    let (path, msg, ..) = one(&vec_prog(
+        "  - vreduce_max: { ins: [a], out: s, dims: [0] }\n",
     ));
     assert_eq!(path, "body[4].vreduce_max.out");
-    assert!(msg.contains("not a multiple of output"), "{msg}");
+    assert!(msg.contains("reducing [256] along [0] gives []"), "{msg}");
     let (path, msg, ..) = one(&vec_prog("  - vdeinterleave: { ins: [a], out: [h, s] }\n"));
     assert_eq!(path, "body[4].vdeinterleave.out[1]");
     assert!(msg.contains("half of input"), "{msg}");
