@@ -13,7 +13,10 @@
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "edge_numbers.rs"]
+mod edge_numbers;
+
+use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 use pipeline::Options;
 use sim::{Config, Space};
 
@@ -126,3 +129,7 @@ body:
     }
     out
 }
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    edge_numbers::mutate(data, size, max_size, seed)
+});

@@ -19,7 +19,10 @@
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "edge_numbers.rs"]
+mod edge_numbers;
+
+use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 use planner::pack::exact::{self, ExactOptions, Outcome};
 use planner::pack::{bound::lower_bound, csv, fast, validate, Instance, Solution};
 use std::time::Duration;
@@ -140,3 +143,7 @@ fn round_trip(inst: &Instance, columns: csv::Columns, s: &Solution) {
         assert_eq!(&want, b, "round trip changed a buffer");
     }
 }
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    edge_numbers::mutate(data, size, max_size, seed)
+});

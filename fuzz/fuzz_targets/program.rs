@@ -20,7 +20,10 @@
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "edge_numbers.rs"]
+mod edge_numbers;
+
+use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 use pipeline::{Failure, Options};
 use planner::{PlacementMode, PlanOptions};
 use sim::program::{Block, OpKind};
@@ -168,3 +171,7 @@ fn block_ops(program: &Program, block: &Block, ranges: &[Option<(i64, i64)>]) ->
     }
     Some(total)
 }
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    edge_numbers::mutate(data, size, max_size, seed)
+});
