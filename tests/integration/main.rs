@@ -1,6 +1,7 @@
 //! Integration tests of the `npusim` command line and of the whole pipeline
 //! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
 
+mod bad_inputs;
 mod cli;
 mod compare_cli;
 mod outputs;
