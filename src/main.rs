@@ -172,6 +172,32 @@ pub fn failed(
     match f {
         Failure::Overflow(e) => {
             err_line!("error: {}: {context}{e}", src.name);
+            // HIVM's message stays verbatim above; the peak op is then shown in the source
+            let planner::PlanError::Overflow {
+                space,
+                peak_op: Some(op),
+                largest,
+                ..
+            } = e
+            else {
+                return Exit(1);
+            };
+            let live: Vec<String> = largest.iter().map(|(n, _)| format!("`{n}`")).collect();
+            let mut d = Diagnostic::error(
+                &src.name,
+                &program.op(*op).path,
+                format!(
+                    "{} is fullest here: {} live",
+                    space.yaml_name(),
+                    live.join(", ")
+                ),
+            );
+            d.hint = Some(
+                "make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier"
+                    .into(),
+            );
+            input::locate(&src.text, &mut d);
+            err_text!("\n{}", input::render(&d, Some(src)));
             Exit(1)
         }
         Failure::NoSuchScope { core, scopes } => {

@@ -41,12 +41,17 @@ pub fn pack(a: &PackArgs) -> Result<(), Exit> {
         )));
     }
     let mut bad_fixed = Vec::new();
-    for b in &inst.buffers {
+    // a parsed instance has one row per line after the header (parsing stops at the first
+    // empty line and fails on any bad row), so buffer i is on line i + 2
+    for (i, b) in inst.buffers.iter().enumerate() {
         if let Some(f) = b.fixed {
             if f.saturating_add(b.size) > a.capacity {
                 bad_fixed.push(format!(
-                    "{name}: buffer `{}` is fixed at {f}, but its {} bytes end past the capacity {}",
-                    b.id, b.size, a.capacity
+                    "{name}:{}: buffer `{}` is fixed at {f}, but its {} bytes end past the capacity {} (lower the offset or raise --capacity)",
+                    i + 2,
+                    b.id,
+                    b.size,
+                    a.capacity
                 ));
             }
         }

@@ -128,6 +128,8 @@ pub enum PlanError {
         largest: Vec<(String, u64)>,
         /// The instant of peak liveness: (position, the op there as `PATH (NAME)`).
         peak: Option<(usize, String)>,
+        /// The op at the peak, so that a report can show where it is in the source.
+        peak_op: Option<sim::OpId>,
     },
 }
 

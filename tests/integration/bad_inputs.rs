@@ -59,18 +59,10 @@ const NO_PLACE: &[(&str, &str)] = &[
 ];
 
 /// Known gaps: problems that have a place in the fixture, but whose message does not give it
-/// yet (reported; see each reason). The test checks they are still unlocated, so that the
-/// entry is removed, and the location then required, once npusim says where.
-const KNOWN_UNLOCATED: &[(&str, &str)] = &[
-    (
-        "shape_buffer_larger_than_scope.yaml",
-        "an overflow names the peak op by YAML path but gives no line:column for it or the buffers",
-    ),
-    (
-        "csv_fixed_offset_past_capacity.csv",
-        "a fixed offset past the capacity is reported without the row's line",
-    ),
-];
+/// yet (with the reason). The test checks they are still unlocated, so that the entry is
+/// removed, and the location then required, once npusim says where. None today: the overflow
+/// shows its peak op, a CSV fixed offset its row.
+const KNOWN_UNLOCATED: &[(&str, &str)] = &[];
 
 /// One fixture and how to run it.
 #[derive(Debug)]
@@ -260,8 +252,10 @@ fn unlocated(stderr: &str, path: &str, csv: bool) -> Vec<String> {
     let mut errors = 0;
     for line in head.lines().filter(|l| l.starts_with("error: ")) {
         errors += 1;
+        // HIVM's overflow line is kept verbatim; the located report after it shows the peak op
         let summary = summaries.iter().any(|s| line.starts_with(s.as_str()))
-            || (csv && line.contains("; the format is MiniMalloc's CSV"));
+            || (csv && line.contains("; the format is MiniMalloc's CSV"))
+            || (line.contains(" overflow, requires ") && !reports.is_empty());
         if !summary && !has_location(line, path, csv) {
             missing.push(line.to_string());
         }

@@ -53,6 +53,7 @@ pub(super) fn overflow(
         .map(|e| (e.name(program).to_string(), weight(e)))
         .collect();
     largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let peak_op = peak.map(|(p, _)| live.pos_op[p]);
     let peak = peak.map(|(p, _)| {
         let op = program.op(live.pos_op[p]);
         (p, format!("{} ({})", op.path, op.kind.name()))
@@ -63,6 +64,7 @@ pub(super) fn overflow(
         available_bits: cap * 8,
         largest,
         peak,
+        peak_op,
     }
 }
 
@@ -78,6 +80,7 @@ mod tests {
             available_bits: 8,
             largest: vec![("a".into(), 2)],
             peak: Some((3, "body[0] (load)".into())),
+            peak_op: None,
         };
         assert_eq!(
             err.to_string(),
