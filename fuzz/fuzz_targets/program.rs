@@ -11,12 +11,9 @@
 //! "npusim bug" failures (`Failure::is_internal`: a plan that fails its validator, a run that
 //! breaks the accounting identity), which this target turns into panics.
 //!
-//! The run guard: the engine runs a loaded program to completion, so a program with a loop of
-//! a billion trips would run for minutes and be reported as a hang, over and over. Until the
-//! engine has run limits of its own (the lead is adding them; delete `dynamic_ops` then), this
-//! target runs only programs whose dynamic op count, bounded statically from every loop's trip
-//! range (`sim::footprint::var_ranges`), is at most `MAX_DYNAMIC_OPS`, and skips programs with
-//! a loop it cannot bound. Loading and planning do not depend on trip counts and always run.
+//! Runs are bounded by the engine's own limits (`MAX_INSTRUCTIONS`, `MAX_CYCLES`): a program
+//! with a loop of a billion trips stops with `stopped` set, as `npusim run --max-instructions`
+//! does, instead of being reported as a hang.
 
 #![no_main]
 
@@ -26,13 +23,14 @@ mod edge_numbers;
 use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 use pipeline::{Failure, Options};
 use planner::{PlacementMode, PlanOptions};
-use sim::program::{Block, OpKind};
-use sim::{Config, Program};
+use sim::engine::Limits;
+use sim::Config;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Programs that may execute more ops than this (loop bodies counted once per trip) are not run.
-const MAX_DYNAMIC_OPS: u128 = 10_000;
+/// The engine's limits for one run: far below the 10 s libFuzzer timeout.
+const MAX_INSTRUCTIONS: u64 = 20_000;
+const MAX_CYCLES: u64 = 1 << 40;
 
 /// The configs a program is tried against, in order: the built-in default first.
 fn configs() -> &'static [Config] {
@@ -91,15 +89,12 @@ fuzz_target!(|data: &[u8]| {
     };
     check(pipeline::plan(&program, config, &exact, true).map(drop));
 
-    let ops = dynamic_ops(&program);
-    if ops.is_none_or(|n| n > MAX_DYNAMIC_OPS) {
-        if verbose() {
-            eprintln!("not run: dynamic op bound {ops:?} (limit {MAX_DYNAMIC_OPS})");
-        }
-        return;
-    }
     let opts = Options {
         validate: true,
+        limits: Limits {
+            max_cycles: MAX_CYCLES,
+            max_instructions: MAX_INSTRUCTIONS,
+        },
         ..Default::default()
     };
     let r = pipeline::simulate(&program, config, &opts);
@@ -125,51 +120,6 @@ fn check(r: Result<(), Failure>) {
             panic!("internal failure (an npusim bug): {e}");
         }
     }
-}
-
-/// An upper bound on the ops the program executes (every op once per trip of its enclosing
-/// loops, both branches of an `if`), or `None` when some loop's trip count cannot be bounded.
-fn dynamic_ops(program: &Program) -> Option<u128> {
-    let ranges = sim::footprint::var_ranges(program);
-    block_ops(program, &program.body, &ranges)
-}
-
-fn block_ops(program: &Program, block: &Block, ranges: &[Option<(i64, i64)>]) -> Option<u128> {
-    let mut total: u128 = 0;
-    for &id in &block.ops {
-        let n = match &program.op(id).kind {
-            OpKind::For(l) => {
-                let (from_lo, _) = l.from.bounds(ranges)?;
-                let (_, to_hi) = l.to.bounds(ranges)?;
-                let (step_lo, _) = l.step.bounds(ranges)?;
-                // a step that can be 0 or negative is a run-time error, not a long run; the
-                // smallest positive step gives the most trips
-                let step = step_lo.max(1) as i128;
-                let span = (to_hi as i128 - from_lo as i128).max(0);
-                let trips = ((span + step - 1) / step) as u128;
-                trips
-                    .saturating_mul(1 + block_ops(program, &l.body, ranges)?)
-                    .saturating_add(1)
-            }
-            OpKind::While { trips, body, .. } => {
-                let (_, hi) = trips.bounds(ranges)?;
-                (hi.max(0) as u128)
-                    .saturating_mul(1 + block_ops(program, body, ranges)?)
-                    .saturating_add(1)
-            }
-            OpKind::If { then, els, .. } => {
-                let e = match els {
-                    Some(b) => block_ops(program, b, ranges)?,
-                    None => 0,
-                };
-                1 + block_ops(program, then, ranges)? + e
-            }
-            _ => 1,
-        };
-        // clamp well above the limit so no sum or product can overflow
-        total = (total + n.min(1 << 64)).min(1 << 64);
-    }
-    Some(total)
 }
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {

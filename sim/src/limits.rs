@@ -31,6 +31,14 @@ pub const MAX_SCOPE_BYTES: u64 = 1 << 48;
 /// sums, peaks and aligned sizes never wrap.
 pub const MAX_TOTAL_SLOT_BYTES: u64 = 1 << 56;
 
+/// Entries a pipe's queue may hold (`queue_depth`): 4096. Hardware queues hold a few dozen;
+/// the engine keeps a ring of this many entries per pipe.
+pub const MAX_QUEUE_DEPTH: u32 = 4096;
+
+/// Event ids per pipe pair (`sync.event_ids`): 1024. Hardware has 8 or 16; the engine and the
+/// race checker keep a table entry per id and pipe pair.
+pub const MAX_EVENT_IDS: u32 = 1024;
+
 /// `2^k` for a power of two, the way the limits are written in messages.
 pub fn show(limit: u64) -> String {
     if limit.is_power_of_two() {

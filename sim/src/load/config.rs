@@ -7,6 +7,7 @@ use crate::config::{
     Config, CoreConfig, CubeConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, VecCost,
     VectorConfig,
 };
+use crate::limits;
 use crate::program::VecOp;
 use crate::types::{Pipe, Space};
 use crate::yaml::Node;
@@ -41,7 +42,8 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
     let cores = f.get("cores").and_then(|n| cores(r, n));
     let queue_depth = f
         .get("queue_depth")
-        .and_then(|n| r.u32(n, "queue_depth", true));
+        .and_then(|n| r.int_in(n, "queue_depth", 1, limits::MAX_QUEUE_DEPTH as i64))
+        .map(|v| v as u32);
     let scalar = f.get("scalar").and_then(|n| {
         let g = r.map(
             n,
@@ -69,7 +71,8 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         let g = r.map(n, "sync", "sync", &["event_ids", "flag_latency"], &[])?;
         let ids = g
             .get("event_ids")
-            .and_then(|n| r.u32(n, &g.path("event_ids"), true));
+            .and_then(|n| r.int_in(n, &g.path("event_ids"), 1, limits::MAX_EVENT_IDS as i64))
+            .map(|v| v as u32);
         let lat = g
             .get("flag_latency")
             .and_then(|n| r.u32(n, &g.path("flag_latency"), false));
@@ -167,7 +170,7 @@ fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
             let Some(g) = r.map(sn, &p, "a scope", &["bytes", "align"], &[]) else {
                 continue;
             };
-            let max = crate::limits::MAX_SCOPE_BYTES as i64;
+            let max = limits::MAX_SCOPE_BYTES as i64;
             let bytes = g
                 .get("bytes")
                 .and_then(|n| r.int_in(n, &g.path("bytes"), 1, max))
