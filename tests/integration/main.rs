@@ -4,6 +4,7 @@
 mod bad_inputs;
 mod cli;
 mod compare_cli;
+mod hostile;
 mod outputs;
 mod pack_cli;
 mod plan_cli;
