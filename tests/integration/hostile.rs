@@ -210,3 +210,21 @@ fn a_huge_multi_is_refused_at_once() {
         assert!(err.contains("m.yaml:4:") && err.contains("256"), "{err}");
     }
 }
+
+#[test]
+fn a_loop_at_the_edges_of_64_bits_runs_its_three_trips() {
+    // found by fuzzing: from -2^63 to 2^63 - 1 in steps of 2^63 - 1 wrapped the loop variable.
+    // Its values are -2^63, -1 and 2^63 - 2; the next, 2^64 - 3, is past the end: 3 trips, so 3
+    // loads of 64 f32 = 256 bytes, each ceil(256 / 110) = 3 busy cycles on MTE2 (the default
+    // config's gm -> ub rate is 110 bytes a cycle): 9.
+    let dir = scratch("edges");
+    let text = "kernel: k\ncore: aiv\ngm:\n  x: { shape: [64], dtype: f32 }\nbuffers:\n  \
+                xb: { scope: ub, shape: [64], dtype: f32 }\nbody:\n  - for: { var: i, from: \
+                -9223372036854775808, to: 9223372036854775807, step: 9223372036854775807 }\n    \
+                body:\n      - load: { src: \"x\", dst: xb }\n";
+    let f = file(&dir, "edges.yaml", text);
+    let o = npusim(&["run", &f, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["pipes"]["MTE2"]["busy"], 9);
+}

@@ -297,18 +297,29 @@ fn parse_gaps(s: &str, inclusive: bool) -> Result<Vec<Gap>, String> {
     let mut out = Vec::new();
     for item in s.split_whitespace() {
         let bad = || format!("gap `{item}` is not lo-hi or lo-hi@wlo:whi");
+        // each number: digits, at most MAX_VALUE like every other value of an instance
+        let num = |t: &str| -> Result<u64, String> {
+            if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(bad());
+            }
+            match t.parse::<u64>() {
+                Ok(v) if v <= MAX_VALUE => Ok(v),
+                _ => Err(format!(
+                    "gap `{item}`: {t} is larger than any instance npusim places (at most 2^48 = {MAX_VALUE})"
+                )),
+            }
+        };
         let (range, window) = match item.split_once('@') {
             Some((r, w)) => (r, Some(w)),
             None => (item, None),
         };
         let (lo, hi) = range.split_once('-').ok_or_else(bad)?;
-        let small = |v: u64| (v <= MAX_VALUE).then_some(v).ok_or_else(bad);
-        let lo: u64 = small(lo.parse().map_err(|_| bad())?)?;
-        let hi: u64 = small(hi.parse::<u64>().map_err(|_| bad())?)? + inclusive as u64;
+        let lo = num(lo)?;
+        let hi = num(hi)? + inclusive as u64;
         let window = match window {
             Some(w) => {
                 let (a, b) = w.split_once(':').ok_or_else(bad)?;
-                Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+                Some((num(a)?, num(b)?))
             }
             None => None,
         };
