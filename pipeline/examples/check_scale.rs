@@ -7,12 +7,19 @@
 //! cargo run --release -p pipeline --example check_scale -- ops 1000000
 //! ```
 //!
+//! With a third argument, the program is written to that file instead (to time `npusim check
+//! FILE` or `npusim run FILE` themselves).
+//!
 //! `buffers N`: N UB buffers declared at the top, each loaded and stored once (2N ops), the
 //! buffers far larger together than the UB, so the planner reuses bytes. `ops N`: N ops on a
 //! few double-buffered buffers in a loop-free body (a long straight-line kernel, as a code
 //! generator unrolling a loop would write it).
 
 use std::time::Instant;
+
+// the allocator of the npusim binary, so that the figures are the binary's
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn buffers(n: usize) -> String {
     let mut s = String::from(
@@ -76,6 +83,11 @@ fn main() {
         "ops" => ops(n),
         other => panic!("unknown kind {other}: buffers or ops"),
     };
+    if let Some(path) = args.get(3) {
+        std::fs::write(path, &text).expect("the program file is written");
+        println!("{path}: {:.1} MB", text.len() as f64 / 1e6);
+        return;
+    }
     let name = sim::builtin::DEFAULT;
     let config = sim::load_config(sim::builtin::builtin(name).unwrap(), name).unwrap();
     let t = Instant::now();

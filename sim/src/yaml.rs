@@ -89,13 +89,15 @@ fn pos(m: Marker) -> Pos {
     (m.line() as u32, m.col() as u32 + 1)
 }
 
-/// A mapping or list being built, with where it started.
+/// A mapping or list being built, with where it started. Its items so far are the tail of
+/// the parser's pending stack from `start` on: one shared, growing vector, so that each
+/// finished mapping or list is allocated once at its exact size.
 enum Frame {
-    Seq(Pos, Vec<Node>),
+    Seq(Pos, usize),
     Map {
         /// A block mapping's event comes at its first `:`; its first key moves it back.
         at: Pos,
-        entries: Vec<(String, Node)>,
+        start: usize,
         /// The key read, waiting for its value.
         key: Option<String>,
         /// Keys seen so far (built once the mapping is long enough to make scanning slow).
@@ -108,6 +110,8 @@ enum Frame {
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
+    let mut items: Vec<Node> = Vec::new();
+    let mut entries: Vec<(String, Node)> = Vec::new();
     let mut root: Option<Node> = None;
     let mut documents = 0;
     loop {
@@ -158,11 +162,11 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                     ));
                 }
                 stack.push(if matches!(event, Event::SequenceStart(..)) {
-                    Frame::Seq(pos(mark), Vec::new())
+                    Frame::Seq(pos(mark), items.len())
                 } else {
                     Frame::Map {
                         at: pos(mark),
-                        entries: Vec::new(),
+                        start: entries.len(),
                         key: None,
                         seen: None,
                     }
@@ -173,15 +177,9 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                 // exact sizes: most mappings of a program hold one or two entries, and the
                 // capacity a vector grows to would double the tree of a big program
                 let (at, value) = match stack.pop() {
-                    Some(Frame::Seq(at, mut items)) => {
-                        items.shrink_to_fit();
-                        (at, Value::Seq(items))
-                    }
-                    Some(Frame::Map {
-                        at, mut entries, ..
-                    }) => {
-                        entries.shrink_to_fit();
-                        (at, Value::Map(entries))
+                    Some(Frame::Seq(at, start)) => (at, Value::Seq(items.drain(start..).collect())),
+                    Some(Frame::Map { at, start, .. }) => {
+                        (at, Value::Map(entries.drain(start..).collect()))
                     }
                     None => return Err(error_at("unbalanced end of a mapping or list", mark)),
                 };
@@ -194,15 +192,16 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         };
         match stack.last_mut() {
             None => root = Some(node),
-            Some(Frame::Seq(_, items)) => items.push(node),
+            Some(Frame::Seq(..)) => items.push(node),
             Some(Frame::Map {
                 at,
-                entries,
+                start,
                 key,
                 seen,
             }) => match key.take() {
                 Some(k) => entries.push((k, node)),
                 None => {
+                    let entries = &entries[*start..];
                     if entries.is_empty() {
                         *at = (*at).min((node.line, node.column));
                     }

@@ -53,6 +53,14 @@ pub(crate) fn program(
         touched: Vec::new(),
         mmad_l1_at: None,
     };
+    // big generated programs are mostly flat: sizing the two big vectors once saves copying
+    // and faulting in tens of megabytes as they double
+    if let Some(crate::yaml::Value::Seq(items)) = f.get("body").map(|n| &n.value) {
+        l.ops.reserve(items.len());
+    }
+    if let Some(crate::yaml::Value::Map(items)) = f.get("buffers").map(|n| &n.value) {
+        l.buffers.reserve(items.len());
+    }
     let kernel = f
         .get("kernel")
         .and_then(|n| l.r.string(n, "kernel", "a kernel name"))
