@@ -117,16 +117,23 @@ impl Walk {
     }
 }
 
-/// A walk of the kernel (one copy, no id checks) that resumes: the state before each
-/// top-level op is kept, so a change inside top-level op i re-walks from op i only, and a
-/// query stops at the top-level op holding the asked part.
+/// A walk of the kernel (one copy, no id checks) that resumes: the state before every
+/// [`CHECKPOINT`]-th top-level op is kept, so a change inside top-level op i re-walks from the
+/// checkpoint at or before op i only, and a query stops at the top-level op holding the asked
+/// part. Keeping the state before every op instead cost a clone of the open flags per op and
+/// made a flat kernel of 10,000 ops quadratic in time and memory.
 #[derive(Default)]
 pub(super) struct Prefix {
     walk: Walk,
-    /// `states[i]`: the state and position counter before top-level op i; ops `0..states.len()
-    /// - 1` are walked.
-    states: Vec<(State, u32)>,
+    /// `checkpoints[c]`: the state and position counter before top-level op `c * CHECKPOINT`.
+    checkpoints: Vec<(State, u32)>,
+    /// The state and position counter before top-level op `done`: ops `..done` are walked.
+    current: Option<(State, u32)>,
+    done: usize,
 }
+
+/// Top-level ops between two kept states of a [`Prefix`].
+const CHECKPOINT: usize = 64;
 
 impl Prefix {
     pub fn walk(&self) -> &Walk {
@@ -135,11 +142,19 @@ impl Prefix {
 
     /// Forgets everything from top-level op `i` on (its inserts changed).
     pub fn invalidate(&mut self, i: usize) {
-        self.states.truncate(i + 1);
+        if self.done <= i || self.checkpoints.is_empty() {
+            return;
+        }
+        let c = (i / CHECKPOINT).min(self.checkpoints.len() - 1);
+        self.checkpoints.truncate(c + 1);
+        self.current = Some(self.checkpoints[c].clone());
+        self.done = c * CHECKPOINT;
     }
 
     pub fn clear(&mut self) {
-        self.states.clear();
+        self.checkpoints.clear();
+        self.current = None;
+        self.done = 0;
     }
 }
 
@@ -218,24 +233,33 @@ impl Walker<'_> {
 
     /// Makes `prefix` cover top-level ops `..=upto`.
     pub fn advance(&self, prefix: &mut Prefix, upto: usize) {
-        if prefix.states.is_empty() {
+        if prefix.current.is_none() {
             prefix.walk = self.empty(None, 1);
-            prefix.states.push((State::default(), 0));
+            prefix.checkpoints.clear();
+            prefix.current = Some((State::default(), 0));
+            prefix.done = 0;
         }
         let body = &self.tree.program.body.ops;
-        while prefix.states.len() <= upto + 1 {
-            let i = prefix.states.len() - 1;
-            let (st, next) = prefix.states[i].clone();
-            let mut run = Run {
-                root: None,
-                copy: 0,
-                next,
-                out: std::mem::take(&mut prefix.walk),
-            };
-            let st = self.top(body[i], st, &mut run);
-            prefix.walk = run.out;
-            prefix.states.push((st, run.next));
+        if prefix.done > upto {
+            return;
         }
+        let (mut st, next) = prefix.current.take().expect("set above");
+        let mut run = Run {
+            root: None,
+            copy: 0,
+            next,
+            out: std::mem::take(&mut prefix.walk),
+        };
+        while prefix.done <= upto {
+            let i = prefix.done;
+            if i % CHECKPOINT == 0 && prefix.checkpoints.len() == i / CHECKPOINT {
+                prefix.checkpoints.push((st.clone(), run.next));
+            }
+            st = self.top(body[i], st, &mut run);
+            prefix.done += 1;
+        }
+        prefix.walk = run.out;
+        prefix.current = Some((st, run.next));
     }
 
     /// One op of a block with what is inserted around it.
