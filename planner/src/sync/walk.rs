@@ -117,23 +117,24 @@ impl Walk {
     }
 }
 
-/// A walk of the kernel (one copy, no id checks) that resumes: the state before every
-/// [`CHECKPOINT`]-th top-level op is kept, so a change inside top-level op i re-walks from the
-/// checkpoint at or before op i only, and a query stops at the top-level op holding the asked
-/// part. Keeping the state before every op instead cost a clone of the open flags per op and
-/// made a flat kernel of 10,000 ops quadratic in time and memory.
+/// A walk of the kernel (one copy, no id checks) that resumes: the state before a top-level op
+/// is kept whenever [`CHECKPOINT`] positions were walked since the last one kept, so a change
+/// inside top-level op i re-walks from the kept state at or before op i only, and a query stops
+/// at the top-level op holding the asked part. A kernel of a few big loops keeps the state
+/// before each of them; a flat kernel of 10,000 small ops one every few dozen ops (keeping it
+/// before each cost a clone of the open flags per op: quadratic in time and memory).
 #[derive(Default)]
 pub(super) struct Prefix {
     walk: Walk,
-    /// `checkpoints[c]`: the state and position counter before top-level op `c * CHECKPOINT`.
-    checkpoints: Vec<(State, u32)>,
+    /// (top-level op, the state and position counter before it), by op.
+    checkpoints: Vec<(usize, State, u32)>,
     /// The state and position counter before top-level op `done`: ops `..done` are walked.
     current: Option<(State, u32)>,
     done: usize,
 }
 
-/// Top-level ops between two kept states of a [`Prefix`].
-const CHECKPOINT: usize = 64;
+/// Positions walked between two kept states of a [`Prefix`].
+const CHECKPOINT: u32 = 64;
 
 impl Prefix {
     pub fn walk(&self) -> &Walk {
@@ -145,10 +146,12 @@ impl Prefix {
         if self.done <= i || self.checkpoints.is_empty() {
             return;
         }
-        let c = (i / CHECKPOINT).min(self.checkpoints.len() - 1);
+        // the first checkpoint is op 0, so one at or before i exists
+        let c = self.checkpoints.partition_point(|(op, ..)| *op <= i) - 1;
         self.checkpoints.truncate(c + 1);
-        self.current = Some(self.checkpoints[c].clone());
-        self.done = c * CHECKPOINT;
+        let (op, st, next) = &self.checkpoints[c];
+        self.current = Some((st.clone(), *next));
+        self.done = *op;
     }
 
     pub fn clear(&mut self) {
@@ -252,8 +255,12 @@ impl Walker<'_> {
         };
         while prefix.done <= upto {
             let i = prefix.done;
-            if i % CHECKPOINT == 0 && prefix.checkpoints.len() == i / CHECKPOINT {
-                prefix.checkpoints.push((st.clone(), run.next));
+            let due = prefix
+                .checkpoints
+                .last()
+                .is_none_or(|(op, _, at)| *op < i && run.next >= at + CHECKPOINT);
+            if due {
+                prefix.checkpoints.push((i, st.clone(), run.next));
             }
             st = self.top(body[i], st, &mut run);
             prefix.done += 1;
