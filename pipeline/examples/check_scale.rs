@@ -56,22 +56,23 @@ fn ops(n: usize) -> String {
     s
 }
 
-fn rss_mib() -> f64 {
+/// A memory figure of this process from /proc/self/status, in MiB: `VmRSS` now, `VmHWM` the
+/// peak.
+fn status_mib(key: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+fn rss_mib() -> f64 {
+    status_mib("VmRSS")
+}
+
 fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+    status_mib("VmHWM")
 }
 
 fn main() {

@@ -11,6 +11,8 @@ mod pipeline;
 pub mod place;
 mod plan;
 pub mod sync;
+#[cfg(test)]
+mod test_support;
 pub mod validate;
 
 pub use inplace::{inplace_pairs, InplacePair, InplaceResult};

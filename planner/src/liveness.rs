@@ -863,18 +863,13 @@ fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, bool, 
 mod tests {
     //! Positions in the comments are derived by hand from the module docs' linearisation.
     use super::*;
-    use sim::Config;
-
-    fn config() -> Config {
-        sim::load_config(sim::builtin::builtin("ascend910b").unwrap(), "<built-in>").unwrap()
-    }
+    use crate::test_support::vector_program;
 
     fn load(body: &str) -> Program {
-        let text = format!(
-            "kernel: k\ncore: aiv\nsync: manual\nparams: {{ n: 256 }}\n\
+        vector_program(&format!(
+            "params: {{ n: 256 }}\n\
              gm:\n  x: {{ shape: [4, n], dtype: f16 }}\n  y: {{ shape: [4, n], dtype: f16 }}\n{body}"
-        );
-        sim::load_program(&text, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"))
+        ))
     }
 
     fn buf(p: &Program, name: &str) -> BufferId {

@@ -781,16 +781,13 @@ mod tests {
     use super::*;
     use crate::plan_program;
 
-    fn config() -> Config {
-        sim::load_config(sim::builtin::builtin("ascend910b").unwrap(), "<built-in>").unwrap()
-    }
+    use crate::test_support::{config, vector_program};
 
     /// A vector-core program: `x`, `y` are [4, 256] f16 in gm, `rest` the buffers and body.
     fn vector(rest: &str) -> Program {
-        let text = format!(
-            "kernel: k\ncore: aiv\nsync: manual\ngm:\n  x: {{ shape: [4, 256], dtype: f16 }}\n  y: {{ shape: [4, 256], dtype: f16 }}\n{rest}"
-        );
-        sim::load_program(&text, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"))
+        vector_program(&format!(
+            "gm:\n  x: {{ shape: [4, 256], dtype: f16 }}\n  y: {{ shape: [4, 256], dtype: f16 }}\n{rest}"
+        ))
     }
 
     /// The planner's plan (sequential: nothing shares bytes), to be broken by hand.
