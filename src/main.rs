@@ -188,6 +188,8 @@ pub fn failed(
                 space,
                 peak_op: Some(op),
                 largest,
+                required_bits,
+                available_bits,
                 ..
             } = e
             else {
@@ -203,10 +205,12 @@ pub fn failed(
                     live.join(", ")
                 ),
             );
-            d.hint = Some(
+            d.hint = Some(if required_bits <= available_bits {
+                "plan with `--placement exact`, or make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier".into()
+            } else {
                 "make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier"
-                    .into(),
-            );
+                    .into()
+            });
             input::locate(&src.text, &mut d);
             err_text!("\n{}", input::render(&d, Some(src)));
             Exit(1)

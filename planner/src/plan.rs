@@ -118,7 +118,7 @@ impl Plan {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// HIVM's overflow diagnostic, followed by what needed the space.
-    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}{}", .space.hivm_name(), Peak(.peak), Details(.largest))]
+    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}{}{}", .space.hivm_name(), Fragmented(*.required_bits <= *.available_bits), Peak(.peak), Details(.largest))]
     Overflow {
         space: Space,
         required_bits: u64,
@@ -131,6 +131,19 @@ pub enum PlanError {
         /// The op at the peak, so that a report can show where it is in the source.
         peak_op: Option<sim::OpId>,
     },
+}
+
+/// HIVM's "requires" is the level-0 peak, which can fit while first fit still fails: say so,
+/// or the message reads as a contradiction.
+struct Fragmented(bool);
+
+impl fmt::Display for Fragmented {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 {
+            write!(f, "\n  the level-0 peak fits, but first fit with rollback found no address for every slot (the lifetimes fragment the space); `--placement exact` searches every placement")?;
+        }
+        Ok(())
+    }
 }
 
 struct Peak<'a>(&'a Option<(usize, String)>);

@@ -175,6 +175,25 @@ fn explain_of_an_unknown_buffer_suggests_one() {
 }
 
 #[test]
+fn an_overflow_whose_peak_fits_says_why() {
+    let f = "tests/fixtures/fragmented_peak_fits.yaml";
+    let o = npusim(&["plan", f, "--capacity", "ub=5088"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    // the level-0 peak: b0 (2 slots of 1,024 bytes) + b5 (2,048) + b4 (512) = 4,608 bytes
+    assert!(
+        err.contains("ub overflow, requires 36864 bits while 40704 bits available!\n  the level-0 peak fits, but first fit with rollback found no address for every slot"),
+        "{err}"
+    );
+    assert!(err.contains("help: plan with `--placement exact`"), "{err}");
+    let doc = plan_json(&[f, "--capacity", "ub=5088", "--placement", "exact"]);
+    assert!(
+        doc["scopes"]["ub"]["used"].as_u64().unwrap() <= 5088,
+        "{doc}"
+    );
+}
+
+#[test]
 fn placement_exact_places_what_first_fit_fragments() {
     let f = "tests/fixtures/first_fit_fragments.yaml";
     // first fit: 224 KiB for a peak of 160 KiB, in a 192 KiB UB
