@@ -154,10 +154,10 @@ impl RunArgs {
 pub struct PlanArgs {
     /// The highest reuse level tried: 2 shares bytes only within a pipeline class, 1 also
     /// upgrades a buffer to a double buffer over a multi-buffer's slots, 0 needs only disjoint
-    /// lifetimes.
-    #[arg(long, value_name = "0|1|2", default_value_t = 2,
-          value_parser = clap::value_parser!(u8).range(0..=2))]
-    pub level: u8,
+    /// lifetimes. `best` (run only): plan, synchronise and run levels 2, 1 and 0 and report the
+    /// fastest, with the cycles of all three.
+    #[arg(long, value_name = "0|1|2|best", default_value = "2", value_parser = parse_level)]
+    pub level: LevelArg,
     #[command(flatten)]
     pub common: PlanCommon,
 }
@@ -189,7 +189,7 @@ impl PlanCommon {
     /// These options with `--level LEVEL`.
     pub fn at_level(&self, level: u8) -> PlanArgs {
         PlanArgs {
-            level,
+            level: LevelArg::Fixed(level),
             common: self.clone(),
         }
     }
@@ -210,7 +210,10 @@ impl PlanArgs {
     pub fn options(&self) -> PlanOptions {
         let common = &self.common;
         PlanOptions {
-            max_level: self.level,
+            max_level: match self.level {
+                LevelArg::Fixed(l) => l,
+                LevelArg::Best => 2,
+            },
             capacities: common.capacities.clone(),
             liveness: match common.liveness {
                 LivenessArg::Precise => LivenessMode::Precise,
@@ -259,6 +262,21 @@ impl RunFormat {
             RunFormat::Text => reports::run_text(config, run),
             RunFormat::Json => crate::pretty(&reports::run_json(config, run)),
         }
+    }
+}
+
+/// `--level`: one reuse level, or the fastest of all three (`best`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelArg {
+    Fixed(u8),
+    Best,
+}
+
+fn parse_level(s: &str) -> Result<LevelArg, String> {
+    match s {
+        "0" | "1" | "2" => Ok(LevelArg::Fixed(s.parse().expect("a digit"))),
+        "best" => Ok(LevelArg::Best),
+        _ => Err(format!("`{s}` is not a reuse level: use 0, 1, 2 or best")),
     }
 }
 

@@ -30,7 +30,7 @@ mod output;
 mod pack;
 
 use clap::Parser;
-use cli::{Cli, Command, Input, PlanArgs, PlanFormat, RunArgs, RunFormat};
+use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat};
 use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
 use sim::{Config, Diagnostic, Program, RunError};
@@ -134,6 +134,7 @@ fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
 
 fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
+    no_best(args)?;
     let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
         .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     let scopes: Vec<String> = planned
@@ -166,6 +167,16 @@ fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
         text.push_str(&format!("warning: {w}\n"));
     }
     output::emit(None, &text)
+}
+
+/// `--level best` needs runs: `check` and `plan` refuse it.
+fn no_best(args: &PlanArgs) -> Result<(), Exit> {
+    if args.level == LevelArg::Best {
+        return Err(Exit::input(
+            "--level best plans, synchronises and runs every level to keep the fastest: use it with `npusim run` (`npusim compare` shows every level)".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// Debug builds check every plan with the planner's independent validator.
@@ -270,6 +281,7 @@ fn plan(
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
+    no_best(args)?;
     let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
         .map_err(|f| failed(&f, &program, &config, &src, ""))?;
     if let Some(name) = explain {
@@ -289,7 +301,23 @@ fn plan(
     let plan = &planned.plan;
     if show_sync {
         let synced = planner::synchronize(&program, &config, plan);
-        return output::emit(out, &reports::program_yaml(&synced.program, &config, plan));
+        let mut text = reports::program_yaml(&synced.program, &config, plan);
+        // what the pass could not overlap goes above the program, as comments
+        if !synced.serialised.is_empty() {
+            let at = text.find("\nkernel:").map_or(0, |i| i + 1);
+            let notes: String = synced
+                .serialised
+                .iter()
+                .map(|s| {
+                    format!(
+                        "# warning: multi-buffer `{}` is serialised: {}\n",
+                        s.buffer, s.message
+                    )
+                })
+                .collect();
+            text.insert_str(at, &notes);
+        }
+        return output::emit(out, &text);
     }
     let text = match format {
         PlanFormat::Text => reports::plan_text(&program, plan),
@@ -308,9 +336,16 @@ fn run(
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
     let opts = args.pipeline(run_args, VALIDATE);
-    let sim = pipeline::simulate(&program, &config, &opts)
-        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
-    output::emit(out, &format.render(&config, &(&sim).into()))?;
+    let (sim, best) = if args.level == LevelArg::Best {
+        best_level(&program, &config, &opts, &src)?
+    } else {
+        let sim = pipeline::simulate(&program, &config, &opts)
+            .map_err(|f| failed(&f, &program, &config, &src, ""))?;
+        (sim, None)
+    };
+    let mut report: reports::Run = (&sim).into();
+    report.best = best.as_ref();
+    output::emit(out, &format.render(&config, &report))?;
     let n = report_problems(&sim, "");
     if n > 0 {
         err_line!(
@@ -321,6 +356,58 @@ fn run(
         return Err(Exit(1));
     }
     Ok(())
+}
+
+/// `run --level best`: every level, the fastest kept (the highest among equals). Fails like a
+/// single run when no level fits (with level 0's overflow) or a level fails otherwise.
+fn best_level(
+    program: &Program,
+    config: &Config,
+    opts: &pipeline::Options,
+    src: &input::Source,
+) -> Result<(Simulation, Option<reports::BestLevel>), Exit> {
+    let levels = pipeline::compare(program, config, &[2, 1, 0], opts)
+        .map_err(|f| failed(&f, program, config, src, ""))?;
+    let mut tried = Vec::new();
+    let mut best: Option<(u8, Box<Simulation>)> = None;
+    let mut last_overflow = None;
+    for l in levels {
+        match l.outcome {
+            pipeline::LevelOutcome::Ran(sim) => {
+                tried.push((l.level, Ok(sim.result.total_cycles)));
+                let faster = match &best {
+                    Some((_, b)) => sim.result.total_cycles < b.result.total_cycles,
+                    None => true,
+                };
+                if faster {
+                    best = Some((l.level, sim));
+                }
+            }
+            pipeline::LevelOutcome::Overflow(e) => {
+                tried.push((l.level, Err(e.to_string())));
+                last_overflow = Some(e);
+            }
+        }
+    }
+    match best {
+        Some((chosen, sim)) => Ok((
+            *sim,
+            Some(reports::BestLevel {
+                chosen,
+                levels: tried,
+            }),
+        )),
+        None => {
+            let e = last_overflow.expect("every level ran or overflowed");
+            Err(failed(
+                &pipeline::Failure::Overflow(e),
+                program,
+                config,
+                src,
+                "level 0: ",
+            ))
+        }
+    }
 }
 
 /// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with

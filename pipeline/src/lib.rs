@@ -13,7 +13,9 @@
 //! breaks the accounting identity is an npusim bug. The command line, the tests, `compare`
 //! and sweeps all call these functions; nothing here touches files or the terminal.
 
-use planner::{LivenessError, PlanError, PlanFailure, PlanOptions, Planned, SyncStats, Violation};
+use planner::{
+    LivenessError, PlanError, PlanFailure, PlanOptions, Planned, Serialised, SyncStats, Violation,
+};
 use sim::engine::{Limits, Observer};
 use sim::program::SyncMode;
 use sim::race::RaceChecker;
@@ -86,6 +88,8 @@ pub struct Simulation {
     pub planned: Planned,
     /// What the sync pass inserted, for a `sync: auto` program.
     pub auto_sync: Option<SyncStats>,
+    /// The multi-buffers the sync pass serialised (empty for `sync: manual`).
+    pub serialised: Vec<Serialised>,
     /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
     /// paths, so reports name what the user wrote).
     pub program: Program,
@@ -153,6 +157,7 @@ pub fn simulate_observed<O: Observer>(
     let planned = plan(program, config, &opts.plan, opts.validate)?;
     let synced = planner::synchronize(program, config, &planned.plan);
     let auto_sync = (program.sync == SyncMode::Auto).then_some(synced.stats);
+    let serialised = synced.serialised;
     let program = synced.program;
     let addresses = planned.plan.addresses();
     let (result, hazards) = if opts.race_check {
@@ -170,6 +175,7 @@ pub fn simulate_observed<O: Observer>(
     Ok(Simulation {
         planned,
         auto_sync,
+        serialised,
         program,
         result,
         hazards,

@@ -444,6 +444,8 @@ mod tests {
                     result: &slow,
                     hazards: Some(&[]),
                     auto_sync: Some(&stats),
+                    serialised: &[],
+                    best: None,
                 }),
             },
             CompareLevel {
@@ -454,6 +456,8 @@ mod tests {
                     result: &fast,
                     hazards: None,
                     auto_sync: Some(&stats),
+                    serialised: &[],
+                    best: None,
                 }),
             },
             CompareLevel {

@@ -18,6 +18,8 @@
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
+//! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
+//! | `warnings` | [{`kind`, `message`}]: `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
 //! | `plan` | the plan document ([`plan_json`]) |
 //!
 //! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
@@ -42,7 +44,7 @@ pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use program_yaml::program_yaml;
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
-    syncs_summary, Run,
+    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning,
 };
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).

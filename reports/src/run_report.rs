@@ -2,7 +2,7 @@
 //! definitions, and what the run found (sync mistakes, a deadlock).
 
 use crate::table::{Align, Table};
-use planner::{Plan, SyncStats};
+use planner::{Plan, Serialised, SyncStats};
 use serde_json::{json, Map, Value};
 use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
 use sim::race::{Hazard, HazardAccess};
@@ -20,6 +20,79 @@ pub struct Run<'a> {
     pub hazards: Option<&'a [Hazard]>,
     /// What the sync pass inserted, when the program was `sync: auto`.
     pub auto_sync: Option<&'a SyncStats>,
+    /// The multi-buffers the sync pass serialised.
+    pub serialised: &'a [Serialised],
+    /// With `--level best`: every level tried and which one this run is.
+    pub best: Option<&'a BestLevel>,
+}
+
+/// `run --level best`: levels 2, 1 and 0 planned, synchronised and run; the report shows the
+/// fastest (the highest level among equals).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BestLevel {
+    pub chosen: u8,
+    /// Per level tried, in order: its total cycles, or the overflow message.
+    pub levels: Vec<(u8, Result<u64, String>)>,
+}
+
+impl BestLevel {
+    fn line(&self) -> String {
+        let tried: Vec<String> = self
+            .levels
+            .iter()
+            .map(|(l, r)| match r {
+                Ok(c) => format!("level {l}: {c} cycles"),
+                Err(_) => format!("level {l}: overflow"),
+            })
+            .collect();
+        let order: Vec<String> = self.levels.iter().map(|(l, _)| l.to_string()).collect();
+        format!(
+            "best of {}: level {} ({})",
+            order.join(", "),
+            self.chosen,
+            tried.join(", ")
+        )
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "level": self.chosen,
+            "levels": self.levels.iter().map(|(l, r)| match r {
+                Ok(c) => json!({ "level": l, "total_cycles": c, "overflow": Value::Null }),
+                Err(e) => json!({ "level": l, "total_cycles": Value::Null, "overflow": e }),
+            }).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The default level (2) is slower than the chosen one, or does not fit.
+    fn warning(&self) -> Option<Warning> {
+        let chosen = self
+            .levels
+            .iter()
+            .find(|l| l.0 == self.chosen)?
+            .1
+            .clone()
+            .ok()?;
+        let (_, default) = self.levels.iter().find(|l| l.0 == 2)?;
+        if self.chosen == 2 {
+            return None;
+        }
+        let message = match default {
+            Ok(c) => format!(
+                "level 2 (the default) takes {c} cycles, {:.2}x the {chosen} of level {}, which this report shows",
+                *c as f64 / chosen.max(1) as f64,
+                self.chosen
+            ),
+            Err(_) => format!(
+                "level 2 (the default) does not fit; this report shows level {} ({chosen} cycles)",
+                self.chosen
+            ),
+        };
+        Some(Warning {
+            kind: "slower_level",
+            message,
+        })
+    }
 }
 
 impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
@@ -30,8 +103,130 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             result: &s.result,
             hazards: s.hazards.as_deref(),
             auto_sync: s.auto_sync.as_ref(),
+            serialised: &s.serialised,
+            best: None,
         }
     }
+}
+
+/// Something the user should know about a run that is not a mistake in the program: the
+/// planner's warnings, a multi-buffer the sync pass serialised, a wait that sets the pace of the
+/// busiest pipe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// `plan`, `serialised`, `dominant_wait` or `slower_level`.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// A wait on one flag that takes at least this share of the run on the busiest pipe ...
+const DOMINANT_SHARE: f64 = 0.2;
+
+/// The run's warnings, in a fixed order: plan, serialised buffers, dominant waits, a slower
+/// default level.
+pub fn warnings(run: &Run) -> Vec<Warning> {
+    let mut out: Vec<Warning> = run
+        .plan
+        .warnings
+        .iter()
+        .map(|w| Warning {
+            kind: "plan",
+            message: w.clone(),
+        })
+        .collect();
+    out.extend(run.serialised.iter().map(|s| Warning {
+        kind: "serialised",
+        message: format!("multi-buffer `{}` is serialised: {}", s.buffer, s.message),
+    }));
+    out.extend(dominant_waits(run.program, run.result));
+    out.extend(run.best.and_then(BestLevel::warning));
+    out
+}
+
+/// The busiest pipe (the pipe bound) spending at least [`DOMINANT_SHARE`] of the run, and more
+/// than all its other stalls together, waiting for the flags of one source pipe: that wait, not
+/// the pipe's work, sets the pace.
+fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
+    let total = result.total_cycles;
+    let Some((bound, _)) = result.pipe_bound() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in sorted_pipes(result).into_iter().filter(|p| p.pipe == bound) {
+        let stalled: u64 = p.stalls.iter().map(|(_, c)| c).sum();
+        // one wait_flag op rotating over ids counts once: group by the flag's source pipe
+        let mut by_src: Vec<(sim::Pipe, u64, Vec<u32>)> = Vec::new();
+        for &(s, c) in &p.stalls {
+            if let Stall::WaitFlag { src, id } = s {
+                match by_src.iter_mut().find(|w| w.0 == src) {
+                    Some(w) => {
+                        w.1 += c;
+                        w.2.push(id);
+                    }
+                    None => by_src.push((src, c, vec![id])),
+                }
+            }
+        }
+        by_src.sort_by_key(|w| (std::cmp::Reverse(w.1), w.0));
+        let Some((src, c, mut ids)) = by_src.into_iter().next() else {
+            continue;
+        };
+        if (c as f64) < DOMINANT_SHARE * total as f64 || 2 * c <= stalled {
+            continue;
+        }
+        ids.sort_unstable();
+        let ops: Vec<String> = program
+            .ops
+            .iter()
+            .filter(|o| match &o.kind {
+                sim::program::OpKind::WaitFlag { src: s, dst, id: e } => {
+                    *s == src
+                        && *dst == p.pipe
+                        && e.as_const().is_none_or(|v| ids.contains(&(v as u32)))
+                }
+                _ => false,
+            })
+            .map(|o| format!("`{}`", o.path))
+            .collect();
+        let shown = match ops.len() {
+            0 => String::new(),
+            1..=3 => format!(" at {}", ops.join(", ")),
+            n => format!(" at {} and {} more", ops[..3].join(", "), n - 3),
+        };
+        let ids: Vec<String> = ids.iter().map(|i| format!("#{i}")).collect();
+        let id = ids.join(", ");
+        out.push(Warning {
+            kind: "dominant_wait",
+            message: format!(
+                "{pipe}, the busiest pipe, waits {c} cycles ({pct} % of the run) for flags {src}->{pipe} ({id}){shown}: that wait, more than {pipe}'s own work, sets the pace",
+                pipe = p.pipe,
+                pct = crate::percent(c, total),
+            ),
+        });
+    }
+    out
+}
+
+/// The warnings as the run document's `warnings`: [{`kind`, `message`}].
+pub fn warnings_json(warnings: &[Warning]) -> Value {
+    Value::Array(
+        warnings
+            .iter()
+            .map(|w| json!({ "kind": w.kind, "message": w.message }))
+            .collect(),
+    )
+}
+
+/// The warnings as text lines (nothing when there are none).
+pub fn warnings_text(warnings: &[Warning]) -> String {
+    if warnings.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\nwarnings ({}):\n", warnings.len());
+    for w in warnings {
+        out.push_str(&format!("  [{}] {}\n", w.kind, w.message));
+    }
+    out
 }
 
 /// The run report as text: header, per-pipe table, totals and derived metrics, a legend, then
@@ -48,6 +243,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     out.push_str(&format!("sync    {}\n", sync_name(program, auto_sync)));
     if let Some(stats) = auto_sync {
         out.push_str(&format!("syncs   {}\n", syncs_summary(stats)));
+    }
+    if let Some(best) = run.best {
+        out.push_str(&format!("levels  {}\n", best.line()));
     }
     let mut scopes: Vec<_> = plan.scopes.iter().collect();
     scopes.sort_by_key(|s| s.space);
@@ -170,6 +368,7 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&deadlock_text(program, d));
     }
+    out.push_str(&warnings_text(&warnings(run)));
     if let Some(stopped) = &result.stopped {
         out.push_str(&format!(
             "\nstopped: {stopped}; the figures above cover the cycles up to there\n"
@@ -269,6 +468,8 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "deadlock": deadlock,
         "stopped": result.stopped.map_or(Value::Null, |s| stopped_json(&s)),
         "syncs_inserted": syncs_json(&auto_sync.copied().unwrap_or_default()),
+        "best_level": run.best.map_or(Value::Null, BestLevel::json),
+        "warnings": warnings_json(&warnings(run)),
         "plan": crate::plan_json(program, plan),
     })
 }
@@ -553,6 +754,8 @@ mod tests {
             result: r,
             hazards,
             auto_sync,
+            serialised: &[],
+            best: None,
         };
         render(&config(), &run)
     }
@@ -650,6 +853,8 @@ mod tests {
                 "deadlock",
                 "stopped",
                 "syncs_inserted",
+                "best_level",
+                "warnings",
                 "plan"
             ]
         );

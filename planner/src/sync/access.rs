@@ -6,8 +6,8 @@
 
 use sim::expr::{BinOp, Expr};
 use sim::footprint::{Bases, Footprint, Memory, Over};
-use sim::program::{OpKind, Operand, Program, Ref};
-use sim::{OpId, Pipe};
+use sim::program::{ForLoop, OpKind, Operand, Program, Ref};
+use sim::{BufferId, OpId, Pipe};
 
 use super::tree::Tree;
 use crate::Plan;
@@ -29,6 +29,12 @@ pub(super) struct Piece {
     pub hi: u64,
     pub write: bool,
     pub slot: Option<SlotCond>,
+    /// The on-chip buffer and its slot (gm: `None`), for the notes on serialised buffers.
+    pub buf: Option<(BufferId, u32)>,
+    /// The buffer's slot count.
+    pub n: u32,
+    /// A dynamic slot of a multi-buffer that could not be tied to a loop's count.
+    pub untied: bool,
 }
 
 /// One pipe instruction of an op.
@@ -117,6 +123,45 @@ pub(super) fn distance(a: &Part, b: &Part, lp: OpId) -> Option<u32> {
     best
 }
 
+/// Why a multi-buffer cannot alternate in a backward pair that recurs `d` iterations apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Why {
+    /// A dynamic slot of `.0`, accessed by op `.1`, follows no loop's count.
+    Untied(BufferId, OpId),
+    /// Slot `a.1` of `a.0` and slot `b.1` of `b.0` share bytes under the plan.
+    Shared((BufferId, u32), (BufferId, u32)),
+    /// The two accesses pick the buffer's slot by different loops' counts.
+    Counters(BufferId),
+}
+
+/// Why the pair (`a` first, `b` `d` iterations of `lp` later) conflicts at a distance below
+/// the slot count of a multi-buffer it touches, if it does: the note on a serialised buffer.
+pub(super) fn serialised(a: &Part, b: &Part, lp: OpId, d: u32) -> Option<Why> {
+    for x in &a.pieces {
+        for y in &b.pieces {
+            let meets = x.mem == y.mem && (x.write || y.write) && x.lo < y.hi && y.lo < x.hi;
+            if !meets || x.n.max(y.n) <= d || !slots_meet(x.slot, y.slot, Rel::Later { lp, d }) {
+                continue;
+            }
+            let (Some(bx), Some(by)) = (x.buf, y.buf) else {
+                continue;
+            };
+            return Some(if x.untied {
+                Why::Untied(bx.0, a.op)
+            } else if y.untied {
+                Why::Untied(by.0, b.op)
+            } else if bx.0 != by.0 {
+                Why::Shared(bx, by)
+            } else if x.slot.map(|c| c.lp) != y.slot.map(|c| c.lp) {
+                Why::Counters(bx.0)
+            } else {
+                continue;
+            });
+        }
+    }
+    None
+}
+
 /// The parts of every op, in op order (`parts_of[op]` lists indices into the returned parts).
 pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
     let program = tree.program;
@@ -184,22 +229,116 @@ struct Ctx<'a> {
     counts: &'a [Option<Expr>],
 }
 
-/// The loop among `loop_parent` and its enclosing loops whose count `e` takes modulo `n`.
-fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<OpId> {
-    let Expr::Binary(BinOp::Rem, count, m) = e else {
-        return None;
+/// The loop among `loop_parent` and its enclosing loops whose whole-run count picks the slot
+/// `e` of an `n`-slot buffer, and the shift `c` with `e ≡ count + c (mod n)` in every
+/// iteration: `@(kk % 2)` inside a block loop whose `kk` trips are even, `@(n % 2)` on a tile
+/// loop, `@((n * 4 + kk) % 2)`, or the count itself. The test is on linear forms, coefficient by
+/// coefficient modulo `n`, so it holds for every value the loop variables take.
+fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<(OpId, u32)> {
+    let m = n as i128;
+    let (inner, wrapped) = match e {
+        Expr::Binary(BinOp::Rem, inner, k) if k.as_const() == Some(n as i64) => (&**inner, true),
+        _ => (e, false),
     };
-    if m.as_const() != Some(n as i64) {
+    // `%` is the remainder of a non-negative value only; without `% n` the value is the slot
+    let (lo, hi) = inner.range(ctx.ranges)?;
+    if lo < 0 || (!wrapped && hi >= n as i64) {
         return None;
+    }
+    let lin = Linear::of(inner)?;
+    let program = ctx.program;
+    // every variable of the form becomes `from + step * u`, u counting its loop's iterations
+    let mut steps = Vec::with_capacity(lin.terms.len());
+    let mut shift = lin.c;
+    for &(v, a) in &lin.terms {
+        let OpKind::For(l) = &program.op(program.vars[v.index()].loop_op).kind else {
+            return None;
+        };
+        let (f, st) = (l.from.as_const()?, l.step.as_const()?);
+        shift = shift.checked_add(a.checked_mul(f as i128)?)?;
+        steps.push((v, a.checked_mul(st as i128)?.rem_euclid(m)));
     }
     let mut at = loop_parent;
-    while let Some(lp) = at {
-        if ctx.counts[lp.index()].as_ref() == Some(count) {
-            return Some(lp);
+    'candidates: while let Some(lp) = at {
+        at = program.op(lp).loop_parent;
+        if ctx.counts[lp.index()].is_none() {
+            continue;
         }
-        at = ctx.program.op(lp).loop_parent;
+        // count = Σ weight(L) · u(L) over lp and the loops around it, weight(lp) = 1 and each
+        // outer loop's weight the product of the trips inside it
+        let mut want: Vec<(sim::VarId, i128)> = Vec::new();
+        let (mut l, mut w) = (Some(lp), 1i128);
+        while let Some(x) = l {
+            let OpKind::For(f) = &program.op(x).kind else {
+                continue 'candidates;
+            };
+            want.push((f.var, w.rem_euclid(m)));
+            l = program.op(x).loop_parent;
+            if l.is_some() {
+                // a count exists: every loop inside the outermost has constant bounds
+                let (a, b, c) = (f.from.as_const()?, f.to.as_const()?, f.step.as_const()?);
+                w = w.checked_mul(ForLoop::trips(a, b, c)?.max(0))?;
+            }
+        }
+        let coef = |v| steps.iter().find(|s| s.0 == v).map_or(0, |s| s.1);
+        let chain_ok = want.iter().all(|&(v, w)| coef(v) == w);
+        let others_ok = steps
+            .iter()
+            .all(|&(v, a)| a == 0 || want.iter().any(|w| w.0 == v));
+        if chain_ok && others_ok {
+            return Some((lp, shift.rem_euclid(m) as u32));
+        }
     }
     None
+}
+
+/// `Σ coefficient · variable + c`, for expressions built of constants, variables, `+`, `-`
+/// and products with a constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Linear {
+    /// By variable, no zero coefficients.
+    pub terms: Vec<(sim::VarId, i128)>,
+    pub c: i128,
+}
+
+impl Linear {
+    pub fn of(e: &Expr) -> Option<Linear> {
+        let mut l = Linear {
+            terms: Vec::new(),
+            c: 0,
+        };
+        l.add(e, 1)?;
+        l.terms.retain(|t| t.1 != 0);
+        l.terms.sort_unstable();
+        Some(l)
+    }
+
+    fn add(&mut self, e: &Expr, k: i128) -> Option<()> {
+        match e {
+            Expr::Const(v) => self.c = self.c.checked_add(k.checked_mul(*v as i128)?)?,
+            Expr::Var(v) => match self.terms.iter_mut().find(|t| t.0 == *v) {
+                Some(t) => t.1 = t.1.checked_add(k)?,
+                None => self.terms.push((*v, k)),
+            },
+            Expr::Unary(sim::expr::UnOp::Neg, a) => self.add(a, k.checked_neg()?)?,
+            Expr::Binary(BinOp::Add, a, b) => {
+                self.add(a, k)?;
+                self.add(b, k)?;
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                self.add(a, k)?;
+                self.add(b, k.checked_neg()?)?;
+            }
+            Expr::Binary(BinOp::Mul, a, b) => match (a.as_const(), b.as_const()) {
+                (Some(x), _) => self.add(b, k.checked_mul(x as i128)?)?,
+                (_, Some(y)) => self.add(a, k.checked_mul(y as i128)?)?,
+                _ => return None,
+            },
+            _ => return None,
+        }
+        // keep coefficients far from overflow: nothing real comes near
+        (self.c.abs() < 1 << 100).then_some(())
+    }
 }
 
 fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &mut Vec<Piece>) {
@@ -220,6 +359,9 @@ fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &
                 hi,
                 write,
                 slot: None,
+                buf: None,
+                n: 1,
+                untied: false,
             });
         }
         _ => {
@@ -238,7 +380,7 @@ fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &
                     None => (0, buf.bytes.max(1)),
                 };
                 let mem = Memory::Scope(buf.scope);
-                let mut push = |k: u32, slot: Option<SlotCond>| {
+                let mut push = |k: u32, slot: Option<SlotCond>, untied: bool| {
                     let off = bp.offsets[k as usize];
                     out.push(Piece {
                         mem,
@@ -246,19 +388,34 @@ fn pieces(ctx: &Ctx, loop_parent: Option<OpId>, o: &Operand, write: bool, out: &
                         hi: off + hi,
                         write,
                         slot,
+                        buf: Some((b, k)),
+                        n,
+                        untied,
                     });
                 };
                 match (&o.slot, n, loop_parent) {
                     (Some(e), _, _) => match (e.as_const(), slot_loop(ctx, loop_parent, e, n)) {
-                        (Some(k), _) => push((k.max(0) as u32) % n, None),
-                        (None, Some(lp)) => {
-                            (0..n).for_each(|k| push(k, Some(SlotCond { lp, n, k })))
-                        }
-                        (None, None) => (0..n).for_each(|k| push(k, None)),
+                        (Some(k), _) => push((k.max(0) as u32) % n, None, false),
+                        // slot k is in use when count + c ≡ k
+                        (None, Some((lp, c))) => (0..n).for_each(|k| {
+                            push(
+                                k,
+                                Some(SlotCond {
+                                    lp,
+                                    n,
+                                    k: (k + n - c) % n,
+                                }),
+                                false,
+                            )
+                        }),
+                        (None, None) => (0..n).for_each(|k| push(k, None, true)),
                     },
-                    (None, 1, _) | (None, _, None) => push(0, None),
+                    (None, 1, _) | (None, _, None) => push(0, None, false),
+                    // the engine picks the slot by the loop's iterations: tied when the
+                    // count can be written
                     (None, _, Some(lp)) => {
-                        (0..n).for_each(|k| push(k, Some(SlotCond { lp, n, k })))
+                        let tied = ctx.counts[lp.index()].is_some();
+                        (0..n).for_each(|k| push(k, Some(SlotCond { lp, n, k }), !tied))
                     }
                 }
             }
@@ -277,6 +434,62 @@ mod tests {
             n,
             k,
         })
+    }
+
+    /// The slot conditions of the pieces of the L1 tile read by the first `copy` of a blocked
+    /// matmul whose `kk` loop has `ktrips` trips and whose L1 slot is `slot`.
+    fn copy_slots(ktrips: u32, slot: &str) -> Vec<Option<SlotCond>> {
+        copy_slots_of(ktrips, slot, slot)
+    }
+
+    fn copy_slots_of(ktrips: u32, slot: &str, copy_slot: &str) -> Vec<Option<SlotCond>> {
+        let text = format!(
+            "kernel: k\ncore: aic\nsync: auto\n\
+             gm:\n  a: {{ shape: [64, {k}], dtype: f16 }}\n\
+             buffers:\n  l1a: {{ scope: l1, shape: [64, 64], dtype: f16, multi: 2 }}\n\
+             \x20 l0a: {{ scope: l0a, shape: [64, 64], dtype: f16 }}\n\
+             body:\n\
+             \x20 - for: {{ var: nb, to: 3 }}\n    body:\n\
+             \x20     - for: {{ var: kk, to: {ktrips} }}\n        body:\n\
+             \x20         - load: {{ src: \"a[:, kk * 64 : (kk + 1) * 64]\", dst: \"l1a@({slot})\" }}\n\
+             \x20         - for: {{ var: j, to: 2 }}\n            body:\n\
+             \x20             - copy: {{ src: \"l1a@({copy_slot})\", dst: l0a }}\n\
+             \x20             - use: [l0a]\n",
+            k = 64 * ktrips
+        );
+        let config = crate::test_support::config();
+        let program =
+            sim::load_program(&text, "p.yaml", &config, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let planned = crate::plan_program(&program, &config, &Default::default()).unwrap();
+        let tree = Tree::new(&program);
+        let (parts, _) = parts(&tree, &planned.plan);
+        let copy = parts
+            .iter()
+            .find(|p| program.op(p.op).kind.name() == "copy")
+            .unwrap();
+        copy.pieces
+            .iter()
+            .filter(|x| x.mem == Memory::Scope(Space::L1))
+            .map(|x| x.slot)
+            .collect()
+    }
+
+    #[test]
+    fn a_slot_that_follows_a_loops_count_is_tied_to_it() {
+        // ops in pre-order: nb is op 0, kk op 1
+        let tied = |shift: u32| vec![cond(1, 2, shift), cond(1, 2, (1 + shift) % 2)];
+        // 4 kk trips: kk's count is 4 nb + kk, and kk % 2 follows it
+        assert_eq!(copy_slots(4, "kk % 2"), tied(0));
+        assert_eq!(copy_slots(4, "(nb * 4 + kk) % 2"), tied(0));
+        // slot 0 is in use when count + 1 is even
+        assert_eq!(copy_slots(4, "(kk + 1) % 2"), tied(1));
+        // 3 kk trips: kk restarts at an odd count, so kk % 2 does not alternate (0 1 0 0 1 0)
+        assert_eq!(copy_slots(3, "kk % 2"), vec![None, None]);
+        // ... but the whole-run count does
+        assert_eq!(copy_slots(3, "(nb * 3 + kk) % 2"), tied(0));
+        assert_eq!(copy_slots(3, "(3 * nb + kk) % 2"), tied(0));
+        // a slot that changes inside the kk loop (j) follows no count the copy sits in
+        assert_eq!(copy_slots_of(4, "kk % 2", "(kk + j) % 2"), vec![None, None]);
     }
 
     #[test]
@@ -343,6 +556,9 @@ mod tests {
                             hi: lo + 64 * (1 + r(2)),
                             write: r(2) == 0,
                             slot,
+                            buf: None,
+                            n,
+                            untied: false,
                         }
                     })
                     .collect(),
@@ -361,6 +577,9 @@ mod tests {
             hi: 64 * k as u64 + 64,
             write,
             slot: cond(0, 3, k),
+            buf: None,
+            n: 3,
+            untied: false,
         };
         let part = |write| Part {
             op: OpId::new(1),

@@ -130,11 +130,10 @@ impl Emitter<'_> {
         }
         match (e.rot, e.k) {
             (Some(lp), k) if k > 1 => {
-                let count = self.tree.counts[lp.index()]
-                    .clone()
+                let slot = self
+                    .tree
+                    .count_mod(lp, k)
                     .expect("a rotating flag's loop counts");
-                let slot = Expr::binary(BinOp::Rem, count, Expr::Const(k as i64))
-                    .expect("a count modulo k");
                 if e.base == 0 {
                     return slot;
                 }

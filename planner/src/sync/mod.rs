@@ -44,7 +44,7 @@ use sim::program::{Program, SyncMode};
 use sim::{Config, OpId, Pipe};
 
 use crate::Plan;
-use access::{conflict, distance, Part, Rel};
+use access::{conflict, distance, Part, Rel, Why};
 use tree::{BlockRef, Tree};
 use walk::{Inserts, Prefix, Walk, Walker};
 
@@ -74,6 +74,18 @@ pub struct Synced {
     /// `sync: manual`, with the inserted ops.
     pub program: Program,
     pub stats: SyncStats,
+    /// The multi-buffers whose slots the synchronisation serialises, and why, in program order.
+    pub serialised: Vec<Serialised>,
+}
+
+/// A multi-buffer whose slots cannot overlap the iterations of a loop: an access must wait
+/// for another one a single iteration (fewer iterations than slots) earlier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Serialised {
+    /// The multi-buffer.
+    pub buffer: String,
+    /// Why, what waits for what, and what to change: one line (without the buffer's name).
+    pub message: String,
 }
 
 /// Inserts the synchronisation `plan` needs into `program` (`sync: auto`). A `sync: manual`
@@ -83,14 +95,50 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
         return Synced {
             program: program.clone(),
             stats: SyncStats::default(),
+            serialised: Vec::new(),
         };
     }
     let tree = Tree::new(program);
     let (parts, parts_of) = access::parts(&tree, plan);
+    let pass = run_pass(&tree, &parts, &parts_of, config);
+    let inserts = pass.build_inserts();
+    let (program, counts) = emit::emit(&tree, &pass.edges, &inserts);
+    let mut stats = pass.stats;
+    stats.set_flags = counts.set_flags;
+    stats.wait_flags = counts.wait_flags;
+    stats.barriers = counts.barriers;
+    stats.barrier_alls = counts.barrier_alls;
+    let mut notes = pass.notes;
+    notes.sort();
+    notes.dedup();
+    let serialised =
+        notes
+            .iter()
+            .map(|n| note(&tree, n))
+            .fold(Vec::<Serialised>::new(), |mut v, s| {
+                if !v.contains(&s) {
+                    v.push(s);
+                }
+                v
+            });
+    Synced {
+        program,
+        stats,
+        serialised,
+    }
+}
+
+/// Dependencies, ids and proofs, in rounds until nothing changes.
+fn run_pass<'a>(
+    tree: &'a Tree<'a>,
+    parts: &'a [Part],
+    parts_of: &'a [Vec<u32>],
+    config: &Config,
+) -> Pass<'a> {
     let mut pass = Pass {
-        tree: &tree,
-        parts: &parts,
-        parts_of: &parts_of,
+        tree,
+        parts,
+        parts_of,
         edges: Vec::new(),
         // `Edge::banned` has a bit per id
         event_ids: config.sync.event_ids.clamp(1, 64),
@@ -98,6 +146,7 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
         cache: Vec::new(),
         prefix: Prefix::default(),
         inserts: None,
+        notes: Vec::new(),
         pipes_before: parts
             .iter()
             .scan(0u32, |m, p| {
@@ -115,21 +164,73 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
     for round in 0.. {
         let before = pass.edges.len();
         pass.last_round = round >= 6;
-        pass.visit(&program.body.ops);
+        pass.visit(&tree.program.body.ops);
         let changed = pass.allocate() + pass.prove();
         if pass.edges.len() == before && changed == 0 {
             break;
         }
     }
-    pass.stats.dependencies = pass.edges.len() as u32;
-    let inserts = pass.build_inserts();
-    let (program, counts) = emit::emit(&tree, &pass.edges, &inserts);
-    let mut stats = pass.stats;
-    stats.set_flags = counts.set_flags;
-    stats.wait_flags = counts.wait_flags;
-    stats.barriers = counts.barriers;
-    stats.barrier_alls = counts.barrier_alls;
-    Synced { program, stats }
+    let subsumed = pass.subsume();
+    pass.stats.dependencies = pass.edges.len() as u32 - subsumed;
+    pass
+}
+
+/// A backward pair that serialises a multi-buffer: (loop, first op, second op, d, why).
+type Note = (OpId, OpId, OpId, u32, Why);
+
+fn note(tree: &Tree, &(lp, first, second, d, why): &Note) -> Serialised {
+    let program = tree.program;
+    let name = |b: sim::BufferId| program.buffer(b).name.clone();
+    let at = |op: OpId| {
+        let o = program.op(op);
+        format!("{} ({})", o.path, o.kind.name())
+    };
+    let before = match d {
+        1 => "the iteration before".to_string(),
+        d => format!("{d} iterations before"),
+    };
+    let waits = format!("{} waits for {} of {before}", at(second), at(first));
+    let (buffer, message) = match why {
+        Why::Untied(b, op) => {
+            let n = program.buffer(b).multi;
+            let operand = program
+                .op(op)
+                .kind
+                .reads()
+                .into_iter()
+                .chain(program.op(op).kind.writes())
+                .find(|o| program.root_buffers(o.base).contains(&b))
+                .map_or_else(|| name(b), |o| o.text.clone());
+            let how = match program.op(op).loop_parent {
+                Some(_) if !operand.contains('@') => format!(
+                    "`{operand}` takes its slot from the iterations of a loop whose count cannot be written (a `while`, a `for` inside an `if` inside a loop, or bounds that are not constant)"
+                ),
+                _ => format!(
+                    "the slot of `{operand}` follows no loop's whole-run iteration count (an inner loop's variable restarts with every outer iteration; write the slot with a count that runs on, such as `(outer * TRIPS + inner) % {n}`, or give the inner loop a multiple of {n} trips)"
+                ),
+            };
+            (name(b), format!("{how}, so {waits}"))
+        }
+        Why::Shared((a, i), (b, j)) => {
+            let multi = if program.buffer(a).multi > 1 { a } else { b };
+            (
+                name(multi),
+                format!(
+                    "slot {i} of `{}` and slot {j} of `{}` share bytes under the plan, so {waits}: their slots cannot overlap the iterations of {}",
+                    name(a),
+                    name(b),
+                    at(lp)
+                ),
+            )
+        }
+        Why::Counters(b) => (
+            name(b),
+            format!(
+                "the two accesses pick its slot by different loops' iteration counts, so {waits}"
+            ),
+        ),
+    };
+    Serialised { buffer, message }
 }
 
 /// A backward pair's loop and where its balancing set and wait go.
@@ -234,6 +335,8 @@ struct Pass<'a> {
     inserts: Option<Inserts>,
     /// New pairs become `barrier: all` at once.
     last_round: bool,
+    /// Backward pairs that serialise a multi-buffer.
+    notes: Vec<Note>,
 }
 
 impl Pass<'_> {
@@ -412,11 +515,23 @@ impl Pass<'_> {
                 }
                 let block = (Some(lp), 0);
                 let (pp, qp) = (&self.parts[p as usize], &self.parts[q as usize]);
+                if let Some(why) = access::serialised(pp, qp, lp, d) {
+                    self.notes.push((lp, pp.op, qp.op, d, why));
+                }
                 let back = Back {
                     lp,
                     hoist: self.tree.outermost_loop(lp),
                 };
                 let ops = (pp.op, qp.op);
+                if self.tree.anchor_in(pp.op, block) < self.tree.anchor_in(qp.op, block) {
+                    // the producer comes first in the body (slots that meet only `d`
+                    // iterations apart): a backward flag would be set again before its wait in
+                    // every iteration. Ordering the two in the same iteration orders them `d`
+                    // iterations apart too (the consumer's pipe starts in program order).
+                    let e = self.forward_edge(p, q);
+                    self.add(e);
+                    continue;
+                }
                 let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
                 if e.src != e.dst {
                     self.rotate(&mut e, lp, d);
@@ -442,6 +557,63 @@ impl Pass<'_> {
             at = self.tree.program.op(x).loop_parent;
         }
         false
+    }
+
+    /// Drops every barrier a later set or barrier of its pipe between the same two ops implies,
+    /// and every flag pair another live pair of the same pipes already implies: the other's
+    /// set follows this one's producer in the same block (a set waits for every earlier
+    /// instruction of its pipe) and its wait comes no later than this one's, on the same
+    /// iterations (for a backward pair, the same loop and no more iterations back). Pairs are
+    /// added one dependency at a time, so the load of `b` after the load of `a`, both read by
+    /// one loop, first gets a pair of its own and then makes the pair of `a` redundant.
+    /// Returns how many were dropped.
+    fn subsume(&mut self) -> u32 {
+        let mut dropped = 0;
+        // an edge that justified a drop stays: the rules are not transitive for barriers
+        let mut keep = vec![false; self.edges.len()];
+        for i in 0..self.edges.len() {
+            let e = &self.edges[i];
+            if e.state != EdgeState::Live || keep[i] {
+                continue;
+            }
+            let by = self.edges.iter().enumerate().position(|(j, o)| {
+                j != i
+                    && o.state == EdgeState::Live
+                    && o.block == e.block
+                    && o.src == e.src
+                    && if e.src == e.dst {
+                        // a barrier: any set or barrier of its pipe between the two ops
+                        // drains the pipe as well
+                        e.back.is_none()
+                            && if o.dst == o.src {
+                                o.back.is_none()
+                                    && e.set_after < o.wait_before
+                                    && o.wait_before <= e.wait_before
+                                    && (o.wait_before != e.wait_before || j < i)
+                            } else {
+                                e.set_after <= o.set_after && o.set_after < e.wait_before
+                            }
+                    } else {
+                        o.dst == e.dst
+                            && o.back.map(|b| b.lp) == e.back.map(|b| b.lp)
+                            && (e.back.is_none() || o.k <= e.k)
+                            && o.set_after >= e.set_after
+                            && o.wait_before <= e.wait_before
+                            // of two identical pairs, the later one goes
+                            && ((o.set_after, o.wait_before) != (e.set_after, e.wait_before)
+                                || j < i)
+                    }
+            });
+            if let Some(j) = by {
+                keep[j] = true;
+                self.edges[i].state = EdgeState::Merged;
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.changed();
+        }
+        dropped
     }
 
     /// The extent over which an edge's ids are in use, in doubled program positions.
@@ -568,13 +740,17 @@ impl Pass<'_> {
     }
 
     fn build_inserts(&self) -> Inserts {
-        let n = self.tree.program.ops.len();
+        Self::inserts_of(self.tree.program.ops.len(), &self.edges)
+    }
+
+    /// What `edges` insert into a program of `n` ops.
+    fn inserts_of(n: usize, edges: &[Edge]) -> Inserts {
         let mut ins = Inserts {
             before: vec![Vec::new(); n],
             after: vec![Vec::new(); n],
             tail: vec![Ins::BarrierAll],
         };
-        for (i, e) in self.edges.iter().enumerate() {
+        for (i, e) in edges.iter().enumerate() {
             Self::push_inserts(&mut ins, i as u32, e);
         }
         ins
@@ -672,5 +848,72 @@ impl IdBook {
 
     fn same_place(&self, e: &Edge) -> &[usize] {
         self.by_place.get(&Self::place(e)).map_or(&[], |v| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shipped `sync: auto` program at every level: dropping any one synchronisation the
+    /// pass inserted (a barrier, a `barrier: all` fallback, or a flag pair with its balancing
+    /// set and wait) makes the race checker report a hazard, so none is redundant. The final
+    /// `barrier: all` (HIVM's end of a kernel) is not a dependency's and stays.
+    #[test]
+    fn every_inserted_sync_is_needed() {
+        let config = crate::test_support::config();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../programs");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        files.sort();
+        let mut checked = 0;
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            let program = sim::load_program(&text, &name, &config, &[]).unwrap();
+            if program.sync != SyncMode::Auto {
+                continue;
+            }
+            for level in [2, 1, 0] {
+                let opts = crate::PlanOptions {
+                    max_level: level,
+                    ..Default::default()
+                };
+                let planned = crate::plan_program(&program, &config, &opts).unwrap();
+                let addresses = planned.plan.addresses();
+                let tree = Tree::new(&program);
+                let (parts, parts_of) = access::parts(&tree, &planned.plan);
+                let pass = run_pass(&tree, &parts, &parts_of, &config);
+                let all = Pass::inserts_of(program.ops.len(), &pass.edges);
+                let (synced, _) = emit::emit(&tree, &pass.edges, &all);
+                let run = sim::race::check(&synced, &config, &addresses).unwrap();
+                assert!(run.hazards.is_empty(), "{name} level {level}");
+                for i in 0..pass.edges.len() {
+                    if pass.edges[i].state == EdgeState::Merged {
+                        continue;
+                    }
+                    let mut edges = pass.edges.clone();
+                    edges[i].state = EdgeState::Merged; // inserts nothing
+                    let inserts = Pass::inserts_of(program.ops.len(), &edges);
+                    let (without, _) = emit::emit(&tree, &edges, &inserts);
+                    let run = sim::race::check(&without, &config, &addresses).unwrap();
+                    let e = &pass.edges[i];
+                    assert!(
+                        !run.hazards.is_empty(),
+                        "{name} level {level}: {:?} -> {:?} after {} before {} ({:?}) is not needed",
+                        e.src,
+                        e.dst,
+                        program.op(e.set_after).path,
+                        program.op(e.wait_before).path,
+                        e.state
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 50, "{checked}");
     }
 }

@@ -135,6 +135,45 @@ impl<'p> Tree<'p> {
         at
     }
 
+    /// `count(lp) % k` written with only the terms that matter modulo `k`: the count of `kk`
+    /// inside block loops of 4 `kk` trips modulo 2 is `kk % 2`, as a user writes it.
+    pub fn count_mod(&self, lp: OpId, k: u32) -> Option<Expr> {
+        self.counts[lp.index()].as_ref()?;
+        let m = k as i64;
+        let mut sum: Option<Expr> = None;
+        let (mut at, mut w) = (Some(lp), 1i64);
+        while let Some(x) = at {
+            let OpKind::For(f) = &self.program.op(x).kind else {
+                return None;
+            };
+            let (from, step) = (f.from.as_const()?, f.step.as_const()?);
+            if w % m != 0 {
+                let v = Expr::Var(f.var);
+                let local = if from == 0 && step == 1 {
+                    v
+                } else {
+                    let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(from)).ok()?;
+                    Expr::binary(BinOp::Div, shifted, Expr::Const(step)).ok()?
+                };
+                let term = match w % m {
+                    1 => local,
+                    c => Expr::binary(BinOp::Mul, Expr::Const(c), local).ok()?,
+                };
+                sum = Some(match sum {
+                    None => term,
+                    Some(s) => Expr::binary(BinOp::Add, term, s).ok()?,
+                });
+            }
+            at = self.program.op(x).loop_parent;
+            if at.is_some() {
+                let to = f.to.as_const()?;
+                let trips = ForLoop::trips(from, to, step)?.max(0);
+                w = (w as i128 * (trips % m as i128)).rem_euclid(m as i128) as i64;
+            }
+        }
+        Expr::binary(BinOp::Rem, sum.unwrap_or(Expr::Const(0)), Expr::Const(m)).ok()
+    }
+
     /// Whether the loop's body runs at least once whenever the loop is reached.
     pub fn runs_once(&self, lp: OpId) -> bool {
         match &self.program.op(lp).kind {

@@ -645,26 +645,58 @@ proptest! {
     /// deterministic, and it never reports more dependencies than ops it inserted.
     #[test]
     fn auto_sync_is_race_free_and_deadlock_free(k in knobs()) {
-        let (text, totals) = Gen::new(k.seed, k.cube).program(false);
-        let config = config();
-        let p = sim::load_program(&text, "prop.yaml", &config, &[])
-            .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
-        let opts = options(&k, &totals, 0);
-        let Ok(planned) = plan_program(&p, &config, &opts) else {
-            return Ok(()); // an overflow: nothing to run
-        };
-        let synced = planner::synchronize(&p, &config, &planned.plan);
-        let again = planner::synchronize(&p, &config, &planned.plan);
-        prop_assert_eq!(synced.stats, again.stats);
-        let listing = crate::sync::listing(&synced.program);
-        prop_assert_eq!(&listing, &crate::sync::listing(&again.program));
-        let placement = planned.plan.addresses();
-        let run = sim::race::check(&synced.program, &config, &placement)
-            .unwrap_or_else(|e| panic!("run error {e:?}\n{text}\n{listing}"));
-        prop_assert!(
-            run.hazards.is_empty() && !run.result.has_findings(),
-            "hazards {:#?}\nfindings {:?}\ndeadlock {:?}\n{}\n--- synchronised:\n{}",
-            run.hazards, run.result.findings, run.result.deadlock, text, listing
-        );
+        auto_sync_case(&k)?;
+    }
+}
+
+/// The auto-sync property for one case.
+fn auto_sync_case(k: &Knobs) -> Result<(), TestCaseError> {
+    let (text, totals) = Gen::new(k.seed, k.cube).program(false);
+    let config = config();
+    let p = sim::load_program(&text, "prop.yaml", &config, &[])
+        .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
+    let opts = options(k, &totals, 0);
+    let Ok(planned) = plan_program(&p, &config, &opts) else {
+        return Ok(()); // an overflow: nothing to run
+    };
+    let synced = planner::synchronize(&p, &config, &planned.plan);
+    let again = planner::synchronize(&p, &config, &planned.plan);
+    prop_assert_eq!(synced.stats, again.stats);
+    let listing = crate::sync::listing(&synced.program);
+    prop_assert_eq!(&listing, &crate::sync::listing(&again.program));
+    let placement = planned.plan.addresses();
+    let run = sim::race::check(&synced.program, &config, &placement)
+        .unwrap_or_else(|e| panic!("run error {e:?}\n{text}\n{listing}"));
+    prop_assert!(
+        run.hazards.is_empty() && !run.result.has_findings(),
+        "hazards {:#?}\nfindings {:?}\ndeadlock {:?}\n{}\n--- synchronised:\n{}",
+        run.hazards,
+        run.result.findings,
+        run.result.deadlock,
+        text,
+        listing
+    );
+    Ok(())
+}
+
+/// Cases the auto-sync property once failed on.
+#[test]
+fn auto_sync_property_regressions() {
+    let cases = [
+        // `store b0` then `vdup b0@((v0 + 1) % 3)` in one loop body: with the slot tied to
+        // v0's count they meet only 2 iterations apart, a backward pair whose producer comes
+        // first in the body; its flag was set again before its wait (double set, deadlock)
+        Knobs {
+            seed: 6457944444640137056,
+            cube: false,
+            manual: false,
+            max_level: 0,
+            scoped: false,
+            caps: [265, 200, 200, 200],
+            more: 1,
+        },
+    ];
+    for k in &cases {
+        auto_sync_case(k).unwrap_or_else(|e| panic!("{k:?}: {e}"));
     }
 }
