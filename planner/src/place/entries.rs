@@ -9,7 +9,7 @@
 //! Kept apart from the placer so that the exact search and the overflow diagnostic read entries
 //! without depending on first fit.
 
-use super::sequential::first_write_order;
+use super::sequential::gen_order;
 use crate::liveness::{Interval, Liveness};
 use sim::program::Program;
 use sim::{BufferId, OpId, Space};
@@ -49,7 +49,7 @@ impl StorageEntry {
     }
 }
 
-/// The storage entries of one scope, in first-write ("vector") order. `inplace` lists
+/// The storage entries of one scope, in gen ("vector") order ([`gen_order`]). `inplace` lists
 /// `(gen, kill)` pairs; pairs across scopes, with a fixed side, or already merged are ignored.
 pub fn storage_entries(
     program: &Program,
@@ -58,7 +58,7 @@ pub fn storage_entries(
     space: Space,
     align: u64,
 ) -> Vec<StorageEntry> {
-    let order = first_write_order(program);
+    let order = gen_order(program, live);
     entries_in_order(program, live, inplace, space, align, &order)
 }
 

@@ -38,7 +38,7 @@ use crate::plan::*;
 use entries::entries_in_order;
 use first_fit::Placer;
 use overflow::{overflow, peak_bytes};
-use sequential::{first_write_order, running_sum, unplaced_buffers};
+use sequential::{gen_order, running_sum, unplaced_buffers};
 use sim::program::Program;
 use sim::{BufferId, Config, Space};
 
@@ -138,7 +138,7 @@ pub fn place(
     let mut upgraded = Vec::new();
     let mut applied = Vec::new();
 
-    let first_writes = first_write_order(program);
+    let first_writes = gen_order(program, live);
     for sc in &core.scopes {
         let space = sc.space;
         let align = sc.align.max(1);

@@ -6,6 +6,7 @@
 //! It reads only the program and byte sizes, never storage entries, so entry building may use
 //! it without a cycle.
 
+use crate::liveness::{Liveness, LivenessMode};
 use crate::plan::*;
 use sim::program::{Block, ForLoop, OpKind, Program};
 use sim::BufferId;
@@ -52,6 +53,24 @@ fn share_root(program: &Program, mut b: BufferId) -> BufferId {
         }
     }
     b
+}
+
+/// The order storage entries are generated in (HIVM's "gen" order): with precise liveness, the
+/// first-write order; with scoped liveness, a buffer is gen'd where its lifetime starts, so one
+/// declared outside a loop and first written inside it is gen'd at the loop's begin, before the
+/// buffers the loop writes first (HIVM `GenerateStorageEntry`: live-ins at the loop-begin
+/// marker). Ties keep the first-write order (HIVM shuffles them).
+pub(super) fn gen_order(program: &Program, live: &Liveness) -> Vec<BufferId> {
+    let mut order = first_write_order(program);
+    if live.mode == LivenessMode::Scoped {
+        let start = |b: &BufferId| {
+            live.lifetime(*b)
+                .first()
+                .map_or(usize::MAX, |i| i.first)
+        };
+        order.sort_by_key(start); // stable: ties keep first-write order
+    }
+    order
 }
 
 /// Buffers in the order of their first write in program order; buffers never written follow

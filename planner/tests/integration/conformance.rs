@@ -446,3 +446,35 @@ fn every_expressible_case_reproduces_hivm() {
     // 48 programs, less T46 (a load error, checked above)
     assert_eq!(reproduced.len(), 47);
 }
+
+/// HIVM gens a storage entry where its lifetime starts (`GenerateStorageEntry`): with scoped
+/// liveness a buffer declared outside a loop and first written inside it is live from the
+/// loop's begin, so it is gen'd there, before the tile the loop writes first, and the
+/// sequential (no-reuse) running sum places it first. With precise liveness its lifetime starts
+/// at its first write, after the tile's.
+#[test]
+fn scoped_live_in_is_gend_at_the_loop_begin() {
+    let p = crate::load(
+        "kernel: k\ncore: aiv\nsync: manual\n\
+         gm:\n  x: { shape: [4, 1024], dtype: f16 }\n  y: { shape: [4, 1024], dtype: f16 }\n\
+         buffers:\n  acc: { scope: ub, shape: [1024], dtype: f16 }\n\
+         body:\n\
+         \x20 - for: { var: i, to: 4 }\n    buffers:\n      t: { scope: ub, shape: [1024], dtype: f16 }\n\
+         \x20   body:\n\
+         \x20     - load: { src: \"x[i]\", dst: t }\n\
+         \x20     - vadd: { ins: [t, t], out: acc }\n\
+         \x20 - store: { src: acc, dst: \"y[0]\" }\n",
+    );
+    let offsets = |mode| {
+        let opts = planner::PlanOptions {
+            liveness: mode,
+            ..Default::default()
+        };
+        let plan = planner::plan_program(&p, &crate::config(), &opts).unwrap().plan;
+        let at = |name| plan.buffers[crate::buf(&p, name).index()].offsets.clone();
+        (at("t"), at("acc"))
+    };
+    // 1024 f16 = 2048 bytes each, sequential (4096 bytes fit): a running sum in gen order
+    assert_eq!(offsets(planner::LivenessMode::Precise), (vec![0], vec![2048]));
+    assert_eq!(offsets(planner::LivenessMode::Scoped), (vec![2048], vec![0]));
+}
