@@ -3,6 +3,7 @@
 
 mod bad_inputs;
 mod cli;
+mod double_buffers;
 mod compare_cli;
 mod hostile;
 mod outputs;
