@@ -130,9 +130,7 @@ fn a_slot_that_restarts_with_each_block_is_reported_serialised() {
 #[test]
 fn rmsnorm_level_two_serialises_a_double_buffer_and_says_so() {
     let f = "tests/fixtures/rmsnorm_blocks.yaml";
-    let at = |level: &str| {
-        run_json(&[f, "--capacity", "ub=128KiB", "--level", level])
-    };
+    let at = |level: &str| run_json(&[f, "--capacity", "ub=128KiB", "--level", level]);
     let offsets = |d: &Value, b: &str| d["plan"]["buffers"][b]["offsets"].clone();
     let l2 = at("2");
     assert_eq!(offsets(&l2, "xb"), serde_json::json!([8192, 40960]));
@@ -144,7 +142,12 @@ fn rmsnorm_level_two_serialises_a_double_buffer_and_says_so() {
     assert_eq!(offsets(&l0, "yb"), serde_json::json!([8192, 40960]));
     // level 2's loads wait for the previous block's store: nothing overlaps
     assert_eq!(l2["overlap_cycles"], 0);
-    assert!(cycles(&l2) * 2 > cycles(&l1) * 3, "{} {}", cycles(&l2), cycles(&l1));
+    assert!(
+        cycles(&l2) * 2 > cycles(&l1) * 3,
+        "{} {}",
+        cycles(&l2),
+        cycles(&l1)
+    );
     assert_eq!(cycles(&l1), cycles(&l0));
     // and the report says which buffer and why
     let w = warnings(&l2, "serialised");
@@ -170,7 +173,10 @@ fn rmsnorm_level_two_serialises_a_double_buffer_and_says_so() {
     let o = npusim(&["run", f, "--capacity", "ub=128KiB", "--level", "best"]);
     let text = stdout(&o);
     assert!(text.contains("levels  best of 2, 1, 0: level 1"), "{text}");
-    assert!(text.contains("[slower_level] level 2 (the default)"), "{text}");
+    assert!(
+        text.contains("[slower_level] level 2 (the default)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -178,7 +184,11 @@ fn level_best_is_for_run_only() {
     for cmd in ["plan", "check"] {
         let o = npusim(&[cmd, "programs/vec_add_db.yaml", "--level", "best"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
-        assert!(stderr(&o).contains("use it with `npusim run`"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("use it with `npusim run`"),
+            "{}",
+            stderr(&o)
+        );
     }
     let o = npusim(&["run", "programs/vec_add_db.yaml", "--level", "3"]);
     assert_eq!(o.status.code(), Some(2));

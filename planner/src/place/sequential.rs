@@ -63,11 +63,7 @@ fn share_root(program: &Program, mut b: BufferId) -> BufferId {
 pub(super) fn gen_order(program: &Program, live: &Liveness) -> Vec<BufferId> {
     let mut order = first_write_order(program);
     if live.mode == LivenessMode::Scoped {
-        let start = |b: &BufferId| {
-            live.lifetime(*b)
-                .first()
-                .map_or(usize::MAX, |i| i.first)
-        };
+        let start = |b: &BufferId| live.lifetime(*b).first().map_or(usize::MAX, |i| i.first);
         order.sort_by_key(start); // stable: ties keep first-write order
     }
     order

@@ -470,11 +470,19 @@ fn scoped_live_in_is_gend_at_the_loop_begin() {
             liveness: mode,
             ..Default::default()
         };
-        let plan = planner::plan_program(&p, &crate::config(), &opts).unwrap().plan;
+        let plan = planner::plan_program(&p, &crate::config(), &opts)
+            .unwrap()
+            .plan;
         let at = |name| plan.buffers[crate::buf(&p, name).index()].offsets.clone();
         (at("t"), at("acc"))
     };
     // 1024 f16 = 2048 bytes each, sequential (4096 bytes fit): a running sum in gen order
-    assert_eq!(offsets(planner::LivenessMode::Precise), (vec![0], vec![2048]));
-    assert_eq!(offsets(planner::LivenessMode::Scoped), (vec![2048], vec![0]));
+    assert_eq!(
+        offsets(planner::LivenessMode::Precise),
+        (vec![0], vec![2048])
+    );
+    assert_eq!(
+        offsets(planner::LivenessMode::Scoped),
+        (vec![2048], vec![0])
+    );
 }
