@@ -3,8 +3,8 @@
 
 mod bad_inputs;
 mod cli;
-mod double_buffers;
 mod compare_cli;
+mod double_buffers;
 mod hostile;
 mod outputs;
 mod pack_cli;
