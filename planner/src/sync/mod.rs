@@ -17,7 +17,8 @@
 //!    which they conflict (2 for a double buffer). A pair the synchronisation chosen so far
 //!    already orders (`walk.rs`: the race checker's happens-before applied to program order,
 //!    with `d + 1` copies of the loop body for backward pairs) needs nothing; S→anything needs
-//!    nothing. Otherwise: one pipe → `barrier` on it before the later op; two pipes →
+//!    nothing. Only parts that share bytes are paired (`index.rs` finds them by memory and
+//!    byte range). Otherwise: one pipe → `barrier` on it before the later op; two pipes →
 //!    `set_flag` after the earlier op and `wait_flag` before the later one, both in the
 //!    deepest block holding the two (an op inside a nested block is represented by its
 //!    ancestor there, so every set meets its wait). A backward pair is synchronised in the
@@ -37,6 +38,7 @@
 
 mod access;
 mod emit;
+mod index;
 mod tree;
 mod walk;
 
@@ -45,6 +47,7 @@ use sim::{Config, OpId, Pipe};
 
 use crate::Plan;
 use access::{conflict, distance, Part, Rel, Why};
+use index::Index;
 use tree::{BlockRef, Tree};
 use walk::{Inserts, Prefix, Walk, Walker};
 
@@ -135,6 +138,7 @@ fn run_pass<'a>(
     parts_of: &'a [Vec<u32>],
     config: &Config,
 ) -> Pass<'a> {
+    let near = nearest(tree, parts, parts_of, &Index::new(parts, 0));
     let mut pass = Pass {
         tree,
         parts,
@@ -147,14 +151,8 @@ fn run_pass<'a>(
         prefix: Prefix::default(),
         inserts: None,
         notes: Vec::new(),
-        pipes_before: parts
-            .iter()
-            .scan(0u32, |m, p| {
-                let before = *m;
-                *m |= 1 << p.pipe.index();
-                Some(before)
-            })
-            .collect(),
+        near,
+        back: vec![None; tree.program.ops.len()],
         last_round: false,
     };
     // Merging a pair or turning it into `barrier: all` moves or drops a set_flag, and a set
@@ -174,6 +172,44 @@ fn run_pass<'a>(
     pass.stats.dependencies = pass.edges.len() as u32 - subsumed;
     pass
 }
+
+/// Per part `n`: the parts its forward pairs are checked against, latest first. Nearest first,
+/// one conflicting part per pipe: once the nearest on pipe p is ordered (or synchronised: a set
+/// orders every earlier instruction of its pipe), every earlier part on p is too. S needs
+/// nothing (it finishes its ops before sending the next). Only earlier ops count (an
+/// `mmad_l1`'s MTE1 half is ordered with its other half by the engine), and not ops in another
+/// branch of an `if`. The pairs do not depend on the synchronisation, so every round uses them.
+fn nearest(tree: &Tree, parts: &[Part], parts_of: &[Vec<u32>], index: &Index) -> Vec<Vec<u32>> {
+    parts
+        .iter()
+        .map(|np| {
+            let own = parts_of[np.op.index()][0];
+            let mut near: Vec<u32> = Pipe::ALL
+                .into_iter()
+                .filter(|&pipe| pipe != Pipe::S)
+                .filter_map(|pipe| {
+                    // the index proposes parts that share bytes, latest first; the exact rule
+                    // (slots, branches) decides
+                    let mut bound = own;
+                    while let Some(f) = index.latest(np, pipe, bound) {
+                        let fp = &parts[f as usize];
+                        if conflict(fp, np, Rel::Same) && tree.common_block(fp.op, np.op).is_some()
+                        {
+                            return Some(f);
+                        }
+                        bound = f;
+                    }
+                    None
+                })
+                .collect();
+            near.sort_unstable_by(|a, b| b.cmp(a));
+            near
+        })
+        .collect()
+}
+
+/// Loop bodies of more parts than this index their parts for the backward pairs.
+const SMALL_BODY: u32 = 64;
 
 /// A backward pair that serialises a multi-buffer: (loop, first op, second op, d, why).
 type Note = (OpId, OpId, OpId, u32, Why);
@@ -328,8 +364,10 @@ struct Pass<'a> {
     cache: Vec<((Option<OpId>, u32), Walk)>,
     /// The whole-kernel walk forward pairs are checked against, resumed after each new pair.
     prefix: Prefix,
-    /// Per part: the pipes of the parts before it (a bit per pipe).
-    pipes_before: Vec<u32>,
+    /// Per part: the parts its forward pairs are checked against ([`nearest`]).
+    near: Vec<Vec<u32>>,
+    /// Per loop op: its candidate backward pairs ([`Pass::back_pairs`]), once found.
+    back: Vec<Option<Vec<(u32, u32, u32)>>>,
     /// The current edges' inserts, kept up to date as pairs are added (rebuilt when the ids
     /// change edges).
     inserts: Option<Inserts>,
@@ -426,28 +464,9 @@ impl Pass<'_> {
 
     fn forward(&mut self, n: u32) {
         let nop = self.parts[n as usize].op;
-        // nearest first, one conflicting part per pipe: once the nearest on pipe p is ordered
-        // (or synchronised: a set orders every earlier instruction of its pipe), every earlier
-        // part on p is too. S needs nothing (it finishes its ops before sending the next).
-        let mut covered = 1u32 << Pipe::S.index();
-        let all = self.pipes_before[n as usize] | covered;
-        // parts are in op order: every earlier part belongs to an earlier op (or is this
-        // mmad_l1's own MTE1 half, which the engine orders itself)
-        for f in (0..n).rev() {
-            if covered == all {
-                break;
-            }
-            let (fp, np) = (&self.parts[f as usize], &self.parts[n as usize]);
-            let bit = 1u32 << fp.pipe.index();
-            if covered & bit != 0
-                || fp.op == nop
-                || !conflict(fp, np, Rel::Same)
-                || self.tree.common_block(fp.op, nop).is_none()
-            {
-                continue;
-            }
-            covered |= bit;
-            let fpipe = fp.pipe;
+        for i in 0..self.near[n as usize].len() {
+            let f = self.near[n as usize][i];
+            let fpipe = self.parts[f as usize].pipe;
             if self.prefix_through(nop).ordered(f, 0, fpipe, n, 0) {
                 continue;
             }
@@ -486,59 +505,87 @@ impl Pass<'_> {
     fn backward(&mut self, lp: OpId) {
         // only walks of this loop's body are asked for from here on
         self.cache.clear();
-        let first = self.parts_of[lp.index() + 1..=self.tree.end[lp.index()].index()]
-            .iter()
-            .flatten()
-            .copied()
-            .min();
-        let Some(first) = first else { return };
-        let last = self.parts_of[..=self.tree.end[lp.index()].index()]
-            .iter()
-            .flatten()
-            .copied()
-            .max()
-            .unwrap_or(first);
-        for q in first..=last {
-            // the producer runs `d` iterations earlier; nearest (latest in the body) first
-            let cands: Vec<(u32, u32)> = (first..=last)
-                .rev()
-                .filter(|&p| self.parts[p as usize].pipe != Pipe::S)
-                .filter(|&p| !self.inner_loop_holds(lp, p, q))
-                .filter_map(|p| {
-                    distance(&self.parts[p as usize], &self.parts[q as usize], lp).map(|d| (p, d))
-                })
-                .collect();
-            for (p, d) in cands {
-                let ppipe = self.parts[p as usize].pipe;
-                if self.walk(Some(lp), d + 1).ordered(p, 0, ppipe, q, d) {
-                    continue;
-                }
-                let block = (Some(lp), 0);
-                let (pp, qp) = (&self.parts[p as usize], &self.parts[q as usize]);
-                if let Some(why) = access::serialised(pp, qp, lp, d) {
-                    self.notes.push((lp, pp.op, qp.op, d, why));
-                }
-                let back = Back {
-                    lp,
-                    hoist: self.tree.outermost_loop(lp),
-                };
-                let ops = (pp.op, qp.op);
-                if self.tree.anchor_in(pp.op, block) < self.tree.anchor_in(qp.op, block) {
-                    // the producer comes first in the body (slots that meet only `d`
-                    // iterations apart): a backward flag would be set again before its wait in
-                    // every iteration. Ordering the two in the same iteration orders them `d`
-                    // iterations apart too (the consumer's pipe starts in program order).
-                    let e = self.forward_edge(p, q);
-                    self.add(e);
-                    continue;
-                }
-                let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
-                if e.src != e.dst {
-                    self.rotate(&mut e, lp, d);
-                }
-                self.add(e);
+        // the pairs do not depend on the synchronisation: found once, kept for every round
+        let pairs = match self.back[lp.index()].take() {
+            Some(p) => p,
+            None => self.back_pairs(lp),
+        };
+        for &(q, p, d) in &pairs {
+            let ppipe = self.parts[p as usize].pipe;
+            if self.walk(Some(lp), d + 1).ordered(p, 0, ppipe, q, d) {
+                continue;
             }
+            let block = (Some(lp), 0);
+            let (pp, qp) = (&self.parts[p as usize], &self.parts[q as usize]);
+            if let Some(why) = access::serialised(pp, qp, lp, d) {
+                self.notes.push((lp, pp.op, qp.op, d, why));
+            }
+            let back = Back {
+                lp,
+                hoist: self.tree.outermost_loop(lp),
+            };
+            let ops = (pp.op, qp.op);
+            if self.tree.anchor_in(pp.op, block) < self.tree.anchor_in(qp.op, block) {
+                // the producer comes first in the body (slots that meet only `d`
+                // iterations apart): a backward flag would be set again before its wait in
+                // every iteration. Ordering the two in the same iteration orders them `d`
+                // iterations apart too (the consumer's pipe starts in program order).
+                let e = self.forward_edge(p, q);
+                self.add(e);
+                continue;
+            }
+            let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
+            if e.src != e.dst {
+                self.rotate(&mut e, lp, d);
+            }
+            self.add(e);
         }
+        self.back[lp.index()] = Some(pairs);
+    }
+
+    /// The candidate backward pairs of loop `lp`, `(q, p, d)`: for each part `q` of the body in
+    /// order, every part `p` of the body (latest first) that conflicts with `q` running `d`
+    /// iterations after it, `d` the first such distance, unless a loop inside `lp` holds both.
+    fn back_pairs(&self, lp: OpId) -> Vec<(u32, u32, u32)> {
+        // parts are in op order: the body's are those of its first and last op with parts
+        let body = &self.parts_of[lp.index() + 1..=self.tree.end[lp.index()].index()];
+        let Some(&first) = body.iter().find_map(|p| p.first()) else {
+            return Vec::new();
+        };
+        let last = body
+            .iter()
+            .rev()
+            .find_map(|p| p.last())
+            .copied()
+            .unwrap_or(first);
+        // trying every pair is quadratic in the body: a larger body indexes its parts by bytes,
+        // so each part meets only those it shares bytes with (S parts are not indexed)
+        let index = (last - first >= SMALL_BODY)
+            .then(|| Index::new(&self.parts[first as usize..=last as usize], first));
+        let mut pairs = Vec::new();
+        let mut near = Vec::new();
+        for q in first..=last {
+            near.clear();
+            match &index {
+                Some(index) => {
+                    index.all_in(&self.parts[q as usize], first, last, &mut near);
+                    near.sort_unstable_by(|a, b| b.cmp(a));
+                    near.dedup();
+                }
+                None => near.extend(
+                    (first..=last)
+                        .rev()
+                        .filter(|&p| self.parts[p as usize].pipe != Pipe::S),
+                ),
+            }
+            let qp = &self.parts[q as usize];
+            pairs.extend(
+                near.iter()
+                    .filter(|&&p| !self.inner_loop_holds(lp, p, q))
+                    .filter_map(|&p| distance(&self.parts[p as usize], qp, lp).map(|d| (q, p, d))),
+            );
+        }
+        pairs
     }
 
     /// Whether a loop strictly inside `lp` holds both parts: that loop's own backward pass
@@ -571,30 +618,35 @@ impl Pass<'_> {
         let mut dropped = 0;
         // an edge that justified a drop stays: the rules are not transitive for barriers
         let mut keep = vec![false; self.edges.len()];
-        for i in 0..self.edges.len() {
-            let e = &self.edges[i];
-            if e.state != EdgeState::Live || keep[i] {
-                continue;
-            }
-            let by = self.edges.iter().enumerate().position(|(j, o)| {
-                j != i
-                    && o.state == EdgeState::Live
-                    && o.block == e.block
-                    && o.src == e.src
-                    && if e.src == e.dst {
-                        // a barrier: any set or barrier of its pipe between the two ops
-                        // drains the pipe as well
-                        e.back.is_none()
-                            && if o.dst == o.src {
-                                o.back.is_none()
-                                    && e.set_after < o.wait_before
-                                    && o.wait_before <= e.wait_before
-                                    && (o.wait_before != e.wait_before || j < i)
-                            } else {
-                                e.set_after <= o.set_after && o.set_after < e.wait_before
-                            }
-                    } else {
-                        o.dst == e.dst
+        // only edges of the same block and source pipe can imply each other: look within
+        // those groups, each in creation order
+        let group: Vec<_> = self.edges.iter().map(|e| (e.block, e.src)).collect();
+        let mut order: Vec<usize> = (0..self.edges.len()).collect();
+        order.sort_unstable_by_key(|&i| (group[i], i));
+        for same in order.chunk_by(|&a, &b| group[a] == group[b]) {
+            for &i in same {
+                let e = &self.edges[i];
+                if e.state != EdgeState::Live || keep[i] {
+                    continue;
+                }
+                let by = same.iter().copied().find(|&j| {
+                    let o = &self.edges[j];
+                    j != i
+                        && o.state == EdgeState::Live
+                        && if e.src == e.dst {
+                            // a barrier: any set or barrier of its pipe between the two ops
+                            // drains the pipe as well
+                            e.back.is_none()
+                                && if o.dst == o.src {
+                                    o.back.is_none()
+                                        && e.set_after < o.wait_before
+                                        && o.wait_before <= e.wait_before
+                                        && (o.wait_before != e.wait_before || j < i)
+                                } else {
+                                    e.set_after <= o.set_after && o.set_after < e.wait_before
+                                }
+                        } else {
+                            o.dst == e.dst
                             && o.back.map(|b| b.lp) == e.back.map(|b| b.lp)
                             && (e.back.is_none() || o.k <= e.k)
                             && o.set_after >= e.set_after
@@ -602,12 +654,13 @@ impl Pass<'_> {
                             // of two identical pairs, the later one goes
                             && ((o.set_after, o.wait_before) != (e.set_after, e.wait_before)
                                 || j < i)
-                    }
-            });
-            if let Some(j) = by {
-                keep[j] = true;
-                self.edges[i].state = EdgeState::Merged;
-                dropped += 1;
+                        }
+                });
+                if let Some(j) = by {
+                    keep[j] = true;
+                    self.edges[i].state = EdgeState::Merged;
+                    dropped += 1;
+                }
             }
         }
         if dropped > 0 {
