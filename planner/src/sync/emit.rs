@@ -29,28 +29,44 @@ struct Emitter<'a> {
 
 pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, Counts) {
     let old = tree.program;
+    let inserted: usize = inserts
+        .before
+        .iter()
+        .chain(&inserts.after)
+        .map(Vec::len)
+        .sum();
     let mut em = Emitter {
         tree,
         edges,
         inserts,
-        ops: Vec::with_capacity(old.ops.len() * 2),
+        ops: Vec::with_capacity(old.ops.len() + inserted + inserts.tail.len()),
         map: vec![OpId::new(0); old.ops.len()],
         counts: Counts::default(),
     };
     let mut body = em.block(&old.body, None, None);
     let end = match old.body.ops.last() {
-        Some(&l) => format!("after {}", old.op(l).path),
-        None => "body".to_string(),
+        Some(&l) => ("after ", old.op(l).path.as_str()),
+        None => ("", "body"),
     };
     for ins in &inserts.tail {
-        let id = em.ins(ins, None, None, &end);
+        let id = em.ins(ins, None, None, end);
         body.ops.push(id);
     }
     let map = &em.map;
     let remap = |o: Option<OpId>| o.map(|x| map[x.index()]);
-    let mut p = old.clone();
-    p.sync = SyncMode::Manual;
-    p.body = body;
+    // every field but the ops and the body as they were (the old ops are not cloned)
+    let mut p = Program {
+        kernel: old.kernel.clone(),
+        core: old.core,
+        sync: SyncMode::Manual,
+        params: old.params.clone(),
+        tensors: old.tensors.clone(),
+        buffers: old.buffers.clone(),
+        views: old.views.clone(),
+        vars: old.vars.clone(),
+        ops: Vec::new(),
+        body,
+    };
     for b in &mut p.buffers {
         b.declared_in = remap(b.declared_in);
         b.loop_parent = remap(b.loop_parent);
@@ -76,13 +92,11 @@ impl Emitter<'_> {
         for &op in &b.ops {
             let path = &program.op(op).path;
             for ins in &self.inserts.before[op.index()] {
-                let at = format!("before {path}");
-                out.ops.push(self.ins(ins, parent, lp, &at));
+                out.ops.push(self.ins(ins, parent, lp, ("before ", path)));
             }
             out.ops.push(self.op(op, parent, lp));
             for ins in &self.inserts.after[op.index()] {
-                let at = format!("after {path}");
-                out.ops.push(self.ins(ins, parent, lp, &at));
+                out.ops.push(self.ins(ins, parent, lp, ("after ", path)));
             }
         }
         out
@@ -143,7 +157,8 @@ impl Emitter<'_> {
         }
     }
 
-    fn ins(&mut self, ins: &Ins, parent: Option<OpId>, lp: Option<OpId>, at: &str) -> OpId {
+    /// `at`: where, as a prefix and a path (`before `, `body[2]`).
+    fn ins(&mut self, ins: &Ins, parent: Option<OpId>, lp: Option<OpId>, at: (&str, &str)) -> OpId {
         let (kind, pipe, what) = match *ins {
             Ins::Set { edge, fixed } => {
                 let e = &self.edges[edge as usize];
@@ -179,7 +194,7 @@ impl Emitter<'_> {
         let id = OpId::new(self.ops.len());
         self.ops.push(Op {
             kind,
-            path: format!("{what} (inserted {at})"),
+            path: format!("{what} (inserted {}{})", at.0, at.1),
             pipe: Some(pipe),
             loop_parent: lp,
             parent,

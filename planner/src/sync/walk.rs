@@ -49,7 +49,7 @@ struct State {
 }
 
 impl State {
-    fn meet(mut self, other: State) -> State {
+    fn meet(&mut self, other: State) {
         for (a, b) in self.know.iter_mut().zip(&other.know) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = (*x).min(*y);
@@ -73,7 +73,6 @@ impl State {
             let e = self.waited.entry(k).or_insert(w);
             *e = (*e).max(w);
         }
-        self
     }
 }
 
@@ -215,7 +214,7 @@ impl Walker<'_> {
         let mut st = State::default();
         match root {
             None => {
-                st = self.block(&self.tree.program.body, st, &mut run);
+                self.block(&self.tree.program.body, &mut st, &mut run);
                 for ins in &self.inserts.tail {
                     self.ins(ins, &mut st, &mut run);
                 }
@@ -224,7 +223,7 @@ impl Walker<'_> {
                 let body = self.tree.program.blocks(lp)[0];
                 for c in 0..copies {
                     run.copy = c;
-                    st = self.block(body, st, &mut run);
+                    self.block(body, &mut st, &mut run);
                 }
             }
         }
@@ -262,7 +261,7 @@ impl Walker<'_> {
             if due {
                 prefix.checkpoints.push((i, st.clone(), run.next));
             }
-            st = self.top(body[i], st, &mut run);
+            self.top(body[i], &mut st, &mut run);
             prefix.done += 1;
         }
         prefix.walk = run.out;
@@ -270,42 +269,40 @@ impl Walker<'_> {
     }
 
     /// One op of a block with what is inserted around it.
-    fn top(&self, op: OpId, mut st: State, run: &mut Run) -> State {
+    fn top(&self, op: OpId, st: &mut State, run: &mut Run) {
         for ins in &self.inserts.before[op.index()] {
-            self.ins(ins, &mut st, run);
+            self.ins(ins, st, run);
         }
-        st = self.op(op, st, run);
+        self.op(op, st, run);
         for ins in &self.inserts.after[op.index()] {
-            self.ins(ins, &mut st, run);
+            self.ins(ins, st, run);
         }
-        st
     }
 
-    fn block(&self, b: &Block, mut st: State, run: &mut Run) -> State {
+    fn block(&self, b: &Block, st: &mut State, run: &mut Run) {
         for &op in &b.ops {
-            st = self.top(op, st, run);
+            self.top(op, st, run);
         }
-        st
     }
 
-    fn op(&self, op: OpId, mut st: State, run: &mut Run) -> State {
+    fn op(&self, op: OpId, st: &mut State, run: &mut Run) {
         let program = self.tree.program;
         match &program.op(op).kind {
             OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => {
                 let entry = (!self.tree.runs_once(op)).then(|| st.clone());
-                st = self.block(body, st, run);
-                match entry {
-                    Some(e) => st.meet(e),
-                    None => st,
+                self.block(body, st, run);
+                if let Some(e) = entry {
+                    st.meet(e);
                 }
             }
             OpKind::If { then, els, .. } => {
-                let a = self.block(then, st.clone(), run);
-                let b = match els {
-                    Some(e) => self.block(e, st, run),
-                    None => st,
-                };
-                a.meet(b)
+                // both branches start from the state before the `if`
+                let mut other = st.clone();
+                self.block(then, st, run);
+                if let Some(e) = els {
+                    self.block(e, &mut other, run);
+                }
+                st.meet(other);
             }
             _ => {
                 for &p in &self.parts_of[op.index()] {
@@ -321,7 +318,6 @@ impl Walker<'_> {
                         st.know[S][S] = run.next;
                     }
                 }
-                st
             }
         }
     }
