@@ -49,7 +49,7 @@ use crate::Plan;
 use access::{conflict, distance, Part, Rel, Why};
 use index::Index;
 use tree::{BlockRef, Tree};
-use walk::{Inserts, Prefix, Walk, Walker};
+use walk::{Inserts, Prefix, Steps, Walk, Walker};
 
 /// What the pass inserted, counted statically (ops in the program text, not executions).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,6 +149,7 @@ fn run_pass<'a>(
         stats: SyncStats::default(),
         cache: Vec::new(),
         prefix: Prefix::default(),
+        steps: Steps::new(tree),
         inserts: None,
         notes: Vec::new(),
         near,
@@ -364,6 +365,8 @@ struct Pass<'a> {
     cache: Vec<((Option<OpId>, u32), Walk)>,
     /// The whole-kernel walk forward pairs are checked against, resumed after each new pair.
     prefix: Prefix,
+    /// The program in walk order.
+    steps: Steps,
     /// Per part: the parts its forward pairs are checked against ([`nearest`]).
     near: Vec<Vec<u32>>,
     /// Per loop op: its candidate backward pairs ([`Pass::back_pairs`]), once found.
@@ -381,6 +384,7 @@ impl Pass<'_> {
     fn walker<'w>(&'w self, inserts: &'w Inserts, check_ids: bool) -> Walker<'w> {
         Walker {
             tree: self.tree,
+            steps: &self.steps,
             parts: self.parts,
             parts_of: self.parts_of,
             edges: &self.edges,
@@ -409,12 +413,12 @@ impl Pass<'_> {
         &self.cache.last().unwrap().1
     }
 
-    /// The whole-kernel walk, through the top-level op holding `op`.
+    /// The whole-kernel walk, through leaf op `op`.
     fn prefix_through(&mut self, op: OpId) -> &Walk {
         let inserts = self.current_inserts();
         let mut prefix = std::mem::take(&mut self.prefix);
         self.walker(&inserts, false)
-            .advance(&mut prefix, self.tree.top[op.index()]);
+            .advance(&mut prefix, self.steps.leaf(op));
         self.prefix = prefix;
         self.inserts = Some(inserts);
         self.prefix.walk()
@@ -426,10 +430,10 @@ impl Pass<'_> {
             self.stats.fallbacks += 1;
         }
         let i = self.edges.len() as u32;
-        // a change inside top-level op t leaves the walk before it as it was
-        let mut from = self.tree.top[e.set_after.index()].min(self.tree.top[e.wait_before.index()]);
+        // the walk before the first step the edge inserts at stays as it was
+        let mut from = (self.steps.at(e.set_after, true)).min(self.steps.at(e.wait_before, false));
         if let Some(b) = e.back {
-            from = from.min(self.tree.top[b.hoist.index()]);
+            from = from.min(self.steps.at(b.hoist, false));
         }
         self.edges.push(e);
         if let Some(ins) = &mut self.inserts {

@@ -16,8 +16,6 @@ pub(super) struct Tree<'p> {
     pub block: Vec<BlockRef>,
     /// The last op of each op's subtree.
     pub end: Vec<OpId>,
-    /// The index in the kernel body of each op's top-level ancestor (or itself).
-    pub top: Vec<usize>,
     /// How many control ops enclose each op.
     depth: Vec<u32>,
     /// Per loop op: its whole-run iteration count as an expression, when it can be written
@@ -32,15 +30,10 @@ impl<'p> Tree<'p> {
             program,
             block: vec![(None, 0); n],
             end: (0..n).map(OpId::new).collect(),
-            top: vec![0; n],
             depth: vec![0; n],
             counts: vec![None; n],
         };
         t.fill(&program.body.ops, (None, 0));
-        for (i, &op) in program.body.ops.iter().enumerate() {
-            let end = t.end[op.index()].index();
-            t.top[op.index()..=end].fill(i);
-        }
         // pre-order: an outer loop's count is there before an inner loop builds on it
         for i in 0..n {
             t.counts[i] = count_expr(program, OpId::new(i), &t.counts);

@@ -18,8 +18,6 @@
 //! each `set_flag` must know the `wait_flag` that consumed the previous set of the same id,
 //! or the second set could land before the wait (`double set`). Failures are collected.
 
-use std::collections::BTreeMap;
-
 use sim::program::{Block, ForLoop, OpKind};
 use sim::{OpId, Pipe};
 
@@ -43,9 +41,9 @@ struct State {
     know: [Clock; NP],
     last: [u32; NP],
     /// Set flags by (edge, copy), with the setter's snapshot.
-    flags: BTreeMap<(u32, u32), Clock>,
+    flags: SortedMap<(u32, u32), Clock>,
     /// The latest wait per flag id key: (position, edge).
-    waited: BTreeMap<u32, (u32, u32)>,
+    waited: SortedMap<u32, (u32, u32)>,
 }
 
 impl State {
@@ -59,21 +57,76 @@ impl State {
             *a = (*a).max(*b);
         }
         // a flag set on one path only is not set on the other: keep what both paths set
-        let mut flags = BTreeMap::new();
-        for (k, c) in other.flags {
-            if let Some(mut x) = self.flags.remove(&k) {
-                for (p, q) in x.iter_mut().zip(&c) {
+        self.flags.0.retain_mut(|(k, x)| match other.flags.get(k) {
+            Some(c) => {
+                for (p, q) in x.iter_mut().zip(c) {
                     *p = (*p).min(*q);
                 }
-                flags.insert(k, x);
+                true
             }
-        }
-        self.flags = flags;
-        for (k, w) in other.waited {
-            let e = self.waited.entry(k).or_insert(w);
-            *e = (*e).max(w);
+            None => false,
+        });
+        if !other.waited.0.is_empty() {
+            let mine = std::mem::take(&mut self.waited.0);
+            self.waited.0 = merge_max(mine, other.waited.0);
         }
     }
+}
+
+/// A map kept as a vector sorted by key: a walk's open flags and waited ids are few, and its
+/// state is cloned at every loop entry and branch (a tree map allocates per node).
+#[derive(Clone)]
+struct SortedMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy, V> SortedMap<K, V> {
+    fn find(&self, k: &K) -> Result<usize, usize> {
+        self.0.binary_search_by(|(x, _)| x.cmp(k))
+    }
+
+    fn get(&self, k: &K) -> Option<&V> {
+        self.find(k).ok().map(|i| &self.0[i].1)
+    }
+
+    fn insert(&mut self, k: K, v: V) {
+        match self.find(&k) {
+            Ok(i) => self.0[i].1 = v,
+            Err(i) => self.0.insert(i, (k, v)),
+        }
+    }
+
+    fn remove(&mut self, k: &K) -> Option<V> {
+        self.find(k).ok().map(|i| self.0.remove(i).1)
+    }
+}
+
+/// The union of two sorted maps, the larger value where both have a key.
+fn merge_max<K: Ord + Copy, V: Ord + Copy>(a: Vec<(K, V)>, b: Vec<(K, V)>) -> Vec<(K, V)> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => a.next(),
+                std::cmp::Ordering::Greater => b.next(),
+                std::cmp::Ordering::Equal => {
+                    let (k, v) = a.next().expect("peeked");
+                    let w = b.next().expect("peeked").1;
+                    Some((k, v.max(w)))
+                }
+            },
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => break,
+        };
+        out.extend(next);
+    }
+    out
 }
 
 /// The attachments: instructions inserted before and after ops, and at the kernel's end.
@@ -116,19 +169,114 @@ impl Walk {
     }
 }
 
-/// A walk of the kernel (one copy, no id checks) that resumes: the state before a top-level op
-/// is kept whenever [`CHECKPOINT`] positions were walked since the last one kept, so a change
-/// inside top-level op i re-walks from the kept state at or before op i only, and a query stops
-/// at the top-level op holding the asked part. A kernel of a few big loops keeps the state
-/// before each of them; a flat kernel of 10,000 small ops one every few dozen ops (keeping it
-/// before each cost a clone of the open flags per op: quadratic in time and memory).
+/// One step of a walk. The program is flattened once into steps in program order, so a walk
+/// is a loop over a range of them with an explicit stack of the states saved at loop entries
+/// and `if`s, and can stop and resume anywhere.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// What is inserted before the op.
+    Before(OpId),
+    /// A leaf op's parts.
+    Leaf(OpId),
+    /// What is inserted after the op.
+    After(OpId),
+    /// A loop's body starts; `skip`: the body may not run, so the state before it is met
+    /// with the state after it.
+    Enter {
+        skip: bool,
+    },
+    Exit {
+        skip: bool,
+    },
+    /// An `if`: its branches start from the state before it.
+    If,
+    Else,
+    EndIf {
+        els: bool,
+    },
+}
+
+/// The steps of the whole kernel, and where each op's start and end.
+pub(super) struct Steps {
+    list: Vec<Step>,
+    /// Per op: its `Before` step; its `After` step.
+    before: Vec<u32>,
+    after: Vec<u32>,
+}
+
+impl Steps {
+    pub fn new(tree: &Tree) -> Steps {
+        let n = tree.program.ops.len();
+        let mut s = Steps {
+            list: Vec::with_capacity(3 * n),
+            before: vec![0; n],
+            after: vec![0; n],
+        };
+        s.block(tree, &tree.program.body);
+        s
+    }
+
+    fn block(&mut self, tree: &Tree, b: &Block) {
+        for &op in &b.ops {
+            self.before[op.index()] = self.list.len() as u32;
+            self.list.push(Step::Before(op));
+            match &tree.program.op(op).kind {
+                OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => {
+                    let skip = !tree.runs_once(op);
+                    self.list.push(Step::Enter { skip });
+                    self.block(tree, body);
+                    self.list.push(Step::Exit { skip });
+                }
+                OpKind::If { then, els, .. } => {
+                    self.list.push(Step::If);
+                    self.block(tree, then);
+                    if let Some(e) = els {
+                        self.list.push(Step::Else);
+                        self.block(tree, e);
+                    }
+                    self.list.push(Step::EndIf { els: els.is_some() });
+                }
+                _ => self.list.push(Step::Leaf(op)),
+            }
+            self.after[op.index()] = self.list.len() as u32;
+            self.list.push(Step::After(op));
+        }
+    }
+
+    /// The first step a change to what is inserted before (`after: false`) or after `op`
+    /// affects.
+    pub fn at(&self, op: OpId, after: bool) -> usize {
+        if after {
+            self.after[op.index()] as usize
+        } else {
+            self.before[op.index()] as usize
+        }
+    }
+
+    /// The step of a leaf op's parts.
+    pub fn leaf(&self, op: OpId) -> usize {
+        self.before[op.index()] as usize + 1
+    }
+
+    /// The steps of a loop's body.
+    fn body(&self, lp: OpId) -> std::ops::Range<usize> {
+        self.before[lp.index()] as usize + 2..self.after[lp.index()] as usize - 1
+    }
+}
+
+/// A walk of the kernel (one copy, no id checks) that resumes: the state (with the states
+/// saved by the loops and `if`s it is in) is kept whenever [`CHECKPOINT`] positions were
+/// walked since the last one kept, so a change re-walks from the kept state at or before the
+/// first step it affects, and a query walks only up to the asked part. (Keeping the state
+/// before every op cost a clone of the open flags per op: quadratic in time and memory.)
 #[derive(Default)]
 pub(super) struct Prefix {
     walk: Walk,
-    /// (top-level op, the state and position counter before it), by op.
-    checkpoints: Vec<(usize, State, u32)>,
-    /// The state and position counter before top-level op `done`: ops `..done` are walked.
-    current: Option<(State, u32)>,
+    /// (step, the state, the saved states and the position counter before it), by step.
+    checkpoints: Vec<(usize, State, Vec<State>, u32)>,
+    /// The state, saved states and position counter before step `done`: steps `..done` are
+    /// walked.
+    current: Option<(State, Vec<State>, u32)>,
     done: usize,
 }
 
@@ -140,17 +288,17 @@ impl Prefix {
         &self.walk
     }
 
-    /// Forgets everything from top-level op `i` on (its inserts changed).
+    /// Forgets everything from step `i` on (its inserts changed).
     pub fn invalidate(&mut self, i: usize) {
         if self.done <= i || self.checkpoints.is_empty() {
             return;
         }
-        // the first checkpoint is op 0, so one at or before i exists
-        let c = self.checkpoints.partition_point(|(op, ..)| *op <= i) - 1;
+        // the first checkpoint is step 0, so one at or before i exists
+        let c = self.checkpoints.partition_point(|(at, ..)| *at <= i) - 1;
         self.checkpoints.truncate(c + 1);
-        let (op, st, next) = &self.checkpoints[c];
-        self.current = Some((st.clone(), *next));
-        self.done = *op;
+        let (at, st, saved, next) = &self.checkpoints[c];
+        self.current = Some((st.clone(), saved.clone(), *next));
+        self.done = *at;
     }
 
     pub fn clear(&mut self) {
@@ -162,6 +310,7 @@ impl Prefix {
 
 pub(super) struct Walker<'a> {
     pub tree: &'a Tree<'a>,
+    pub steps: &'a Steps,
     pub parts: &'a [Part],
     pub parts_of: &'a [Vec<u32>],
     pub edges: &'a [Edge],
@@ -212,18 +361,22 @@ impl Walker<'_> {
             out: self.empty(root, copies),
         };
         let mut st = State::default();
+        let mut saved = Vec::new();
         match root {
             None => {
-                self.block(&self.tree.program.body, &mut st, &mut run);
+                for i in 0..self.steps.list.len() {
+                    self.step(i, &mut st, &mut saved, &mut run);
+                }
                 for ins in &self.inserts.tail {
                     self.ins(ins, &mut st, &mut run);
                 }
             }
             Some(lp) => {
-                let body = self.tree.program.blocks(lp)[0];
                 for c in 0..copies {
                     run.copy = c;
-                    self.block(body, &mut st, &mut run);
+                    for i in self.steps.body(lp) {
+                        self.step(i, &mut st, &mut saved, &mut run);
+                    }
                 }
             }
         }
@@ -233,19 +386,18 @@ impl Walker<'_> {
         out
     }
 
-    /// Makes `prefix` cover top-level ops `..=upto`.
+    /// Makes `prefix` cover steps `..=upto`.
     pub fn advance(&self, prefix: &mut Prefix, upto: usize) {
         if prefix.current.is_none() {
             prefix.walk = self.empty(None, 1);
             prefix.checkpoints.clear();
-            prefix.current = Some((State::default(), 0));
+            prefix.current = Some((State::default(), Vec::new(), 0));
             prefix.done = 0;
         }
-        let body = &self.tree.program.body.ops;
         if prefix.done > upto {
             return;
         }
-        let (mut st, next) = prefix.current.take().expect("set above");
+        let (mut st, mut saved, next) = prefix.current.take().expect("set above");
         let mut run = Run {
             root: None,
             copy: 0,
@@ -257,54 +409,57 @@ impl Walker<'_> {
             let due = prefix
                 .checkpoints
                 .last()
-                .is_none_or(|(op, _, at)| *op < i && run.next >= at + CHECKPOINT);
+                .is_none_or(|(step, .., at)| *step < i && run.next >= at + CHECKPOINT);
             if due {
-                prefix.checkpoints.push((i, st.clone(), run.next));
+                prefix
+                    .checkpoints
+                    .push((i, st.clone(), saved.clone(), run.next));
             }
-            self.top(body[i], &mut st, &mut run);
+            self.step(i, &mut st, &mut saved, &mut run);
             prefix.done += 1;
         }
         prefix.walk = run.out;
-        prefix.current = Some((st, run.next));
+        prefix.current = Some((st, saved, run.next));
     }
 
-    /// One op of a block with what is inserted around it.
-    fn top(&self, op: OpId, st: &mut State, run: &mut Run) {
-        for ins in &self.inserts.before[op.index()] {
-            self.ins(ins, st, run);
-        }
-        self.op(op, st, run);
-        for ins in &self.inserts.after[op.index()] {
-            self.ins(ins, st, run);
-        }
-    }
-
-    fn block(&self, b: &Block, st: &mut State, run: &mut Run) {
-        for &op in &b.ops {
-            self.top(op, st, run);
-        }
-    }
-
-    fn op(&self, op: OpId, st: &mut State, run: &mut Run) {
-        let program = self.tree.program;
-        match &program.op(op).kind {
-            OpKind::For(ForLoop { body, .. }) | OpKind::While { body, .. } => {
-                let entry = (!self.tree.runs_once(op)).then(|| st.clone());
-                self.block(body, st, run);
-                if let Some(e) = entry {
+    /// Step `i`; `saved`: the states saved by the loops and `if`s the step is in.
+    fn step(&self, i: usize, st: &mut State, saved: &mut Vec<State>, run: &mut Run) {
+        match self.steps.list[i] {
+            Step::Before(op) => {
+                for ins in &self.inserts.before[op.index()] {
+                    self.ins(ins, st, run);
+                }
+            }
+            Step::After(op) => {
+                for ins in &self.inserts.after[op.index()] {
+                    self.ins(ins, st, run);
+                }
+            }
+            // the loop's body is walked once: its first iteration knows the least
+            Step::Enter { skip } => {
+                if skip {
+                    saved.push(st.clone());
+                }
+            }
+            Step::Exit { skip } => {
+                if skip {
+                    st.meet(saved.pop().expect("saved at the loop's entry"));
+                }
+            }
+            Step::If => saved.push(st.clone()),
+            // the then branch's state waits while the else branch starts from the entry's
+            Step::Else => std::mem::swap(st, saved.last_mut().expect("saved at the if")),
+            Step::EndIf { els } => {
+                let other = saved.pop().expect("saved at the if");
+                if els {
+                    // the then branch's state met with the else branch's
+                    let e = std::mem::replace(st, other);
                     st.meet(e);
+                } else {
+                    st.meet(other);
                 }
             }
-            OpKind::If { then, els, .. } => {
-                // both branches start from the state before the `if`
-                let mut other = st.clone();
-                self.block(then, st, run);
-                if let Some(e) = els {
-                    self.block(e, &mut other, run);
-                }
-                st.meet(other);
-            }
-            _ => {
+            Step::Leaf(op) => {
                 for &p in &self.parts_of[op.index()] {
                     let q = self.parts[p as usize].pipe.index();
                     let s = st.know[S];
@@ -323,15 +478,14 @@ impl Walker<'_> {
     }
 
     /// The flag ids one execution of a set or wait of `e` uses (`fixed`: a balancing op's id).
-    fn ids(&self, e: &Edge, fixed: Option<u32>, run: &Run) -> Vec<u32> {
-        let key = |id: u32| ((e.src.index() * NP + e.dst.index()) as u32) << 8 | id;
-        if let Some(j) = fixed {
-            return vec![key(e.base + j)];
-        }
-        match e.rot {
-            Some(x) if e.k > 1 && run.root == Some(x) => vec![key(e.base + run.copy % e.k)],
-            _ => (0..e.k).map(|j| key(e.base + j)).collect(),
-        }
+    fn ids(&self, e: &Edge, fixed: Option<u32>, run: &Run) -> impl Iterator<Item = u32> {
+        let pair = ((e.src.index() * NP + e.dst.index()) as u32) << 8;
+        let (lo, n) = match (fixed, e.rot) {
+            (Some(j), _) => (e.base + j, 1),
+            (None, Some(x)) if e.k > 1 && run.root == Some(x) => (e.base + run.copy % e.k, 1),
+            _ => (e.base, e.k),
+        };
+        (lo..lo + n).map(move |id| pair | id)
     }
 
     /// The loop whose consecutive iterations use an edge's flag one after another.
