@@ -191,10 +191,15 @@ impl Emitter<'_> {
                 (OpKind::Barrier(BarrierTarget::All), Pipe::S, "barrier")
             }
         };
+        // `{what} (inserted {at})`, without the formatting machinery (tens of thousands)
+        let mut path = String::with_capacity(what.len() + at.0.len() + at.1.len() + 12);
+        for x in [what, " (inserted ", at.0, at.1, ")"] {
+            path.push_str(x);
+        }
         let id = OpId::new(self.ops.len());
         self.ops.push(Op {
             kind,
-            path: format!("{what} (inserted {}{})", at.0, at.1),
+            path,
             pipe: Some(pipe),
             loop_parent: lp,
             parent,

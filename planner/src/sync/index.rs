@@ -237,6 +237,10 @@ impl Index {
                 continue;
             };
             t.visit(leaves, &mut |list| {
+                // sorted: a list whose last part is no later than the best has nothing better
+                if list.last().is_none_or(|&l| best.is_some_and(|b| l <= b)) {
+                    return;
+                }
                 let i = list.partition_point(|&p| p < bound);
                 if i > 0 && best.is_none_or(|b| list[i - 1] > b) {
                     best = Some(list[i - 1]);

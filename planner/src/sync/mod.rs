@@ -566,48 +566,50 @@ impl Pass<'_> {
         // so each part meets only those it shares bytes with (S parts are not indexed)
         let index = (last - first >= SMALL_BODY)
             .then(|| Index::new(&self.parts[first as usize..=last as usize], first));
+        let inner: Vec<Option<OpId>> = (first..=last).map(|p| self.inner_loop(lp, p)).collect();
+        // without an index: every part but S's, latest first
+        let every: Vec<u32> = match index {
+            Some(_) => Vec::new(),
+            None => (first..=last)
+                .rev()
+                .filter(|&p| self.parts[p as usize].pipe != Pipe::S)
+                .collect(),
+        };
         let mut pairs = Vec::new();
         let mut near = Vec::new();
         for q in first..=last {
-            near.clear();
-            match &index {
-                Some(index) => {
-                    index.all_in(&self.parts[q as usize], first, last, &mut near);
-                    near.sort_unstable_by(|a, b| b.cmp(a));
-                    near.dedup();
-                }
-                None => near.extend(
-                    (first..=last)
-                        .rev()
-                        .filter(|&p| self.parts[p as usize].pipe != Pipe::S),
-                ),
+            if let Some(index) = &index {
+                near.clear();
+                index.all_in(&self.parts[q as usize], first, last, &mut near);
+                near.sort_unstable_by(|a, b| b.cmp(a));
+                near.dedup();
             }
+            let near = if index.is_some() { &near } else { &every };
             let qp = &self.parts[q as usize];
             pairs.extend(
                 near.iter()
-                    .filter(|&&p| !self.inner_loop_holds(lp, p, q))
+                    .filter(|&&p| {
+                        inner[(p - first) as usize].is_none_or(|x| !self.tree.contains(x, qp.op))
+                    })
                     .filter_map(|&p| distance(&self.parts[p as usize], qp, lp).map(|d| (q, p, d))),
             );
         }
         pairs
     }
 
-    /// Whether a loop strictly inside `lp` holds both parts: that loop's own backward pass
-    /// has ordered them across its iterations, and its flags (balanced outside the outermost
-    /// loop, ids picked by the whole-run count) keep doing so across `lp`'s iterations.
-    fn inner_loop_holds(&self, lp: OpId, p: u32, q: u32) -> bool {
-        let (a, b) = (self.parts[p as usize].op, self.parts[q as usize].op);
-        let mut at = self.tree.program.op(a).loop_parent;
-        while let Some(x) = at {
-            if x == lp {
-                return false;
-            }
-            if self.tree.contains(x, b) {
-                return true;
-            }
+    /// The outermost loop strictly inside `lp` around part `p`. When it also holds part `q`,
+    /// its own backward pass has ordered the two across its iterations, and its flags
+    /// (balanced outside the outermost loop, ids picked by the whole-run count) keep doing so
+    /// across `lp`'s iterations. (The loops around `p` nest: if any of them holds `q`, the
+    /// outermost does.)
+    fn inner_loop(&self, lp: OpId, p: u32) -> Option<OpId> {
+        let mut outer = None;
+        let mut at = self.tree.program.op(self.parts[p as usize].op).loop_parent;
+        while let Some(x) = at.filter(|&x| x != lp) {
+            outer = Some(x);
             at = self.tree.program.op(x).loop_parent;
         }
-        false
+        outer
     }
 
     /// Drops every barrier a later set or barrier of its pipe between the same two ops implies,
@@ -747,7 +749,10 @@ impl Pass<'_> {
                 }
             }
         }
-        self.changed();
+        // ids alone change no insert and no walk (only the proof reads them)
+        if changed > 0 {
+            self.changed();
+        }
         changed
     }
 
@@ -774,7 +779,7 @@ impl Pass<'_> {
             .filter(|&op| self.tree.is_loop(op))
             .collect();
         let copies = 1 + self.edges.iter().map(|e| e.k).max().unwrap_or(1).max(1);
-        let inserts = self.build_inserts();
+        let inserts = self.current_inserts();
         let walker = self.walker(&inserts, true);
         let mut bad = walker.walk(None, 1).violations;
         for &lp in &loops {
@@ -792,7 +797,8 @@ impl Pass<'_> {
                 changed += 1;
             }
         }
-        self.changed();
+        // giving ids up changes no insert and no walk
+        self.inserts = Some(inserts);
         changed
     }
 
