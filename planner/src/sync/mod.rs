@@ -91,9 +91,34 @@ pub struct Serialised {
     pub message: String,
 }
 
+/// How the pass synchronises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncOptions {
+    /// A pair whose ops recur `d` iterations apart gets `d` ids chosen by the iteration (the
+    /// default). `false`: one id per pair, every multi-buffer serialised: the baseline the ids
+    /// per slot are measured against.
+    pub ids_per_slot: bool,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        SyncOptions { ids_per_slot: true }
+    }
+}
+
 /// Inserts the synchronisation `plan` needs into `program` (`sync: auto`). A `sync: manual`
 /// program comes back unchanged with zero stats.
 pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
+    synchronize_with(program, config, plan, &SyncOptions::default())
+}
+
+/// [`synchronize`] with options.
+pub fn synchronize_with(
+    program: &Program,
+    config: &Config,
+    plan: &Plan,
+    opts: &SyncOptions,
+) -> Synced {
     if program.sync == SyncMode::Manual {
         return Synced {
             program: program.clone(),
@@ -103,7 +128,7 @@ pub fn synchronize(program: &Program, config: &Config, plan: &Plan) -> Synced {
     }
     let tree = Tree::new(program);
     let (parts, parts_of) = access::parts(&tree, plan);
-    let pass = run_pass(&tree, &parts, &parts_of, config);
+    let pass = run_pass(&tree, &parts, &parts_of, config, opts);
     let inserts = pass.build_inserts();
     let (program, counts) = emit::emit(&tree, &pass.edges, &inserts);
     let mut stats = pass.stats;
@@ -137,6 +162,7 @@ fn run_pass<'a>(
     parts: &'a [Part],
     parts_of: &'a [Vec<u32>],
     config: &Config,
+    opts: &SyncOptions,
 ) -> Pass<'a> {
     let near = nearest(tree, parts, parts_of, &Index::new(parts, 0));
     let mut pass = Pass {
@@ -155,6 +181,7 @@ fn run_pass<'a>(
         near,
         back: vec![None; tree.program.ops.len()],
         last_round: false,
+        ids_per_slot: opts.ids_per_slot,
     };
     // Merging a pair or turning it into `barrier: all` moves or drops a set_flag, and a set
     // also orders its own pipe: pairs that relied on it may need synchronising again. Rounds
@@ -376,6 +403,8 @@ struct Pass<'a> {
     inserts: Option<Inserts>,
     /// New pairs become `barrier: all` at once.
     last_round: bool,
+    /// [`SyncOptions::ids_per_slot`].
+    ids_per_slot: bool,
     /// Backward pairs that serialise a multi-buffer.
     notes: Vec<Note>,
 }
@@ -500,7 +529,11 @@ impl Pass<'_> {
 
     /// Gives `e` `d` ids chosen by `lp`'s iteration count, when that count can be written.
     fn rotate(&self, e: &mut Edge, lp: OpId, d: u32) {
-        if d > 1 && d <= self.event_ids && self.tree.counts[lp.index()].is_some() {
+        if self.ids_per_slot
+            && d > 1
+            && d <= self.event_ids
+            && self.tree.counts[lp.index()].is_some()
+        {
             e.rot = Some(lp);
             e.k = d;
         }
@@ -949,7 +982,7 @@ mod tests {
                 let addresses = planned.plan.addresses();
                 let tree = Tree::new(&program);
                 let (parts, parts_of) = access::parts(&tree, &planned.plan);
-                let pass = run_pass(&tree, &parts, &parts_of, &config);
+                let pass = run_pass(&tree, &parts, &parts_of, &config, &SyncOptions::default());
                 let all = Pass::inserts_of(program.ops.len(), &pass.edges);
                 let (synced, _) = emit::emit(&tree, &pass.edges, &all);
                 let run = sim::race::check(&synced, &config, &addresses).unwrap();

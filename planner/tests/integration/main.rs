@@ -3,6 +3,7 @@
 mod conformance;
 mod inplace;
 mod liveness;
+mod nested_buffers;
 mod oracle;
 mod pack_exact;
 mod pack_fast;
