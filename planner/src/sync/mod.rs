@@ -39,6 +39,7 @@
 mod access;
 mod emit;
 mod index;
+mod subsume;
 mod tree;
 mod walk;
 
@@ -645,63 +646,10 @@ impl Pass<'_> {
         outer
     }
 
-    /// Drops every barrier a later set or barrier of its pipe between the same two ops implies,
-    /// and every flag pair another live pair of the same pipes already implies: the other's
-    /// set follows this one's producer in the same block (a set waits for every earlier
-    /// instruction of its pipe) and its wait comes no later than this one's, on the same
-    /// iterations (for a backward pair, the same loop and no more iterations back). Pairs are
-    /// added one dependency at a time, so the load of `b` after the load of `a`, both read by
-    /// one loop, first gets a pair of its own and then makes the pair of `a` redundant.
+    /// Drops the synchronisation other synchronisation implies ([`subsume::subsume`]).
     /// Returns how many were dropped.
     fn subsume(&mut self) -> u32 {
-        let mut dropped = 0;
-        // an edge that justified a drop stays: the rules are not transitive for barriers
-        let mut keep = vec![false; self.edges.len()];
-        // only edges of the same block and source pipe can imply each other: look within
-        // those groups, each in creation order
-        let group: Vec<_> = self.edges.iter().map(|e| (e.block, e.src)).collect();
-        let mut order: Vec<usize> = (0..self.edges.len()).collect();
-        order.sort_unstable_by_key(|&i| (group[i], i));
-        for same in order.chunk_by(|&a, &b| group[a] == group[b]) {
-            for &i in same {
-                let e = &self.edges[i];
-                if e.state != EdgeState::Live || keep[i] {
-                    continue;
-                }
-                let by = same.iter().copied().find(|&j| {
-                    let o = &self.edges[j];
-                    j != i
-                        && o.state == EdgeState::Live
-                        && if e.src == e.dst {
-                            // a barrier: any set or barrier of its pipe between the two ops
-                            // drains the pipe as well
-                            e.back.is_none()
-                                && if o.dst == o.src {
-                                    o.back.is_none()
-                                        && e.set_after < o.wait_before
-                                        && o.wait_before <= e.wait_before
-                                        && (o.wait_before != e.wait_before || j < i)
-                                } else {
-                                    e.set_after <= o.set_after && o.set_after < e.wait_before
-                                }
-                        } else {
-                            o.dst == e.dst
-                            && o.back.map(|b| b.lp) == e.back.map(|b| b.lp)
-                            && (e.back.is_none() || o.k <= e.k)
-                            && o.set_after >= e.set_after
-                            && o.wait_before <= e.wait_before
-                            // of two identical pairs, the later one goes
-                            && ((o.set_after, o.wait_before) != (e.set_after, e.wait_before)
-                                || j < i)
-                        }
-                });
-                if let Some(j) = by {
-                    keep[j] = true;
-                    self.edges[i].state = EdgeState::Merged;
-                    dropped += 1;
-                }
-            }
-        }
+        let dropped = subsume::subsume(&mut self.edges);
         if dropped > 0 {
             self.changed();
         }
