@@ -695,6 +695,16 @@ fn auto_sync_property_regressions() {
             caps: [265, 200, 200, 200],
             more: 1,
         },
+        // a WAW on MTE2 the pass left unordered
+        Knobs {
+            seed: 9533374463527048307,
+            cube: false,
+            manual: false,
+            max_level: 0,
+            scoped: false,
+            caps: [328, 200, 200, 200],
+            more: 1,
+        },
     ];
     for k in &cases {
         auto_sync_case(k).unwrap_or_else(|e| panic!("{k:?}: {e}"));
