@@ -49,7 +49,7 @@ impl StorageEntry {
     }
 }
 
-/// The storage entries of one scope, in gen ("vector") order ([`gen_order`]). `inplace` lists
+/// The storage entries of one scope, in gen ("vector") order: first writes, or with scoped liveness lifetime starts. `inplace` lists
 /// `(gen, kill)` pairs; pairs across scopes, with a fixed side, or already merged are ignored.
 pub fn storage_entries(
     program: &Program,
