@@ -6,7 +6,7 @@
 
 use sim::expr::{BinOp, Expr};
 use sim::footprint::{Bases, Footprint, Memory, Over};
-use sim::program::{ForLoop, OpKind, Operand, Program, Ref};
+use sim::program::{OpKind, Operand, Program, Ref};
 use sim::{BufferId, OpId, Pipe};
 
 use super::tree::Tree;
@@ -259,27 +259,13 @@ fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<(
         steps.push((v, a.checked_mul(st as i128)?.rem_euclid(m)));
     }
     let mut at = loop_parent;
-    'candidates: while let Some(lp) = at {
+    while let Some(lp) = at {
         at = program.op(lp).loop_parent;
-        if ctx.counts[lp.index()].is_none() {
+        // count = Σ weight(L) · u(L) over lp and the loops around it
+        let Some(terms) = super::tree::count_terms(program, ctx.counts, lp, n) else {
             continue;
-        }
-        // count = Σ weight(L) · u(L) over lp and the loops around it, weight(lp) = 1 and each
-        // outer loop's weight the product of the trips inside it
-        let mut want: Vec<(sim::VarId, i128)> = Vec::new();
-        let (mut l, mut w) = (Some(lp), 1i128);
-        while let Some(x) = l {
-            let OpKind::For(f) = &program.op(x).kind else {
-                continue 'candidates;
-            };
-            want.push((f.var, w.rem_euclid(m)));
-            l = program.op(x).loop_parent;
-            if l.is_some() {
-                // a count exists: every loop inside the outermost has constant bounds
-                let (a, b, c) = (f.from.as_const()?, f.to.as_const()?, f.step.as_const()?);
-                w = w.checked_mul(ForLoop::trips(a, b, c)?.max(0))?;
-            }
-        }
+        };
+        let want: Vec<(sim::VarId, i128)> = terms.iter().map(|(f, w)| (f.var, *w)).collect();
         let coef = |v| steps.iter().find(|s| s.0 == v).map_or(0, |s| s.1);
         let chain_ok = want.iter().all(|&(v, w)| coef(v) == w);
         let others_ok = steps

@@ -140,16 +140,13 @@ pub fn synchronize_with(
     let mut notes = pass.notes;
     notes.sort();
     notes.dedup();
-    let serialised =
-        notes
-            .iter()
-            .map(|n| note(&tree, n))
-            .fold(Vec::<Serialised>::new(), |mut v, s| {
-                if !v.contains(&s) {
-                    v.push(s);
-                }
-                v
-            });
+    // two pairs of one loop can say the same thing: keep the first (notes are in op order)
+    let mut seen = std::collections::BTreeSet::new();
+    let serialised: Vec<Serialised> = notes
+        .iter()
+        .map(|n| note(&tree, n))
+        .filter(|s| seen.insert((s.buffer.clone(), s.message.clone())))
+        .collect();
     Synced {
         program,
         stats,
@@ -578,7 +575,8 @@ impl Pass<'_> {
                 hoist: self.tree.outermost_loop(lp),
             };
             let ops = (pp.op, qp.op);
-            if self.tree.anchor_in(pp.op, block) < self.tree.anchor_in(qp.op, block) {
+            let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
+            if e.set_after < e.wait_before {
                 // the producer comes first in the body (slots that meet only `d`
                 // iterations apart): a backward flag would be set again before its wait in
                 // every iteration. Ordering the two in the same iteration orders them `d`
@@ -587,7 +585,6 @@ impl Pass<'_> {
                 self.add(e);
                 continue;
             }
-            let mut e = Edge::new(pp.pipe, qp.pipe, ops, block, self.tree, Some(back));
             if e.src != e.dst {
                 self.rotate(&mut e, lp, d);
             }

@@ -131,40 +131,34 @@ impl<'p> Tree<'p> {
     /// `count(lp) % k` written with only the terms that matter modulo `k`: the count of `kk`
     /// inside block loops of 4 `kk` trips modulo 2 is `kk % 2`, as a user writes it.
     pub fn count_mod(&self, lp: OpId, k: u32) -> Option<Expr> {
-        self.counts[lp.index()].as_ref()?;
-        let m = k as i64;
         let mut sum: Option<Expr> = None;
-        let (mut at, mut w) = (Some(lp), 1i64);
-        while let Some(x) = at {
-            let OpKind::For(f) = &self.program.op(x).kind else {
-                return None;
-            };
+        for (f, w) in count_terms(self.program, &self.counts, lp, k)? {
+            if w == 0 {
+                continue;
+            }
             let (from, step) = (f.from.as_const()?, f.step.as_const()?);
-            if w % m != 0 {
-                let v = Expr::Var(f.var);
-                let local = if from == 0 && step == 1 {
-                    v
-                } else {
-                    let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(from)).ok()?;
-                    Expr::binary(BinOp::Div, shifted, Expr::Const(step)).ok()?
-                };
-                let term = match w % m {
-                    1 => local,
-                    c => Expr::binary(BinOp::Mul, Expr::Const(c), local).ok()?,
-                };
-                sum = Some(match sum {
-                    None => term,
-                    Some(s) => Expr::binary(BinOp::Add, term, s).ok()?,
-                });
-            }
-            at = self.program.op(x).loop_parent;
-            if at.is_some() {
-                let to = f.to.as_const()?;
-                let trips = ForLoop::trips(from, to, step)?.max(0);
-                w = (w as i128 * (trips % m as i128)).rem_euclid(m as i128) as i64;
-            }
+            let v = Expr::Var(f.var);
+            let local = if from == 0 && step == 1 {
+                v
+            } else {
+                let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(from)).ok()?;
+                Expr::binary(BinOp::Div, shifted, Expr::Const(step)).ok()?
+            };
+            let term = match w {
+                1 => local,
+                c => Expr::binary(BinOp::Mul, Expr::Const(c as i64), local).ok()?,
+            };
+            sum = Some(match sum {
+                None => term,
+                Some(s) => Expr::binary(BinOp::Add, term, s).ok()?,
+            });
         }
-        Expr::binary(BinOp::Rem, sum.unwrap_or(Expr::Const(0)), Expr::Const(m)).ok()
+        Expr::binary(
+            BinOp::Rem,
+            sum.unwrap_or(Expr::Const(0)),
+            Expr::Const(k as i64),
+        )
+        .ok()
     }
 
     /// Whether the loop's body runs at least once whenever the loop is reached.
@@ -220,4 +214,32 @@ fn count_expr(program: &Program, lp: OpId, counts: &[Option<Expr>]) -> Option<Ex
             Expr::binary(BinOp::Add, scaled, local).ok()
         }
     }
+}
+
+/// The whole-run count of loop `lp` ([`count_expr`]) as terms modulo `m`: per loop from `lp`
+/// outwards, its `for` and the weight of its own iteration counter (1 for `lp`, times the trips
+/// of every loop inside it), modulo `m`. `None` when the count cannot be written.
+pub(super) fn count_terms<'p>(
+    program: &'p Program,
+    counts: &[Option<Expr>],
+    lp: OpId,
+    m: u32,
+) -> Option<Vec<(&'p ForLoop, i128)>> {
+    counts[lp.index()].as_ref()?;
+    let m = m as i128;
+    let mut out = Vec::new();
+    let (mut at, mut w) = (Some(lp), 1i128);
+    while let Some(x) = at {
+        let OpKind::For(f) = &program.op(x).kind else {
+            return None;
+        };
+        out.push((f, w.rem_euclid(m)));
+        at = program.op(x).loop_parent;
+        if at.is_some() {
+            // a count exists: every loop inside the outermost has constant bounds
+            let (a, b, c) = (f.from.as_const()?, f.to.as_const()?, f.step.as_const()?);
+            w = (w * ForLoop::trips(a, b, c)?.max(0).rem_euclid(m)).rem_euclid(m);
+        }
+    }
+    Some(out)
 }
