@@ -7,7 +7,7 @@ use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
 };
-use super::{Issue, Observer};
+use super::{Activity, Issue, Observer, Release, Span};
 use crate::config::Config;
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Sel};
@@ -104,6 +104,8 @@ struct Flag {
     set: bool,
     visible: u64,
     op: u32,
+    /// The dynamic instruction that set it (for [`Observer::on_release`]).
+    seq: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -301,7 +303,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             core.start(core.pmin_pipe, core.pmin, &mut cx);
         }
-        Ok(core.finish(cx.stopped))
+        Ok(core.finish(&mut cx))
     }
 }
 
@@ -440,18 +442,37 @@ impl<'p, 'c> Core<'p, 'c> {
             ps.starved += j - gap;
             let stall = t - j;
             if stall > 0 {
-                match e.kind {
+                let reason = match e.kind {
                     Kind::WaitFlag => {
                         let src = e.arg / (NP as u64 * events);
                         let id = e.arg % events;
                         ps.wait_flag[(src * events + id) as usize] += stall;
+                        Stall::WaitFlag {
+                            src: Pipe::ALL[src as usize],
+                            id: id as u32,
+                        }
                     }
-                    Kind::SetFlag | Kind::Barrier => ps.drain += stall,
-                    Kind::MacroM => ps.macro_wait += stall,
+                    Kind::SetFlag | Kind::Barrier => {
+                        ps.drain += stall;
+                        Stall::Drain
+                    }
+                    Kind::MacroM => {
+                        ps.macro_wait += stall;
+                        Stall::WaitMacro { src: Pipe::Mte1 }
+                    }
                     Kind::Work | Kind::Stage => {
-                        debug_assert!(false, "an unconditional instruction cannot stall")
+                        debug_assert!(false, "an unconditional instruction cannot stall");
+                        Stall::Drain
                     }
-                }
+                };
+                cx.obs.on_span(&Span {
+                    pipe: Pipe::ALL[p],
+                    from: j,
+                    to: t,
+                    op: OpId(e.op),
+                    seq: Some(e.seq),
+                    what: Activity::Stall(reason),
+                });
             }
         }
         ps.free = t + e.work;
@@ -460,9 +481,25 @@ impl<'p, 'c> Core<'p, 'c> {
         let complete = t + e.startup + e.work; // checked against the limit above
         ps.max_complete = ps.max_complete.max(complete);
         self.dirty |= 1 << p;
+        cx.obs.on_span(&Span {
+            pipe: Pipe::ALL[p],
+            from: t,
+            to: t + e.work,
+            op: OpId(e.op),
+            seq: Some(e.seq),
+            what: Activity::Work,
+        });
         match e.kind {
-            Kind::SetFlag => self.set_flag(e.arg, e.op, t),
-            Kind::WaitFlag => self.flags[e.arg as usize].set = false,
+            Kind::SetFlag => self.set_flag(e.arg, e.op, t, e.seq),
+            Kind::WaitFlag => {
+                let f = &mut self.flags[e.arg as usize];
+                f.set = false;
+                cx.obs.on_release(&Release {
+                    set_seq: f.seq,
+                    wait_seq: e.seq,
+                    cycle: t,
+                });
+            }
             Kind::Stage => {
                 let cap = self.macro_done.len() as u64;
                 self.macro_done[(self.macro_started % cap) as usize] = complete;
@@ -503,7 +540,7 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline]
-    fn set_flag(&mut self, idx: u64, op: u32, t: u64) {
+    fn set_flag(&mut self, idx: u64, op: u32, t: u64, seq: u64) {
         let latency = self.latency;
         let f = &mut self.flags[idx as usize];
         if f.set {
@@ -519,6 +556,7 @@ impl<'p, 'c> Core<'p, 'c> {
             f.set = true;
             f.visible = t + latency;
             f.op = op;
+            f.seq = seq;
         }
         let dst = (idx as usize / self.events) % NP;
         self.dirty |= 1 << dst;
@@ -592,6 +630,30 @@ impl<'p, 'c> Core<'p, 'c> {
         cx.now = t;
         let stall = t - self.s_time;
         let pending = std::mem::replace(&mut self.pending, Pending::None);
+        if stall > 0 {
+            // the pending action's instruction gets the next sequence number
+            let (op, reason) = match pending {
+                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
+                Pending::WaitFlag { op, flag, id } => (
+                    op,
+                    Stall::WaitFlag {
+                        src: self.flag_parts(flag).0,
+                        id,
+                    },
+                ),
+                Pending::BarrierAll { op } => (op, Stall::BarrierAll),
+                Pending::SetFlag { op, .. } => (op, Stall::Drain),
+                Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+            };
+            cx.obs.on_span(&Span {
+                pipe: Pipe::S,
+                from: self.s_time,
+                to: t,
+                op,
+                seq: Some(cx.seq),
+                what: Activity::Stall(reason),
+            });
+        }
         match pending {
             Pending::Send {
                 pipe,
@@ -617,6 +679,14 @@ impl<'p, 'c> Core<'p, 'c> {
                     slots: &self.slots[..nslots as usize],
                     flag_id,
                 });
+                cx.obs.on_span(&Span {
+                    pipe: Pipe::S,
+                    from: t,
+                    to: t + self.issue,
+                    op: OpId(entry.op),
+                    seq: Some(seq),
+                    what: Activity::Issue,
+                });
                 self.s_busy += self.issue;
                 self.s_time = t + self.issue;
             }
@@ -624,8 +694,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(cx, op, t, t, 0, Some(id));
-                self.set_flag(flag, op.0, t);
+                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
+                self.set_flag(flag, op.0, t, seq);
             }
             Pending::WaitFlag { op, flag, id } => {
                 let (src, _, _) = self.flag_parts(flag);
@@ -633,7 +703,12 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.flags[flag as usize].set = false;
                 self.s_instr += 1;
                 self.s_time = t;
-                self.observe_s(cx, op, t, t, 0, Some(id));
+                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
+                cx.obs.on_release(&Release {
+                    set_seq: self.flags[flag as usize].seq,
+                    wait_seq: seq,
+                    cycle: t,
+                });
             }
             Pending::BarrierAll { op } => {
                 self.s_barrier_all += stall;
@@ -656,7 +731,7 @@ impl<'p, 'c> Core<'p, 'c> {
         complete: u64,
         nslots: usize,
         flag_id: Option<u32>,
-    ) {
+    ) -> u64 {
         let seq = cx.next_seq();
         cx.obs.on_issue(&Issue {
             seq,
@@ -667,7 +742,16 @@ impl<'p, 'c> Core<'p, 'c> {
             slots: &self.slots[..nslots],
             flag_id,
         });
+        cx.obs.on_span(&Span {
+            pipe: Pipe::S,
+            from: start,
+            to: complete,
+            op,
+            seq: Some(seq),
+            what: Activity::Work,
+        });
         cx.obs.on_start(seq, start, complete);
+        seq
     }
 
     /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
@@ -684,8 +768,19 @@ impl<'p, 'c> Core<'p, 'c> {
                 if l.i >= l.trips {
                     self.pc = exit as usize;
                 } else {
+                    let at = self.s_time;
                     if !self.s_advance(self.loop_cycles, cx) {
                         return Ok(());
+                    }
+                    if self.loop_cycles > 0 {
+                        cx.obs.on_span(&Span {
+                            pipe: Pipe::S,
+                            from: at,
+                            to: self.s_time,
+                            op: self.c.loops[lp as usize].op,
+                            seq: None,
+                            what: Activity::Loop,
+                        });
                     }
                     // from + i × step lies between from and to (i < trips), so it fits in i64;
                     // the product alone may not
@@ -703,8 +798,19 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             SOp::If { op, cond, els } => {
                 let v = self.eval(op, cond)?;
+                let at = self.s_time;
                 if !self.s_advance(self.branch_cycles, cx) {
                     return Ok(());
+                }
+                if self.branch_cycles > 0 {
+                    cx.obs.on_span(&Span {
+                        pipe: Pipe::S,
+                        from: at,
+                        to: self.s_time,
+                        op,
+                        seq: None,
+                        what: Activity::Branch,
+                    });
                 }
                 self.pc = if v != 0 { self.pc + 1 } else { els as usize };
             }
@@ -1079,7 +1185,8 @@ impl<'p, 'c> Core<'p, 'c> {
 
     // ----- the end -----------------------------------------------------------------------
 
-    fn finish(mut self, stopped: Option<Stopped>) -> RunResult {
+    fn finish<O: Observer>(mut self, cx: &mut Cx<'_, O>) -> RunResult {
+        let stopped = cx.stopped;
         if stopped.is_some() {
             // what had not started at the limit never runs: S is done where it stood, and the
             // queues are empty (their pipes idle after their last work)
@@ -1141,16 +1248,29 @@ impl<'p, 'c> Core<'p, 'c> {
             s_idle = total - self.s_end;
         } else {
             let stall = total - self.s_time;
-            let reason = match self.pending {
-                Pending::Send { pipe, .. } => Stall::QueueFull(pipe),
-                Pending::BarrierAll { .. } => Stall::BarrierAll,
-                Pending::WaitFlag { flag, id, .. } => Stall::WaitFlag {
-                    src: self.flag_parts(flag).0,
-                    id,
-                },
+            let (op, reason) = match self.pending {
+                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
+                Pending::BarrierAll { op } => (op, Stall::BarrierAll),
+                Pending::WaitFlag { op, flag, id } => (
+                    op,
+                    Stall::WaitFlag {
+                        src: self.flag_parts(flag).0,
+                        id,
+                    },
+                ),
                 _ => unreachable!("S deadlocked without waiting"),
             };
             add_stall(&mut stalls, reason, stall);
+            if stall > 0 {
+                cx.obs.on_span(&Span {
+                    pipe: Pipe::S,
+                    from: self.s_time,
+                    to: total,
+                    op,
+                    seq: None,
+                    what: Activity::Stall(reason),
+                });
+            }
         }
         stalls.sort();
         pipes.push(PipeStats {
@@ -1187,6 +1307,16 @@ impl<'p, 'c> Core<'p, 'c> {
                     _ => Stall::Drain,
                 };
                 add_stall(&mut stalls, reason, total - j);
+                if total > j {
+                    cx.obs.on_span(&Span {
+                        pipe: Pipe::ALL[p],
+                        from: j,
+                        to: total,
+                        op: OpId(head.op),
+                        seq: Some(head.seq),
+                        what: Activity::Stall(reason),
+                    });
+                }
             } else {
                 idle = total - ps.free;
             }

@@ -100,11 +100,13 @@
 
 mod compile;
 mod exec;
+mod ledger;
 mod result;
 #[cfg(test)]
 mod tests;
 
 pub use compile::operands;
+pub use ledger::Ledger;
 pub use result::*;
 
 use crate::addresses::Addresses;
@@ -152,6 +154,58 @@ pub trait Observer {
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         let _ = (seq, start, complete);
     }
+
+    /// A span of one pipe's time as the engine accounts it: the spans of a pipe never overlap,
+    /// and its `Work`/`Issue`/`Loop`/`Branch` spans add up to its `busy`, its `Stall` spans to
+    /// its stalls, reason by reason ([`crate::RunResult`]). Starved and idle time get none.
+    #[inline(always)]
+    fn on_span(&mut self, span: &Span) {
+        let _ = span;
+    }
+
+    /// A `wait_flag` consumed the flag a `set_flag` set (both by sequence number).
+    #[inline(always)]
+    fn on_release(&mut self, release: &Release) {
+        let _ = release;
+    }
+}
+
+/// What a pipe spent a [`Span`] on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// The instruction's own work: `[start, start + work)` on its pipe (zero-length for flags
+    /// and barriers, which have no work).
+    Work,
+    /// S sending the instruction to its pipe (`issue_cycles`).
+    Issue,
+    /// S starting an iteration of the loop `op` (`loop_cycles`).
+    Loop,
+    /// S evaluating the `if` `op` (`branch_cycles`).
+    Branch,
+    /// The pipe waited with `op` at its head (S: with `op` as its next action).
+    Stall(Stall),
+}
+
+/// `[from, to)` of `pipe`, spent on `what` for `op`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub pipe: Pipe,
+    pub from: u64,
+    pub to: u64,
+    pub op: OpId,
+    /// The dynamic instruction ([`Issue::seq`]); `None` for loop iterations and `if`s, which
+    /// have none.
+    pub seq: Option<u64>,
+    pub what: Activity,
+}
+
+/// A flag handed from a `set_flag` to the `wait_flag` that consumed it, at `cycle` (the wait's
+/// start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Release {
+    pub set_seq: u64,
+    pub wait_seq: u64,
+    pub cycle: u64,
 }
 
 /// The observer that watches nothing.
@@ -171,6 +225,18 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.on_start(seq, start, complete);
         self.1.on_start(seq, start, complete);
     }
+
+    #[inline(always)]
+    fn on_span(&mut self, span: &Span) {
+        self.0.on_span(span);
+        self.1.on_span(span);
+    }
+
+    #[inline(always)]
+    fn on_release(&mut self, release: &Release) {
+        self.0.on_release(release);
+        self.1.on_release(release);
+    }
 }
 
 /// An observer lent to a run, so the caller keeps it (and its findings) afterwards.
@@ -183,6 +249,16 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         (**self).on_start(seq, start, complete);
+    }
+
+    #[inline(always)]
+    fn on_span(&mut self, span: &Span) {
+        (**self).on_span(span);
+    }
+
+    #[inline(always)]
+    fn on_release(&mut self, release: &Release) {
+        (**self).on_release(release);
     }
 }
 

@@ -354,9 +354,13 @@ fn stall(r: &RunResult, p: Pipe, s: Stall) -> u64 {
         .map_or(0, |(_, c)| *c)
 }
 
+/// Runs `p`, checking the accounting identity and that the spans the observer saw add up to
+/// the accounting.
 fn ok(p: &Program) -> RunResult {
-    let r = run(p, &config()).expect("runs");
+    let mut ledger = Ledger::new();
+    let r = run_observed(p, &config(), &mut ledger).expect("runs");
     r.check_accounting().unwrap();
+    ledger.check(&r).unwrap();
     r
 }
 

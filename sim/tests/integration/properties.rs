@@ -213,7 +213,14 @@ fn run(yaml: &str) -> RunResult {
         .expect("built-in config loads");
     let program = sim::load_program(yaml, "random.yaml", &config, &[])
         .unwrap_or_else(|e| panic!("generated program must load: {e}\n{yaml}"));
-    sim::run(&program, &config).unwrap_or_else(|e| panic!("run failed: {e}\n{yaml}"))
+    // the spans an observer sees must add up to the accounting, on every random program
+    let mut ledger = sim::engine::Ledger::new();
+    let r = sim::engine::run_observed(&program, &config, &mut ledger)
+        .unwrap_or_else(|e| panic!("run failed: {e}\n{yaml}"));
+    if let Err(e) = ledger.check(&r) {
+        panic!("spans do not add up: {e}\n{yaml}");
+    }
+    r
 }
 
 proptest! {
