@@ -58,6 +58,8 @@ pub enum Command {
         /// Write the report to FILE (written only if the program ran).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        views: ViewArgs,
     },
     /// Plan, synchronise and run the program once per reuse level; print one row per level
     /// (bytes per scope, buffers reused, syncs inserted, cycles, against the best level,
@@ -147,6 +149,38 @@ impl RunArgs {
             max_instructions: self.max_instructions,
         }
     }
+}
+
+/// What `run` shows besides its report (docs/trace.md, docs/json.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ViewArgs {
+    /// Write the run's timeline to FILE as Chrome trace event JSON (open it in
+    /// ui.perfetto.dev or chrome://tracing): a track per pipe, a slice per instruction and per
+    /// stall, flows from each set_flag to its wait_flag, live bytes per scope.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Keep only cycles [A, B) in the trace (slices clipped to it), so a long run gives a
+    /// small file.
+    #[arg(long, value_name = "A:B", requires = "trace", value_parser = parse_window)]
+    pub trace_window: Option<reports::TraceWindow>,
+    /// Add the per-op profile to the report: for every op, how often it ran, its busy cycles
+    /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
+    #[arg(long)]
+    pub profile: bool,
+}
+
+fn parse_window(s: &str) -> Result<reports::TraceWindow, String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not a cycle window: write A:B, e.g. 0:100000"))?;
+    let num = |x: &str| parse_count(x.trim()).map_err(|e| format!("`{s}`: {e}"));
+    let (from, to) = (num(a)?, num(b)?);
+    if from >= to {
+        return Err(format!(
+            "`{s}`: the window [A, B) is empty; B must be larger than A"
+        ));
+    }
+    Ok(reports::TraceWindow { from, to })
 }
 
 /// How buffers are planned to addresses (docs/planner.md).

@@ -30,7 +30,7 @@ mod output;
 mod pack;
 
 use clap::Parser;
-use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat};
+use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
 use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
 use sim::{Config, Diagnostic, Program, RunError};
@@ -85,7 +85,8 @@ fn main() -> ExitCode {
             run: run_args,
             format,
             output,
-        } => run(&input, &plan, &run_args, format, output.as_deref()),
+            views,
+        } => run(&input, &plan, &run_args, &views, format, output.as_deref()),
         Command::Compare {
             input,
             levels,
@@ -331,22 +332,83 @@ fn run(
     input: &Input,
     args: &PlanArgs,
     run_args: &RunArgs,
+    views: &ViewArgs,
     format: RunFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
-    let opts = args.pipeline(run_args, VALIDATE);
-    let (sim, best) = if args.level == LevelArg::Best {
-        best_level(&program, &config, &opts, &src)?
+    let mut opts = args.pipeline(run_args, VALIDATE);
+    let best = if args.level == LevelArg::Best {
+        let (sim, best) = best_level(&program, &config, &opts, &src)?;
+        if views.trace.is_none() && !views.profile {
+            return report_run(&config, &sim, best.as_ref(), None, format, out, &src);
+        }
+        // the views watch the chosen level's run, made again
+        opts.plan.max_level = sim.planned.plan.level;
+        best
     } else {
-        let sim = pipeline::simulate(&program, &config, &opts)
-            .map_err(|f| failed(&f, &program, &config, &src, ""))?;
-        (sim, None)
+        None
     };
-    let mut report: reports::Run = (&sim).into();
-    report.best = best.as_ref();
-    output::emit(out, &format.render(&config, &report))?;
-    let n = report_problems(&sim, "");
+    let failed = |f: &Failure| failed(f, &program, &config, &src, "");
+    let prepared = pipeline::prepare(&program, &config, &opts).map_err(|f| failed(&f))?;
+    let mut file = views
+        .trace
+        .as_deref()
+        .map(output::StreamFile::create)
+        .transpose()?;
+    let window = views.trace_window.unwrap_or(reports::TraceWindow::ALL);
+    // the views name the ops of the program that runs, which the run consumes: a copy
+    let ran = prepared.program.clone();
+    let trace = file.as_mut().map(|f| {
+        reports::Trace::new(
+            &program,
+            &ran,
+            &prepared.planned,
+            &config,
+            window,
+            f.writer(),
+        )
+    });
+    let profiler = views.profile.then(|| reports::Profiler::new(&ran));
+    let mut observers = (trace, profiler);
+    let sim =
+        pipeline::run_prepared(prepared, &config, &opts, &mut observers).map_err(|f| failed(&f))?;
+    let (trace, profiler) = observers;
+    if let Some(t) = trace {
+        let path = views.trace.as_deref().expect("a trace has a file");
+        t.finish()
+            .map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(f) = file {
+        f.commit()?;
+    }
+    let rows = profiler.map(|p| p.rows(&ran));
+    report_run(
+        &config,
+        &sim,
+        best.as_ref(),
+        rows.as_deref(),
+        format,
+        out,
+        &src,
+    )
+}
+
+/// Prints a run's report (with the profile rows, if any) and its problems.
+fn report_run(
+    config: &Config,
+    sim: &Simulation,
+    best: Option<&reports::BestLevel>,
+    profile: Option<&[reports::ProfileRow]>,
+    format: RunFormat,
+    out: Option<&Path>,
+    src: &input::Source,
+) -> Result<(), Exit> {
+    let mut report: reports::Run = sim.into();
+    report.best = best;
+    report.profile = profile;
+    output::emit(out, &format.render(config, &report))?;
+    let n = report_problems(sim, "");
     if n > 0 {
         err_line!(
             "error: {}: the run found {n} problem{}; see the report",

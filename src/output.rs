@@ -34,6 +34,54 @@ fn write_atomic(path: &Path, content: &str) -> std::io::Result<()> {
     result
 }
 
+/// A file written as a stream (a trace), through a temporary file beside the target that
+/// [`StreamFile::commit`] renames over it; dropped without a commit, the temporary file is
+/// removed, so a failed run leaves no partial file.
+pub struct StreamFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl StreamFile {
+    pub fn create(path: &Path) -> Result<StreamFile, Exit> {
+        let tmp = temp_path(path);
+        let file = std::fs::File::create(&tmp)
+            .map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))?;
+        Ok(StreamFile {
+            path: path.to_path_buf(),
+            tmp,
+            writer: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    pub fn writer(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
+        self.writer.as_mut().expect("written before the commit")
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(mut self) -> Result<(), Exit> {
+        let path = self.path.clone();
+        let result = (|| {
+            let w = self.writer.take().expect("committed once");
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            drop(f);
+            std::fs::rename(&self.tmp, &self.path)
+        })();
+        result.map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))
+    }
+}
+
+impl Drop for StreamFile {
+    fn drop(&mut self) {
+        // committed: renamed away already
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// `DIR/.NAME.npusim-PID.tmp` beside the target.
 fn temp_path(path: &Path) -> PathBuf {
     let name = path

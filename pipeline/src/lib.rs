@@ -154,11 +154,47 @@ pub fn simulate_observed<O: Observer>(
     opts: &Options,
     observer: &mut O,
 ) -> Result<Simulation, Failure> {
+    let prepared = prepare(program, config, opts)?;
+    run_prepared(prepared, config, opts, observer)
+}
+
+/// A planned and synchronised program, ready to run: what an observer that names ops (a
+/// trace, a profile) is built from before the run starts.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub planned: Planned,
+    pub auto_sync: Option<SyncStats>,
+    pub serialised: Vec<Serialised>,
+    /// The program that will run (the synchronised one for `sync: auto`).
+    pub program: Program,
+}
+
+/// Plans and synchronises the program: the first half of [`simulate`].
+pub fn prepare(program: &Program, config: &Config, opts: &Options) -> Result<Prepared, Failure> {
     let planned = plan(program, config, &opts.plan, opts.validate)?;
     let synced = planner::synchronize(program, config, &planned.plan);
-    let auto_sync = (program.sync == SyncMode::Auto).then_some(synced.stats);
-    let serialised = synced.serialised;
-    let program = synced.program;
+    Ok(Prepared {
+        planned,
+        auto_sync: (program.sync == SyncMode::Auto).then_some(synced.stats),
+        serialised: synced.serialised,
+        program: synced.program,
+    })
+}
+
+/// Runs a prepared program with the race checker (when `opts.race_check`) and `observer`, and
+/// checks the accounting identity: the second half of [`simulate`].
+pub fn run_prepared<O: Observer>(
+    prepared: Prepared,
+    config: &Config,
+    opts: &Options,
+    observer: &mut O,
+) -> Result<Simulation, Failure> {
+    let Prepared {
+        planned,
+        auto_sync,
+        serialised,
+        program,
+    } = prepared;
     let addresses = planned.plan.addresses();
     let (result, hazards) = if opts.race_check {
         let mut checker = RaceChecker::new(&program, config, &addresses);

@@ -446,6 +446,7 @@ mod tests {
                     auto_sync: Some(&stats),
                     serialised: &[],
                     best: None,
+                    profile: None,
                 }),
             },
             CompareLevel {
@@ -458,6 +459,7 @@ mod tests {
                     auto_sync: Some(&stats),
                     serialised: &[],
                     best: None,
+                    profile: None,
                 }),
             },
             CompareLevel {

@@ -31,9 +31,11 @@
 mod compare;
 mod explain;
 mod plan_doc;
+mod profile;
 mod program_yaml;
 mod run_report;
 pub mod table;
+mod trace;
 
 pub use compare::{
     compare_json, compare_levels, compare_text, overflow_json, reused_buffers, CompareLevel,
@@ -41,11 +43,13 @@ pub use compare::{
 };
 pub use explain::plan_explain;
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
+pub use profile::{profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::program_yaml;
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning,
 };
+pub use trace::{live_bytes, Trace, TraceWindow};
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
 pub(crate) fn percent(a: u64, b: u64) -> String {

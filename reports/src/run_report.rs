@@ -24,6 +24,8 @@ pub struct Run<'a> {
     pub serialised: &'a [Serialised],
     /// With `--level best`: every level tried and which one this run is.
     pub best: Option<&'a BestLevel>,
+    /// With `--profile`: the per-op profile, most expensive first.
+    pub profile: Option<&'a [crate::ProfileRow]>,
 }
 
 /// `run --level best`: levels 2, 1 and 0 planned, synchronised and run; the report shows the
@@ -105,6 +107,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             auto_sync: s.auto_sync.as_ref(),
             serialised: &s.serialised,
             best: None,
+            profile: None,
         }
     }
 }
@@ -374,6 +377,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             "\nstopped: {stopped}; the figures above cover the cycles up to there\n"
         ));
     }
+    if let Some(rows) = run.profile {
+        out.push('\n');
+        out.push_str(&crate::profile_text(rows, total, 0));
+    }
     out
 }
 
@@ -470,6 +477,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "syncs_inserted": syncs_json(&auto_sync.copied().unwrap_or_default()),
         "best_level": run.best.map_or(Value::Null, BestLevel::json),
         "warnings": warnings_json(&warnings(run)),
+        "profile": run.profile.map_or(Value::Null, crate::profile_json),
         "plan": crate::plan_json(program, plan),
     })
 }
@@ -756,6 +764,7 @@ mod tests {
             auto_sync,
             serialised: &[],
             best: None,
+            profile: None,
         };
         render(&config(), &run)
     }

@@ -14,6 +14,7 @@ mod programs;
 mod race_cli;
 mod speedup;
 mod sync_cli;
+mod trace_cli;
 
 use sim::{Config, Program};
 use std::path::{Path, PathBuf};

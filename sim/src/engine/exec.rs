@@ -703,12 +703,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.flags[flag as usize].set = false;
                 self.s_instr += 1;
                 self.s_time = t;
-                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
+                // the hand-off comes before the wait's own start, as on the other pipes
                 cx.obs.on_release(&Release {
                     set_seq: self.flags[flag as usize].seq,
-                    wait_seq: seq,
+                    wait_seq: cx.seq,
                     cycle: t,
                 });
+                self.observe_s(cx, op, t, t, 0, Some(id));
             }
             Pending::BarrierAll { op } => {
                 self.s_barrier_all += stall;

@@ -239,6 +239,37 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
 }
 
+/// An observer the caller may or may not want (`--trace`, `--profile`): watches when `Some`.
+impl<O: Observer> Observer for Option<O> {
+    #[inline(always)]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        if let Some(o) = self {
+            o.on_issue(issue);
+        }
+    }
+
+    #[inline(always)]
+    fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
+        if let Some(o) = self {
+            o.on_start(seq, start, complete);
+        }
+    }
+
+    #[inline(always)]
+    fn on_span(&mut self, span: &Span) {
+        if let Some(o) = self {
+            o.on_span(span);
+        }
+    }
+
+    #[inline(always)]
+    fn on_release(&mut self, release: &Release) {
+        if let Some(o) = self {
+            o.on_release(release);
+        }
+    }
+}
+
 /// An observer lent to a run, so the caller keeps it (and its findings) afterwards.
 impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]

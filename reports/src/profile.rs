@@ -1,0 +1,205 @@
+//! The per-op profile (`run --profile`): for every static op (YAML path), how often it ran,
+//! the cycles its pipe was busy with it, the cycles S spent sending it, and the cycles a pipe
+//! stalled with it at the head, by cause; sorted by cost. It answers "which op should I
+//! change", where the run report answers "which pipe".
+//!
+//! Built from the engine's spans ([`sim::engine::Span`]), so its figures reconcile exactly
+//! with the run report: over all rows, busy + issue = the pipes' busy cycles added up, and the
+//! stalls add up to the pipes' stalls, cause by cause.
+
+use serde_json::{json, Map, Value};
+use sim::engine::{Activity, Issue, Observer, Span, Stall};
+use sim::program::{OpKind, Program};
+use sim::{OpId, Pipe};
+
+/// Collects the profile while the engine runs: dense per-op counters, no strings.
+#[derive(Clone, Debug)]
+pub struct Profiler {
+    count: Vec<u64>,
+    busy: Vec<u64>,
+    issue: Vec<u64>,
+    stalls: Vec<Vec<(Stall, u64)>>,
+    /// Ops that are `mmad_l1` (their MTE1 part is not a second execution).
+    macro_op: Vec<bool>,
+}
+
+impl Profiler {
+    pub fn new(program: &Program) -> Profiler {
+        let n = program.ops.len();
+        Profiler {
+            count: vec![0; n],
+            busy: vec![0; n],
+            issue: vec![0; n],
+            stalls: vec![Vec::new(); n],
+            macro_op: program
+                .ops
+                .iter()
+                .map(|op| matches!(op.kind, OpKind::MmadL1(_)))
+                .collect(),
+        }
+    }
+
+    /// The rows of ops that ran or cost anything, most expensive first (ties in program
+    /// order).
+    pub fn rows(&self, program: &Program) -> Vec<ProfileRow> {
+        let mut rows: Vec<ProfileRow> = (0..self.count.len())
+            .filter(|&i| self.count[i] > 0 || self.busy[i] > 0 || !self.stalls[i].is_empty())
+            .map(|i| {
+                let op = program.op(OpId(i as u32));
+                let mut stalls = self.stalls[i].clone();
+                stalls.sort();
+                ProfileRow {
+                    op: OpId(i as u32),
+                    path: op.path.clone(),
+                    kind: op.kind.name(),
+                    pipe: op.pipe.unwrap_or(Pipe::S),
+                    count: self.count[i],
+                    busy: self.busy[i],
+                    issue: self.issue[i],
+                    stalls,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.cost().cmp(&a.cost()).then(a.op.cmp(&b.op)));
+        rows
+    }
+}
+
+impl Observer for Profiler {
+    #[inline]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        let i = issue.op.index();
+        if !(self.macro_op[i] && issue.pipe == Pipe::Mte1) {
+            self.count[i] += 1;
+        }
+    }
+
+    #[inline]
+    fn on_span(&mut self, span: &Span) {
+        let i = span.op.index();
+        let len = span.to - span.from;
+        match span.what {
+            Activity::Work => self.busy[i] += len,
+            Activity::Issue => self.issue[i] += len,
+            Activity::Loop | Activity::Branch => {
+                self.count[i] += 1;
+                self.busy[i] += len;
+            }
+            Activity::Stall(reason) => {
+                let s = &mut self.stalls[i];
+                match s.iter_mut().find(|(r, _)| *r == reason) {
+                    Some(e) => e.1 += len,
+                    None => s.push((reason, len)),
+                }
+            }
+        }
+    }
+}
+
+/// One static op's figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileRow {
+    pub op: OpId,
+    pub path: String,
+    /// The op's YAML key (`vadd`, `load`, `for`).
+    pub kind: &'static str,
+    /// The pipe that executes it (S for scalar and control ops; `mmad_l1` is M, with its
+    /// MTE1 staging in `busy` too).
+    pub pipe: Pipe,
+    /// Dynamic executions (loop iterations for a loop, evaluations for an `if`).
+    pub count: u64,
+    /// Cycles its pipe was busy with it (S's loop or branch cycles for control ops).
+    pub busy: u64,
+    /// Cycles S spent sending it to its pipe (`issue_cycles` per send).
+    pub issue: u64,
+    /// Cycles a pipe stalled with it at the head (S: with it as its next action), by cause.
+    pub stalls: Vec<(Stall, u64)>,
+}
+
+impl ProfileRow {
+    pub fn stalled(&self) -> u64 {
+        self.stalls.iter().map(|(_, c)| c).sum()
+    }
+
+    /// What the row is sorted by: every cycle spent on or waiting with the op.
+    pub fn cost(&self) -> u64 {
+        self.busy + self.issue + self.stalled()
+    }
+}
+
+/// The profile as JSON: a list of rows, most expensive first.
+pub fn profile_json(rows: &[ProfileRow]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| {
+                let mut stalls = Map::new();
+                for (reason, c) in &r.stalls {
+                    stalls.insert(reason.to_string(), json!(c));
+                }
+                json!({
+                    "op": r.path,
+                    "kind": r.kind,
+                    "pipe": r.pipe.report_name(),
+                    "count": r.count,
+                    "cost": r.cost(),
+                    "busy": r.busy,
+                    "issue": r.issue,
+                    "stalled": r.stalled(),
+                    "stalls": stalls,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The profile as a text table (the `limit` most expensive rows; 0: all), with the total
+/// of the run for the percentages.
+pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> String {
+    let shown = if limit == 0 {
+        rows.len()
+    } else {
+        limit.min(rows.len())
+    };
+    use crate::table::{Align, Table};
+    let col = |name: &str, a: Align| (name.to_string(), a);
+    let mut t = Table::new(vec![
+        col("cost", Align::Right),
+        col("busy", Align::Right),
+        col("issue", Align::Right),
+        col("stalled", Align::Right),
+        col("count", Align::Right),
+        col("pipe", Align::Left),
+        col("op", Align::Left),
+        col("top stall", Align::Left),
+    ]);
+    for r in &rows[..shown] {
+        let top = r
+            .stalls
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(s, c)| format!("{s} {c}"))
+            .unwrap_or_else(|| "-".into());
+        t.row(vec![
+            format!("{} ({}%)", r.cost(), crate::percent(r.cost(), total_cycles)),
+            r.busy.to_string(),
+            r.issue.to_string(),
+            r.stalled().to_string(),
+            r.count.to_string(),
+            r.pipe.report_name().to_string(),
+            format!("{} {}", r.kind, r.path),
+            top,
+        ]);
+    }
+    let mut out = format!(
+        "profile: {} ops, most expensive first (cost = busy + issue + stalled, cycles; % of the run)\n",
+        rows.len()
+    );
+    out.push_str(&t.render("  "));
+    if shown < rows.len() {
+        out.push_str(&format!(
+            "... {} more ops (run --format json for all)\n",
+            rows.len() - shown
+        ));
+    }
+    out
+}
