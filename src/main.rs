@@ -359,25 +359,30 @@ fn run(
     let window = views.trace_window.unwrap_or(reports::TraceWindow::ALL);
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
-    let trace = file.as_mut().map(|f| {
-        reports::Trace::new(
-            &program,
-            &ran,
-            &prepared.planned,
-            &config,
-            window,
-            f.writer(),
-        )
-    });
     let profiler = views.profile.then(|| reports::Profiler::new(&ran));
-    let mut observers = (trace, profiler);
-    let sim =
-        pipeline::run_prepared(prepared, &config, &opts, &mut observers).map_err(|f| failed(&f))?;
-    let (trace, profiler) = observers;
-    if let Some(t) = trace {
+    let (sim, written, profiler) = std::thread::scope(|scope| {
+        // the trace is formatted and written on a thread of its own, beside the run
+        let trace = file.as_mut().map(|f| {
+            let t = reports::Trace::new(
+                &program,
+                &ran,
+                &prepared.planned,
+                &config,
+                window,
+                f.writer(),
+            );
+            reports::Background::spawn(scope, t)
+        });
+        let mut observers = (trace, profiler);
+        let sim = pipeline::run_prepared(prepared, &config, &opts, &mut observers);
+        let (trace, profiler) = observers;
+        let written = trace.map(|bg| bg.finish().finish().map(|_| ()));
+        (sim, written, profiler)
+    });
+    let sim = sim.map_err(|f| failed(&f))?;
+    if let Some(Err(e)) = written {
         let path = views.trace.as_deref().expect("a trace has a file");
-        t.finish()
-            .map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))?;
+        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
     }
     if let Some(f) = file {
         f.commit()?;

@@ -36,47 +36,110 @@ fn write_atomic(path: &Path, content: &str) -> std::io::Result<()> {
 
 /// A file written as a stream (a trace), through a temporary file beside the target that
 /// [`StreamFile::commit`] renames over it; dropped without a commit, the temporary file is
-/// removed, so a failed run leaves no partial file.
+/// removed, so a failed run leaves no partial file. The writes happen on a thread of their
+/// own, so the run goes on while the kernel copies the bytes (a trace of a long run is
+/// hundreds of megabytes); at most a few chunks wait in between, so memory stays flat.
 pub struct StreamFile {
     path: PathBuf,
     tmp: PathBuf,
-    writer: Option<std::io::BufWriter<std::fs::File>>,
+    writer: ChunkWriter,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Collects bytes into chunks and hands each full one to the writing thread.
+pub struct ChunkWriter {
+    chunk: Vec<u8>,
+    tx: Option<crossbeam::channel::Sender<Vec<u8>>>,
+}
+
+const CHUNK: usize = 1 << 20;
+
+impl ChunkWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+        let gone = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the writer stopped");
+        self.tx
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(full)
+            .map_err(|_| gone())
+    }
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.chunk.extend_from_slice(buf);
+        if self.chunk.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
 }
 
 impl StreamFile {
     pub fn create(path: &Path) -> Result<StreamFile, Exit> {
         let tmp = temp_path(path);
-        let file = std::fs::File::create(&tmp)
+        let mut file = std::fs::File::create(&tmp)
             .map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))?;
+        let (tx, rx) = crossbeam::channel::bounded::<Vec<u8>>(4);
+        let thread = std::thread::spawn(move || {
+            for chunk in rx {
+                file.write_all(&chunk)?;
+            }
+            // no fsync: the rename keeps readers from a partial file; forcing hundreds of
+            // megabytes to disk would cost more than the run
+            Ok(())
+        });
         Ok(StreamFile {
             path: path.to_path_buf(),
             tmp,
-            writer: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+            writer: ChunkWriter {
+                chunk: Vec::with_capacity(CHUNK),
+                tx: Some(tx),
+            },
+            thread: Some(thread),
         })
     }
 
-    pub fn writer(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
-        self.writer.as_mut().expect("written before the commit")
+    pub fn writer(&mut self) -> &mut ChunkWriter {
+        &mut self.writer
     }
 
-    /// Flushes, syncs and renames the file into place.
+    /// Waits for the last bytes and renames the file into place.
     pub fn commit(mut self) -> Result<(), Exit> {
-        let path = self.path.clone();
-        let result = (|| {
-            let w = self.writer.take().expect("committed once");
-            let f = w.into_inner().map_err(|e| e.into_error())?;
-            f.sync_all()?;
-            drop(f);
-            std::fs::rename(&self.tmp, &self.path)
-        })();
-        result.map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))
+        let shown = self.path.display().to_string();
+        let failed = |e: std::io::Error| Exit::input(format!("cannot write {shown}: {e}"));
+        let sent = self.writer.send();
+        let written = self.finish_thread();
+        sent.and(written).map_err(failed)?;
+        std::fs::rename(&self.tmp, &self.path).map_err(failed)?;
+        Ok(())
+    }
+
+    /// Closes the channel and waits for the thread: its first error, if any.
+    fn finish_thread(&mut self) -> std::io::Result<()> {
+        self.writer.tx = None;
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the writing thread panicked"))),
+            None => Ok(()),
+        }
     }
 }
 
 impl Drop for StreamFile {
     fn drop(&mut self) {
-        // committed: renamed away already
-        if self.writer.take().is_some() {
+        // not committed (or the rename failed): no partial file stays behind
+        if self.thread.is_some() || self.tmp.exists() {
+            let _ = self.finish_thread();
             let _ = std::fs::remove_file(&self.tmp);
         }
     }

@@ -28,6 +28,7 @@
 //! level whose plan overflowed is {`kernel`, `config`, `sync`, `level`, `overflow`}
 //! ([`overflow_json`]).
 
+mod background;
 mod compare;
 mod explain;
 mod plan_doc;
@@ -37,6 +38,7 @@ mod run_report;
 pub mod table;
 mod trace;
 
+pub use background::Background;
 pub use compare::{
     compare_json, compare_levels, compare_text, overflow_json, reused_buffers, CompareLevel,
     CompareOutcome,

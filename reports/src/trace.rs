@@ -20,12 +20,11 @@
 
 use planner::liveness::OpPos;
 use planner::Planned;
-use sim::engine::{Activity, Issue, Observer, Release, Span};
+use sim::engine::{Activity, Issue, Observer, Release, Span, Stall};
 use sim::footprint::{Bases, Footprint};
 use sim::program::{ForLoop, OpKind, Program, Ref};
 use sim::{BufferId, Config, Pipe, Space};
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 const NP: usize = Pipe::COUNT;
@@ -59,30 +58,34 @@ impl TraceWindow {
 
 /// One operand of an op, as the trace names it.
 struct OpndInfo<'p> {
-    /// `{"operand":"x@1","memory":"ub"` (JSON, unterminated).
-    head: String,
+    /// `"x[t] gm x` / `"xb ub` (JSON string, unterminated).
+    head: Vec<u8>,
     /// The buffer whose slot addresses the range is relative to (the first of a `select`).
     root: Option<BufferId>,
     footprint: Footprint<'p>,
-    /// The element range when it does not depend on loop variables.
+    /// The byte range when it does not depend on loop variables.
     fixed: Option<Option<(u64, u64)>>,
     /// Bytes it selects when constant.
     bytes: Option<u64>,
 }
 
-/// What is static about an op.
+/// What is static about an op, pre-rendered so a slice costs little more than its numbers.
 struct OpInfo<'p> {
-    /// The slice name, JSON-escaped with quotes (`"vadd"`).
-    name: String,
-    /// `"path":"body[2]"` (JSON fragment).
-    path: String,
-    /// Loop variables around the op, outermost first, as `"name":` fragments with their ids.
-    vars: Vec<(String, usize)>,
+    /// `,"cat":"op","name":"vadd` (a flag's ` #id` and the closing quote follow).
+    name: Vec<u8>,
+    /// `","args":{"op":"body[2]"` (the rest of the args follow).
+    op: Vec<u8>,
+    /// `,"args":{"op":"body[2]"` for its stall slices.
+    stall: Vec<u8>,
+    /// Loop variables around the op, outermost first: `"t":` and the variable's id.
+    vars: Vec<(Vec<u8>, usize)>,
     operands: Vec<OpndInfo<'p>>,
     /// Its position in the planner's order (for the live-bytes counters).
     pos: Option<usize>,
-    /// `(src, dst)` of a `set_flag` / `wait_flag`.
-    flag: Option<(Pipe, Pipe)>,
+    /// `(src, dst)` of a `set_flag` / `wait_flag`, and whether it is the set.
+    flag: Option<(Pipe, Pipe, bool)>,
+    /// Whether an operand's range depends on loop variables.
+    dynamic: bool,
 }
 
 /// An instruction S sent that has not started yet.
@@ -90,8 +93,9 @@ struct Pending {
     seq: u64,
     op: u32,
     flag_id: Option<u32>,
-    /// The rendered args (without braces), or `None` when it cannot fall in the window.
-    args: Option<String>,
+    /// The values of the op's loop variables, then its operands' slots; `None` when it
+    /// cannot fall in the window.
+    vals: Option<Vec<i64>>,
 }
 
 /// A `set_flag` slice held until its flag is consumed, so its flow can be attached.
@@ -99,13 +103,17 @@ struct Held {
     seq: u64,
     key: usize,
     /// The rendered slice without its closing brace; `None` outside the window.
-    event: Option<String>,
+    event: Option<Vec<u8>>,
 }
+
+/// Bytes buffered before they are handed to the writer (small enough to stay in cache).
+const CHUNK: usize = 1 << 16;
 
 /// The observer that writes the trace.
 pub struct Trace<'p, W: Write> {
     out: W,
     error: Option<io::Error>,
+    buf: Vec<u8>,
     window: TraceWindow,
     ops: Vec<OpInfo<'p>>,
     offsets: Vec<Vec<u64>>,
@@ -118,12 +126,34 @@ pub struct Trace<'p, W: Write> {
     events: usize,
     /// Live bytes per position, `scopes.len()` values per position.
     live: Vec<u64>,
-    scopes: Vec<Space>,
+    /// `{"ph":"C","pid":0,"name":"ub live bytes","ts":` per scope.
+    counter_heads: Vec<Vec<u8>>,
     current: Vec<u64>,
     counters_started: bool,
-    line: String,
-    spare: Vec<String>,
-    written: u64,
+    /// Stall reasons rendered once: `,"cat":"stall","name":"wait_flag MTE2#0"`.
+    stall_names: Vec<(Stall, Vec<u8>)>,
+    spare: Vec<Vec<i64>>,
+    /// Rendered `set_flag` slices no longer held, for reuse.
+    spare_events: Vec<Vec<u8>>,
+    /// S's current run of contiguous issue / loop / branch cycles, written as one slice.
+    s_run: Option<SRun>,
+}
+
+/// Contiguous busy cycles of S that are not its own instructions.
+#[derive(Clone, Copy)]
+struct SRun {
+    from: u64,
+    to: u64,
+    first: u32,
+    sends: u64,
+    loops: u64,
+    branches: u64,
+}
+
+/// Appends a number.
+#[inline(always)]
+fn num(buf: &mut Vec<u8>, n: impl itoa::Integer) {
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 impl<'p, W: Write> Trace<'p, W> {
@@ -165,30 +195,27 @@ impl<'p, W: Write> Trace<'p, W> {
                         parent.kind
                     {
                         vars.push((
-                            format!("{}:", json(&program.vars[var.index()].name)),
+                            format!("{}:", json(&program.vars[var.index()].name)).into_bytes(),
                             var.index(),
                         ));
                     }
                     at = parent.parent;
                 }
                 vars.reverse();
-                let operands = sim::engine::operands(&op.kind)
+                let operands: Vec<OpndInfo> = sim::engine::operands(&op.kind)
                     .into_iter()
                     .map(|o| {
                         let memory = match o.base {
-                            Ref::Tensor(t) => program.tensors[t.index()].name.clone(),
+                            Ref::Tensor(t) => format!("gm {}", program.tensors[t.index()].name),
                             _ => o.space.yaml_name().to_string(),
                         };
                         let footprint = Footprint::new(&bases, o);
                         let fixed = footprint
                             .is_static()
                             .then(|| footprint.elems_at(&[]).map(|r| footprint.bytes(r)));
+                        let head = json(&format!("{} {memory}", o.text));
                         OpndInfo {
-                            head: format!(
-                                "{{\"operand\":{},\"memory\":{}",
-                                json(&o.text),
-                                json(&memory)
-                            ),
+                            head: head[..head.len() - 1].as_bytes().to_vec(),
                             root: bases.roots(o.base).first().copied(),
                             footprint,
                             fixed,
@@ -197,16 +224,24 @@ impl<'p, W: Write> Trace<'p, W> {
                     })
                     .collect();
                 let (name, flag) = match &op.kind {
-                    OpKind::SetFlag { src, dst, .. } | OpKind::WaitFlag { src, dst, .. } => (
-                        format!("{} {}->{}", op.kind.name(), src, dst),
-                        Some((*src, *dst)),
-                    ),
+                    OpKind::SetFlag { src, dst, .. } => {
+                        (format!("set_flag {src}->{dst}"), Some((*src, *dst, true)))
+                    }
+                    OpKind::WaitFlag { src, dst, .. } => {
+                        (format!("wait_flag {src}->{dst}"), Some((*src, *dst, false)))
+                    }
                     OpKind::Barrier(t) => (format!("barrier {}", barrier_name(t)), None),
                     k => (k.name().to_string(), None),
                 };
+                let quoted = json(&name);
+                let path = json(&op.path);
+                let dynamic = operands.iter().any(|o: &OpndInfo| o.fixed.is_none());
                 OpInfo {
-                    name,
-                    path: format!("\"path\":{}", json(&op.path)),
+                    dynamic,
+                    name: format!(",\"cat\":\"op\",\"name\":{}", &quoted[..quoted.len() - 1])
+                        .into_bytes(),
+                    op: format!("\",\"args\":{{\"op\":{path}").into_bytes(),
+                    stall: format!(",\"args\":{{\"op\":{path}").into_bytes(),
                     vars,
                     operands,
                     pos,
@@ -216,7 +251,13 @@ impl<'p, W: Write> Trace<'p, W> {
             .collect();
 
         let plan = &planned.plan;
-        let scopes: Vec<Space> = plan.scopes.iter().map(|s| s.space).collect();
+        // a counter per scope that holds anything
+        let scopes: Vec<Space> = plan
+            .scopes
+            .iter()
+            .filter(|s| s.required > 0)
+            .map(|s| s.space)
+            .collect();
         let live = live_bytes(planned, &scopes);
         let mut offsets = vec![Vec::new(); program.buffers.len()];
         for b in &plan.buffers {
@@ -227,6 +268,7 @@ impl<'p, W: Write> Trace<'p, W> {
         let mut t = Trace {
             out,
             error: None,
+            buf: Vec::with_capacity(CHUNK + 4096),
             window,
             ops,
             offsets,
@@ -236,12 +278,22 @@ impl<'p, W: Write> Trace<'p, W> {
             flow_in: None,
             events: 0,
             live,
+            counter_heads: scopes
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{{\"ph\":\"C\",\"pid\":0,\"name\":\"{} live bytes\",\"ts\":",
+                        s.yaml_name()
+                    )
+                    .into_bytes()
+                })
+                .collect(),
             current: vec![0; scopes.len()],
-            scopes,
             counters_started: false,
-            line: String::with_capacity(512),
+            stall_names: Vec::new(),
             spare: Vec::new(),
-            written: 0,
+            spare_events: Vec::new(),
+            s_run: None,
         };
         t.header(program, config);
         t
@@ -253,7 +305,7 @@ impl<'p, W: Write> Trace<'p, W> {
         let window = if self.window == TraceWindow::ALL {
             "null".to_string()
         } else {
-            format!("[{}, {}]", self.window.from, self.window.to)
+            format!("[{},{}]", self.window.from, self.window.to)
         };
         let head = format!(
             "{{\"metadata\":{{\"generator\":\"npusim\",\"kernel\":{},\"config\":{},\
@@ -263,40 +315,48 @@ impl<'p, W: Write> Trace<'p, W> {
             json(&config.core_label(program.core)),
             config.clock_mhz,
         );
-        self.raw(&head);
+        self.buf.extend_from_slice(head.as_bytes());
         let process = format!("block 0 {} 0", core.name);
-        self.event(&format!(
-            "{{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
-            json(&process)
-        ));
-        self.event(
-            "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":0}}",
-        );
+        let mut meta = vec![
+            format!(
+                "{{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+                json(&process)
+            ),
+            "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":0}}"
+                .to_string(),
+        ];
         for p in Pipe::ALL.into_iter().filter(|p| core.pipes.contains(p)) {
-            self.event(&format!(
+            meta.push(format!(
                 "{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
                 p.index(),
                 p.report_name()
             ));
-            self.event(&format!(
+            meta.push(format!(
                 "{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{}}}}}",
                 p.index(),
                 p.index()
             ));
         }
+        for m in meta {
+            self.begin();
+            self.buf.extend_from_slice(m.as_bytes());
+        }
     }
 
     /// Ends the document and hands back the writer, or the first write error.
     pub fn finish(mut self) -> io::Result<W> {
+        self.flush_s_run();
         // sets whose flag nobody consumed (or consumed after the run stopped)
         let held = std::mem::take(&mut self.held);
         for h in held {
-            if let Some(mut e) = h.event {
-                e.push('}');
-                self.event(&e);
+            if let Some(e) = h.event {
+                self.begin();
+                self.buf.extend_from_slice(&e);
+                self.buf.push(b'}');
             }
         }
-        self.raw("\n]}\n");
+        self.buf.extend_from_slice(b"\n]}\n");
+        self.drain();
         match self.error.take() {
             Some(e) => Err(e),
             None => {
@@ -311,34 +371,35 @@ impl<'p, W: Write> Trace<'p, W> {
         self.events
     }
 
-    fn raw(&mut self, s: &str) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(s.as_bytes()) {
-                self.error = Some(e);
-            }
-            self.written += s.len() as u64;
-        }
-    }
-
-    fn event(&mut self, e: &str) {
+    /// Starts an event: the separator from the previous one.
+    #[inline(always)]
+    fn begin(&mut self) {
         if self.events > 0 {
-            self.raw(",\n");
+            self.buf.extend_from_slice(b",\n");
         }
-        self.raw(e);
         self.events += 1;
     }
 
-    /// Writes `self.line` as an event.
-    fn flush_line(&mut self) {
-        let line = std::mem::take(&mut self.line);
-        self.event(&line);
-        self.line = line;
-        self.line.clear();
+    /// Hands the buffered bytes to the writer once there is a chunk of them.
+    #[inline(always)]
+    fn maybe_drain(&mut self) {
+        if self.buf.len() >= CHUNK {
+            self.drain();
+        }
+    }
+
+    fn drain(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(&self.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.buf.clear();
     }
 
     /// The live-bytes counters at cycle `t` when S reaches position `pos`.
     fn counters(&mut self, pos: usize, t: u64) {
-        let n = self.scopes.len();
+        let n = self.current.len();
         if n == 0 || t >= self.window.to {
             return;
         }
@@ -350,93 +411,155 @@ impl<'p, W: Write> Trace<'p, W> {
             }
             self.current[s] = v;
             if t >= self.window.from {
-                self.line.clear();
-                let _ = write!(
-                    self.line,
-                    "{{\"ph\":\"C\",\"pid\":0,\"name\":\"{} live bytes\",\"ts\":{t},\"args\":{{\"bytes\":{v}}}}}",
-                    self.scopes[s].yaml_name()
-                );
-                self.flush_line();
+                self.begin();
+                self.buf.extend_from_slice(&self.counter_heads[s]);
+                num(&mut self.buf, t);
+                self.buf.extend_from_slice(b",\"args\":{\"bytes\":");
+                num(&mut self.buf, v);
+                self.buf.extend_from_slice(b"}}");
             }
         }
         self.counters_started |= start;
+        self.maybe_drain();
     }
 
-    /// The args of one dynamic instruction (no braces).
-    fn args(&mut self, issue: &Issue<'_>) -> String {
-        let mut a = self.spare.pop().unwrap_or_default();
-        a.clear();
+    /// What the args of an instruction need from its issue: its loop variables' values and
+    /// its operands' slots.
+    fn snapshot(&mut self, issue: &Issue<'_>) -> Vec<i64> {
+        let mut v = self.spare.pop().unwrap_or_default();
+        v.clear();
         let info = &self.ops[issue.op.index()];
-        a.push_str(&info.path);
-        if !info.vars.is_empty() {
-            a.push_str(",\"iteration\":{");
-            for (i, (name, v)) in info.vars.iter().enumerate() {
+        v.extend(info.vars.iter().map(|(_, var)| issue.vars[*var]));
+        // exactly one slot per operand, so the variables after them are found
+        let n = info.operands.len();
+        v.extend((0..n).map(|k| issue.slots.get(k).map_or(0, |&s| s as i64)));
+        // the few variables a dynamic operand range depends on: all of them, after the rest
+        if info.dynamic {
+            v.extend_from_slice(issue.vars);
+        }
+        v
+    }
+
+    /// Appends the dynamic args of an instruction of `op` (`,"iteration":{..},"operands":
+    /// [..],"bytes":N`) from its snapshot.
+    fn args(&mut self, op: usize, vals: &[i64]) {
+        let info = &self.ops[op];
+        let a = &mut self.buf;
+        let nv = info.vars.len();
+        if nv > 0 {
+            a.extend_from_slice(b",\"iteration\":{");
+            for (i, (name, _)) in info.vars.iter().enumerate() {
                 if i > 0 {
-                    a.push(',');
+                    a.push(b',');
                 }
-                a.push_str(name);
-                let _ = write!(a, "{}", issue.vars[*v]);
+                a.extend_from_slice(name);
+                num(a, vals[i]);
             }
-            a.push('}');
+            a.push(b'}');
         }
-        if let Some(id) = issue.flag_id {
-            let _ = write!(a, ",\"flag_id\":{id}");
+        if info.operands.is_empty() {
+            return;
         }
-        if !info.operands.is_empty() {
-            let mut bytes = 0u64;
-            a.push_str(",\"operands\":[");
-            for (k, o) in info.operands.iter().enumerate() {
-                if k > 0 {
-                    a.push(',');
-                }
-                a.push_str(&o.head);
-                let range = match o.fixed {
-                    Some(r) => r,
-                    None => o
-                        .footprint
-                        .elems_at(issue.vars)
-                        .map(|r| o.footprint.bytes(r)),
-                };
-                if let Some(slot) = issue.slots.get(k) {
-                    if o.root.is_some() {
-                        let _ = write!(a, ",\"slot\":{slot}");
-                    }
-                }
-                if let Some((lo, hi)) = range {
+        let nops = info.operands.len();
+        let all_vars = vals.get(nv + nops..).unwrap_or(&[]);
+        let mut bytes = 0u64;
+        a.extend_from_slice(b",\"operands\":[");
+        for (k, o) in info.operands.iter().enumerate() {
+            if k > 0 {
+                a.push(b',');
+            }
+            a.extend_from_slice(&o.head);
+            let range = match o.fixed {
+                Some(r) => r,
+                None => o.footprint.elems_at(all_vars).map(|r| o.footprint.bytes(r)),
+            };
+            let mut base = 0;
+            if let Some(b) = o.root {
+                let slot = vals.get(nv + k).copied().unwrap_or(0);
+                a.extend_from_slice(b" slot ");
+                num(a, slot);
+                base = self.offsets[b.index()]
+                    .get(slot as usize)
+                    .copied()
+                    .unwrap_or(0);
+            }
+            match range {
+                Some((lo, hi)) => {
                     // an on-chip operand's range in its scope: its slot's address added
-                    let base = o
-                        .root
-                        .and_then(|b| {
-                            let slot = issue.slots.get(k).copied().unwrap_or(0) as usize;
-                            self.offsets[b.index()].get(slot).copied()
-                        })
-                        .unwrap_or(0);
-                    let _ = write!(a, ",\"bytes\":[{},{}]", base + lo, base + hi);
+                    a.extend_from_slice(b" [");
+                    num(a, base + lo);
+                    a.push(b',');
+                    num(a, base + hi);
+                    a.extend_from_slice(b")\"");
                     bytes = bytes.max(o.bytes.unwrap_or(hi - lo));
                 }
-                a.push('}');
+                None => a.extend_from_slice(b" []\""),
             }
-            a.push(']');
-            let _ = write!(a, ",\"bytes\":{bytes}");
         }
-        a
+        a.extend_from_slice(b"],\"bytes\":");
+        num(a, bytes);
     }
 
-    /// A complete slice on pipe `p`.
-    #[allow(clippy::too_many_arguments)]
-    fn slice(&mut self, p: Pipe, from: u64, to: u64, cat: &str, name: &str, args: &str) {
-        let Some((a, b)) = self.window.clip(from, to) else {
+    /// `{"ph":"X","pid":0,"tid":P,"ts":A,"dur":D` for `[from, to)` clipped to the window.
+    #[inline(always)]
+    fn slice_head(&mut self, p: usize, a: u64, b: u64) {
+        self.buf
+            .extend_from_slice(b"{\"ph\":\"X\",\"pid\":0,\"tid\":");
+        num(&mut self.buf, p);
+        self.buf.extend_from_slice(b",\"ts\":");
+        num(&mut self.buf, a);
+        self.buf.extend_from_slice(b",\"dur\":");
+        num(&mut self.buf, b - a);
+    }
+
+    /// `,"start":F,"end":T` when the window cut the slice (its ts and dur say it otherwise).
+    #[inline(always)]
+    fn cut(&mut self, from: u64, to: u64, a: u64, b: u64) {
+        if (a, b) != (from, to) {
+            self.buf.extend_from_slice(b",\"start\":");
+            num(&mut self.buf, from);
+            self.buf.extend_from_slice(b",\"end\":");
+            num(&mut self.buf, to);
+        }
+    }
+
+    fn stall_name(&mut self, reason: Stall) -> usize {
+        match self.stall_names.iter().position(|(r, _)| *r == reason) {
+            Some(i) => i,
+            None => {
+                let name = format!(",\"cat\":\"stall\",\"name\":{}", json(&reason.to_string()));
+                self.stall_names.push((reason, name.into_bytes()));
+                self.stall_names.len() - 1
+            }
+        }
+    }
+
+    /// Writes S's pending run of issue / loop / branch cycles as one `scalar` slice: S sends
+    /// one instruction per `issue_cycles`, so a slice each would double the file for nothing
+    /// a reader looks at.
+    fn flush_s_run(&mut self) {
+        let Some(r) = self.s_run.take() else {
             return;
         };
-        self.line.clear();
-        let _ = write!(
-            self.line,
-            "{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{a},\"dur\":{},\"cat\":\"{cat}\",\"name\":{},\"args\":{{{args},\"start\":{from},\"end\":{to}}}}}",
-            p.index(),
-            b - a,
-            json(name),
-        );
-        self.flush_line();
+        let Some((a, b)) = self.window.clip(r.from, r.to) else {
+            return;
+        };
+        self.begin();
+        self.slice_head(Pipe::S.index(), a, b);
+        self.buf
+            .extend_from_slice(b",\"cat\":\"scalar\",\"name\":\"scalar\",\"args\":{\"sends\":");
+        num(&mut self.buf, r.sends);
+        self.buf.extend_from_slice(b",\"loop_iterations\":");
+        num(&mut self.buf, r.loops);
+        self.buf.extend_from_slice(b",\"ifs\":");
+        num(&mut self.buf, r.branches);
+        self.buf.extend_from_slice(b",\"first\":");
+        let first = &self.ops[r.first as usize].stall;
+        // `,"args":{"op":"body[2]"` minus its `,"args":{"op":` prefix
+        self.buf.extend_from_slice(&first[14..]);
+        self.cut(r.from, r.to, a, b);
+        self.buf.extend_from_slice(b"}}");
+        self.maybe_drain();
     }
 
     fn flag_key(src: Pipe, dst: Pipe, id: u32) -> usize {
@@ -494,38 +617,66 @@ impl<W: Write> Observer for Trace<'_, W> {
         if let Some(pos) = self.ops[issue.op.index()].pos {
             self.counters(pos, issue.cycle);
         }
-        let args = (issue.cycle < self.window.to).then(|| self.args(issue));
+        let vals = (issue.cycle < self.window.to).then(|| self.snapshot(issue));
         self.pending[issue.pipe.index()].push_back(Pending {
             seq: issue.seq,
             op: issue.op.0,
             flag_id: issue.flag_id,
-            args,
+            vals,
         });
     }
 
     fn on_span(&mut self, span: &Span) {
+        if span.pipe == Pipe::S {
+            match span.what {
+                Activity::Issue | Activity::Loop | Activity::Branch => {
+                    let (s, l, b) = match span.what {
+                        Activity::Issue => (1, 0, 0),
+                        Activity::Loop => (0, 1, 0),
+                        _ => (0, 0, 1),
+                    };
+                    match &mut self.s_run {
+                        Some(r) if r.to == span.from => {
+                            r.to = span.to;
+                            r.sends += s;
+                            r.loops += l;
+                            r.branches += b;
+                        }
+                        _ => {
+                            self.flush_s_run();
+                            self.s_run = Some(SRun {
+                                from: span.from,
+                                to: span.to,
+                                first: span.op.0,
+                                sends: s,
+                                loops: l,
+                                branches: b,
+                            });
+                        }
+                    }
+                    return;
+                }
+                _ => self.flush_s_run(),
+            }
+        }
         if span.what == Activity::Work {
             self.work[span.pipe.index()] = (span.from, span.to);
             return;
         }
-        if span.from >= self.window.to {
+        let Some((a, b)) = self.window.clip(span.from, span.to) else {
             return;
-        }
+        };
         let op = span.op.index();
-        let name = match span.what {
-            Activity::Work => return,
-            Activity::Issue => format!("issue {}", self.ops[op].name),
-            Activity::Loop | Activity::Branch => self.ops[op].name.clone(),
-            Activity::Stall(reason) => reason.to_string(),
-        };
-        let cat = if matches!(span.what, Activity::Stall(_)) {
-            "stall"
-        } else {
-            "scalar"
-        };
-        let path = std::mem::take(&mut self.ops[op].path);
-        self.slice(span.pipe, span.from, span.to, cat, &name, &path);
-        self.ops[op].path = path;
+        self.begin();
+        self.slice_head(span.pipe.index(), a, b);
+        if let Activity::Stall(reason) = span.what {
+            let i = self.stall_name(reason);
+            self.buf.extend_from_slice(&self.stall_names[i].1);
+        }
+        self.buf.extend_from_slice(&self.ops[op].stall);
+        self.cut(span.from, span.to, a, b);
+        self.buf.extend_from_slice(b"}}");
+        self.maybe_drain();
     }
 
     fn on_release(&mut self, release: &Release) {
@@ -533,14 +684,18 @@ impl<W: Write> Observer for Trace<'_, W> {
             return;
         };
         let h = self.held.swap_remove(i);
-        if let Some(mut e) = h.event {
-            let inside = self.window.clip(release.cycle, release.cycle).is_some();
-            if inside {
-                let _ = write!(e, ",\"bind_id\":\"0x{:x}\",\"flow_out\":true", h.seq);
+        if let Some(e) = h.event {
+            self.begin();
+            self.buf.extend_from_slice(&e);
+            if self.window.clip(release.cycle, release.cycle).is_some() {
+                self.buf.extend_from_slice(b",\"bind_id\":\"0x");
+                self.buf
+                    .extend_from_slice(format!("{:x}", h.seq).as_bytes());
+                self.buf.extend_from_slice(b"\",\"flow_out\":true");
                 self.flow_in = Some((release.wait_seq, h.seq));
             }
-            e.push('}');
-            self.event(&e);
+            self.buf.push(b'}');
+            self.spare_events.push(e);
         }
     }
 
@@ -552,45 +707,78 @@ impl<W: Write> Observer for Trace<'_, W> {
         let pd = self.pending[p].pop_front().expect("found above");
         let (from, to) = self.work[p];
         debug_assert_eq!(from, start);
-        let info = &self.ops[pd.op as usize];
-        let Some(args) = pd.args else {
+        let Some(vals) = pd.vals else {
             return;
         };
-        let key = info
-            .flag
-            .map(|(src, dst)| Self::flag_key(src, dst, pd.flag_id.unwrap_or(0)));
-        let is_set = key.is_some() && info.name.starts_with("set_flag");
-        let clipped = self.window.clip(from, to);
+        let info = &self.ops[pd.op as usize];
+        let set_key = match info.flag {
+            Some((src, dst, true)) => Some(Self::flag_key(src, dst, pd.flag_id.unwrap_or(0))),
+            _ => None,
+        };
         let mut event = None;
-        if let Some((a, b)) = clipped {
-            let mut line = String::with_capacity(args.len() + 160);
-            let id = pd.flag_id.map(|i| format!(" #{i}")).unwrap_or_default();
-            let _ = write!(
-                line,
-                "{{\"ph\":\"X\",\"pid\":0,\"tid\":{p},\"ts\":{a},\"dur\":{},\"cat\":\"op\",\"name\":{},\"args\":{{{args},\"start\":{from},\"end\":{to},\"complete\":{complete}}}",
-                b - a,
-                json(&format!("{}{id}", info.name)),
-            );
+        if let Some((a, b)) = self.window.clip(from, to) {
+            // a set_flag's slice is held until its wait: rendered apart from the stream
+            let mut held = match set_key {
+                Some(_) => {
+                    let mut v = self.spare_events.pop().unwrap_or_default();
+                    v.clear();
+                    std::mem::swap(&mut v, &mut self.buf);
+                    Some(v)
+                }
+                None => {
+                    self.begin();
+                    None
+                }
+            };
+            self.slice_head(p, a, b);
+            let info = &self.ops[pd.op as usize];
+            self.buf.extend_from_slice(&info.name);
+            if let Some(id) = pd.flag_id {
+                self.buf.extend_from_slice(b" #");
+                num(&mut self.buf, id);
+            }
+            self.buf.extend_from_slice(&info.op);
+            self.args(pd.op as usize, &vals);
+            self.buf.extend_from_slice(b",\"start\":");
+            num(&mut self.buf, from);
+            self.buf.extend_from_slice(b",\"end\":");
+            num(&mut self.buf, to);
+            self.buf.extend_from_slice(b",\"complete\":");
+            num(&mut self.buf, complete);
+            self.buf.push(b'}');
             if let Some((w, s)) = self.flow_in {
                 if w == seq {
-                    let _ = write!(line, ",\"bind_id\":\"0x{s:x}\",\"flow_in\":true");
+                    self.buf.extend_from_slice(b",\"bind_id\":\"0x");
+                    self.buf.extend_from_slice(format!("{s:x}").as_bytes());
+                    self.buf.extend_from_slice(b"\",\"flow_in\":true");
                     self.flow_in = None;
                 }
             }
-            event = Some(line);
+            match held.as_mut() {
+                Some(stream) => {
+                    // the stream back in place, the set's slice taken out
+                    std::mem::swap(stream, &mut self.buf);
+                    event = held;
+                }
+                None => {
+                    self.buf.push(b'}');
+                    self.maybe_drain();
+                }
+            }
         }
-        self.spare.push(args);
-        if is_set {
-            let key = key.expect("a set_flag has a key");
+        self.spare.push(vals);
+        if let Some(key) = set_key {
             if !self.held.iter().any(|h| h.key == key) {
                 self.held.push(Held { seq, key, event });
                 return;
             }
             // a second set of a flag still set: the engine ignores it; nothing consumes it
-        }
-        if let Some(mut e) = event {
-            e.push('}');
-            self.event(&e);
+            if let Some(e) = event {
+                self.begin();
+                self.buf.extend_from_slice(&e);
+                self.buf.push(b'}');
+                self.spare_events.push(e);
+            }
         }
     }
 }
