@@ -864,6 +864,7 @@ mod tests {
                 "syncs_inserted",
                 "best_level",
                 "warnings",
+                "profile",
                 "plan"
             ]
         );
