@@ -36,7 +36,7 @@ mod run_report;
 pub mod table;
 
 pub use compare::{
-    compare_json, compare_levels, compare_text, overflow_json, reused_buffers, CompareLevel,
+    compare_entry, compare_json, compare_levels, compare_text, reused_buffers, CompareLevel,
     CompareOutcome,
 };
 pub use explain::plan_explain;
@@ -44,8 +44,15 @@ pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use program_yaml::program_yaml;
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
-    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning,
+    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
 };
+
+/// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare
+/// entry, check): the value of their first key, `schema`. It changes when a change could break a
+/// reader: a key removed or renamed, a value whose type, unit or meaning changes, a document
+/// whose shape changes. Added keys, and new values of open sets (stall reasons, warning and
+/// finding kinds), do not change it (docs/json.md, "Stability").
+pub const SCHEMA: u32 = 1;
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
 pub(crate) fn percent(a: u64, b: u64) -> String {
