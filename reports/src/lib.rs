@@ -28,6 +28,7 @@
 //! level whose plan overflowed is {`kernel`, `config`, `sync`, `level`, `overflow`}
 //! ([`overflow_json`]).
 
+mod check_doc;
 mod compare;
 mod explain;
 mod plan_doc;
@@ -35,6 +36,7 @@ mod program_yaml;
 mod run_report;
 pub mod table;
 
+pub use check_doc::{check_json, diagnostic_json, Check};
 pub use compare::{
     compare_entry, compare_json, compare_levels, compare_text, reused_buffers, CompareLevel,
     CompareOutcome,

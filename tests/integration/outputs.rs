@@ -14,6 +14,7 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
     vec![
         // success: the output, whole
         (vec!["check", DB], 0, false),
+        (vec!["check", DB, "--format", "json"], 0, false),
         (vec!["plan", DB], 0, true),
         (vec!["plan", DB, "--format", "yaml"], 0, true),
         (vec!["plan", DB, "--format", "json"], 0, true),
@@ -74,7 +75,12 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             true,
         ),
         // a finding that leaves nothing to write: a plan that does not fit, a placement over
-        // the capacity
+        // the capacity (`check --format json` prints its document whatever the outcome)
+        (
+            vec!["check", "tests/fixtures/overflow.yaml", "--format", "json"],
+            1,
+            false,
+        ),
         (vec!["plan", "tests/fixtures/overflow.yaml"], 1, false),
         (vec!["run", "tests/fixtures/overflow.yaml"], 1, false),
         (
@@ -90,6 +96,16 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
         // bad input: nothing is written
         (
             vec!["check", "tests/fixtures/several_problems.yaml"],
+            2,
+            false,
+        ),
+        (
+            vec![
+                "check",
+                "tests/fixtures/several_problems.yaml",
+                "--format",
+                "json",
+            ],
             2,
             false,
         ),
