@@ -111,8 +111,13 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// List the built-in chip configs.
-    Configs,
+    /// List the built-in chip configs, or print one's YAML (`--show NAME`).
+    Configs {
+        /// Print the YAML text of the built-in config NAME, verbatim: a starting point for
+        /// your own (`npusim configs --show ascend910b > my.yaml`, then `--config my.yaml`).
+        #[arg(long, value_name = "NAME")]
+        show: Option<String>,
+    },
 }
 
 /// The program and the machine it runs on.

@@ -124,7 +124,8 @@ fn main() -> ExitCode {
             timing,
             output: output.as_deref(),
         }),
-        Command::Configs => configs(),
+        Command::Configs { show: None } => configs(),
+        Command::Configs { show: Some(name) } => show_config(&name),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -562,6 +563,24 @@ fn configs() -> Result<(), Exit> {
         ]);
     }
     output::emit(None, &t.render(""))
+}
+
+/// `configs --show NAME`: the built-in config's YAML, byte for byte, so that a copy loads with
+/// `--config FILE` exactly as the built-in does.
+fn show_config(name: &str) -> Result<(), Exit> {
+    match sim::builtin::builtin(name) {
+        Some(text) => output::emit(None, text),
+        None => {
+            let names: Vec<&str> = sim::builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
+            let hint = sim::diag::did_you_mean(name, names.iter().copied())
+                .map(|s| format!(" (hint: did you mean `{s}`?)"))
+                .unwrap_or_default();
+            Err(Exit::input(format!(
+                "configs --show {name}: no built-in config `{name}`; the built-in configs are {}{hint}",
+                names.join(", ")
+            )))
+        }
+    }
 }
 
 fn pretty(v: &serde_json::Value) -> String {

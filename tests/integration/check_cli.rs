@@ -1,6 +1,6 @@
 //! `npusim check --format json`: one document on stdout for every outcome (clean, warnings,
 //! bad program or config, bad arguments, an overflow), with the problems the text form shows,
-//! and the text form's exit codes.
+//! and the text form's exit codes. And `npusim configs --show`.
 
 use crate::{npusim, root, stderr, stdout};
 use serde_json::Value;
@@ -329,6 +329,51 @@ fn every_bad_fixture_gives_a_document_with_the_problems_the_text_shows() {
         checked += 1;
     }
     assert!(checked >= 60, "only {checked} check fixtures");
+}
+
+#[test]
+fn configs_show_prints_a_built_in_config_that_loads_back() {
+    let o = npusim(&["configs", "--show", "ascend910b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        sim::builtin::builtin("ascend910b").unwrap(),
+        "verbatim"
+    );
+    let dir = root().join("target").join("check-cli-scratch");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mine = dir.join("my.yaml");
+    std::fs::write(&mine, &o.stdout).unwrap();
+    let mine = mine.to_string_lossy().into_owned();
+
+    let db = "programs/vec_add_db.yaml";
+    let (checked, _) = check_json(&[db, "--config", &mine]);
+    assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
+    // the copy runs exactly as the built-in
+    let copy = npusim(&["run", db, "--config", &mine, "--format", "json"]);
+    let builtin = npusim(&["run", db, "--format", "json"]);
+    assert_eq!(copy.status.code(), Some(0), "{}", stderr(&copy));
+    assert_eq!(copy.stdout, builtin.stdout);
+}
+
+#[test]
+fn configs_show_of_an_unknown_name_lists_the_built_in_ones() {
+    let o = npusim(&["configs", "--show", "ascend910"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert_eq!(
+        stderr(&o),
+        "error: configs --show ascend910: no built-in config `ascend910`; the built-in configs \
+         are ascend910b (hint: did you mean `ascend910b`?)\n"
+    );
+    let o = npusim(&["configs", "--show", "gpu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the built-in configs are ascend910b"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Every JSON or YAML document npusim prints starts with `schema: 1`.

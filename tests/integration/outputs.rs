@@ -51,6 +51,7 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             true,
         ),
         (vec!["configs"], 0, false),
+        (vec!["configs", "--show", "ascend910b"], 0, false),
         // a finding: a run's report (or a comparison) is complete, so it is written
         (
             vec!["run", "tests/fixtures/deadlock.yaml", "--format", "json"],
@@ -109,6 +110,7 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             2,
             false,
         ),
+        (vec!["configs", "--show", "no_such_config"], 2, false),
         (
             vec!["run", "tests/fixtures/several_problems.yaml"],
             2,
