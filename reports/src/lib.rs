@@ -4,19 +4,31 @@
 //! byte-identical outputs. Cycle counts are reported as exact integers; ratios are derived
 //! from them (rounded to 4 decimals in JSON, shown as percentages with one decimal in text).
 //!
-//! Run report JSON ([`run_json`]), keys in this order:
+//! Every document starts with `schema` ([`SCHEMA`]); docs/json.md describes each key by key,
+//! with the stability promise of `schema`.
+//!
+//! | document | function | printed by |
+//! |---|---|---|
+//! | run | [`run_json`] | `run --format json` |
+//! | plan | [`plan_json`], [`plan_yaml`] | `plan --format json\|yaml`; also the `plan` of a run and of a check document, `schema` included |
+//! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
+//! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
+//!
+//! Run document ([`run_json`]), keys in this order (`schema`, then [`RUN_KEYS`]):
 //!
 //! | key | meaning |
 //! |---|---|
+//! | `schema` | [`SCHEMA`] |
 //! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where (`sync` is the program's mode as written: `auto` when the sync pass synchronised it) |
 //! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
-//! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` |
+//! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` (busy / total) |
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
+//! | `stopped` | null, or {`limit`, `value`, `cycle`}: the run reached `--max-cycles` or `--max-instructions` |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
 //! | `warnings` | [{`kind`, `message`}]: `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
@@ -24,9 +36,18 @@
 //!
 //! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
 //!
-//! `compare --format json` is a list of run documents, one per level in the order asked; a
-//! level whose plan overflowed is {`kernel`, `config`, `sync`, `level`, `overflow`}
-//! ([`overflow_json`]).
+//! Plan document ([`plan_json`]): `schema`, `kernel`, `config`, `level`, `liveness`, `scopes`
+//! {scope: {`capacity`, `required`, `used`, `peak_live`, `mode`}}, `buffers` {name: {`scope`,
+//! `bytes`, `offsets`, `level`}}, `warnings`.
+//!
+//! Comparison entry ([`compare_entry`]), one shape for every level: `schema`, `level`,
+//! `overflow` (`null`, or HIVM's message when the level's plan overflowed), then the run
+//! document's keys ([`RUN_KEYS`]): the level's run document, or for an overflowed level the
+//! program's `kernel`, `config`, `sync`, `race_check` `false` and `null` for the rest.
+//!
+//! Check document ([`check_json`]): `schema`, `file`, `ok`, `kernel`, `ops`, `buffers`
+//! (`null` when the program did not load), `problems` [{`severity`, `file`, `line`, `column`,
+//! `path`, `message`, `help`}], `plan` (`null` when it did not plan).
 
 mod check_doc;
 mod compare;
