@@ -15,12 +15,16 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Validate a program against a config and print every problem found.
+    /// Validate a program against a config, plan it, and print every problem found.
     Check {
         #[command(flatten)]
         input: Input,
         #[command(flatten)]
         plan: PlanArgs,
+        /// Output format: `text` (an `ok:` line, or the problems on stderr), or `json` (one
+        /// document on stdout, whatever the outcome).
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
     },
     /// Plan every on-chip buffer of a program to an address and print the plan.
     Plan {
@@ -109,8 +113,13 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// List the built-in chip configs.
-    Configs,
+    /// List the built-in chip configs, or print one's YAML (`--show NAME`).
+    Configs {
+        /// Print the YAML text of the built-in config NAME, verbatim: a starting point for
+        /// your own (`npusim configs --show ascend910b > my.yaml`, then `--config my.yaml`).
+        #[arg(long, value_name = "NAME")]
+        show: Option<String>,
+    },
 }
 
 /// The program and the machine it runs on.
@@ -272,6 +281,12 @@ pub enum LivenessArg {
 pub enum PackMode {
     Fast,
     Exact,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

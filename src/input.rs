@@ -14,12 +14,46 @@ pub struct Source {
     pub text: String,
 }
 
+/// Why an input could not be used. The text form prints it on stderr ([`Rejected::report`]);
+/// `check --format json` lists it ([`Rejected::diagnostics`]).
+pub enum Rejected {
+    /// One problem: a file that cannot be read, an unknown config name. `text` is the line
+    /// printed after `error: `, `diagnostic` the same problem with its file and place.
+    Line {
+        text: String,
+        diagnostic: Box<Diagnostic>,
+    },
+    /// A file that does not load: every problem in it.
+    Load { error: LoadError, source: Source },
+}
+
+impl Rejected {
+    /// Prints the problem (or every problem of the file) on stderr and gives exit code 2.
+    pub fn report(&self) -> Exit {
+        match self {
+            Rejected::Line { text, .. } => Exit::input(text),
+            Rejected::Load { error, source } => report_load_error(error, &[source]),
+        }
+    }
+
+    /// Every problem, in the order the text form prints them.
+    pub fn diagnostics(self) -> Vec<Diagnostic> {
+        match self {
+            Rejected::Line { diagnostic, .. } => vec![*diagnostic],
+            Rejected::Load { error, .. } => error.diagnostics,
+        }
+    }
+}
+
 /// Reads a file named on the command line.
-pub fn read(path: &Path, what: &str) -> Result<Source, Exit> {
+pub fn read(path: &Path, what: &str) -> Result<Source, Rejected> {
     let name = path.display().to_string();
     match read_text(path) {
         Ok(text) => Ok(Source { name, text }),
-        Err(e) => Err(Exit::input(e.describe(&name, what))),
+        Err(e) => Err(Rejected::Line {
+            text: e.describe(&name, what),
+            diagnostic: Box::new(e.diagnostic(&name, what)),
+        }),
     }
 }
 
@@ -51,6 +85,33 @@ impl ReadError {
             ),
         }
     }
+
+    /// The same problem as a diagnostic of the file `name`, at its line and column if known.
+    pub fn diagnostic(&self, name: &str, what: &str) -> Diagnostic {
+        match self {
+            ReadError::Io(e) => {
+                Diagnostic::error(name, "", format!("cannot read {what} file {name}: {e}"))
+            }
+            ReadError::NotUtf8 {
+                line,
+                column,
+                byte,
+                offset,
+            } => {
+                let mut d = Diagnostic::error(
+                    name,
+                    "",
+                    format!(
+                        "the {what} file is not UTF-8 text (byte {byte:#04x} at offset {offset})"
+                    ),
+                )
+                .with_hint("save it as UTF-8");
+                d.line = u32::try_from(*line).ok();
+                d.column = u32::try_from(*column).ok();
+                d
+            }
+        }
+    }
 }
 
 /// The text of the file at `path`: every input npusim reads goes through here.
@@ -72,7 +133,7 @@ pub fn read_text(path: &Path) -> Result<String, ReadError> {
 }
 
 /// Resolves `--config`: a built-in name, else a file.
-pub fn config_source(arg: &str) -> Result<Source, Exit> {
+pub fn config_source(arg: &str) -> Result<Source, Rejected> {
     if let Some(text) = sim::builtin::builtin(arg) {
         return Ok(Source {
             name: format!("<built-in {arg}>"),
@@ -86,20 +147,27 @@ pub fn config_source(arg: &str) -> Result<Source, Exit> {
         return read(path, "config");
     }
     let names: Vec<&str> = sim::builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
-    let mut msg = format!(
+    let message = format!(
         "unknown config `{arg}`: not a built-in config ({}) and no such file",
         names.join(", ")
     );
+    let mut text = message.clone();
+    // a problem with an argument, not in a file: no file name
+    let mut diagnostic = Diagnostic::error("", "", message);
     if let Some(close) = did_you_mean(arg, names.iter().copied()) {
-        msg.push_str(&format!(" (hint: did you mean `{close}`?)"));
+        text.push_str(&format!(" (hint: did you mean `{close}`?)"));
+        diagnostic.hint = Some(format!("did you mean `{close}`?"));
     }
-    Err(Exit::input(msg))
+    Err(Rejected::Line {
+        text,
+        diagnostic: Box::new(diagnostic),
+    })
 }
 
 /// Loads and validates the config named by `--config`.
-pub fn load_config(arg: &str) -> Result<Config, Exit> {
-    let src = config_source(arg)?;
-    sim::load_config(&src.text, &src.name).map_err(|e| report_load_error(&e, &[&src]))
+pub fn load_config(arg: &str) -> Result<Config, Rejected> {
+    let source = config_source(arg)?;
+    sim::load_config(&source.text, &source.name).map_err(|error| Rejected::Load { error, source })
 }
 
 /// Loads and validates the program at `path` against `config`.
@@ -107,11 +175,11 @@ pub fn load_program(
     path: &Path,
     config: &Config,
     params: &[(String, i64)],
-) -> Result<(Program, Source), Exit> {
-    let src = read(path, "program")?;
-    match sim::load_program(&src.text, &src.name, config, params) {
-        Ok(p) => Ok((p, src)),
-        Err(e) => Err(report_load_error(&e, &[&src])),
+) -> Result<(Program, Source), Rejected> {
+    let source = read(path, "program")?;
+    match sim::load_program(&source.text, &source.name, config, params) {
+        Ok(p) => Ok((p, source)),
+        Err(error) => Err(Rejected::Load { error, source }),
     }
 }
 

@@ -23,6 +23,7 @@ macro_rules! err_text {
     }};
 }
 
+mod check;
 mod cli;
 mod compare;
 mod input;
@@ -31,6 +32,7 @@ mod pack;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
+use input::Rejected;
 use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
 use sim::{Config, Diagnostic, Program, RunError};
@@ -63,7 +65,11 @@ fn main() -> ExitCode {
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Check { input, plan } => check(&input, &plan),
+        Command::Check {
+            input,
+            plan,
+            format,
+        } => check::check(&input, &plan, format),
         Command::Plan {
             input,
             plan: args,
@@ -119,7 +125,8 @@ fn main() -> ExitCode {
             timing,
             output: output.as_deref(),
         }),
-        Command::Configs => configs(),
+        Command::Configs { show: None } => configs(),
+        Command::Configs { show: Some(name) } => show_config(&name),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -128,56 +135,26 @@ fn main() -> ExitCode {
 }
 
 fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
+    try_load(input).map_err(|r| r.report())
+}
+
+/// The config, then the program: the first that cannot be read or loaded stops it.
+fn try_load(input: &Input) -> Result<(Config, Program, input::Source), Rejected> {
     let config = input::load_config(&input.config)?;
     let (program, src) = input::load_program(&input.program, &config, &input.params)?;
     Ok((config, program, src))
 }
 
-fn check(input: &Input, args: &PlanArgs) -> Result<(), Exit> {
-    let (config, program, src) = load(input)?;
-    no_best(args)?;
-    let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
-        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
-    let scopes: Vec<String> = planned
-        .plan
-        .scopes
-        .iter()
-        .filter(|s| s.required > 0)
-        .map(|s| {
-            format!(
-                "{} {} of {} bytes ({})",
-                s.space.yaml_name(),
-                s.used,
-                s.capacity,
-                s.mode.name()
-            )
-        })
-        .collect();
-    let mut text = format!(
-        "ok: {} ({} ops, {} buffers); plan: {}\n",
-        program.kernel,
-        program.ops.len(),
-        program.buffers.len(),
-        if scopes.is_empty() {
-            "no on-chip buffers".to_string()
-        } else {
-            scopes.join(", ")
-        }
-    );
-    for w in &planned.plan.warnings {
-        text.push_str(&format!("warning: {w}\n"));
-    }
-    output::emit(None, &text)
-}
-
 /// `--level best` needs runs: `check` and `plan` refuse it.
 fn no_best(args: &PlanArgs) -> Result<(), Exit> {
-    if args.level == LevelArg::Best {
-        return Err(Exit::input(
-            "--level best plans, synchronises and runs every level to keep the fastest: use it with `npusim run` (`npusim compare` shows every level)".to_string(),
-        ));
-    }
-    Ok(())
+    best_refused(args).map_or(Ok(()), |message| Err(Exit::input(message)))
+}
+
+/// Why `--level best` is refused by `check` and `plan`, if it was given.
+fn best_refused(args: &PlanArgs) -> Option<&'static str> {
+    (args.level == LevelArg::Best).then_some(
+        "--level best plans, synchronises and runs every level to keep the fastest: use it with `npusim run` (`npusim compare` shows every level)",
+    )
 }
 
 /// Debug builds check every plan with the planner's independent validator.
@@ -196,81 +173,165 @@ pub fn failed(
         Failure::Overflow(e) => {
             err_line!("error: {}: {context}{e}", src.name);
             // HIVM's message stays verbatim above; the peak op is then shown in the source
-            let planner::PlanError::Overflow {
-                space,
-                peak_op: Some(op),
-                largest,
-                required_bits,
-                available_bits,
-                ..
-            } = e
-            else {
-                return Exit(1);
-            };
-            let live: Vec<String> = largest.iter().map(|(n, _)| format!("`{n}`")).collect();
-            let mut d = Diagnostic::error(
-                &src.name,
-                &program.op(*op).path,
-                format!(
-                    "{} is fullest here: {} live",
-                    space.yaml_name(),
-                    live.join(", ")
-                ),
-            );
-            d.hint = Some(if required_bits <= available_bits {
-                "plan with `--placement exact`, or make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier".into()
-            } else {
-                "make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier"
-                    .into()
-            });
-            input::locate(&src.text, &mut d);
-            err_text!("\n{}", input::render(&d, Some(src)));
+            if let Some(d) = overflow_peak(e, program, src) {
+                err_text!("\n{}", input::render(&d, Some(src)));
+            }
             Exit(1)
         }
-        Failure::NoSuchScope { core, scopes } => {
-            let core = config.core(*core);
-            let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
-            for space in scopes {
-                err_line!(
-                    "error: --capacity {}=...: core {} has no {} scope; its scopes are {}",
-                    space.yaml_name(),
-                    core.name,
-                    space.yaml_name(),
-                    has.join(", ")
-                );
+        Failure::NoSuchScope { .. } => {
+            for message in no_such_scope(f, config) {
+                err_line!("error: {message}");
             }
             Exit(2)
         }
         Failure::ReadBeforeWrite { buffer, op } => {
-            let buffer = &program.buffer(*buffer).name;
             err_line!("error: {}: the program cannot be planned", src.name);
-            let mut d = Diagnostic::error(
-                &src.name,
-                &program.op(*op).path,
-                format!("buffer `{buffer}` is read before its first write"),
-            );
-            d.hint = Some(format!(
-                "write `{buffer}` (load, a vector op or sstore) before this op reads it"
-            ));
-            input::locate(&src.text, &mut d);
+            let d = read_before_write(program, *buffer, *op, src);
             err_text!("\n{}", input::render(&d, Some(src)));
             Exit(2)
         }
         Failure::Run(e) => run_failed(e, src),
         Failure::InvalidPlan(violations) => {
-            err_line!(
-                "error: internal: the plan fails its validator (a planner bug; please report it):"
-            );
+            err_line!("error: {INVALID_PLAN}:");
             for v in violations {
                 err_line!("  {v}");
             }
             Exit(1)
         }
         Failure::Accounting(e) => {
-            err_line!("error: internal: the run's cycle accounting does not add up (an engine bug; please report it): {e}");
+            err_line!("error: {ACCOUNTING}: {e}");
             Exit(1)
         }
     }
+}
+
+const INVALID_PLAN: &str =
+    "internal: the plan fails its validator (a planner bug; please report it)";
+const ACCOUNTING: &str =
+    "internal: the run's cycle accounting does not add up (an engine bug; please report it)";
+
+/// The problems [`failed`] prints, as diagnostics (for `check --format json`), and the exit
+/// code. An overflow is one problem: HIVM's message, placed at the op where the scope is
+/// fullest, with what to do.
+pub fn failure_diagnostics(
+    f: &Failure,
+    program: &Program,
+    config: &Config,
+    src: &input::Source,
+) -> (Vec<Diagnostic>, u8) {
+    match f {
+        Failure::Overflow(e) => {
+            let mut d = Diagnostic::error(&src.name, "", e.to_string());
+            if let Some(peak) = overflow_peak(e, program, src) {
+                d.path = peak.path;
+                d.line = peak.line;
+                d.column = peak.column;
+                d.hint = peak.hint;
+            }
+            (vec![d], 1)
+        }
+        Failure::NoSuchScope { .. } => (
+            no_such_scope(f, config)
+                .into_iter()
+                .map(|m| Diagnostic::error("", "", m))
+                .collect(),
+            2,
+        ),
+        Failure::ReadBeforeWrite { buffer, op } => {
+            (vec![read_before_write(program, *buffer, *op, src)], 2)
+        }
+        Failure::Run(e) => (vec![run_error_diagnostic(e, src)], 2),
+        Failure::InvalidPlan(violations) => (
+            violations
+                .iter()
+                .map(|v| Diagnostic::error("", "", format!("{INVALID_PLAN}: {v}")))
+                .collect(),
+            1,
+        ),
+        Failure::Accounting(e) => (
+            vec![Diagnostic::error("", "", format!("{ACCOUNTING}: {e}"))],
+            1,
+        ),
+    }
+}
+
+/// Where an overflowing scope is fullest, located in the program, with the buffers live there
+/// and what to do; `None` when the planner did not name the op.
+fn overflow_peak(
+    e: &planner::PlanError,
+    program: &Program,
+    src: &input::Source,
+) -> Option<Diagnostic> {
+    let planner::PlanError::Overflow {
+        space,
+        peak_op: Some(op),
+        largest,
+        required_bits,
+        available_bits,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    let live: Vec<String> = largest.iter().map(|(n, _)| format!("`{n}`")).collect();
+    let mut d = Diagnostic::error(
+        &src.name,
+        &program.op(*op).path,
+        format!(
+            "{} is fullest here: {} live",
+            space.yaml_name(),
+            live.join(", ")
+        ),
+    );
+    d.hint = Some(if required_bits <= available_bits {
+        "plan with `--placement exact`, or make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier".into()
+    } else {
+        "make these buffers smaller, give them fewer slots (multi), or end a lifetime earlier"
+            .into()
+    });
+    input::locate(&src.text, &mut d);
+    Some(d)
+}
+
+/// One message per `--capacity` scope the program's core lacks.
+fn no_such_scope(f: &Failure, config: &Config) -> Vec<String> {
+    let Failure::NoSuchScope { core, scopes } = f else {
+        return Vec::new();
+    };
+    let core = config.core(*core);
+    let has: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
+    scopes
+        .iter()
+        .map(|space| {
+            format!(
+                "--capacity {}=...: core {} has no {} scope; its scopes are {}",
+                space.yaml_name(),
+                core.name,
+                space.yaml_name(),
+                has.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// A buffer read before anything writes it, located at the op that reads it.
+fn read_before_write(
+    program: &Program,
+    buffer: sim::BufferId,
+    op: sim::OpId,
+    src: &input::Source,
+) -> Diagnostic {
+    let buffer = &program.buffer(buffer).name;
+    let mut d = Diagnostic::error(
+        &src.name,
+        &program.op(op).path,
+        format!("buffer `{buffer}` is read before its first write"),
+    );
+    d.hint = Some(format!(
+        "write `{buffer}` (load, a vector op or sstore) before this op reads it"
+    ));
+    input::locate(&src.text, &mut d);
+    d
 }
 
 fn plan(
@@ -569,6 +630,24 @@ fn configs() -> Result<(), Exit> {
         ]);
     }
     output::emit(None, &t.render(""))
+}
+
+/// `configs --show NAME`: the built-in config's YAML, byte for byte, so that a copy loads with
+/// `--config FILE` exactly as the built-in does.
+fn show_config(name: &str) -> Result<(), Exit> {
+    match sim::builtin::builtin(name) {
+        Some(text) => output::emit(None, text),
+        None => {
+            let names: Vec<&str> = sim::builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
+            let hint = sim::diag::did_you_mean(name, names.iter().copied())
+                .map(|s| format!(" (hint: did you mean `{s}`?)"))
+                .unwrap_or_default();
+            Err(Exit::input(format!(
+                "configs --show {name}: no built-in config `{name}`; the built-in configs are {}{hint}",
+                names.join(", ")
+            )))
+        }
+    }
 }
 
 fn pretty(v: &serde_json::Value) -> String {

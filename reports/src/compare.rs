@@ -4,7 +4,7 @@
 use crate::run_report::Run;
 use crate::table::{Align, Table};
 use planner::Plan;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sim::{Config, Program, Space};
 use std::collections::BTreeSet;
 
@@ -35,20 +35,50 @@ pub fn compare_levels(levels: &[pipeline::Level]) -> Vec<CompareLevel<'_>> {
         .collect()
 }
 
-/// `compare --format json`: the run document of every level, in order; a level whose plan
-/// overflowed is an [`overflow_json`] document.
+/// `compare --format json`: one [`compare_entry`] per level, in order.
 pub fn compare_json(program: &Program, config: &Config, levels: &[CompareLevel]) -> Value {
     Value::Array(
         levels
             .iter()
-            .map(|l| match &l.outcome {
-                CompareOutcome::Ran(run) => crate::run_json(config, run),
-                CompareOutcome::Overflow(message) => {
-                    overflow_json(program, config, l.level, message)
-                }
-            })
+            .map(|l| compare_entry(program, config, l))
             .collect(),
     )
+}
+
+/// One level of `compare --format json`. Every entry has the same keys in the same order:
+/// `schema`, `level` (the level asked for), `overflow` (`null`, or HIVM's message when the
+/// level's plan overflowed), then the keys of the run document ([`crate::RUN_KEYS`]). A level that
+/// ran holds its run document's values (the entry is `run --level L --format json` with `level`
+/// and `overflow` added); a level that overflowed did not plan or run: its `kernel`, `config` and
+/// `sync` are the program's, `race_check` is `false`, and every other run key is `null`.
+pub fn compare_entry(program: &Program, config: &Config, level: &CompareLevel) -> Value {
+    let mut entry = Map::new();
+    entry.insert("schema".into(), json!(crate::SCHEMA));
+    entry.insert("level".into(), json!(level.level));
+    match &level.outcome {
+        CompareOutcome::Ran(run) => {
+            entry.insert("overflow".into(), Value::Null);
+            let Value::Object(doc) = crate::run_json(config, run) else {
+                unreachable!("a run document is an object")
+            };
+            entry.extend(doc.into_iter().filter(|(k, _)| k != "schema"));
+        }
+        CompareOutcome::Overflow(message) => {
+            entry.insert("overflow".into(), json!(message));
+            for key in crate::RUN_KEYS {
+                let value = match key {
+                    "kernel" => json!(program.kernel),
+                    "config" => json!(config.core_label(program.core)),
+                    "sync" => json!(program.sync.name()),
+                    // the race checker did not run, as with --no-race-check
+                    "race_check" => json!(false),
+                    _ => Value::Null,
+                };
+                entry.insert(key.into(), value);
+            }
+        }
+    }
+    Value::Object(entry)
 }
 
 /// The comparison as text. `program` is the program as loaded (its `sync` mode is the user's).
@@ -250,18 +280,6 @@ pub fn reused_buffers(plan: &Plan) -> usize {
         }
     }
     reused.iter().filter(|r| **r).count()
-}
-
-/// The document of a level whose plan overflowed, in a `compare --format json` list:
-/// `kernel`, `config`, `sync`, `level`, `overflow` (HIVM's message).
-pub fn overflow_json(program: &Program, config: &Config, level: u8, message: &str) -> Value {
-    json!({
-        "kernel": program.kernel,
-        "config": config.core_label(program.core),
-        "sync": program.sync.name(),
-        "level": level,
-        "overflow": message,
-    })
 }
 
 fn legend(has_scopes: bool) -> String {
@@ -485,10 +503,64 @@ mod tests {
     }
 
     #[test]
-    fn overflow_document() {
-        let j = overflow_json(&program_db(), &config(), 1, "ub overflow");
-        assert_eq!(j["level"], 1);
-        assert_eq!(j["overflow"], "ub overflow");
-        assert_eq!(j["config"], "ascend910b/aiv");
+    fn every_entry_has_the_same_keys() {
+        let (program, plan, result) = (program_db(), plan_db(), result_clean());
+        let run = Run {
+            program: &program,
+            plan: &plan,
+            result: &result,
+            hazards: Some(&[]),
+            auto_sync: None,
+            serialised: &[],
+            best: None,
+            profile: None,
+        };
+        let levels = [
+            CompareLevel {
+                level: 2,
+                outcome: CompareOutcome::Ran(run),
+            },
+            CompareLevel {
+                level: 1,
+                outcome: CompareOutcome::Overflow("ub overflow".into()),
+            },
+        ];
+        let list = compare_json(&program, &config(), &levels);
+        let [ran, overflow] = list.as_array().unwrap().as_slice() else {
+            panic!("two entries: {list}")
+        };
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(ran), keys(overflow));
+        assert_eq!(keys(ran)[..3], ["schema", "level", "overflow"]);
+        assert_eq!(keys(ran)[3..], crate::RUN_KEYS);
+
+        assert_eq!(ran["schema"], crate::SCHEMA);
+        assert_eq!(ran["level"], 2);
+        assert_eq!(ran["overflow"], Value::Null);
+        // the rest of a ran entry is its run document
+        let mut doc = ran.clone();
+        let m = doc.as_object_mut().unwrap();
+        m.shift_remove("level");
+        m.shift_remove("overflow");
+        assert_eq!(doc, crate::run_json(&config(), &run));
+
+        assert_eq!(overflow["schema"], crate::SCHEMA);
+        assert_eq!(overflow["level"], 1);
+        assert_eq!(overflow["overflow"], "ub overflow");
+        assert_eq!(overflow["kernel"], "vec_add_db");
+        assert_eq!(overflow["config"], "ascend910b/aiv");
+        assert_eq!(overflow["sync"], "manual");
+        assert_eq!(overflow["race_check"], false);
+        for key in [
+            "total_cycles",
+            "pipes",
+            "hazards",
+            "findings",
+            "warnings",
+            "plan",
+        ] {
+            assert_eq!(overflow[key], Value::Null, "{key}");
+        }
+        insta::assert_json_snapshot!(overflow);
     }
 }

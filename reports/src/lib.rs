@@ -4,19 +4,31 @@
 //! byte-identical outputs. Cycle counts are reported as exact integers; ratios are derived
 //! from them (rounded to 4 decimals in JSON, shown as percentages with one decimal in text).
 //!
-//! Run report JSON ([`run_json`]), keys in this order:
+//! Every document starts with `schema` ([`SCHEMA`]); docs/json.md describes each key by key,
+//! with the stability promise of `schema`.
+//!
+//! | document | function | printed by |
+//! |---|---|---|
+//! | run | [`run_json`] | `run --format json` |
+//! | plan | [`plan_json`], [`plan_yaml`] | `plan --format json\|yaml`; also the `plan` of a run and of a check document, `schema` included |
+//! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
+//! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
+//!
+//! Run document ([`run_json`]), keys in this order (`schema`, then [`RUN_KEYS`]):
 //!
 //! | key | meaning |
 //! |---|---|
+//! | `schema` | [`SCHEMA`] |
 //! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where (`sync` is the program's mode as written: `auto` when the sync pass synchronised it) |
 //! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
-//! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` |
+//! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` (busy / total) |
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
+//! | `stopped` | null, or {`limit`, `value`, `cycle`}: the run reached `--max-cycles` or `--max-instructions` |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
 //! | `warnings` | [{`kind`, `message`}]: `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
@@ -24,11 +36,21 @@
 //!
 //! For every pipe, busy + Σ stalls + starved + idle = `total_cycles`.
 //!
-//! `compare --format json` is a list of run documents, one per level in the order asked; a
-//! level whose plan overflowed is {`kernel`, `config`, `sync`, `level`, `overflow`}
-//! ([`overflow_json`]).
+//! Plan document ([`plan_json`]): `schema`, `kernel`, `config`, `level`, `liveness`, `scopes`
+//! {scope: {`capacity`, `required`, `used`, `peak_live`, `mode`}}, `buffers` {name: {`scope`,
+//! `bytes`, `offsets`, `level`}}, `warnings`.
+//!
+//! Comparison entry ([`compare_entry`]), one shape for every level: `schema`, `level`,
+//! `overflow` (`null`, or HIVM's message when the level's plan overflowed), then the run
+//! document's keys ([`RUN_KEYS`]): the level's run document, or for an overflowed level the
+//! program's `kernel`, `config`, `sync`, `race_check` `false` and `null` for the rest.
+//!
+//! Check document ([`check_json`]): `schema`, `file`, `ok`, `kernel`, `ops`, `buffers`
+//! (`null` when the program did not load), `problems` [{`severity`, `file`, `line`, `column`,
+//! `path`, `message`, `help`}], `plan` (`null` when it did not plan).
 
 mod background;
+mod check_doc;
 mod compare;
 mod explain;
 mod plan_doc;
@@ -39,8 +61,9 @@ pub mod table;
 mod trace;
 
 pub use background::Background;
+pub use check_doc::{check_json, diagnostic_json, Check};
 pub use compare::{
-    compare_json, compare_levels, compare_text, overflow_json, reused_buffers, CompareLevel,
+    compare_entry, compare_json, compare_levels, compare_text, reused_buffers, CompareLevel,
     CompareOutcome,
 };
 pub use explain::plan_explain;
@@ -49,9 +72,16 @@ pub use profile::{profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::program_yaml;
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
-    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning,
+    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
 };
 pub use trace::{live_bytes, Trace, TraceWindow};
+
+/// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare
+/// entry, check): the value of their first key, `schema`. It changes when a change could break a
+/// reader: a key removed or renamed, a value whose type, unit or meaning changes, a document
+/// whose shape changes. Added keys, and new values of open sets (stall reasons, warning and
+/// finding kinds), do not change it (docs/json.md, "Stability").
+pub const SCHEMA: u32 = 1;
 
 /// `a / b` as a percentage with one decimal (`0.0` when `b` is 0).
 pub(crate) fn percent(a: u64, b: u64) -> String {

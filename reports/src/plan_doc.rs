@@ -6,9 +6,10 @@ use planner::{BufferPlan, Interval, Plan, ScopePlan};
 use serde_json::{json, Map, Value};
 use sim::Program;
 
-/// The plan as a JSON value: `kernel`, `config`, `level`, `liveness`, `scopes` (in scope order:
-/// `capacity`, `required`, `used`, `peak_live`, `mode`), `buffers` (in declaration order: `scope`, `bytes`, `offsets`,
-/// `level`) and `warnings`.
+/// The plan as a JSON value: `schema`, `kernel`, `config`, `level`, `liveness`, `scopes` (in
+/// scope order: `capacity`, `required`, `used`, `peak_live`, `mode`), `buffers` (in declaration
+/// order: `scope`, `bytes`, `offsets`, `level`) and `warnings`. The same document, `schema`
+/// included, is the `plan` of a run document and of a check document.
 pub fn plan_json(program: &Program, plan: &Plan) -> Value {
     let mut scopes = Map::new();
     for s in sorted_scopes(plan) {
@@ -36,6 +37,7 @@ pub fn plan_json(program: &Program, plan: &Plan) -> Value {
         );
     }
     json!({
+        "schema": crate::SCHEMA,
         "kernel": plan.kernel,
         "config": plan.config,
         "level": plan.level,
@@ -214,8 +216,9 @@ mod tests {
         let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["kernel", "config", "level", "liveness", "scopes", "buffers", "warnings"]
+            ["schema", "kernel", "config", "level", "liveness", "scopes", "buffers", "warnings"]
         );
+        assert_eq!(doc["schema"], crate::SCHEMA);
         let bufs: Vec<&String> = doc["buffers"].as_object().unwrap().keys().collect();
         assert_eq!(bufs, ["xb", "yb", "zb"]);
         assert_eq!(doc["buffers"]["yb"]["offsets"], json!([32768, 131072]));

@@ -409,7 +409,8 @@ pub fn hazard_json(h: &Hazard) -> Value {
     })
 }
 
-/// The run report as a JSON document with a stable key order (see the crate docs).
+/// The run report as a JSON document with a stable key order: `schema`, then [`RUN_KEYS`] (see
+/// the crate docs).
 /// `auto_sync` as in [`run_text`]: `sync` is then `auto` and `syncs_inserted` its counts
 /// (all zero otherwise).
 pub fn run_json(config: &Config, run: &Run) -> Value {
@@ -457,7 +458,8 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         }),
         None => Value::Null,
     };
-    json!({
+    let doc = json!({
+        "schema": crate::SCHEMA,
         "kernel": program.kernel,
         "config": config.core_label(program.core),
         "sync": sync_name(program, auto_sync),
@@ -479,8 +481,37 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
         "plan": crate::plan_json(program, plan),
-    })
+    });
+    debug_assert!(doc
+        .as_object()
+        .is_some_and(|m| m.keys().skip(1).eq(RUN_KEYS.iter())));
+    doc
 }
+
+/// The keys of the run document after `schema`, in order. A `compare --format json` entry has
+/// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
+pub const RUN_KEYS: [&str; 20] = [
+    "kernel",
+    "config",
+    "sync",
+    "total_cycles",
+    "microseconds",
+    "pipes",
+    "overlap",
+    "overlap_cycles",
+    "pipe_bound",
+    "efficiency",
+    "race_check",
+    "hazards",
+    "findings",
+    "deadlock",
+    "stopped",
+    "syncs_inserted",
+    "best_level",
+    "warnings",
+    "profile",
+    "plan",
+];
 
 /// A run that reached a limit: {`limit` (`max_cycles` or `max_instructions`), `value`, `cycle`}.
 fn stopped_json(s: &sim::engine::Stopped) -> Value {
@@ -846,6 +877,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "schema",
                 "kernel",
                 "config",
                 "sync",
@@ -869,6 +901,8 @@ mod tests {
             ]
         );
         let pipes: Vec<&String> = j["pipes"].as_object().unwrap().keys().collect();
+        assert_eq!(keys[1..], RUN_KEYS);
+        assert_eq!(j["schema"], crate::SCHEMA);
         assert_eq!(pipes, ["S", "V", "MTE2", "MTE3"]);
         let stalls: Vec<&String> = j["pipes"]["V"]["stalls"]
             .as_object()

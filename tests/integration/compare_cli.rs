@@ -1,5 +1,5 @@
-//! `npusim compare`: one plan → sync → run per reuse level, as a table or a list of run
-//! documents.
+//! `npusim compare`: one plan → sync → run per reuse level, as a table or a list of entries of
+//! one shape (`schema`, `level`, `overflow`, then the run document's keys).
 
 use crate::{npusim, stderr, stdout};
 use serde_json::Value;
@@ -50,8 +50,17 @@ fn compare_text_snapshot() {
     insta::assert_snapshot!(stdout(&o));
 }
 
+/// The keys of a JSON object, in order.
+fn keys(v: &Value) -> Vec<String> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
 #[test]
-fn compare_json_is_a_list_of_run_documents() {
+fn compare_json_is_a_list_of_run_documents_with_their_level() {
     let o = npusim(&["compare", DB, "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let docs = json_list(&o);
@@ -62,15 +71,84 @@ fn compare_json_is_a_list_of_run_documents() {
         assert!(doc["total_cycles"].as_u64().unwrap() > 0);
         assert_eq!(doc["total_cycles"], run["total_cycles"]);
         assert_eq!(doc["syncs_inserted"]["set_flags"], 0, "{doc}");
+        assert_eq!(doc["schema"], 1);
+        assert_eq!(doc["level"], level);
+        assert_eq!(doc["overflow"], Value::Null);
         assert_eq!(doc["plan"]["level"], level);
-        // the same document `run --format json --level N` prints
-        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
-        let run_keys: Vec<&String> = run.as_object().unwrap().keys().collect();
-        assert_eq!(keys, run_keys);
+        // the keys of the document `run --format json` prints, with `level` and `overflow`
+        // after `schema`
+        let mut expected = keys(&run);
+        expected.splice(1..1, ["level".to_string(), "overflow".to_string()]);
+        assert_eq!(keys(doc), expected);
     }
+    // an entry is the run document of its level, plus `level` and `overflow`
     let level0 = npusim(&["run", DB, "--level", "0", "--format", "json"]);
     let level0: Value = serde_json::from_slice(&level0.stdout).unwrap();
-    assert_eq!(docs[2], level0);
+    let mut entry = docs[2].clone();
+    let m = entry.as_object_mut().unwrap();
+    assert_eq!(m.shift_remove("level"), Some(Value::from(0)));
+    assert_eq!(m.shift_remove("overflow"), Some(Value::Null));
+    assert_eq!(entry, level0);
+}
+
+/// A level that overflows and levels that run: every entry has the same keys in the same order,
+/// an overflow entry has `null` for everything the level did not compute.
+#[test]
+fn every_compare_entry_has_the_same_keys_when_a_level_overflows() {
+    // at 5088 bytes of UB, level 2's first fit finds no address for every slot; levels 1 and 0
+    // place it (and their runs find the races the hand-written flags leave: exit 1)
+    let args = [
+        "compare",
+        "tests/fixtures/fragmented_peak_fits.yaml",
+        "--capacity",
+        "ub=5088",
+        "--format",
+        "json",
+    ];
+    let o = npusim(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let docs = json_list(&o);
+    assert_eq!(docs.len(), 3);
+    let first = keys(&docs[0]);
+    assert_eq!(first[..3], ["schema", "level", "overflow"]);
+    for doc in &docs {
+        assert_eq!(keys(doc), first, "{doc}");
+        assert_eq!(doc["schema"], 1);
+        assert_eq!(doc["kernel"], "fragmented_peak_fits");
+        assert_eq!(doc["config"], "ascend910b/aiv");
+        assert_eq!(doc["sync"], "manual");
+    }
+    let (overflow, ran) = (&docs[0], &docs[1..]);
+    assert_eq!(overflow["level"], 2);
+    assert!(
+        overflow["overflow"]
+            .as_str()
+            .unwrap()
+            .starts_with("ub overflow, requires 36864 bits while 40704 bits available!"),
+        "{overflow}"
+    );
+    assert_eq!(overflow["race_check"], false);
+    for (key, value) in overflow.as_object().unwrap().iter().skip(6) {
+        if key != "race_check" {
+            assert_eq!(value, &Value::Null, "{key}");
+        }
+    }
+    for (doc, level) in ran.iter().zip([1, 0]) {
+        assert_eq!(doc["level"], level);
+        assert_eq!(doc["overflow"], Value::Null);
+        assert_eq!(doc["plan"]["level"], level);
+        assert!(doc["total_cycles"].as_u64().unwrap() > 0);
+        assert!(!doc["hazards"].as_array().unwrap().is_empty());
+    }
+
+    // the same list without the race check (null hazards), levels 2 and 1: the snapshot
+    let mut short = args.to_vec();
+    short.extend(["--levels", "2,1", "--no-race-check"]);
+    let o = npusim(&short);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let docs = json_list(&o);
+    assert_eq!(keys(&docs[0]), keys(&docs[1]));
+    insta::assert_snapshot!(stdout(&o));
 }
 
 #[test]
@@ -142,6 +220,9 @@ fn compare_overflow_is_a_row_and_exit_1() {
         .as_str()
         .unwrap()
         .starts_with("ub overflow"));
+    assert_eq!(docs[0]["total_cycles"], Value::Null);
+    assert_eq!(docs[0]["plan"], Value::Null);
+    insta::assert_snapshot!(stdout(&o));
 }
 
 #[test]

@@ -14,6 +14,7 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
     vec![
         // success: the output, whole
         (vec!["check", DB], 0, false),
+        (vec!["check", DB, "--format", "json"], 0, false),
         (vec!["plan", DB], 0, true),
         (vec!["plan", DB, "--format", "yaml"], 0, true),
         (vec!["plan", DB, "--format", "json"], 0, true),
@@ -50,6 +51,7 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             true,
         ),
         (vec!["configs"], 0, false),
+        (vec!["configs", "--show", "ascend910b"], 0, false),
         // a finding: a run's report (or a comparison) is complete, so it is written
         (
             vec!["run", "tests/fixtures/deadlock.yaml", "--format", "json"],
@@ -74,7 +76,12 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             true,
         ),
         // a finding that leaves nothing to write: a plan that does not fit, a placement over
-        // the capacity
+        // the capacity (`check --format json` prints its document whatever the outcome)
+        (
+            vec!["check", "tests/fixtures/overflow.yaml", "--format", "json"],
+            1,
+            false,
+        ),
         (vec!["plan", "tests/fixtures/overflow.yaml"], 1, false),
         (vec!["run", "tests/fixtures/overflow.yaml"], 1, false),
         (
@@ -93,6 +100,17 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
             2,
             false,
         ),
+        (
+            vec![
+                "check",
+                "tests/fixtures/several_problems.yaml",
+                "--format",
+                "json",
+            ],
+            2,
+            false,
+        ),
+        (vec!["configs", "--show", "no_such_config"], 2, false),
         (
             vec!["run", "tests/fixtures/several_problems.yaml"],
             2,

@@ -1,9 +1,11 @@
 //! The run, plan and compare documents of every shipped program, rendered from real runs: the
 //! same run renders byte-identical text and JSON every time, every JSON pipe accounts for every
-//! cycle, the text names the numbers the JSON holds, and every compare entry has the shape of
-//! a run document.
+//! cycle, the text names the numbers the JSON holds, every document starts with its `schema`,
+//! and every compare entry has one shape: `schema`, `level`, `overflow`, then the keys of a run
+//! document.
 
-use reports::{compare_json, compare_levels, plan_json, run_json, run_text, Run};
+use reports::{compare_json, compare_levels, plan_json, run_json, run_text, Run, RUN_KEYS, SCHEMA};
+use serde_json::Value;
 use std::path::PathBuf;
 
 fn programs() -> Vec<PathBuf> {
@@ -63,13 +65,17 @@ fn run_documents_are_deterministic_and_account_for_every_cycle() {
         for p in &a.result.pipes {
             assert!(text.contains(&p.busy.to_string()), "{path:?} {}", p.pipe);
         }
-        // the plan inside the run document is the plan document
+        // the plan inside the run document is the plan document, `schema` included
         assert_eq!(json["plan"], plan_json(&a.program, &a.planned.plan));
+        for doc in [&json, &json["plan"]] {
+            let first = doc.as_object().unwrap().iter().next();
+            assert_eq!(first, Some((&"schema".to_string(), &Value::from(SCHEMA))));
+        }
     }
 }
 
 #[test]
-fn every_compare_entry_that_ran_is_a_run_document() {
+fn every_compare_entry_that_ran_is_its_run_document_with_level_and_overflow() {
     let config = config();
     for path in programs() {
         let program = load(&path);
@@ -79,10 +85,26 @@ fn every_compare_entry_that_ran_is_a_run_document() {
         let list = list.as_array().unwrap();
         assert_eq!(list.len(), 3);
         for (doc, level) in list.iter().zip(&levels) {
+            let keys: Vec<&str> = doc
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            assert_eq!(keys[..3], ["schema", "level", "overflow"], "{path:?}");
+            assert_eq!(keys[3..], RUN_KEYS, "{path:?}");
+            assert_eq!(doc["schema"], SCHEMA);
+            assert_eq!(doc["level"].as_u64(), Some(level.level as u64));
             let pipeline::LevelOutcome::Ran(sim) = &level.outcome else {
+                assert!(doc["overflow"].is_string(), "{path:?}");
                 continue;
             };
-            assert_eq!(doc, &run_json(&config, &(&**sim).into()), "{path:?}");
+            assert_eq!(doc["overflow"], Value::Null);
+            let mut run = doc.clone();
+            let m = run.as_object_mut().unwrap();
+            m.shift_remove("level");
+            m.shift_remove("overflow");
+            assert_eq!(run, run_json(&config, &(&**sim).into()), "{path:?}");
             assert_eq!(doc["plan"]["level"].as_u64(), Some(level.level as u64));
         }
     }
