@@ -48,8 +48,22 @@ impl Profiler {
                 let op = program.op(OpId(i as u32));
                 let mut stalls = self.stalls[i].clone();
                 stalls.sort();
+                // a flag names its pipes; an inserted op's path already starts with its kind
+                let kind = match &op.kind {
+                    OpKind::SetFlag { src, dst, .. } | OpKind::WaitFlag { src, dst, .. } => {
+                        format!("{} {src}->{dst}", op.kind.name())
+                    }
+                    OpKind::Barrier(sim::program::BarrierTarget::Pipe(p)) => format!("barrier {p}"),
+                    OpKind::Barrier(_) => "barrier all".into(),
+                    k => k.name().to_string(),
+                };
+                let label = match op.path.strip_prefix(op.kind.name()) {
+                    Some(rest) => format!("{kind}{rest}"),
+                    None => format!("{kind} {}", op.path),
+                };
                 ProfileRow {
                     op: OpId(i as u32),
+                    label,
                     path: op.path.clone(),
                     kind: op.kind.name(),
                     pipe: op.pipe.unwrap_or(Pipe::S),
@@ -100,6 +114,8 @@ impl Observer for Profiler {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileRow {
     pub op: OpId,
+    /// How the text table names it: `vadd body[2]`, `set_flag V->MTE2 (inserted after ...)`.
+    pub label: String,
     pub path: String,
     /// The op's YAML key (`vadd`, `load`, `for`).
     pub kind: &'static str,
@@ -186,7 +202,7 @@ pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> Str
             r.stalled().to_string(),
             r.count.to_string(),
             r.pipe.report_name().to_string(),
-            format!("{} {}", r.kind, r.path),
+            r.label.clone(),
             top,
         ]);
     }

@@ -3,17 +3,18 @@
 //!
 //! One process per core (`block 0 aiv 0`), one thread per pipe in [`Pipe`] order with its
 //! report name; an `X` slice per instruction on its pipe covering its work (`[start, start +
-//! work)`: flags and barriers have none and are zero-length), S's issue / loop / branch cycles
-//! as slices on S, every stall as an `X` slice of category `stall` named by its cause, a flow
-//! (v2: `bind_id` + `flow_out` / `flow_in` on the two slices) from each `set_flag` to the
-//! `wait_flag` that consumed its flag, and a counter per on-chip scope of the bytes the plan
-//! holds live at the op S is at. One cycle is one microsecond of `ts`; the clock is in the
-//! metadata. A window `[A, B)` keeps what overlaps it, clipped to it (the real cycles stay in
-//! the args).
+//! work)`: flags and barriers have none and are zero-length), S's contiguous issue / loop /
+//! branch cycles as one `scalar` slice, every stall as an `X` slice of category `stall` named
+//! by its cause, a flow (v2: `bind_id` + `flow_out` / `flow_in` on the two slices) from each
+//! `set_flag` to the `wait_flag` that consumed its flag, and a counter per on-chip scope of the
+//! bytes the plan holds live at the op S is at. One cycle is one microsecond of `ts`; the clock
+//! is in the metadata. A window `[A, B)` keeps what overlaps it, clipped to it (the real cycles
+//! stay in the args).
 //!
 //! The slices of a pipe are exactly the spans the engine accounts ([`sim::engine::Span`]):
 //! per pipe, slice durations of category `op`/`scalar` add up to `busy` and of category
-//! `stall` to the stalls (without a window).
+//! `stall` to the stalls (without a window). A `set_flag` slice is held back until its flag is
+//! consumed, so the flow can be attached to it; everything else is written as it happens.
 //!
 //! Writing is the only IO here, into the writer the caller gives; the first write error is
 //! kept and returned by [`Trace::finish`].
