@@ -1,4 +1,4 @@
-//! Pure functions from npusim results to text tables and JSON/YAML documents.
+//! Pure functions from npusim results to text tables, JSON/YAML documents and HTML pages.
 //!
 //! Nothing here does IO, reads the clock or iterates a hash map: the same inputs always give
 //! byte-identical outputs. Cycle counts are reported as exact integers; ratios are derived
@@ -30,6 +30,7 @@
 
 mod compare;
 mod explain;
+mod html;
 mod plan_doc;
 mod program_yaml;
 mod run_report;
@@ -40,6 +41,7 @@ pub use compare::{
     CompareOutcome,
 };
 pub use explain::plan_explain;
+pub use html::{compare_html, run_html, slot_rects, Timeline};
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use program_yaml::program_yaml;
 pub use run_report::{
