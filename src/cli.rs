@@ -58,6 +58,10 @@ pub enum Command {
         /// Write the report to FILE (written only if the program ran).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Also write the report as one self-contained HTML page to FILE: stall bars, the pipe
+        /// timeline, the memory maps (written only if the program ran).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Plan, synchronise and run the program once per reuse level; print one row per level
     /// (bytes per scope, buffers reused, syncs inserted, cycles, against the best level,
@@ -79,6 +83,10 @@ pub enum Command {
         /// overflowed or found a problem; not on bad input).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Also write the comparison as one self-contained HTML page to FILE: the levels side
+        /// by side with their stall bars and memory maps (written when `-o` would be).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Place a MiniMalloc CSV instance (`id,lower,upper,size[,alignment][,offset]`) under a
     /// capacity; print the placement as CSV with an `offset` column, and a summary on stderr.

@@ -85,7 +85,15 @@ fn main() -> ExitCode {
             run: run_args,
             format,
             output,
-        } => run(&input, &plan, &run_args, format, output.as_deref()),
+            html,
+        } => run(
+            &input,
+            &plan,
+            &run_args,
+            format,
+            output.as_deref(),
+            html.as_deref(),
+        ),
         Command::Compare {
             input,
             levels,
@@ -93,6 +101,7 @@ fn main() -> ExitCode {
             run,
             format,
             output,
+            html,
         } => compare::compare(&compare::CompareArgs {
             input: &input,
             levels: &levels.0,
@@ -100,6 +109,7 @@ fn main() -> ExitCode {
             run: &run,
             format,
             output: output.as_deref(),
+            html: html.as_deref(),
         }),
         Command::Pack {
             instance,
@@ -333,19 +343,41 @@ fn run(
     run_args: &RunArgs,
     format: RunFormat,
     out: Option<&Path>,
+    html: Option<&Path>,
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
     let opts = args.pipeline(run_args, VALIDATE);
+    // the HTML page's timeline watches the run; its memory is bounded
+    let mut timeline = html.map(|_| reports::Timeline::default());
+    let simulate = |opts: &pipeline::Options, timeline: Option<&mut reports::Timeline>| {
+        match timeline {
+            Some(t) => pipeline::simulate_observed(&program, &config, opts, t),
+            None => pipeline::simulate(&program, &config, opts),
+        }
+        .map_err(|f| failed(&f, &program, &config, &src, ""))
+    };
     let (sim, best) = if args.level == LevelArg::Best {
-        best_level(&program, &config, &opts, &src)?
+        let (sim, best) = best_level(&program, &config, &opts, &src)?;
+        match (timeline.as_mut(), &best) {
+            // the levels ran unobserved: run the chosen one again for the timeline (the same
+            // run: the pipeline is deterministic), and report that run
+            (Some(t), Some(b)) => {
+                let mut chosen = opts.clone();
+                chosen.plan.max_level = b.chosen;
+                (simulate(&chosen, Some(t))?, best)
+            }
+            _ => (sim, best),
+        }
     } else {
-        let sim = pipeline::simulate(&program, &config, &opts)
-            .map_err(|f| failed(&f, &program, &config, &src, ""))?;
-        (sim, None)
+        (simulate(&opts, timeline.as_mut())?, None)
     };
     let mut report: reports::Run = (&sim).into();
     report.best = best.as_ref();
+    let page = html.map(|_| reports::run_html(&config, &report, timeline.as_ref(), None));
     output::emit(out, &format.render(&config, &report))?;
+    if let (Some(path), Some(page)) = (html, &page) {
+        output::emit(Some(path), page)?;
+    }
     let n = report_problems(&sim, "");
     if n > 0 {
         err_line!(
