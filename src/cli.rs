@@ -85,6 +85,10 @@ pub enum Command {
         /// overflowed or found a problem; not on bad input).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Also write the comparison as one self-contained HTML page to FILE: the levels side
+        /// by side with their stall bars and memory maps (written when `-o` would be).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Place a MiniMalloc CSV instance (`id,lower,upper,size[,alignment][,offset]`) under a
     /// capacity; print the placement as CSV with an `offset` column, and a summary on stderr.
@@ -176,6 +180,10 @@ pub struct ViewArgs {
     /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
     #[arg(long)]
     pub profile: bool,
+    /// Also write the report as one self-contained HTML page to FILE: stall bars, the pipe
+    /// timeline, the memory maps, the profile with --profile (written only if the program ran).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 fn parse_window(s: &str) -> Result<reports::TraceWindow, String> {

@@ -14,6 +14,8 @@ pub struct CompareArgs<'a> {
     pub run: &'a RunArgs,
     pub format: RunFormat,
     pub output: Option<&'a Path>,
+    /// `--html FILE`: also the comparison as an HTML page.
+    pub html: Option<&'a Path>,
 }
 
 /// Runs every level, prints the comparison, then every level's problems on stderr. Exit 1 when
@@ -30,9 +32,16 @@ pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
         RunFormat::Json => pretty(&reports::compare_json(&program, &config, &views)),
     };
 
+    let page = args
+        .html
+        .map(|_| reports::compare_html(&program, &config, &views));
+
     // the comparison is complete even when a level overflowed or found problems, and it is
     // where they are shown: write it, then list the problems on stderr
     output::emit(args.output, &text)?;
+    if let (Some(path), Some(page)) = (args.html, &page) {
+        output::emit(Some(path), page)?;
+    }
     let mut problems = 0;
     let mut bad_levels = Vec::new();
     for l in &levels {

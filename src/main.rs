@@ -100,6 +100,7 @@ fn main() -> ExitCode {
             run,
             format,
             output,
+            html,
         } => compare::compare(&compare::CompareArgs {
             input: &input,
             levels: &levels.0,
@@ -107,6 +108,7 @@ fn main() -> ExitCode {
             run: &run,
             format,
             output: output.as_deref(),
+            html: html.as_deref(),
         }),
         Command::Pack {
             instance,
@@ -401,8 +403,12 @@ fn run(
     let mut opts = args.pipeline(run_args, VALIDATE);
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(&program, &config, &opts, &src)?;
-        if views.trace.is_none() && !views.profile {
-            return report_run(&config, &sim, best.as_ref(), None, format, out, &src);
+        if views.trace.is_none() && !views.profile && views.html.is_none() {
+            let views = Views {
+                args: views,
+                timeline: None,
+            };
+            return report_run(&config, &sim, best.as_ref(), None, views, format, out, &src);
         }
         // the views watch the chosen level's run, made again
         opts.plan.max_level = sim.planned.plan.level;
@@ -421,7 +427,9 @@ fn run(
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
     let profiler = views.profile.then(|| reports::Profiler::new(&ran));
-    let (sim, written, profiler) = std::thread::scope(|scope| {
+    // the HTML page's timeline watches the run; its memory is bounded
+    let timeline = views.html.as_ref().map(|_| reports::Timeline::default());
+    let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let t = reports::Trace::new(
@@ -434,11 +442,11 @@ fn run(
             );
             reports::Background::spawn(scope, t)
         });
-        let mut observers = (trace, profiler);
+        let mut observers = (trace, (profiler, timeline));
         let sim = pipeline::run_prepared(prepared, &config, &opts, &mut observers);
-        let (trace, profiler) = observers;
+        let (trace, (profiler, timeline)) = observers;
         let written = trace.map(|bg| bg.finish().finish().map(|_| ()));
-        (sim, written, profiler)
+        (sim, written, profiler, timeline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     if let Some(Err(e)) = written {
@@ -449,23 +457,38 @@ fn run(
         f.commit()?;
     }
     let rows = profiler.map(|p| p.rows(&ran));
+    let views = Views {
+        args: views,
+        timeline: timeline.as_ref(),
+    };
     report_run(
         &config,
         &sim,
         best.as_ref(),
         rows.as_deref(),
+        views,
         format,
         out,
         &src,
     )
 }
 
-/// Prints a run's report (with the profile rows, if any) and its problems.
+/// What `run` writes besides its report.
+#[derive(Clone, Copy)]
+struct Views<'a> {
+    args: &'a ViewArgs,
+    timeline: Option<&'a reports::Timeline>,
+}
+
+/// Prints a run's report (with the profile rows, if any), writes its HTML page when asked,
+/// and prints its problems.
+#[allow(clippy::too_many_arguments)]
 fn report_run(
     config: &Config,
     sim: &Simulation,
     best: Option<&reports::BestLevel>,
     profile: Option<&[reports::ProfileRow]>,
+    views: Views<'_>,
     format: RunFormat,
     out: Option<&Path>,
     src: &input::Source,
@@ -473,7 +496,14 @@ fn report_run(
     let mut report: reports::Run = sim.into();
     report.best = best;
     report.profile = profile;
+    let page = views.args.html.as_ref().map(|_| {
+        let table = profile.map(reports::profile_html);
+        reports::run_html(config, &report, views.timeline, table.as_deref())
+    });
     output::emit(out, &format.render(config, &report))?;
+    if let (Some(path), Some(page)) = (views.args.html.as_deref(), &page) {
+        output::emit(Some(path), page)?;
+    }
     let n = report_problems(sim, "");
     if n > 0 {
         err_line!(

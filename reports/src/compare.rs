@@ -210,7 +210,7 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
 }
 
 /// What went wrong in a run, for the `note` column: empty when nothing did.
-fn note(r: &Run) -> String {
+pub(crate) fn note(r: &Run) -> String {
     let mut parts = Vec::new();
     match r.hazards {
         None => parts.push("no race check".to_string()),

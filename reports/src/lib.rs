@@ -1,4 +1,4 @@
-//! Pure functions from npusim results to text tables and JSON/YAML documents.
+//! Pure functions from npusim results to text tables, JSON/YAML documents and HTML pages.
 //!
 //! Nothing here does IO, reads the clock or iterates a hash map: the same inputs always give
 //! byte-identical outputs. Cycle counts are reported as exact integers; ratios are derived
@@ -53,6 +53,7 @@ mod background;
 mod check_doc;
 mod compare;
 mod explain;
+mod html;
 mod plan_doc;
 mod profile;
 mod program_yaml;
@@ -67,8 +68,9 @@ pub use compare::{
     CompareOutcome,
 };
 pub use explain::plan_explain;
+pub use html::{compare_html, run_html, slot_rects, Timeline};
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
-pub use profile::{profile_json, profile_text, ProfileRow, Profiler};
+pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::program_yaml;
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,

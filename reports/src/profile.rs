@@ -219,3 +219,34 @@ pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> Str
     }
     out
 }
+
+/// The profile as an HTML table (for the HTML report's profile section).
+pub fn profile_html(rows: &[ProfileRow]) -> String {
+    use crate::html::esc;
+    let mut out = String::from(
+        "<table class=\"profile\"><thead><tr><th>cost</th><th>busy</th><th>issue</th>\
+         <th>stalled</th><th>count</th><th>pipe</th><th>op</th><th>stalls by cause</th></tr>\
+         </thead><tbody>\n",
+    );
+    for r in rows {
+        let stalls: Vec<String> = r
+            .stalls
+            .iter()
+            .map(|(s, c)| format!("{} {c}", esc(&s.to_string())))
+            .collect();
+        out.push_str(&format!(
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            r.cost(),
+            r.busy,
+            r.issue,
+            r.stalled(),
+            r.count,
+            r.pipe.report_name(),
+            esc(&r.label),
+            stalls.join(", ")
+        ));
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}

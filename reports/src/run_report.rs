@@ -533,7 +533,7 @@ pub(crate) fn header(program: &Program, config: &Config) -> String {
 }
 
 /// `auto` when the sync pass synchronised the program, else the program's own mode.
-fn sync_name(program: &Program, auto_sync: Option<&SyncStats>) -> &'static str {
+pub(crate) fn sync_name(program: &Program, auto_sync: Option<&SyncStats>) -> &'static str {
     match auto_sync {
         Some(_) => sim::program::SyncMode::Auto.name(),
         None => program.sync.name(),
@@ -666,7 +666,7 @@ fn op_kind(program: &Program, op: OpId) -> &'static str {
     program.ops.get(op.index()).map_or("?", |o| o.kind.name())
 }
 
-fn sorted_pipes(result: &RunResult) -> Vec<&PipeStats> {
+pub(crate) fn sorted_pipes(result: &RunResult) -> Vec<&PipeStats> {
     let mut v: Vec<&PipeStats> = result.pipes.iter().collect();
     v.sort_by_key(|p| p.pipe);
     v
@@ -700,14 +700,14 @@ fn stall_cycles(p: &PipeStats, reason: Stall) -> u64 {
 }
 
 /// Microseconds at the config clock, rounded to the nanosecond.
-fn micros(total: u64, clock_mhz: u32) -> f64 {
+pub(crate) fn micros(total: u64, clock_mhz: u32) -> f64 {
     if clock_mhz == 0 {
         return 0.0;
     }
     (total as f64 / clock_mhz as f64 * 1000.0).round() / 1000.0
 }
 
-fn fmt_micros(total: u64, clock_mhz: u32) -> String {
+pub(crate) fn fmt_micros(total: u64, clock_mhz: u32) -> String {
     format!("{:.3}", micros(total, clock_mhz))
 }
 

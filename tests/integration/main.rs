@@ -7,6 +7,7 @@ mod cli;
 mod compare_cli;
 mod double_buffers;
 mod hostile;
+mod html_cli;
 mod outputs;
 mod pack_cli;
 mod plan_cli;

@@ -1,0 +1,409 @@
+//! The HTML report (`run --html`, `compare --html`): one self-contained page (inline CSS, SVG
+//! and a small script; no network, no external file, the system's fonts) with the stall
+//! breakdown, the pipe timeline and the memory map of every on-chip scope
+//! (docs/html.md). Pure functions: the same inputs give byte-identical pages.
+
+mod bars;
+mod memory;
+mod style;
+mod timeline;
+
+pub use memory::slot_rects;
+pub use timeline::Timeline;
+
+use crate::compare::{CompareLevel, CompareOutcome};
+use crate::run_report::{fmt_micros, sync_name, Run};
+use sim::{Config, Program, RunResult, Space};
+use std::collections::BTreeSet;
+use style::Kind;
+
+/// The run page: header, stall bars, timeline (`None`: not collected), memory maps, the
+/// per-op profile (`profile`: a pre-rendered HTML fragment, placed as is in
+/// `<section id="profile">`; `None` leaves the section empty and hidden), and the findings.
+pub fn run_html(
+    config: &Config,
+    run: &Run,
+    timeline: Option<&Timeline>,
+    profile: Option<&str>,
+) -> String {
+    let (program, plan, result) = (run.program, run.plan, run.result);
+    let total = result.total_cycles;
+    let mut body = String::new();
+    body.push_str("<header>\n");
+    body.push_str(&format!(
+        "<h1>{} <span class=\"sub\">· npusim run</span></h1>\n<dl class=\"facts\">",
+        esc(&program.kernel)
+    ));
+    let mut level = format!("{} ({} liveness)", plan.level, plan.liveness.name());
+    if let Some(best) = run.best {
+        level = format!("{} (the fastest of --level best)", best.chosen);
+    }
+    let mut facts = vec![
+        ("config", config_label(program, config)),
+        ("sync", sync_name(program, run.auto_sync).to_string()),
+        ("level", level),
+        ("total", format!("{} cycles", thousands(total))),
+        (
+            "time",
+            format!("{} µs", fmt_micros(total, config.clock_mhz)),
+        ),
+        (
+            "overlap",
+            format!("{} %", crate::percent(result.overlap_cycles, total)),
+        ),
+    ];
+    if let Some((pipe, cycles)) = result.pipe_bound() {
+        facts.push(("pipe bound", format!("{pipe} {} cycles", thousands(cycles))));
+        facts.push(("efficiency", format!("{} %", crate::percent(cycles, total))));
+    }
+    body.push_str(&facts_html(&facts));
+    body.push_str("</dl>\n");
+    if let Some(stats) = run.auto_sync {
+        body.push_str(&format!(
+            "<p class=\"note\">sync pass: {}</p>\n",
+            esc(&crate::syncs_summary(stats))
+        ));
+    }
+    body.push_str("</header>\n<main>\n");
+
+    body.push_str("<section id=\"stalls\">\n<h2>Where the cycles went</h2>\n");
+    body.push_str(
+        "<p class=\"note\">Every cycle of every pipe is in one state; each bar is the whole run. Hover a segment for its exact cycles.</p>\n",
+    );
+    body.push_str(&style::legend(&bars::kinds(result)));
+    body.push_str(&bars::stall_bars(result, total, 1100.0));
+    body.push_str("</section>\n");
+
+    body.push_str("<section id=\"timeline\">\n<h2>Pipe timeline</h2>\n");
+    body.push_str(&timeline::timeline_html(program, result, timeline));
+    body.push_str("</section>\n");
+
+    body.push_str("<section id=\"memory\">\n<h2>Memory map</h2>\n");
+    body.push_str(MEMORY_NOTE);
+    body.push_str(&memory::memory_maps(program, plan, 660.0, 300.0, ""));
+    body.push_str("</section>\n");
+
+    body.push_str(&profile_section(profile));
+
+    body.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n");
+    body.push_str(&findings_html(run));
+    body.push_str("</section>\n</main>\n");
+    page(&format!("npusim run: {}", program.kernel), &body)
+}
+
+/// The comparison page: one column per level (its cycles, stall bars and memory maps; an
+/// overflowed level shows its message). `program` is the program as loaded.
+pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel]) -> String {
+    let runs: Vec<(u8, &Run)> = levels
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            CompareOutcome::Ran(r) => Some((l.level, r)),
+            CompareOutcome::Overflow(_) => None,
+        })
+        .collect();
+    let best = runs
+        .iter()
+        .filter(|(_, r)| r.result.deadlock.is_none())
+        .map(|(_, r)| r.result.total_cycles)
+        .min();
+    let longest = runs
+        .iter()
+        .map(|(_, r)| r.result.total_cycles)
+        .max()
+        .unwrap_or(0);
+    let scopes: Vec<Space> = runs
+        .iter()
+        .flat_map(|(_, r)| r.plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    let mut body = String::from("<header>\n");
+    body.push_str(&format!(
+        "<h1>{} <span class=\"sub\">· npusim compare</span></h1>\n<dl class=\"facts\">",
+        esc(&program.kernel)
+    ));
+    let order: Vec<String> = levels.iter().map(|l| l.level.to_string()).collect();
+    body.push_str(&facts_html(&[
+        ("config", config_label(program, config)),
+        ("sync", program.sync.name().to_string()),
+        ("levels", order.join(", ")),
+    ]));
+    body.push_str("</dl>\n</header>\n<main>\n");
+
+    body.push_str("<section id=\"summary\">\n<h2>Levels</h2>\n<table class=\"summary\"><thead><tr><th>level</th>");
+    for s in &scopes {
+        body.push_str(&format!("<th>{} bytes</th>", s.report_name()));
+    }
+    body.push_str("<th>reused</th><th>set/wait</th><th>barriers</th><th>cycles</th><th>vs best</th><th>overlap %</th><th>note</th></tr></thead><tbody>\n");
+    for l in levels {
+        body.push_str(&format!("<tr><td>{}</td>", l.level));
+        match &l.outcome {
+            CompareOutcome::Overflow(message) => {
+                for _ in 0..scopes.len() + 6 {
+                    body.push_str("<td>-</td>");
+                }
+                body.push_str(&format!(
+                    "<td class=\"text bad\">overflow: {}</td>",
+                    esc(message.lines().next().unwrap_or_default())
+                ));
+            }
+            CompareOutcome::Ran(r) => {
+                for s in &scopes {
+                    body.push_str(&format!(
+                        "<td>{}</td>",
+                        thousands(r.plan.scope(*s).map_or(0, |sp| sp.used))
+                    ));
+                }
+                let stats = r.auto_sync.copied().unwrap_or_default();
+                let total = r.result.total_cycles;
+                body.push_str(&format!(
+                    "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td>",
+                    crate::reused_buffers(r.plan),
+                    stats.set_flags,
+                    stats.wait_flags,
+                    stats.barriers + stats.barrier_alls,
+                    thousands(total),
+                    vs_best(r.result, best),
+                    crate::percent(r.result.overlap_cycles, total),
+                    esc(&crate::compare::note(r)),
+                ));
+            }
+        }
+        body.push_str("</tr>\n");
+    }
+    body.push_str("</tbody></table>\n</section>\n");
+
+    body.push_str("<section id=\"levels\">\n<h2>Side by side</h2>\n");
+    body.push_str(&format!(
+        "<p class=\"note\">Stall bars share one scale: a full bar is the longest level's {} cycles, so bars compare by length. Memory maps: x = program position, y = address; one rect per buffer slot per live interval.</p>\n",
+        thousands(longest)
+    ));
+    let kinds: Vec<Kind> = runs
+        .iter()
+        .flat_map(|(_, r)| bars::kinds(r.result))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    body.push_str(&style::legend(&kinds));
+    body.push_str("<div class=\"levels\">\n");
+    for l in levels {
+        match &l.outcome {
+            CompareOutcome::Overflow(message) => {
+                body.push_str(&format!(
+                    "<div class=\"level overflow\" data-level=\"{0}\">\n<h3>level {0}: overflow</h3>\n<p class=\"note\">The plan does not fit at this level: nothing ran.</p>\n<pre>{1}</pre>\n</div>\n",
+                    l.level,
+                    esc(message)
+                ));
+            }
+            CompareOutcome::Ran(r) => {
+                let total = r.result.total_cycles;
+                body.push_str(&format!(
+                    "<div class=\"level\" data-level=\"{0}\">\n<h3>level {0}</h3>\n<dl class=\"facts\">",
+                    l.level
+                ));
+                body.push_str(&facts_html(&[
+                    ("cycles", thousands(total)),
+                    (
+                        "time",
+                        format!("{} µs", fmt_micros(total, config.clock_mhz)),
+                    ),
+                    ("vs best", vs_best(r.result, best)),
+                    (
+                        "overlap",
+                        format!("{} %", crate::percent(r.result.overlap_cycles, total)),
+                    ),
+                ]));
+                body.push_str("</dl>\n");
+                let note = crate::compare::note(r);
+                if !note.is_empty() {
+                    body.push_str(&format!("<p class=\"bad\">{}</p>\n", esc(&note)));
+                }
+                body.push_str("<h4>Where the cycles went</h4>\n");
+                body.push_str(&bars::stall_bars(r.result, longest, 440.0));
+                body.push_str(&memory::memory_maps(
+                    r.program,
+                    r.plan,
+                    440.0,
+                    270.0,
+                    &format!("l{}-", l.level),
+                ));
+                body.push_str("</div>\n");
+            }
+        }
+    }
+    body.push_str("</div>\n</section>\n</main>\n");
+    page(&format!("npusim compare: {}", program.kernel), &body)
+}
+
+const MEMORY_NOTE: &str = "<p class=\"note\">x = program position (the planner's linear op order, in which lifetimes are computed), y = address. One rect per buffer slot per live interval: rects of different buffers at the same addresses at different positions are reuse or inplace sharing. Hover a slot for its bytes and addresses; the buffer's other slots light up.</p>\n";
+
+/// `ascend910b/aiv · 1800 MHz`.
+fn config_label(program: &Program, config: &Config) -> String {
+    format!(
+        "{} · {} MHz",
+        config.core_label(program.core),
+        config.clock_mhz
+    )
+}
+
+fn vs_best(result: &RunResult, best: Option<u64>) -> String {
+    match best {
+        Some(b) if b > 0 && result.deadlock.is_none() => {
+            format!("{:.3}x", result.total_cycles as f64 / b as f64)
+        }
+        _ => "-".into(),
+    }
+}
+
+fn facts_html(facts: &[(&str, String)]) -> String {
+    facts
+        .iter()
+        .map(|(k, v)| format!("<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(v)))
+        .collect()
+}
+
+/// The lead's per-op profile table goes here; without one the section is an empty, hidden
+/// placeholder.
+fn profile_section(profile: Option<&str>) -> String {
+    match profile {
+        Some(table) => {
+            format!("<section id=\"profile\">\n<h2>Per-op profile</h2>\n{table}\n</section>\n")
+        }
+        None => "<section id=\"profile\" hidden></section>\n".into(),
+    }
+}
+
+/// How many hazards the page lists (the text report lists them all).
+const HAZARDS_SHOWN: usize = 100;
+
+fn findings_html(run: &Run) -> String {
+    let (program, result) = (run.program, run.result);
+    let mut out = String::new();
+    match run.hazards {
+        None => out.push_str("<p>race check: not run (--no-race-check)</p>\n"),
+        Some([]) => out.push_str("<p>race check: <span class=\"ok\">no hazards</span></p>\n"),
+        Some(hs) => {
+            out.push_str(&format!(
+                "<p>race check: <span class=\"bad\">{} hazard{}</span></p>\n<ul class=\"findings mono\">",
+                hs.len(),
+                if hs.len() == 1 { "" } else { "s" }
+            ));
+            for h in hs.iter().take(HAZARDS_SHOWN) {
+                out.push_str(&format!("<li>{}</li>", esc(&h.to_string())));
+            }
+            if hs.len() > HAZARDS_SHOWN {
+                out.push_str(&format!(
+                    "<li>and {} more (the text report lists every one)</li>",
+                    hs.len() - HAZARDS_SHOWN
+                ));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+    if !result.findings.is_empty() {
+        out.push_str(&format!(
+            "<p class=\"bad\">sync findings ({}):</p>\n<ul class=\"findings mono\">",
+            result.findings.len()
+        ));
+        for f in &result.findings {
+            out.push_str(&format!(
+                "<li>{}</li>",
+                esc(&crate::finding_text(program, f))
+            ));
+        }
+        out.push_str("</ul>\n");
+    }
+    if let Some(d) = &result.deadlock {
+        out.push_str(&format!(
+            "<pre class=\"bad\">{}</pre>\n",
+            esc(&crate::deadlock_text(program, d))
+        ));
+    }
+    if let Some(stopped) = &result.stopped {
+        out.push_str(&format!(
+            "<p class=\"bad\">stopped: {}; the figures above cover the cycles up to there</p>\n",
+            esc(&stopped.to_string())
+        ));
+    }
+    let warnings = crate::warnings(run);
+    if !warnings.is_empty() {
+        out.push_str(&format!(
+            "<p>warnings ({}):</p>\n<ul class=\"findings\">",
+            warnings.len()
+        ));
+        for w in &warnings {
+            out.push_str(&format!(
+                "<li><code>[{}]</code> {}</li>",
+                esc(w.kind),
+                esc(&w.message)
+            ));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+/// The whole document around `body`. The content security policy forbids every load: a page
+/// that tried one would show a console error in the browser test.
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n\
+         <title>{}</title>\n<style>\n{}</style>\n</head>\n<body>\n{body}\
+         <footer>Written by npusim. Self-contained: no network, no external files.</footer>\n\
+         <script>\n{}</script>\n</body>\n</html>\n",
+        esc(title),
+        style::css(),
+        style::SCRIPT
+    )
+}
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A coordinate with at most two decimals, trailing zeros dropped (`12.5`, `40`).
+fn f2(x: f64) -> String {
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// `1 cycle`, `83,496 cycles`.
+fn cycles(n: u64) -> String {
+    format!("{} cycle{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+/// `83,496`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

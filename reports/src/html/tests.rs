@@ -1,0 +1,223 @@
+use super::*;
+use crate::testutil::{config, plan_db, program_db, result_clean};
+use planner::Interval;
+use sim::engine::{Activity, Observer, Span, Stall};
+use sim::{OpId, Pipe};
+
+fn run_page(program: &Program, plan: &planner::Plan, tl: Option<&Timeline>) -> String {
+    let result = result_clean();
+    let run = Run {
+        program,
+        plan,
+        result: &result,
+        hazards: Some(&[]),
+        auto_sync: None,
+        serialised: &[],
+        best: None,
+        profile: None,
+    };
+    run_html(&config(), &run, tl, None)
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// A few spans of the fixture's run, as the engine would report them.
+fn timeline() -> Timeline {
+    let mut t = Timeline::new(100);
+    let span = |pipe, from, to, what| Span {
+        pipe,
+        from,
+        to,
+        op: OpId::new(3),
+        seq: Some(1),
+        what,
+    };
+    t.on_span(&span(Pipe::S, 0, 1, Activity::Issue));
+    t.on_span(&span(Pipe::Mte2, 2, 300, Activity::Work));
+    t.on_span(&span(
+        Pipe::V,
+        2,
+        300,
+        Activity::Stall(Stall::WaitFlag {
+            src: Pipe::Mte2,
+            id: 0,
+        }),
+    ));
+    t.on_span(&span(Pipe::V, 300, 556, Activity::Work));
+    t
+}
+
+#[test]
+fn one_slot_rect_per_slot_and_live_interval() {
+    let program = program_db();
+    let mut plan = plan_db();
+    // xb lives in two intervals: both slots get a rect for each
+    plan.buffers[0].live = vec![Interval::new(1, 4), Interval::new(9, 14)];
+    // zb is never touched: no rect
+    plan.buffers[2].live.clear();
+    let page = run_page(&program, &plan, None);
+    assert_eq!(slot_rects(&plan), 2 * 2 + 2);
+    assert_eq!(count(&page, "<rect class=\"slot\""), slot_rects(&plan));
+    assert_eq!(count(&page, "data-buffer=\"xb\""), 4);
+    assert_eq!(count(&page, "data-buffer=\"yb\" data-slot=\"1\""), 1);
+    assert_eq!(count(&page, "data-buffer=\"zb\""), 0);
+    assert!(page.contains("data-slots=\"6\""));
+    // the capacity line and the scope's heading
+    assert!(page.contains("capacity 192 KiB (196,608 bytes)"));
+    assert!(
+        page.contains("<h4>UB: 196,608 of 196,608 bytes (sequential) · 3 buffers, 6 slots</h4>")
+    );
+}
+
+#[test]
+fn names_are_escaped() {
+    let mut program = program_db();
+    program.kernel = "k<script>alert('x')</script>".into();
+    program.buffers[0].name = "a&b\"<i>".into();
+    let page = run_page(&program, &plan_db(), Some(&timeline()));
+    assert!(!page.contains("<script>alert"));
+    assert!(page.contains("k&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(page.contains("data-buffer=\"a&amp;b&quot;&lt;i&gt;\""));
+    assert!(!page.contains("a&b"));
+    // exactly the page's own script
+    assert_eq!(count(&page, "<script>"), 1);
+}
+
+#[test]
+fn pages_are_self_contained_and_deterministic() {
+    let program = program_db();
+    let plan = plan_db();
+    let tl = timeline();
+    let page = run_page(&program, &plan, Some(&tl));
+    assert_eq!(page, run_page(&program, &plan, Some(&tl)));
+    for banned in [
+        "http:", "https:", "src=", "href=", "<link", "@import", "url(",
+    ] {
+        assert!(!page.contains(banned), "the page contains `{banned}`");
+    }
+    assert!(page.contains("default-src 'none'"));
+}
+
+#[test]
+fn timeline_draws_every_kept_span_in_its_row() {
+    let program = program_db();
+    let page = run_page(&program, &plan_db(), Some(&timeline()));
+    assert!(page.contains("data-spans=\"4\""));
+    // V's wait on MTE2 in MTE2's tint, in V's row (the second)
+    assert!(page.contains(
+        "<rect class=\"k-wmte2\" x=\"2\" y=\"28\" width=\"298\" height=\"16\"><title>V wait_flag MTE2#0: 298 cycles [2, 300)"
+    ));
+    assert!(page.contains("<title>S busy sending to MTE2: 1 cycle [0, 1)"));
+    assert!(page.contains("Every busy and stall span of the run: 4 spans"));
+    let none = run_page(&program, &plan_db(), None);
+    assert!(none.contains("Not collected"));
+}
+
+#[test]
+fn a_cut_timeline_says_what_it_shows() {
+    let mut t = Timeline::new(2);
+    for (pipe, from, to) in [(Pipe::V, 0, 10), (Pipe::Mte2, 0, 50), (Pipe::V, 20, 30)] {
+        t.on_span(&Span {
+            pipe,
+            from,
+            to,
+            op: OpId::new(3),
+            seq: None,
+            what: Activity::Work,
+        });
+    }
+    let page = run_page(&program_db(), &plan_db(), Some(&t));
+    assert!(page.contains("<b>Cut:</b> the run reported 3 spans; the page keeps the first 2"));
+    assert!(page.contains("cover cycles 0 to 20 completely (of 1,000 cycles, 2.0 %)"));
+    assert!(page.contains("viewBox=\"0 0 20 "));
+    // MTE2's span is clipped to the window
+    assert!(page.contains("x=\"0\" y=\"52\" width=\"20\""));
+}
+
+#[test]
+fn stall_bars_add_up_to_the_run() {
+    let result = result_clean();
+    let bars = bars::stall_bars(&result, result.total_cycles, 1100.0);
+    // one segment per non-zero state: S busy, idle; V busy, 2 waits, starved, idle; MTE2 busy,
+    // starved, idle; MTE3 busy, wait, starved, idle
+    assert_eq!(count(&bars, "<rect class=\"seg"), 2 + 5 + 3 + 4);
+    assert!(bars.contains("<title>V: wait_flag MTE2#1 100 cycles (10.0 % of 1,000)</title>"));
+    assert!(bars.contains(">25.6 % busy</text>"));
+}
+
+#[test]
+fn the_comparison_shows_an_overflowed_level() {
+    let program = program_db();
+    let plan = plan_db();
+    let result = result_clean();
+    let run = Run {
+        program: &program,
+        plan: &plan,
+        result: &result,
+        hazards: Some(&[]),
+        auto_sync: None,
+        serialised: &[],
+        best: None,
+        profile: None,
+    };
+    let levels = vec![
+        CompareLevel {
+            level: 2,
+            outcome: CompareOutcome::Ran(run),
+        },
+        CompareLevel {
+            level: 0,
+            outcome: CompareOutcome::Overflow("ub overflow, requires <many> bits".into()),
+        },
+    ];
+    let page = compare_html(&program, &config(), &levels);
+    assert!(page.contains("<h3>level 0: overflow</h3>"));
+    assert!(page.contains("overflow: ub overflow, requires &lt;many&gt; bits"));
+    assert_eq!(count(&page, "<rect class=\"slot\""), slot_rects(&plan));
+    assert!(page.contains("id=\"l2-mem-ub\""));
+    assert_eq!(count(&page, "data-level="), 2);
+}
+
+#[test]
+fn the_profile_goes_in_its_section() {
+    let program = program_db();
+    let plan = plan_db();
+    let result = result_clean();
+    let run = Run {
+        program: &program,
+        plan: &plan,
+        result: &result,
+        hazards: None,
+        auto_sync: None,
+        serialised: &[],
+        best: None,
+        profile: None,
+    };
+    let page = run_html(&config(), &run, None, Some("<table id=\"ops\"></table>"));
+    assert!(page
+        .contains("<section id=\"profile\">\n<h2>Per-op profile</h2>\n<table id=\"ops\"></table>"));
+    assert!(page.contains("race check: not run"));
+    let empty = run_page(&program, &plan, None);
+    assert!(empty.contains("<section id=\"profile\" hidden></section>"));
+}
+
+#[test]
+fn numbers() {
+    assert_eq!(thousands(0), "0");
+    assert_eq!(thousands(999), "999");
+    assert_eq!(thousands(83_496), "83,496");
+    assert_eq!(thousands(1_234_567), "1,234,567");
+    assert_eq!(f2(12.5), "12.5");
+    assert_eq!(f2(40.0), "40");
+    assert_eq!(f2(0.004), "0");
+    assert_eq!(f2(-0.001), "0");
+    assert_eq!(f2(1.23456), "1.23");
+}
+
+#[test]
+fn snapshot_of_a_small_run_page() {
+    let page = run_page(&program_db(), &plan_db(), Some(&timeline()));
+    insta::assert_snapshot!(page);
+}
