@@ -164,7 +164,13 @@ fn pages_load_in_chromium_without_errors_and_draw_every_slot() {
         let stem = Path::new(program).file_stem().unwrap().to_string_lossy();
         for command in ["run", "compare"] {
             let page = dir.join(format!("{command}-{stem}.html"));
-            let o = npusim(&[command, program, "--html", &page.to_string_lossy()]);
+            let path = page.to_string_lossy();
+            // a run page also carries the profile table
+            let mut args = vec![command, program, "--html", &path];
+            if command == "run" {
+                args.push("--profile");
+            }
+            let o = npusim(&args);
             assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
             pages.push((command, program, page));
         }
@@ -212,7 +218,20 @@ fn pages_load_in_chromium_without_errors_and_draw_every_slot() {
         let name = format!("{command} {program} ({})", page.display());
         assert_clean(&name, l);
         match *command {
-            "run" => assert_eq!(slot_rects(&l.dom), run_slots(program), "{name}"),
+            "run" => {
+                assert_eq!(slot_rects(&l.dom), run_slots(program), "{name}");
+                // one table row per profile row of the JSON report, under its header row
+                let o = npusim(&["run", program, "--profile", "--format", "json"]);
+                let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+                let rows = doc["profile"].as_array().unwrap().len();
+                let table = l
+                    .dom
+                    .split("<table class=\"profile\">")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{name}: no profile table"));
+                let table = table.split("</table>").next().unwrap();
+                assert_eq!(table.matches("<tr>").count(), rows + 1, "{name}");
+            }
             _ => {
                 let levels = compare_slots(program);
                 // each level's column holds its own plan's slots

@@ -186,7 +186,9 @@ ul.findings li{margin:2px 0}
 .dim{color:#59636e}
 .ok{color:#1a7f37;font-weight:600}
 .bad{color:#cf222e;font-weight:600}
-#profile table{border-collapse:collapse}
+#profile table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+#profile th,#profile td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
+#profile td.n{text-align:right}
 footer{max-width:1400px;margin:30px auto 20px;padding:0 24px;color:#8c959f;font-size:12px}
 "#;
 
