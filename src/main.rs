@@ -401,19 +401,26 @@ fn run(
 ) -> Result<(), Exit> {
     let (config, program, src) = load(input)?;
     let mut opts = args.pipeline(run_args, VALIDATE);
+    let unwatched = views.trace.is_none() && !views.profile && views.html.is_none();
+    let plain = Views {
+        args: views,
+        timeline: None,
+    };
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(&program, &config, &opts, &src)?;
-        if views.trace.is_none() && !views.profile && views.html.is_none() {
-            let views = Views {
-                args: views,
-                timeline: None,
-            };
-            return report_run(&config, &sim, best.as_ref(), None, views, format, out, &src);
+        if unwatched {
+            return report_run(&config, &sim, best.as_ref(), None, plain, format, out, &src);
         }
         // the views watch the chosen level's run, made again
         opts.plan.max_level = sim.planned.plan.level;
         best
     } else {
+        if unwatched {
+            // no observer beside the race checker: the run pays for nothing it does not show
+            let sim = pipeline::simulate(&program, &config, &opts)
+                .map_err(|f| failed(&f, &program, &config, &src, ""))?;
+            return report_run(&config, &sim, None, None, plain, format, out, &src);
+        }
         None
     };
     let failed = |f: &Failure| failed(f, &program, &config, &src, "");

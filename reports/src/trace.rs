@@ -216,7 +216,7 @@ impl<'p, W: Write> Trace<'p, W> {
                             .then(|| footprint.elems_at(&[]).map(|r| footprint.bytes(r)));
                         let head = json(&format!("{} {memory}", o.text));
                         OpndInfo {
-                            head: head[..head.len() - 1].as_bytes().to_vec(),
+                            head: head.as_bytes()[..head.len() - 1].to_vec(),
                             root: bases.roots(o.base).first().copied(),
                             footprint,
                             fixed,
