@@ -154,6 +154,7 @@ pub fn profile_json(rows: &[ProfileRow]) -> Value {
                 }
                 json!({
                     "op": r.path,
+                    "name": r.label,
                     "kind": r.kind,
                     "pipe": r.pipe.report_name(),
                     "count": r.count,

@@ -319,3 +319,19 @@ fn the_profile_adds_up_to_the_report() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["profile"], Value::Null);
 }
+
+#[test]
+fn the_profile_document_snapshot() {
+    // softmax.yaml: 25 ops; every row's figures add up to the report (tested above), the
+    // snapshot fixes their order and shape
+    let out = npusim(&[
+        "run",
+        "programs/softmax.yaml",
+        "--profile",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    insta::assert_json_snapshot!(report["profile"]);
+}
