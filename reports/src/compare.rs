@@ -457,27 +457,16 @@ mod tests {
             CompareLevel {
                 level: 0,
                 outcome: CompareOutcome::Ran(Run {
-                    program: &program,
-                    plan: &plan,
-                    result: &slow,
-                    hazards: Some(&[]),
                     auto_sync: Some(&stats),
-                    serialised: &[],
-                    best: None,
-                    profile: None,
+                    ..Run::new(&program, &plan, &slow)
                 }),
             },
             CompareLevel {
                 level: 2,
                 outcome: CompareOutcome::Ran(Run {
-                    program: &program,
-                    plan: &plan,
-                    result: &fast,
                     hazards: None,
                     auto_sync: Some(&stats),
-                    serialised: &[],
-                    best: None,
-                    profile: None,
+                    ..Run::new(&program, &plan, &fast)
                 }),
             },
             CompareLevel {
@@ -505,16 +494,7 @@ mod tests {
     #[test]
     fn every_entry_has_the_same_keys() {
         let (program, plan, result) = (program_db(), plan_db(), result_clean());
-        let run = Run {
-            program: &program,
-            plan: &plan,
-            result: &result,
-            hazards: Some(&[]),
-            auto_sync: None,
-            serialised: &[],
-            best: None,
-            profile: None,
-        };
+        let run = Run::new(&program, &plan, &result);
         let levels = [
             CompareLevel {
                 level: 2,

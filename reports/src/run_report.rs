@@ -97,6 +97,24 @@ impl BestLevel {
     }
 }
 
+impl<'a> Run<'a> {
+    /// A run of `program` under `plan` with `result`, race-checked with no hazards, nothing
+    /// inserted or serialised by the sync pass, no `--level best`, no profile: set the fields
+    /// that differ.
+    pub fn new(program: &'a Program, plan: &'a Plan, result: &'a RunResult) -> Run<'a> {
+        Run {
+            program,
+            plan,
+            result,
+            hazards: Some(&[]),
+            auto_sync: None,
+            serialised: &[],
+            best: None,
+            profile: None,
+        }
+    }
+}
+
 impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
     fn from(s: &'a pipeline::Simulation) -> Run<'a> {
         Run {
@@ -788,14 +806,9 @@ mod tests {
     ) -> T {
         let (program, plan) = (program_db(), plan_db());
         let run = Run {
-            program: &program,
-            plan: &plan,
-            result: r,
             hazards,
             auto_sync,
-            serialised: &[],
-            best: None,
-            profile: None,
+            ..Run::new(&program, &plan, r)
         };
         render(&config(), &run)
     }

@@ -6,16 +6,7 @@ use sim::{OpId, Pipe};
 
 fn run_page(program: &Program, plan: &planner::Plan, tl: Option<&Timeline>) -> String {
     let result = result_clean();
-    let run = Run {
-        program,
-        plan,
-        result: &result,
-        hazards: Some(&[]),
-        auto_sync: None,
-        serialised: &[],
-        best: None,
-        profile: None,
-    };
+    let run = Run::new(program, plan, &result);
     run_html(&config(), &run, tl, None)
 }
 
@@ -152,16 +143,7 @@ fn the_comparison_shows_an_overflowed_level() {
     let program = program_db();
     let plan = plan_db();
     let result = result_clean();
-    let run = Run {
-        program: &program,
-        plan: &plan,
-        result: &result,
-        hazards: Some(&[]),
-        auto_sync: None,
-        serialised: &[],
-        best: None,
-        profile: None,
-    };
+    let run = Run::new(&program, &plan, &result);
     let levels = vec![
         CompareLevel {
             level: 2,
@@ -186,14 +168,8 @@ fn the_profile_goes_in_its_section() {
     let plan = plan_db();
     let result = result_clean();
     let run = Run {
-        program: &program,
-        plan: &plan,
-        result: &result,
         hazards: None,
-        auto_sync: None,
-        serialised: &[],
-        best: None,
-        profile: None,
+        ..Run::new(&program, &plan, &result)
     };
     let page = run_html(&config(), &run, None, Some("<table id=\"ops\"></table>"));
     assert!(page
