@@ -55,7 +55,7 @@ const NO_PLACE: &[(&str, &str)] = &[
     ("arg_capacity_too_large.yaml", "--capacity"),
     ("arg_capacity_scope_not_on_core.yaml", "--capacity"),
     ("arg_param_too_large.yaml", "--param"),
-    ("arg_unknown_builtin_config.yaml", "ascend910"),
+    ("arg_unknown_builtin_config.yaml", "ascend310p"),
 ];
 
 /// Known gaps: problems that have a place in the fixture, but whose message does not give it

@@ -142,10 +142,11 @@ fn missing_program_file_exits_2() {
 
 #[test]
 fn unknown_config_exits_2() {
-    let o = npusim(&["run", DB, "--config", "ascend910c"]);
+    // one letter more than ascend910b, two more than ascend910
+    let o = npusim(&["run", DB, "--config", "ascend910bx"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("unknown config `ascend910c`"), "{err}");
+    assert!(err.contains("unknown config `ascend910bx`"), "{err}");
     assert!(err.contains("did you mean `ascend910b`"), "{err}");
 
     let o = npusim(&["run", DB, "--config", "configs/no_such.yaml"]);

@@ -14,6 +14,7 @@ mod plan_cli;
 mod plans;
 mod programs;
 mod race_cli;
+mod shipped_configs;
 mod speedup;
 mod sync_cli;
 mod trace_cli;
