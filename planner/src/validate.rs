@@ -196,7 +196,7 @@ fn static_checks(
     let core = config.cores.get(program.core.index());
     let align_of = |s: Space| {
         core.and_then(|c| c.scopes.iter().find(|x| x.space == s))
-            .map(|x| x.align)
+            .map(|x| x.plan_align)
     };
     let n = program.buffers.len();
     // `slots[b]`: the byte ranges checked for `unique` afterwards

@@ -120,6 +120,7 @@ pub(crate) mod testutil {
                     space: Space::Ub,
                     bytes: 196608,
                     align: 32,
+                    plan_align: 32,
                 }],
                 pipes: vec![Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3],
             }],

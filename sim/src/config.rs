@@ -34,8 +34,12 @@ pub struct CoreConfig {
 pub struct ScopeConfig {
     pub space: Space,
     pub bytes: u64,
-    /// Address alignment in bytes; a power of two.
+    /// Address alignment in bytes the hardware needs; a power of two (`at:` offsets are
+    /// checked against it).
     pub align: u64,
+    /// The alignment the planner places buffers at: the config's `plan_align` (HIVM plans L0C
+    /// at 512 B where the hardware needs 64), else `align`. A power of two, at least `align`.
+    pub plan_align: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

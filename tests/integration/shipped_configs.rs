@@ -59,3 +59,40 @@ fn a_program_for_another_chips_cores_names_the_cores_this_one_has() {
     );
     assert!(e.contains("expected one of: aicore"), "{e}");
 }
+
+#[test]
+fn the_planner_places_buffers_at_the_plan_alignment() {
+    // the built-in config with UB planned at 1 KiB instead of 32 B
+    let text = sim::builtin::builtin("ascend910b").unwrap().replace(
+        "ub:  { bytes: 196608, align: 32 }",
+        "ub:  { bytes: 196608, align: 32, plan_align: 1024 }",
+    );
+    let dir = std::env::temp_dir().join(format!("npusim-plan-align-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("coarse.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let config = file.to_str().unwrap();
+    // softmax has two 32-byte buffers: at 32 B they pack next to each other
+    let fine = npusim(&["plan", "programs/softmax.yaml", "--format", "json"]);
+    let coarse = npusim(&[
+        "plan",
+        "programs/softmax.yaml",
+        "--format",
+        "json",
+        "--config",
+        config,
+    ]);
+    assert_eq!(coarse.status.code(), Some(0), "{}", stderr(&coarse));
+    let offsets = |o: &std::process::Output| -> Vec<u64> {
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        doc["buffers"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|b| b["offsets"].as_array().unwrap().clone())
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    assert!(offsets(&fine).iter().any(|o| o % 1024 != 0));
+    assert!(offsets(&coarse).iter().all(|o| o % 1024 == 0));
+}

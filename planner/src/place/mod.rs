@@ -141,7 +141,7 @@ pub fn place(
     let first_writes = gen_order(program, live);
     for sc in &core.scopes {
         let space = sc.space;
-        let align = sc.align.max(1);
+        let align = sc.plan_align.max(1);
         let cap = opts
             .capacities
             .iter()

@@ -42,6 +42,7 @@ fn config() -> Config {
                     space,
                     bytes: 1 << 20,
                     align: 32,
+                    plan_align: 32,
                 })
                 .collect(),
             pipes: Pipe::ALL.to_vec(),

@@ -167,7 +167,7 @@ fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
                     None
                 }
             };
-            let Some(g) = r.map(sn, &p, "a scope", &["bytes", "align"], &[]) else {
+            let Some(g) = r.map(sn, &p, "a scope", &["bytes", "align"], &["plan_align"]) else {
                 continue;
             };
             let max = limits::MAX_SCOPE_BYTES as i64;
@@ -190,11 +190,43 @@ fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
                     );
                 }
             }
-            if let (Some(space), Some(bytes), Some(align)) = (space, bytes, align) {
+            let plan_align = match g.get("plan_align") {
+                None => align,
+                Some(n) => {
+                    let pa = r.int_in(n, &g.path("plan_align"), 1, max).map(|v| v as u64);
+                    match (pa, align) {
+                        (Some(pa), _) if !pa.is_power_of_two() => {
+                            let lower = 1u64 << (63 - pa.leading_zeros());
+                            r.error_hint(
+                                &g.path("plan_align"),
+                                format!("plan alignment {pa} is not a power of two"),
+                                Some(format!("use {lower} or {}", lower * 2)),
+                            );
+                            None
+                        }
+                        (Some(pa), Some(a)) if pa < a => {
+                            r.error_hint(
+                                &g.path("plan_align"),
+                                format!(
+                                    "plan alignment {pa} is below the scope's alignment {a}: \
+                                     planned addresses must satisfy the hardware"
+                                ),
+                                Some(format!("use {a} or more, or leave plan_align out")),
+                            );
+                            None
+                        }
+                        (pa, _) => pa,
+                    }
+                }
+            };
+            if let (Some(space), Some(bytes), Some(align), Some(plan_align)) =
+                (space, bytes, align, plan_align)
+            {
                 scopes.push(ScopeConfig {
                     space,
                     bytes,
                     align,
+                    plan_align,
                 });
             }
         }
