@@ -8,7 +8,7 @@ use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Bases};
 use crate::ids::{OpId, VarId};
-use crate::program::{BarrierTarget, Mmad, Op, OpKind, Operand, Program, Quant};
+use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant};
 use crate::types::{Pipe, Space};
 
 /// "Not inside any loop" in [`Opnd::counter`].
@@ -97,10 +97,11 @@ pub(super) enum Cost<'p> {
         work: u64,
         startup: u64,
     },
-    /// bytes = max(bytes of operand `src`, bytes of operand `dst`) (absolute operand indices).
+    /// A move on `path` reading operand `src` and writing operand `dst` (absolute operand
+    /// indices): [`PathConfig::move_work`].
     Move {
-        bpc: u64,
-        startup: u64,
+        path: PathConfig,
+        nz: bool,
         src: u32,
         dst: u32,
     },
@@ -479,18 +480,24 @@ impl<'p> Compiler<'p, '_> {
             | OpKind::Copy { src, dst }
             | OpKind::Fixpipe { src, dst, .. } => {
                 let path = *self.path(id, src.space, dst.space)?;
+                let nz = matches!(
+                    op.kind,
+                    OpKind::Load {
+                        layout: Layout::Nz,
+                        ..
+                    }
+                );
                 let (lo, hi) = self.operands(op)?;
                 let (s, d) = (lo, lo + 1);
-                let bpc = path.bytes_per_cycle.max(1) as u64;
                 let startup = path.startup as u64;
                 let cost = match (self.static_bytes(s), self.static_bytes(d)) {
                     (Some(a), Some(b)) => Cost::Fixed {
-                        work: a.max(b).div_ceil(bpc),
+                        work: path.move_work(a, b, nz),
                         startup,
                     },
                     _ => Cost::Move {
-                        bpc,
-                        startup,
+                        path,
+                        nz,
                         src: s,
                         dst: d,
                     },

@@ -1071,13 +1071,13 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(match *cost {
             Cost::Fixed { work, startup } => (work, startup),
             Cost::Move {
-                bpc,
-                startup,
+                ref path,
+                nz,
                 src,
                 dst,
             } => {
-                let b = self.bytes(op, src)?.max(self.bytes(op, dst)?);
-                (b.div_ceil(bpc), startup)
+                let (s, d) = (self.bytes(op, src)?, self.bytes(op, dst)?);
+                (path.move_work(s, d, nz), path.startup as u64)
             }
             Cost::Vector {
                 repeat,

@@ -21,6 +21,8 @@ fn path(from: Space, to: Space, pipe: Pipe, bpc: u32, startup: u32) -> PathConfi
         pipe,
         bytes_per_cycle: bpc,
         startup,
+        read_bytes_per_cycle: None,
+        nz_bytes_per_cycle: None,
     }
 }
 
