@@ -450,3 +450,51 @@ body:
     let r = run_on("nz_load.yaml", program, from, from);
     assert_eq!(r.total_cycles, 43);
 }
+
+#[test]
+fn golden_10_mmad_l1_stages_k_in_chunks_that_fit_half_of_l0() {
+    let program = "
+kernel: mmad_l1_chunks
+core: t
+sync: manual
+buffers:
+  a: { scope: l1, shape: [16, 512], dtype: f16 }
+  b: { scope: l1, shape: [512, 32], dtype: f16 }
+  c: { scope: l0c, shape: [16, 32], dtype: f32 }
+body:
+  - sstore: { dst: \"a[0, 0]\" }
+  - sstore: { dst: \"b[0, 0]\" }
+  - mmad_l1: { a: a, b: b, c: c, m: 16, n: 32, k: 512, init: 1 }
+";
+    let (_, r) = run("mmad_l1_chunks.yaml", program);
+    // a = 16 x 512 f16 = 16384 B, b = 512 x 32 f16 = 32768 B (more than half of L0B, 8192 B);
+    // kf = 32 B / 2 = 16, so k = 512 is 32 fractals. A chunk of kc of k holds 16384 x kc / 512
+    // B of a (fits 8192 up to kc = 256: 16 fractals) and 32768 x kc / 512 of b (up to 128: 8
+    // fractals): 4 chunks of 128.
+    // MTE1 chunk: 4096 / 128 + 8192 / 64 = 32 + 128 = 160, startup max(4, 3) = 4.
+    // M chunk: ceil(16/16) x ceil(32/16) x ceil(128/16) = 1 x 2 x 8 = 16, startup 5.
+    // S: sstores [0,1), [1,2); MTE1 part sent 2 (joins 3), M part sent 3 (joins 4); done at 4.
+    // MTE1: c0 [3,163) -> 167; c1 [163,323) -> 327; c2 may reuse c0's half once M completed
+    //   c0 (188, below): [323,483) -> 487; c3 after M's c1 (348): [483,643) -> 647.
+    // M: c0 at 167 [167,183) -> 188; c1 at 327 [327,343) -> 348; c2 at 487 [487,503) -> 508;
+    //   c3 at 647 [647,663) -> 668 = total.
+    // (Unchunked, as before: MTE1 128 + 512 = 640 [3,643) -> 647, M 64 [647,711) -> 716.)
+    assert_eq!(r.total_cycles, 668);
+    expect(&r, Pipe::S, 2, 4, &[], 0, 664);
+    // MTE1: starved [0,3), busy 640, never waits for M here, idle [643,668) = 25.
+    expect(&r, Pipe::Mte1, 1, 640, &[], 3, 25);
+    // M: starved [0,4); waits for copies [4,167) + [183,327) + [343,487) + [503,647)
+    //   = 163 + 3 x 144 = 595; busy 4 x 16 = 64; idle [663,668) = 5.
+    expect(
+        &r,
+        Pipe::M,
+        1,
+        64,
+        &[(Stall::WaitMacro { src: Pipe::Mte1 }, 595)],
+        4,
+        5,
+    );
+    idle_pipes(&r, &[Pipe::V, Pipe::Mte2, Pipe::Mte3, Pipe::Fix]);
+    // MTE1 [3,643) overlaps M's first three chunks: 3 x 16 = 48.
+    assert_eq!(r.overlap_cycles, 48);
+}
