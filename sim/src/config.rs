@@ -66,8 +66,31 @@ pub struct PathConfig {
     pub from: Space,
     pub to: Space,
     pub pipe: Pipe,
+    /// Destination bytes per cycle: a move writing B bytes is busy at least ceil(B / this).
     pub bytes_per_cycle: u32,
     pub startup: u32,
+    /// Optional source-side rate: a move reading B bytes is busy at least ceil(B / this).
+    pub read_bytes_per_cycle: Option<u32>,
+    /// Optional destination rate of a `layout: nz` load, in place of `bytes_per_cycle`.
+    pub nz_bytes_per_cycle: Option<u32>,
+}
+
+impl PathConfig {
+    /// Busy cycles of a move that reads `src` bytes and writes `dst` bytes on this path
+    /// (`nz`: a `layout: nz` load): max(ceil(src / read rate), ceil(dst / write rate)), the
+    /// write rate being `nz_bytes_per_cycle` for an nz load when given, else `bytes_per_cycle`.
+    #[inline]
+    pub fn move_work(&self, src: u64, dst: u64, nz: bool) -> u64 {
+        let write = match self.nz_bytes_per_cycle {
+            Some(r) if nz => r,
+            _ => self.bytes_per_cycle,
+        };
+        let w = dst.div_ceil(write.max(1) as u64);
+        match self.read_bytes_per_cycle {
+            Some(r) => w.max(src.div_ceil(r.max(1) as u64)),
+            None => w,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Bases};
 use crate::ids::{OpId, VarId};
-use crate::program::{BarrierTarget, Mmad, Op, OpKind, Operand, Program, Quant};
+use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant};
 use crate::types::{Pipe, Space};
 
 /// "Not inside any loop" in [`Opnd::counter`].
@@ -97,10 +97,11 @@ pub(super) enum Cost<'p> {
         work: u64,
         startup: u64,
     },
-    /// bytes = max(bytes of operand `src`, bytes of operand `dst`) (absolute operand indices).
+    /// A move on `path` reading operand `src` and writing operand `dst` (absolute operand
+    /// indices): [`PathConfig::move_work`].
     Move {
-        bpc: u64,
-        startup: u64,
+        path: PathConfig,
+        nz: bool,
         src: u32,
         dst: u32,
     },
@@ -122,14 +123,82 @@ pub(super) enum Cost<'p> {
         fnn: u64,
         startup: u64,
     },
-    /// The MTE1 part of mmad_l1: ceil(a / bpc_a) + ceil(b / bpc_b).
-    Stage {
-        bpc_a: u64,
-        bpc_b: u64,
-        startup: u64,
-        a: u32,
-        b: u32,
+    /// The MTE1 part of the mmad_l1 `macros[mc]`: per chunk, the copies of its a and b parts.
+    MacroStage {
+        mc: u32,
     },
+    /// The M part of the mmad_l1 `macros[mc]`: per chunk, an mmad of the chunk's k.
+    MacroM {
+        mc: u32,
+    },
+}
+
+/// What both parts of one `mmad_l1` need to split its k into chunks and cost them.
+#[derive(Clone, Debug)]
+pub(super) struct MacroCost<'p> {
+    pub m: Val<'p>,
+    pub n: Val<'p>,
+    pub k: Val<'p>,
+    /// Elements of k per fractal: fractal_k_bytes / dtype bytes of a (at least 1).
+    pub kf: u64,
+    pub fm: u64,
+    pub fnn: u64,
+    /// Operands a and b (absolute operand indices).
+    pub a: u32,
+    pub b: u32,
+    /// The `a.space -> l0a` and `b.space -> l0b` paths.
+    pub pa: PathConfig,
+    pub pb: PathConfig,
+    /// Half of L0A and of L0B (`u64::MAX` when the core has no such scope).
+    pub half_a: u64,
+    pub half_b: u64,
+    pub m_startup: u64,
+}
+
+/// The split of an `mmad_l1`'s k: `chunks` chunks of `per` k elements, the last one
+/// k - (chunks - 1) × per. The fewest chunks of whole fractals (kf elements) whose share of
+/// a (`a_bytes` × chunk k / k, rounded up) fits `half_a` and of b fits `half_b`, made as equal as
+/// whole fractals allow; one fractal per chunk when even that does not fit. k = 0: one empty chunk.
+pub(super) fn chunking(
+    k: u64,
+    kf: u64,
+    (a_bytes, half_a): (u64, u64),
+    (b_bytes, half_b): (u64, u64),
+) -> (u64, u64) {
+    if k == 0 {
+        return (1, 0);
+    }
+    let kf = kf.max(1);
+    let fractals = k.div_ceil(kf);
+    // the most fractals whose share of `bytes` fits `half`: bytes × kc / k <= half
+    let fit = |bytes: u64, half: u64| -> u64 {
+        if bytes == 0 {
+            return fractals;
+        }
+        let kmax = (half as u128 * k as u128 / bytes as u128).min(u64::MAX as u128) as u64;
+        if kmax >= k {
+            fractals
+        } else {
+            kmax / kf
+        }
+    };
+    let f = fit(a_bytes, half_a)
+        .min(fit(b_bytes, half_b))
+        .clamp(1, fractals);
+    let chunks = fractals.div_ceil(f);
+    let per = (fractals.div_ceil(chunks) * kf).min(k);
+    (chunks, per)
+}
+
+/// The bytes of a chunk of `kc` of `k` elements of k, of an operand of `bytes`: bytes × kc / k,
+/// rounded up.
+#[inline]
+pub(super) fn chunk_bytes(bytes: u64, kc: u64, k: u64) -> u64 {
+    if kc >= k {
+        bytes
+    } else {
+        (bytes as u128 * kc as u128).div_ceil(k as u128) as u64
+    }
 }
 
 /// A template for one instruction S sends to a pipe.
@@ -237,6 +306,8 @@ pub(super) struct Compiled<'p> {
     pub specs: Vec<Spec<'p>>,
     pub opnds: Vec<Opnd<'p>>,
     pub loops: Vec<LoopSpec<'p>>,
+    /// The `mmad_l1`s ([`Cost::MacroStage`], [`Cost::MacroM`]).
+    pub macros: Vec<MacroCost<'p>>,
     /// The core's pipes, as a bit set over [`Pipe::index`].
     pub pipe_mask: u8,
     /// Largest operand count of one op (scratch size for slots).
@@ -329,6 +400,7 @@ pub(super) fn compile<'p>(
             specs: Vec::new(),
             opnds: Vec::new(),
             loops: Vec::new(),
+            macros: Vec::new(),
             pipe_mask,
             max_operands: 0,
         },
@@ -479,18 +551,24 @@ impl<'p> Compiler<'p, '_> {
             | OpKind::Copy { src, dst }
             | OpKind::Fixpipe { src, dst, .. } => {
                 let path = *self.path(id, src.space, dst.space)?;
+                let nz = matches!(
+                    op.kind,
+                    OpKind::Load {
+                        layout: Layout::Nz,
+                        ..
+                    }
+                );
                 let (lo, hi) = self.operands(op)?;
                 let (s, d) = (lo, lo + 1);
-                let bpc = path.bytes_per_cycle.max(1) as u64;
                 let startup = path.startup as u64;
                 let cost = match (self.static_bytes(s), self.static_bytes(d)) {
                     (Some(a), Some(b)) => Cost::Fixed {
-                        work: a.max(b).div_ceil(bpc),
+                        work: path.move_work(a, b, nz),
                         startup,
                     },
                     _ => Cost::Move {
-                        bpc,
-                        startup,
+                        path,
+                        nz,
                         src: s,
                         dst: d,
                     },
@@ -530,27 +608,28 @@ impl<'p> Compiler<'p, '_> {
                 let (lo, hi) = self.operands(op)?;
                 let pa = *self.path(id, m.a.space, Space::L0a)?;
                 let pb = *self.path(id, m.b.space, Space::L0b)?;
-                let (a, b) = (lo, lo + 1);
-                let (bpc_a, bpc_b) = (
-                    pa.bytes_per_cycle.max(1) as u64,
-                    pb.bytes_per_cycle.max(1) as u64,
-                );
-                let startup = pa.startup.max(pb.startup) as u64;
-                let cost = match (self.static_bytes(a), self.static_bytes(b)) {
-                    (Some(x), Some(y)) => Cost::Fixed {
-                        work: x.div_ceil(bpc_a) + y.div_ceil(bpc_b),
-                        startup,
-                    },
-                    _ => Cost::Stage {
-                        bpc_a,
-                        bpc_b,
-                        startup,
-                        a,
-                        b,
-                    },
-                };
-                self.send_work(id, pa.pipe, Kind::Stage, cost, (lo, hi))?;
-                let cost = self.mmad_cost(m);
+                let cube = &self.config.cube;
+                let db = (m.a.dtype.bits() / 8).max(1);
+                let core = self.config.core(self.program.core);
+                let half = |s: Space| core.scope(s).map_or(u64::MAX, |c| c.bytes / 2);
+                let mc = self.out.macros.len() as u32;
+                self.out.macros.push(MacroCost {
+                    m: Val::new(&m.m),
+                    n: Val::new(&m.n),
+                    k: Val::new(&m.k),
+                    kf: (cube.fractal_k_bytes as u64 / db).max(1),
+                    fm: cube.fractal_m.max(1) as u64,
+                    fnn: cube.fractal_n.max(1) as u64,
+                    a: lo,
+                    b: lo + 1,
+                    pa,
+                    pb,
+                    half_a: half(Space::L0a),
+                    half_b: half(Space::L0b),
+                    m_startup: cube.startup as u64,
+                });
+                self.send_work(id, pa.pipe, Kind::Stage, Cost::MacroStage { mc }, (lo, hi))?;
+                let cost = Cost::MacroM { mc };
                 self.send_work(id, Pipe::M, Kind::MacroM, cost, (lo, hi))
             }
         }

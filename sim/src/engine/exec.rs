@@ -2,7 +2,9 @@
 //! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
-use super::compile::{mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP};
+use super::compile::{
+    chunk_bytes, chunking, mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP,
+};
 use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
@@ -23,13 +25,27 @@ const NP: usize = Pipe::COUNT;
 struct Entry {
     /// The cycle it joins the queue (send cycle + issue_cycles).
     join: u64,
+    /// Work of one chunk (of the instruction, for all but the parts of an `mmad_l1`).
     work: u64,
     startup: u64,
     seq: u64,
-    /// The flag index (set/wait) or the macro number (M part of mmad_l1).
+    /// The flag index (set/wait) or the macro number (the parts of an mmad_l1).
     arg: u64,
+    /// Work of the last chunk.
+    last: u64,
+    /// Chunks of the instruction (1 but for the parts of an `mmad_l1`) and how many started.
+    chunks: u32,
+    next: u32,
     op: u32,
     kind: Kind,
+}
+
+/// The staging of one `mmad_l1` by its MTE1 part: chunks copied so far, and the completion of
+/// the last two (chunk i's at `done[i % 2]`, the L0 half it went into).
+#[derive(Clone, Copy, Default)]
+struct MacroSlot {
+    staged: u32,
+    done: [u64; 2],
 }
 
 /// A fixed-capacity FIFO of entries that have not started (in transit included).
@@ -51,6 +67,11 @@ impl Ring {
     #[inline(always)]
     fn front(&self) -> &Entry {
         &self.buf[self.head]
+    }
+
+    #[inline(always)]
+    fn front_mut(&mut self) -> &mut Entry {
+        &mut self.buf[self.head]
     }
 
     #[inline(always)]
@@ -94,7 +115,10 @@ struct PipeState {
     starved: u64,
     instructions: u64,
     drain: u64,
+    /// An mmad_l1's M part waiting for a chunk's staging (on M).
     macro_wait: u64,
+    /// An mmad_l1's MTE1 part waiting for M to finish with an L0 half (on the staging pipe).
+    stage_wait: u64,
     /// Wait-flag stalls, indexed `src * event_ids + id`.
     wait_flag: Vec<u64>,
 }
@@ -233,9 +257,16 @@ struct Core<'p, 'c> {
     /// Non-S pipes of the core.
     mask: u8,
     flags: Vec<Flag>,
-    macro_done: Vec<u64>,
+    /// Staging state per macro number, modulo its length.
+    macros: Vec<MacroSlot>,
+    /// Macros whose MTE1 part has started its first chunk.
     macro_started: u64,
     macro_sent: u64,
+    /// The macro whose M part M works on (INF: none yet), its chunks started and the
+    /// completion of the last two (chunk i's at `m_done[i % 2]`).
+    m_macro: u64,
+    m_computed: u32,
+    m_done: [u64; 2],
     // scalar unit
     s_time: u64,
     pc: usize,
@@ -322,6 +353,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 instructions: 0,
                 drain: 0,
                 macro_wait: 0,
+                stage_wait: 0,
                 wait_flag: vec![0; NP * events],
             })
             .collect();
@@ -339,9 +371,12 @@ impl<'p, 'c> Core<'p, 'c> {
             pipes,
             mask: c.pipe_mask & !(1 << Pipe::S.index()),
             flags: vec![Flag::default(); NP * NP * events],
-            macro_done: vec![0; depth + 2],
+            macros: vec![MacroSlot::default(); depth + 2],
             macro_started: 0,
             macro_sent: 0,
+            m_macro: INF,
+            m_computed: 0,
+            m_done: [0; 2],
             s_time: 0,
             pc: 0,
             pending: Pending::None,
@@ -400,7 +435,18 @@ impl<'p, 'c> Core<'p, 'c> {
         let e = ps.ring.front();
         let base = e.join.max(ps.free);
         match e.kind {
-            Kind::Work | Kind::Stage => base,
+            Kind::Work => base,
+            Kind::Stage => {
+                // chunk i + 2 goes into the L0 half chunk i used: after M has completed chunk i
+                let i = e.next;
+                if i < 2 {
+                    base
+                } else if self.m_macro == e.arg && self.m_computed > i - 2 {
+                    base.max(self.m_done[(i % 2) as usize])
+                } else {
+                    INF
+                }
+            }
             Kind::SetFlag | Kind::Barrier => base.max(ps.max_complete),
             Kind::WaitFlag => {
                 let f = &self.flags[e.arg as usize];
@@ -411,8 +457,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
             }
             Kind::MacroM => {
+                // chunk i runs once its copies have completed
                 if e.arg < self.macro_started {
-                    base.max(self.macro_done[(e.arg % self.macro_done.len() as u64) as usize])
+                    let slot = &self.macros[(e.arg % self.macros.len() as u64) as usize];
+                    if slot.staged > e.next {
+                        base.max(slot.done[(e.next % 2) as usize])
+                    } else {
+                        INF
+                    }
                 } else {
                     INF
                 }
@@ -424,10 +476,13 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn start<O: Observer>(&mut self, p: usize, t: u64, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
-        let head = self.pipes[p].ring.front();
+        let head = *self.pipes[p].ring.front();
+        // the parts of an mmad_l1 start once per chunk; the entry leaves the queue at its last
+        let last = head.next + 1 >= head.chunks;
+        let work = if last { head.last } else { head.work };
         let complete = t
             .checked_add(head.startup)
-            .and_then(|c| c.checked_add(head.work));
+            .and_then(|c| c.checked_add(work));
         if !cx.in_time(t, complete) {
             return;
         }
@@ -435,7 +490,12 @@ impl<'p, 'c> Core<'p, 'c> {
         self.sweep_overlap(t);
         let events = self.events as u64;
         let ps = &mut self.pipes[p];
-        let e = ps.ring.pop();
+        let e = if last {
+            ps.ring.pop()
+        } else {
+            ps.ring.front_mut().next += 1;
+            head
+        };
         let gap = ps.free;
         if t > gap {
             let j = e.join.clamp(gap, t);
@@ -460,7 +520,11 @@ impl<'p, 'c> Core<'p, 'c> {
                         ps.macro_wait += stall;
                         Stall::WaitMacro { src: Pipe::Mte1 }
                     }
-                    Kind::Work | Kind::Stage => {
+                    Kind::Stage => {
+                        ps.stage_wait += stall;
+                        Stall::WaitMacro { src: Pipe::M }
+                    }
+                    Kind::Work => {
                         debug_assert!(false, "an unconditional instruction cannot stall");
                         Stall::Drain
                     }
@@ -475,16 +539,18 @@ impl<'p, 'c> Core<'p, 'c> {
                 });
             }
         }
-        ps.free = t + e.work;
-        ps.busy += e.work;
-        ps.instructions += 1;
-        let complete = t + e.startup + e.work; // checked against the limit above
+        ps.free = t + work;
+        ps.busy += work;
+        if last {
+            ps.instructions += 1;
+        }
+        let complete = t + e.startup + work; // checked against the limit above
         ps.max_complete = ps.max_complete.max(complete);
         self.dirty |= 1 << p;
         cx.obs.on_span(&Span {
             pipe: Pipe::ALL[p],
             from: t,
-            to: t + e.work,
+            to: t + work,
             op: OpId(e.op),
             seq: Some(e.seq),
             what: Activity::Work,
@@ -501,14 +567,27 @@ impl<'p, 'c> Core<'p, 'c> {
                 });
             }
             Kind::Stage => {
-                let cap = self.macro_done.len() as u64;
-                self.macro_done[(self.macro_started % cap) as usize] = complete;
-                self.macro_started += 1;
+                let cap = self.macros.len() as u64;
+                let slot = &mut self.macros[(e.arg % cap) as usize];
+                if e.next == 0 {
+                    self.macro_started += 1;
+                }
+                slot.done[(e.next % 2) as usize] = complete;
+                slot.staged = e.next + 1;
                 self.dirty |= 1 << Pipe::M.index();
+            }
+            Kind::MacroM => {
+                self.m_macro = e.arg;
+                self.m_computed = e.next + 1;
+                self.m_done[(e.next % 2) as usize] = complete;
+                // the staging pipe may wait for this chunk
+                self.dirty |= self.mask;
             }
             _ => {}
         }
-        cx.obs.on_start(e.seq, t, complete);
+        if last {
+            cx.obs.on_start(e.seq, t, complete);
+        }
     }
 
     /// Counts the cycles in [overlap_from, t) with at least two non-S pipes busy. Every busy
@@ -666,6 +745,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 entry.join = t + self.issue;
                 entry.seq = seq;
                 if entry.kind == Kind::Stage {
+                    entry.arg = self.macro_sent;
                     self.macro_sent += 1;
                 }
                 self.pipes[pipe.index()].ring.push(entry);
@@ -943,7 +1023,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let sp = &self.c.specs[spec];
         let op = sp.op;
         let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
-        let (work, startup) = self.cost(op, &sp.cost)?;
+        let (work, startup, chunks, last) = self.cost(op, &sp.cost)?;
         let mut arg = 0;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
@@ -963,6 +1043,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 startup,
                 seq: 0,
                 arg,
+                last,
+                chunks: chunks.min(u32::MAX as u64) as u32,
+                next: 0,
                 op: op.0,
                 kind: sp.kind,
             },
@@ -1067,17 +1150,19 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline]
-    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64)> {
-        Ok(match *cost {
+    /// (work of a chunk, startup, chunks, work of the last chunk): one chunk but for the parts
+    /// of an `mmad_l1`.
+    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64, u64, u64)> {
+        let (work, startup) = match *cost {
             Cost::Fixed { work, startup } => (work, startup),
             Cost::Move {
-                bpc,
-                startup,
+                ref path,
+                nz,
                 src,
                 dst,
             } => {
-                let b = self.bytes(op, src)?.max(self.bytes(op, dst)?);
-                (b.div_ceil(bpc), startup)
+                let (s, d) = (self.bytes(op, src)?, self.bytes(op, dst)?);
+                (path.move_work(s, d, nz), path.startup as u64)
             }
             Cost::Vector {
                 repeat,
@@ -1114,17 +1199,42 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 (mmad_work(dims[0], dims[1], dims[2], fm, fnn, kf), startup)
             }
-            Cost::Stage {
-                bpc_a,
-                bpc_b,
-                startup,
-                a,
-                b,
-            } => (
-                self.bytes(op, a)?.div_ceil(bpc_a) + self.bytes(op, b)?.div_ceil(bpc_b),
-                startup,
-            ),
-        })
+            Cost::MacroStage { mc } | Cost::MacroM { mc } => {
+                let mc = &self.c.macros[mc as usize];
+                let mut dims = [0u64; 3];
+                for (slot, (name, v)) in
+                    dims.iter_mut().zip([("m", mc.m), ("n", mc.n), ("k", mc.k)])
+                {
+                    let x = self.eval(op, v)?;
+                    if x < 0 {
+                        return Err(Fail {
+                            op,
+                            message: format!("mmad {name} = {x} is negative"),
+                        });
+                    }
+                    *slot = x as u64;
+                }
+                let [m, n, k] = dims;
+                let (a, b) = (self.bytes(op, mc.a)?, self.bytes(op, mc.b)?);
+                let (chunks, per) = chunking(k, mc.kf, (a, mc.half_a), (b, mc.half_b));
+                let last = k - (chunks - 1) * per;
+                let chunk = |kc: u64| -> u64 {
+                    if matches!(cost, Cost::MacroM { .. }) {
+                        mmad_work(m, n, kc, mc.fm, mc.fnn, mc.kf)
+                    } else {
+                        let (ca, cb) = (chunk_bytes(a, kc, k), chunk_bytes(b, kc, k));
+                        mc.pa.move_work(ca, ca, false) + mc.pb.move_work(cb, cb, false)
+                    }
+                };
+                let startup = if matches!(cost, Cost::MacroM { .. }) {
+                    mc.m_startup
+                } else {
+                    mc.pa.startup.max(mc.pb.startup) as u64
+                };
+                return Ok((chunk(per), startup, chunks, chunk(last)));
+            }
+        };
+        Ok((work, startup, 1, work))
     }
 
     #[inline]
@@ -1293,6 +1403,11 @@ impl<'p, 'c> Core<'p, 'c> {
                 Stall::WaitMacro { src: Pipe::Mte1 },
                 ps.macro_wait,
             );
+            push_stall(
+                &mut stalls,
+                Stall::WaitMacro { src: Pipe::M },
+                ps.stage_wait,
+            );
             let mut starved = ps.starved;
             let mut idle = 0;
             if ps.ring.len > 0 {
@@ -1305,6 +1420,7 @@ impl<'p, 'c> Core<'p, 'c> {
                         id: self.flag_parts(head.arg).2,
                     },
                     Kind::MacroM => Stall::WaitMacro { src: Pipe::Mte1 },
+                    Kind::Stage => Stall::WaitMacro { src: Pipe::M },
                     _ => Stall::Drain,
                 };
                 add_stall(&mut stalls, reason, total - j);
@@ -1391,6 +1507,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     WaitOn::Flag { src, dst, id }
                 }
                 Kind::MacroM => WaitOn::Macro { src: Pipe::Mte1 },
+                Kind::Stage => WaitOn::Macro { src: Pipe::M },
                 _ => unreachable!("only flag and macro waits can block forever"),
             };
             waiters.push(Waiter {

@@ -17,10 +17,17 @@
 //! `barrier_all`) until every queue is empty and every instruction has completed. A `wait_flag`
 //! whose destination is S blocks S (stall `wait_flag`); a `set_flag` whose source is S is executed
 //! by S at once (nothing to drain, no cycles) and becomes visible `flag_latency` later like any
-//! set. `mmad_l1` is sent as two instructions (2 × issue_cycles): an MTE1 part (work =
-//! ceil(a bytes / L1→L0A rate) + ceil(b bytes / L1→L0B rate), startup = the larger of the two
-//! paths' startups), then an M part costed like `mmad` that cannot start before the MTE1 part has
-//! completed (stall `wait_flag MTE1#mmad_l1`). The macro's L0 staging is its own: no other sync.
+//! set. `mmad_l1` is sent as two instructions (2 × issue_cycles), an MTE1 part then an M part,
+//! both split into the same chunks of k (`compile::chunking`: the fewest chunks of whole
+//! fractals, as equal as fractals allow, the last taking the rest, whose share of a fits half of
+//! L0A and of b half of L0B). MTE1 copies chunk i (work = the move cost of its a bytes on L1→L0A
+//! plus that of its b bytes on L1→L0B, startup = the larger of the two startups) into half
+//! i mod 2 and starts chunk i + 2 only after M has completed chunk i (stall
+//! `wait_flag M#mmad_l1`); M runs chunk i (costed like `mmad` with the chunk's k) after its
+//! copies have completed (stall `wait_flag MTE1#mmad_l1`). A part holds its pipe's head from its
+//! first chunk to its last and completes with its last chunk; each chunk's work is a `Work`
+//! span, and the part's [`Observer::on_start`] comes at its last chunk. The halves are the
+//! macro's own: no other sync.
 //!
 //! **Pipes.** A pipe starts its head instruction at the first cycle at which the instruction has
 //! joined the queue, every earlier instruction of the pipe has started and finished its work,
@@ -37,8 +44,10 @@
 //!   is visible, then clears it.
 //! - `barrier: P` waits until every earlier P instruction has completed (stall `drain`).
 //!
-//! **Costs.** A move on path P of B bytes: work = ceil(B / bytes_per_cycle), startup = P.startup,
-//! B = max(source bytes, destination bytes) (they differ only for a quantising fixpipe); the path
+//! **Costs.** A move on path P reading S bytes and writing D bytes: work = ceil(D / write
+//! rate), or max(ceil(S / read_bytes_per_cycle), that) when P has a read rate (the write rate is
+//! P's nz_bytes_per_cycle for a `layout: nz` load when given, else bytes_per_cycle; S and D
+//! differ only for a quantising fixpipe), startup = P.startup; the path
 //! is `config.path(src.space, dst.space)`. A vector op: repeats = ceil(max bytes over `ins` and
 //! `outs` / repeat_bytes) (`tmp` does not count), work = repeats × cycles_per_repeat, startup and
 //! cycles_per_repeat from `config.vector_cost(name)`. mmad: work = ceil(m/fractal_m) ×
@@ -143,7 +152,9 @@ pub struct Issue<'a> {
 /// for every dynamic op instance S sends or executes itself (`scalar`, `sload`, `sstore`,
 /// S-side flags, `barrier: all` included; control ops and `use` excluded); `on_start` follows
 /// once the instruction starts, with its start and completion cycles (for S's own ops, right
-/// after `on_issue`).
+/// after `on_issue`). The parts of an `mmad_l1` run in chunks: each chunk's work is its own
+/// span, and `on_start` comes once, when the last chunk starts (start = that chunk's start,
+/// complete = the part's completion).
 pub trait Observer {
     #[inline(always)]
     fn on_issue(&mut self, issue: &Issue<'_>) {

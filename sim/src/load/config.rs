@@ -293,7 +293,7 @@ fn paths(r: &mut Reader, node: &Node, cores: Option<&[CoreConfig]>) -> Option<Ve
             &p,
             "a data path",
             &["from", "to", "pipe", "bytes_per_cycle", "startup"],
-            &[],
+            &["read_bytes_per_cycle", "nz_bytes_per_cycle"],
         ) else {
             continue;
         };
@@ -316,9 +316,22 @@ fn paths(r: &mut Reader, node: &Node, cores: Option<&[CoreConfig]>) -> Option<Ve
         let startup = f
             .get("startup")
             .and_then(|n| r.u32(n, &f.path("startup"), false));
+        let read = f
+            .get("read_bytes_per_cycle")
+            .map(|n| r.u32(n, &f.path("read_bytes_per_cycle"), true));
+        let nz = f
+            .get("nz_bytes_per_cycle")
+            .map(|n| r.u32(n, &f.path("nz_bytes_per_cycle"), true));
         let (Some(from), Some(to), Some(pipe), Some(bpc), Some(startup)) =
             (from, to, pipe, bpc, startup)
         else {
+            continue;
+        };
+        // an optional rate that was given but invalid has been reported
+        let (Some(read), Some(nz)) = (
+            read.map_or(Some(None), |v| v.map(Some)),
+            nz.map_or(Some(None), |v| v.map(Some)),
+        ) else {
             continue;
         };
         if out.iter().any(|q| q.from == from && q.to == to) {
@@ -374,6 +387,8 @@ fn paths(r: &mut Reader, node: &Node, cores: Option<&[CoreConfig]>) -> Option<Ve
             pipe,
             bytes_per_cycle: bpc,
             startup,
+            read_bytes_per_cycle: read,
+            nz_bytes_per_cycle: nz,
         });
     }
     (r.count() == before).then_some(out)

@@ -360,3 +360,141 @@ fn golden_double_and_unpaired_set() {
     expect(&r, Pipe::S, 0, 5, &[], 0, 24);
     assert!(r.has_findings());
 }
+
+/// Runs `text` on the test config with `from` (a line of it) replaced by `to`.
+fn run_on(name: &str, text: &str, from: &str, to: &str) -> RunResult {
+    assert!(CONFIG.contains(from), "the test config has {from:?}");
+    let config = CONFIG.replace(from, to);
+    let config = sim::load_config(&config, "test_config.yaml").expect("config loads");
+    let program =
+        sim::load_program(text, name, &config, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let r = sim::run(&program, &config).unwrap_or_else(|e| panic!("{name}: {e}"));
+    r.check_accounting().unwrap();
+    r
+}
+
+/// One quantising fixpipe: 256 f32 of L0C (1024 B) to 256 f16 of gm (512 B).
+const QUANT_FIXPIPE: &str = "
+kernel: quant_fixpipe
+core: t
+sync: manual
+gm:
+  c: { shape: [256], dtype: f16 }
+buffers:
+  lc: { scope: l0c, shape: [256], dtype: f32 }
+body:
+  - sstore: { dst: \"lc[0]\" }
+  - fixpipe: { src: lc, dst: c, quant: true }
+";
+
+const FIX_PATH: &str = "{ from: l0c, to: gm,  pipe: fix,  bytes_per_cycle: 32,  startup: 6 }";
+
+#[test]
+fn golden_7_quantising_fixpipe_moves_its_destination_bytes() {
+    let (_, r) = run("quant_fixpipe.yaml", QUANT_FIXPIPE);
+    // A move's bytes are its destination's: 256 f16 = 512 B (the source is 1024 B of f32).
+    // S: the sstore (which only marks lc written) [0,1); sends the fixpipe at 1 (busy [1,2)); it
+    // joins FIX at 2 and starts: work = ceil(512 / 32) = 16, busy [2,18), completes 2 + 6 + 16
+    // = 24 = total (with the source's 1024 B it would be 2 + 6 + 32 = 40).
+    assert_eq!(r.total_cycles, 24);
+    // S: busy 2 (one instruction of its own, the sstore), idle [2,24) = 22.
+    expect(&r, Pipe::S, 1, 2, &[], 0, 22);
+    // FIX: starved [0,2), busy 16, idle [18,24) = 6.
+    expect(&r, Pipe::Fix, 1, 16, &[], 2, 6);
+    idle_pipes(&r, &[Pipe::V, Pipe::M, Pipe::Mte1, Pipe::Mte2, Pipe::Mte3]);
+}
+
+#[test]
+fn golden_8_read_rate_bounds_a_move_by_its_source_bytes() {
+    // As golden 7, with l0c -> gm reading at 16 B/cycle: work = max(ceil(1024 / 16),
+    // ceil(512 / 32)) = max(64, 16) = 64; busy [2,66), completes 2 + 6 + 64 = 72 = total.
+    let slow = FIX_PATH.replace("startup: 6", "startup: 6, read_bytes_per_cycle: 16");
+    let r = run_on("quant_fixpipe.yaml", QUANT_FIXPIPE, FIX_PATH, &slow);
+    assert_eq!(r.total_cycles, 72);
+    expect(&r, Pipe::Fix, 1, 64, &[], 2, 6);
+    // Reading at 64 B/cycle: max(ceil(1024 / 64), 16) = max(16, 16) = 16: the write side
+    // bounds it again, 2 + 6 + 16 = 24.
+    let fast = FIX_PATH.replace("startup: 6", "startup: 6, read_bytes_per_cycle: 64");
+    let r = run_on("quant_fixpipe.yaml", QUANT_FIXPIPE, FIX_PATH, &fast);
+    assert_eq!(r.total_cycles, 24);
+    expect(&r, Pipe::Fix, 1, 16, &[], 2, 6);
+}
+
+#[test]
+fn golden_9_nz_load_uses_the_nz_rate() {
+    let program = "
+kernel: nz_load
+core: t
+sync: manual
+gm:
+  x: { shape: [16, 32], dtype: f16 }
+buffers:
+  nd: { scope: l1, shape: [16, 32], dtype: f16 }
+  nz: { scope: l1, shape: [16, 32], dtype: f16 }
+body:
+  - load: { src: x, dst: nd }
+  - load: { src: x, dst: nz, layout: nz }
+";
+    let from = "{ from: gm,  to: l1,  pipe: mte2, bytes_per_cycle: 64,  startup: 10 }";
+    let to = "{ from: gm,  to: l1,  pipe: mte2, bytes_per_cycle: 64,  startup: 10, nz_bytes_per_cycle: 16 }";
+    let r = run_on("nz_load.yaml", program, from, to);
+    // Both loads move 512 f16 = 1024 B on gm -> l1.
+    // nd: sent 0, joins 1, work ceil(1024 / 64) = 16, busy [1,17), completes 1 + 10 + 16 = 27.
+    // nz: sent 1, joins 2, starts 17 after the nd load's work: work ceil(1024 / 16) = 64, busy
+    //   [17,81), completes 17 + 10 + 64 = 91 = total (at 64 B/cycle it would be 43).
+    assert_eq!(r.total_cycles, 91);
+    // MTE2: starved [0,1), busy 16 + 64 = 80, idle [81,91) = 10.
+    expect(&r, Pipe::Mte2, 2, 80, &[], 1, 10);
+    expect(&r, Pipe::S, 0, 2, &[], 0, 89);
+    // Without the key an nz load costs what an nd load does: 17 + 10 + 16 = 43.
+    let r = run_on("nz_load.yaml", program, from, from);
+    assert_eq!(r.total_cycles, 43);
+}
+
+#[test]
+fn golden_10_mmad_l1_stages_k_in_chunks_that_fit_half_of_l0() {
+    let program = "
+kernel: mmad_l1_chunks
+core: t
+sync: manual
+buffers:
+  a: { scope: l1, shape: [16, 512], dtype: f16 }
+  b: { scope: l1, shape: [512, 32], dtype: f16 }
+  c: { scope: l0c, shape: [16, 32], dtype: f32 }
+body:
+  - sstore: { dst: \"a[0, 0]\" }
+  - sstore: { dst: \"b[0, 0]\" }
+  - mmad_l1: { a: a, b: b, c: c, m: 16, n: 32, k: 512, init: 1 }
+";
+    let (_, r) = run("mmad_l1_chunks.yaml", program);
+    // a = 16 x 512 f16 = 16384 B, b = 512 x 32 f16 = 32768 B (more than half of L0B, 8192 B);
+    // kf = 32 B / 2 = 16, so k = 512 is 32 fractals. A chunk of kc of k holds 16384 x kc / 512
+    // B of a (fits 8192 up to kc = 256: 16 fractals) and 32768 x kc / 512 of b (up to 128: 8
+    // fractals): 4 chunks of 128.
+    // MTE1 chunk: 4096 / 128 + 8192 / 64 = 32 + 128 = 160, startup max(4, 3) = 4.
+    // M chunk: ceil(16/16) x ceil(32/16) x ceil(128/16) = 1 x 2 x 8 = 16, startup 5.
+    // S: sstores [0,1), [1,2); MTE1 part sent 2 (joins 3), M part sent 3 (joins 4); done at 4.
+    // MTE1: c0 [3,163) -> 167; c1 [163,323) -> 327; c2 may reuse c0's half once M completed
+    //   c0 (188, below): [323,483) -> 487; c3 after M's c1 (348): [483,643) -> 647.
+    // M: c0 at 167 [167,183) -> 188; c1 at 327 [327,343) -> 348; c2 at 487 [487,503) -> 508;
+    //   c3 at 647 [647,663) -> 668 = total.
+    // (Unchunked, as before: MTE1 128 + 512 = 640 [3,643) -> 647, M 64 [647,711) -> 716.)
+    assert_eq!(r.total_cycles, 668);
+    expect(&r, Pipe::S, 2, 4, &[], 0, 664);
+    // MTE1: starved [0,3), busy 640, never waits for M here, idle [643,668) = 25.
+    expect(&r, Pipe::Mte1, 1, 640, &[], 3, 25);
+    // M: starved [0,4); waits for copies [4,167) + [183,327) + [343,487) + [503,647)
+    //   = 163 + 3 x 144 = 595; busy 4 x 16 = 64; idle [663,668) = 5.
+    expect(
+        &r,
+        Pipe::M,
+        1,
+        64,
+        &[(Stall::WaitMacro { src: Pipe::Mte1 }, 595)],
+        4,
+        5,
+    );
+    idle_pipes(&r, &[Pipe::V, Pipe::Mte2, Pipe::Mte3, Pipe::Fix]);
+    // MTE1 [3,643) overlaps M's first three chunks: 3 x 16 = 48.
+    assert_eq!(r.overlap_cycles, 48);
+}
