@@ -748,7 +748,7 @@ fn legend(reasons: &[Stall]) -> String {
             ),
             Stall::WaitMacro { .. } => (
                 "wait P#mmad_l1",
-                "the M part of an mmad_l1 waited for its staging on pipe P",
+                "a part of an mmad_l1 waited for the other on pipe P (M: a chunk's copies; MTE1: M to free an L0 half)",
             ),
             Stall::Drain => (
                 "drain",

@@ -809,7 +809,33 @@ impl Loader<'_, '_> {
         }
         let mut pipes_ok = self.core_has_pipe(Pipe::M, opath, name);
         if l1 {
-            pipes_ok &= self.core_has_pipe(Pipe::Mte1, opath, name);
+            // the macro stages a and b into L0A / L0B itself, on MTE1 (the engine and the race
+            // checker model it so): the config must have both paths, on MTE1
+            for (o, to) in [(&a, Space::L0a), (&b, Space::L0b)] {
+                match self.move_pipe(o.space, to, opath) {
+                    Some(Pipe::Mte1) => {}
+                    Some(p) => {
+                        self.r.error_hint(
+                            opath,
+                            format!(
+                                "mmad_l1 stages {} -> {} on mte1, but config {} runs that path \
+                                 on {}",
+                                o.space.yaml_name(),
+                                to.yaml_name(),
+                                self.config.name,
+                                p.yaml_name()
+                            ),
+                            Some(
+                                "put the path on mte1 in the config, or copy to L0 yourself and \
+                                 use mmad"
+                                    .into(),
+                            ),
+                        );
+                        pipes_ok = false;
+                    }
+                    None => pipes_ok = false,
+                }
+            }
             if self.mmad_l1_at.is_none() {
                 self.mmad_l1_at = Some(opath.to_string());
             }
