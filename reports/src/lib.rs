@@ -136,6 +136,8 @@ pub(crate) mod testutil {
             paths: vec![],
             vector: VectorConfig {
                 repeat_bytes: 256,
+                block_bytes: None,
+                ub_banks: None,
                 default: VecCost {
                     cycles_per_repeat: 2,
                     startup: 10,
@@ -349,6 +351,7 @@ pub(crate) mod testutil {
                 },
             ],
             overlap_cycles: 450,
+            bank_conflict_cycles: None,
             findings: vec![],
             deadlock: None,
             stopped: None,

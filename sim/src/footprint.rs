@@ -262,6 +262,107 @@ pub fn count_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<u64, 
     Ok(n)
 }
 
+/// The maximal contiguous runs of the elements an operand selects, in row-major order of its
+/// base (the vector block and UB bank costs, docs/timing.md). Every run of one operand has the
+/// same length: the innermost dimensions selected whole merge with the first one that is not
+/// (its selected length times their extents), and each combination of the outer dimensions'
+/// indices starts one run. A whole buffer is one run; `x[0:64, 0:32]` of a `[128, 128]` base is
+/// 64 runs of 32 elements; an empty selection has no runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runs {
+    pub count: u64,
+    /// Elements per run.
+    pub len: u64,
+}
+
+impl Runs {
+    /// The bytes of one run of `bits`-bit elements, rounded up.
+    #[inline]
+    pub fn run_bytes(self, bits: u64) -> u64 {
+        self.len.saturating_mul(bits).div_ceil(8)
+    }
+}
+
+/// The runs of operand `o` (on a base of `shape`) for the loop variables `vars`, without their
+/// starts ([`run_starts`]). Nothing is allocated.
+#[inline]
+pub fn runs_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<Runs, EvalFailure<'a>> {
+    let mut len = 1u64;
+    let mut count = 1u64;
+    let mut merging = true;
+    for d in (0..shape.len()).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        let n = b.saturating_sub(a).max(0) as u64;
+        if n == 0 {
+            return Ok(Runs { count: 0, len: 0 });
+        }
+        if merging {
+            len = len.saturating_mul(n);
+            merging = a == 0 && n == shape[d];
+        } else {
+            count = count.saturating_mul(n);
+        }
+    }
+    Ok(Runs { count, len })
+}
+
+/// [`runs_at`], and the first element of every run (row-major in the base, window offsets not
+/// included), in run order, appended to `starts`.
+pub fn run_starts<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    starts: &mut Vec<u64>,
+) -> Result<Runs, EvalFailure<'a>> {
+    let runs = runs_at(o, shape, vars)?;
+    if runs.count == 0 {
+        return Ok(runs);
+    }
+    // the innermost dimension that is not selected whole (or 0): it holds each run's start
+    let mut inner = 0;
+    let mut stride = 1u64;
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len()).rev() {
+        strides[d] = stride;
+        stride = stride.saturating_mul(shape[d]);
+    }
+    for d in (0..shape.len()).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        if !(a == 0 && b as u64 == shape[d]) {
+            inner = d;
+            break;
+        }
+    }
+    let mut sels = Vec::with_capacity(inner + 1);
+    for (d, &extent) in shape.iter().enumerate().take(inner + 1) {
+        let (a, b) = Sel::of(o, d, extent).at(vars)?;
+        sels.push((a.max(0) as u64, b.max(0) as u64));
+    }
+    fn walk(
+        d: usize,
+        at: u64,
+        inner: usize,
+        sels: &[(u64, u64)],
+        strides: &[u64],
+        out: &mut Vec<u64>,
+    ) {
+        let (a, b) = sels[d];
+        if d == inner {
+            out.push(at + a * strides[d]);
+            return;
+        }
+        for i in a..b {
+            walk(d + 1, at + i * strides[d], inner, sels, strides, out);
+        }
+    }
+    if shape.is_empty() {
+        starts.push(0);
+    } else {
+        walk(0, 0, inner, &sels, &strides, starts);
+    }
+    Ok(runs)
+}
+
 /// An operand's bounding range over every value of the loop variables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Over {

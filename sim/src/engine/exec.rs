@@ -2,18 +2,20 @@
 //! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
+use super::banks::{self, Scratch};
 use super::compile::{mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP};
 use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
 };
 use super::{Activity, Issue, Observer, Release, Span};
-use crate::config::Config;
+use crate::config::{Config, UbBanks};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;
 use crate::program::{ForLoop, OpKind, Program};
 use crate::types::Pipe;
+use std::cell::RefCell;
 
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
@@ -26,7 +28,8 @@ struct Entry {
     work: u64,
     startup: u64,
     seq: u64,
-    /// The flag index (set/wait) or the macro number (M part of mmad_l1).
+    /// The flag index (set/wait), the macro number (M part of mmad_l1), or the bank conflict
+    /// cycles of a vector op's work (`Work`).
     arg: u64,
     op: u32,
     kind: Kind,
@@ -253,6 +256,11 @@ struct Core<'p, 'c> {
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
+    /// `ub_banks`, and the bank conflict cycles of the vector work started so far.
+    ub_banks: Option<UbBanks>,
+    bank_conflict: u64,
+    /// Scratch for the bank cost of vector ops whose operands are known only at issue.
+    scratch: RefCell<Scratch>,
 }
 
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
@@ -358,6 +366,9 @@ impl<'p, 'c> Core<'p, 'c> {
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
+            ub_banks: config.vector.ub_banks,
+            bank_conflict: 0,
+            scratch: RefCell::new(Scratch::default()),
         }
     }
 
@@ -506,6 +517,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.macro_started += 1;
                 self.dirty |= 1 << Pipe::M.index();
             }
+            Kind::Work => self.bank_conflict += e.arg,
             _ => {}
         }
         cx.obs.on_start(e.seq, t, complete);
@@ -943,8 +955,8 @@ impl<'p, 'c> Core<'p, 'c> {
         let sp = &self.c.specs[spec];
         let op = sp.op;
         let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
-        let (work, startup) = self.cost(op, &sp.cost)?;
-        let mut arg = 0;
+        let (work, startup, conflict) = self.cost(op, &sp.cost)?;
+        let mut arg = conflict;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
             let (idx, id) = self.flag_index(op, src, dst, id)?;
@@ -1066,9 +1078,48 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(o.operand.dtype.bytes_for(elements))
     }
 
+    /// (work, startup, bank conflict cycles) of an instruction about to be sent, its operands'
+    /// slots in the scratch.
     #[inline]
-    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64)> {
-        Ok(match *cost {
+    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64, u64)> {
+        if let Cost::Banked { table, startup } = *cost {
+            let t = &self.c.tables[table as usize];
+            let mut idx = 0;
+            for &(k, mult) in &t.mults {
+                idx += self.slots[k as usize] as u64 * mult;
+            }
+            let (work, conflict) = t.costs[idx as usize];
+            return Ok((work, startup, conflict));
+        }
+        if let Cost::BankedDyn {
+            block,
+            per_repeat,
+            cpr,
+            startup,
+            lo,
+            mid,
+            hi,
+        } = *cost
+        {
+            let ub = self
+                .ub_banks
+                .as_ref()
+                .expect("a banked cost needs ub_banks");
+            let opnds = &self.c.opnds[lo as usize..hi as usize];
+            let mut s = self.scratch.borrow_mut();
+            banks::fill(
+                opnds,
+                (mid - lo) as usize,
+                &self.slots,
+                &self.vars,
+                block,
+                &mut s,
+            )
+            .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
+            let (work, conflict) = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+            return Ok((work, startup, conflict));
+        }
+        let (work, startup) = match *cost {
             Cost::Fixed { work, startup } => (work, startup),
             Cost::Move {
                 bpc,
@@ -1081,6 +1132,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             Cost::Vector {
                 repeat,
+                block: 0,
                 cpr,
                 startup,
                 lo,
@@ -1092,6 +1144,23 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 (b.div_ceil(repeat) * cpr, startup)
             }
+            Cost::Vector {
+                repeat,
+                block,
+                cpr,
+                startup,
+                lo,
+                hi,
+            } => {
+                let mut most = 0;
+                for o in &self.c.opnds[lo as usize..hi as usize] {
+                    let blocks = banks::op_blocks(o, &self.vars, block)
+                        .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
+                    most = most.max(blocks);
+                }
+                (banks::repeats(most, repeat / block) * cpr, startup)
+            }
+            Cost::Banked { .. } | Cost::BankedDyn { .. } => unreachable!("handled above"),
             Cost::Mmad {
                 m,
                 n,
@@ -1124,7 +1193,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.bytes(op, a)?.div_ceil(bpc_a) + self.bytes(op, b)?.div_ceil(bpc_b),
                 startup,
             ),
-        })
+        };
+        Ok((work, startup, 0))
     }
 
     #[inline]
@@ -1335,6 +1405,7 @@ impl<'p, 'c> Core<'p, 'c> {
             total_cycles: total,
             pipes,
             overlap_cycles: self.overlap,
+            bank_conflict_cycles: self.ub_banks.map(|_| self.bank_conflict),
             findings: self.findings,
             deadlock,
             stopped,

@@ -98,6 +98,7 @@
 //! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
 //! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
+mod banks;
 mod compile;
 mod exec;
 mod ledger;
@@ -329,8 +330,7 @@ pub fn run_placed<O: Observer>(
     limits: Limits,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    let slot_counts = addresses.slot_counts();
-    let compiled = compile::compile(program, config, &slot_counts).map_err(|e| {
+    let compiled = compile::compile(program, config, addresses).map_err(|e| {
         let op = e.op.unwrap_or(OpId(0));
         RunError {
             op,
