@@ -563,6 +563,41 @@ body:
     }
 
     #[test]
+    fn runs_of_whole_strided_and_picked_selections() {
+        let p = program();
+        let mut starts = Vec::new();
+        // the whole [4, 8] buffer: one run of 32 elements at 0
+        let whole = fp(&p, 0, 1);
+        let runs = run_starts(whole.operand, whole.shape, &[], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 1, len: 32 }, &[0][..])
+        );
+        assert_eq!(runs.run_bytes(16), 64);
+        // a[1:3, 2:4]: rows 1 and 2, columns 2..4: two runs of 2, at 1 × 8 + 2 and 2 × 8 + 2
+        starts.clear();
+        let strided = fp(&p, 2, 0);
+        let runs = run_starts(strided.operand, strided.shape, &[0], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 2, len: 2 }, &[10, 18][..])
+        );
+        // a[i, 0:4]: one run of 4 at row i
+        starts.clear();
+        let row = fp(&p, 2, 1);
+        let runs = run_starts(row.operand, row.shape, &[1], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 1, len: 4 }, &[8][..])
+        );
+        assert_eq!(runs_at(row.operand, row.shape, &[1]), Ok(runs));
+        // i1: 2 elements round up to a byte
+        let bits = fp(&p, 3, 1);
+        let runs = runs_at(bits.operand, bits.shape, &[0]).unwrap();
+        assert_eq!((runs.count, runs.run_bytes(1)), (1, 1));
+    }
+
+    #[test]
     fn selections() {
         let p = program();
         let row = fp(&p, 2, 1);
