@@ -25,6 +25,7 @@
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
+//! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
@@ -137,6 +138,8 @@ pub(crate) mod testutil {
             paths: vec![],
             vector: VectorConfig {
                 repeat_bytes: 256,
+                block_bytes: None,
+                ub_banks: None,
                 default: VecCost {
                     cycles_per_repeat: 2,
                     startup: 10,
@@ -350,6 +353,7 @@ pub(crate) mod testutil {
                 },
             ],
             overlap_cycles: 450,
+            bank_conflict_cycles: None,
             findings: vec![],
             deadlock: None,
             stopped: None,

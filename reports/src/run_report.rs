@@ -361,6 +361,13 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             "(no pipe besides S)".into(),
         ]),
     }
+    if let Some(c) = result.bank_conflict_cycles {
+        summary.row(vec![
+            "bank conflicts".into(),
+            c.to_string(),
+            "cycles of V busy (ub_banks)".into(),
+        ]);
+    }
     // the header row of this table is empty; drop it
     let rendered = summary.render("");
     out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
@@ -488,6 +495,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "overlap_cycles": result.overlap_cycles,
         "pipe_bound": pipe_bound,
         "efficiency": crate::round4(result.efficiency()),
+        "bank_conflict_cycles": result.bank_conflict_cycles,
         // `null`, not `[]`, when no race check ran: no claim that none was found
         "race_check": hazards.is_some(),
         "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
@@ -508,7 +516,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 20] = [
+pub const RUN_KEYS: [&str; 21] = [
     "kernel",
     "config",
     "sync",
@@ -519,6 +527,7 @@ pub const RUN_KEYS: [&str; 20] = [
     "overlap_cycles",
     "pipe_bound",
     "efficiency",
+    "bank_conflict_cycles",
     "race_check",
     "hazards",
     "findings",
@@ -901,6 +910,7 @@ mod tests {
                 "overlap_cycles",
                 "pipe_bound",
                 "efficiency",
+                "bank_conflict_cycles",
                 "race_check",
                 "hazards",
                 "findings",

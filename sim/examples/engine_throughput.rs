@@ -9,6 +9,10 @@
 //! N defaults to 10 000 000 and accepts a `k`/`M` suffix (`1M`). Memory must not depend on N:
 //! compare a 1M and a 10M run.
 //!
+//! With `--banks` it turns on `vector.block_bytes: 32` and `ub_banks: { groups: 16, row_bytes: 32,
+//! bank_bytes: 4096 }` and runs at sequential addresses (every slot of every buffer side by
+//! side), so every vadd takes its bank cost from its slot combination.
+//!
 //! With `--race` it also runs the same kernel under the race checker (every buffer slot side
 //! by side) and prints that rate and the checker's overhead (time with / time without).
 
@@ -80,17 +84,21 @@ fn program(config: &sim::Config, tiles: u64) -> sim::Program {
         .unwrap_or_else(|e| panic!("the generated kernel must load: {e}"))
 }
 
-fn run(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64) {
+fn run(config: &sim::Config, tiles: u64, banks: bool) -> (sim::RunResult, f64) {
     let program = program(config, tiles);
+    let addresses = if banks {
+        side_by_side(&program)
+    } else {
+        sim::Addresses::default()
+    };
     let t0 = Instant::now();
-    let result = sim::run(&program, config).expect("the generated kernel runs");
+    let result = sim::run_placed(&program, config, &addresses, Default::default(), &mut ())
+        .expect("the generated kernel runs");
     (result, t0.elapsed().as_secs_f64())
 }
 
-/// Runs under the race checker, every slot of every buffer side by side; returns the result,
-/// the seconds, the hazards and the checker's peak live records.
-fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, usize) {
-    let program = program(config, tiles);
+/// Every slot of every buffer side by side, in declaration order.
+fn side_by_side(program: &sim::Program) -> sim::Addresses {
     let mut next = [0u64; sim::Space::COUNT];
     let mut offsets = Vec::new();
     let mut sizes = Vec::new();
@@ -106,10 +114,17 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
         );
         sizes.push(b.bytes);
     }
-    let addresses = sim::Addresses {
+    sim::Addresses {
         offsets,
         slot_bytes: sizes,
-    };
+    }
+}
+
+/// Runs under the race checker, every slot of every buffer side by side; returns the result,
+/// the seconds, the hazards and the checker's peak live records.
+fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, usize) {
+    let program = program(config, tiles);
+    let addresses = side_by_side(&program);
     let t0 = Instant::now();
     let mut checker = sim::race::RaceChecker::new(&program, config, &addresses);
     let result = sim::run_placed(
@@ -127,27 +142,39 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
 
 fn main() {
     let race = std::env::args().any(|a| a == "--race");
-    let target = match std::env::args().skip(1).find(|a| a != "--race") {
+    let banks = std::env::args().any(|a| a == "--banks");
+    let target = match std::env::args().skip(1).find(|a| !a.starts_with("--")) {
         None => 10_000_000,
         Some(a) => parse_count(&a).unwrap_or_else(|| {
-            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--race]");
+            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--race] [--banks]");
             std::process::exit(2)
         }),
     };
-    let config = sim::load_config(sim::builtin::builtin(CONFIG).unwrap(), CONFIG)
+    let mut config = sim::load_config(sim::builtin::builtin(CONFIG).unwrap(), CONFIG)
         .expect("the built-in config loads");
+    if banks {
+        config.vector.block_bytes = Some(32);
+        config.vector.ub_banks = Some(sim::config::UbBanks {
+            groups: 16,
+            row_bytes: 32,
+            bank_bytes: 4096,
+        });
+    }
     // calibrate: dynamic instructions per tile
-    let (a, _) = run(&config, 100);
-    let (b, _) = run(&config, 200);
+    let (a, _) = run(&config, 100, banks);
+    let (b, _) = run(&config, 200, banks);
     let per_tile = (b.instructions() - a.instructions()) / 100;
     let tiles = target.div_ceil(per_tile).max(2);
 
-    let (result, secs) = run(&config, tiles);
+    let (result, secs) = run(&config, tiles, banks);
     assert!(result.deadlock.is_none() && result.findings.is_empty());
     let n = result.instructions();
     println!("kernel: vec_add_db, {tiles} tiles, {per_tile} instructions per tile");
     println!("dynamic instructions: {n}");
     println!("simulated cycles:     {}", result.total_cycles);
+    if let Some(c) = result.bank_conflict_cycles {
+        println!("bank conflict cycles: {c}");
+    }
     println!("seconds:              {secs:.3}");
     println!("instructions/s:       {:.2} M", n as f64 / secs / 1e6);
     if race {

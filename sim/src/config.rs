@@ -102,9 +102,42 @@ pub struct VecCost {
 #[derive(Clone, Debug, PartialEq)]
 pub struct VectorConfig {
     pub repeat_bytes: u32,
+    /// `vector.block_bytes`: operands are handled in blocks of this many bytes, counted per
+    /// contiguous run (docs/timing.md, "Vector blocks"). `None`: repeats come from bytes alone.
+    /// Divides `repeat_bytes`.
+    pub block_bytes: Option<u32>,
+    /// The top-level `ub_banks` key: UB bank groups, which add cycles to a vector repeat whose
+    /// blocks collide (docs/timing.md, "UB banks"). Only with `block_bytes`.
+    pub ub_banks: Option<UbBanks>,
     pub default: VecCost,
     /// Per-op overrides, indexed by [`VecOp::index`]; `None` takes `default`.
     pub ops: [Option<VecCost>; VecOp::COUNT],
+}
+
+/// The UB's bank layout (`ub_banks: { groups, row_bytes, bank_bytes }`, all positive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UbBanks {
+    /// Bank groups: one block per group can be read, and one written, per cycle.
+    pub groups: u32,
+    /// Bytes of one bank row: consecutive rows lie in consecutive groups.
+    pub row_bytes: u32,
+    /// Bytes of one bank.
+    pub bank_bytes: u32,
+}
+
+impl UbBanks {
+    /// The group of UB byte address `a`: (a / row_bytes) mod groups.
+    #[inline]
+    pub fn group(&self, a: u64) -> u64 {
+        (a / self.row_bytes as u64) % self.groups as u64
+    }
+
+    /// The bank of UB byte address `a`: group + groups × (a / (groups × bank_bytes)).
+    #[inline]
+    pub fn bank(&self, a: u64) -> u64 {
+        let g = self.groups as u64;
+        self.group(a) + g * (a / (g * self.bank_bytes as u64))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

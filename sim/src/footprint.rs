@@ -262,6 +262,107 @@ pub fn count_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<u64, 
     Ok(n)
 }
 
+/// The maximal contiguous runs of the elements an operand selects, in row-major order of its
+/// base (the vector block and UB bank costs, docs/timing.md). Every run of one operand has the
+/// same length: the innermost dimensions selected whole merge with the first one that is not
+/// (its selected length times their extents), and each combination of the outer dimensions'
+/// indices starts one run. A whole buffer is one run; `x[0:64, 0:32]` of a `[128, 128]` base is
+/// 64 runs of 32 elements; an empty selection has no runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runs {
+    pub count: u64,
+    /// Elements per run.
+    pub len: u64,
+}
+
+impl Runs {
+    /// The bytes of one run of `bits`-bit elements, rounded up.
+    #[inline]
+    pub fn run_bytes(self, bits: u64) -> u64 {
+        self.len.saturating_mul(bits).div_ceil(8)
+    }
+}
+
+/// The runs of operand `o` (on a base of `shape`) for the loop variables `vars`, without their
+/// starts ([`run_starts`]). Nothing is allocated.
+#[inline]
+pub fn runs_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<Runs, EvalFailure<'a>> {
+    let mut len = 1u64;
+    let mut count = 1u64;
+    let mut merging = true;
+    for d in (0..shape.len()).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        let n = b.saturating_sub(a).max(0) as u64;
+        if n == 0 {
+            return Ok(Runs { count: 0, len: 0 });
+        }
+        if merging {
+            len = len.saturating_mul(n);
+            merging = a == 0 && n == shape[d];
+        } else {
+            count = count.saturating_mul(n);
+        }
+    }
+    Ok(Runs { count, len })
+}
+
+/// [`runs_at`], and the first element of every run (row-major in the base, window offsets not
+/// included), in run order, appended to `starts`.
+pub fn run_starts<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    starts: &mut Vec<u64>,
+) -> Result<Runs, EvalFailure<'a>> {
+    let runs = runs_at(o, shape, vars)?;
+    if runs.count == 0 {
+        return Ok(runs);
+    }
+    // the innermost dimension that is not selected whole (or 0): it holds each run's start
+    let mut inner = 0;
+    let mut stride = 1u64;
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len()).rev() {
+        strides[d] = stride;
+        stride = stride.saturating_mul(shape[d]);
+    }
+    for d in (0..shape.len()).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        if !(a == 0 && b as u64 == shape[d]) {
+            inner = d;
+            break;
+        }
+    }
+    let mut sels = Vec::with_capacity(inner + 1);
+    for (d, &extent) in shape.iter().enumerate().take(inner + 1) {
+        let (a, b) = Sel::of(o, d, extent).at(vars)?;
+        sels.push((a.max(0) as u64, b.max(0) as u64));
+    }
+    fn walk(
+        d: usize,
+        at: u64,
+        inner: usize,
+        sels: &[(u64, u64)],
+        strides: &[u64],
+        out: &mut Vec<u64>,
+    ) {
+        let (a, b) = sels[d];
+        if d == inner {
+            out.push(at + a * strides[d]);
+            return;
+        }
+        for i in a..b {
+            walk(d + 1, at + i * strides[d], inner, sels, strides, out);
+        }
+    }
+    if shape.is_empty() {
+        starts.push(0);
+    } else {
+        walk(0, 0, inner, &sels, &strides, starts);
+    }
+    Ok(runs)
+}
+
 /// An operand's bounding range over every value of the loop variables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Over {
@@ -459,6 +560,41 @@ body:
         let moving = fp(&p, 4, 1);
         assert_eq!(moving.elems_at(&[1]), Some((12, 16)));
         assert_eq!(moving.elems_over(&[Some((0, 1))]), Over::Range(4, 16));
+    }
+
+    #[test]
+    fn runs_of_whole_strided_and_picked_selections() {
+        let p = program();
+        let mut starts = Vec::new();
+        // the whole [4, 8] buffer: one run of 32 elements at 0
+        let whole = fp(&p, 0, 1);
+        let runs = run_starts(whole.operand, whole.shape, &[], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 1, len: 32 }, &[0][..])
+        );
+        assert_eq!(runs.run_bytes(16), 64);
+        // a[1:3, 2:4]: rows 1 and 2, columns 2..4: two runs of 2, at 1 × 8 + 2 and 2 × 8 + 2
+        starts.clear();
+        let strided = fp(&p, 2, 0);
+        let runs = run_starts(strided.operand, strided.shape, &[0], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 2, len: 2 }, &[10, 18][..])
+        );
+        // a[i, 0:4]: one run of 4 at row i
+        starts.clear();
+        let row = fp(&p, 2, 1);
+        let runs = run_starts(row.operand, row.shape, &[1], &mut starts).unwrap();
+        assert_eq!(
+            (runs, starts.as_slice()),
+            (Runs { count: 1, len: 4 }, &[8][..])
+        );
+        assert_eq!(runs_at(row.operand, row.shape, &[1]), Ok(runs));
+        // i1: 2 elements round up to a byte
+        let bits = fp(&p, 3, 1);
+        let runs = runs_at(bits.operand, bits.shape, &[0]).unwrap();
+        assert_eq!((runs.count, runs.run_bytes(1)), (1, 1));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! hot path needs (slot modulus, loop counter, static bytes, whether run-time bounds checks are
 //! needed). Every id is a dense `u32`; nothing here is touched by strings at run time.
 
+use super::banks::{self, Scratch};
+use crate::addresses::Addresses;
 use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Bases};
@@ -69,6 +71,14 @@ pub(super) struct Opnd<'p> {
     /// Whether an index, a slice bound or a window offset must be checked at run time.
     pub check: bool,
     pub windows: Vec<WindowCheck<'p>>,
+    /// Whether every index, slice bound and window offset is constant.
+    pub static_runs: bool,
+    /// The constant part of the window offsets, in elements of the root.
+    pub win_const: u64,
+    /// The UB byte address of each slot of the root buffer (the first buffer of a `select`):
+    /// the caller's addresses, else the buffer's `at:`, else empty (address 0). Filled only
+    /// when the config has `ub_banks`.
+    pub addrs: Vec<u64>,
 }
 
 /// What a queue entry does when it reaches the head of its pipe.
@@ -105,12 +115,30 @@ pub(super) enum Cost<'p> {
         src: u32,
         dst: u32,
     },
-    /// bytes = max over operands `lo..hi` (ins and outs).
+    /// bytes = max over operands `lo..hi` (ins and outs); with `block` > 0 (`vector.block_bytes`)
+    /// repeats = ceil(most blocks / (repeat / block)) instead.
     Vector {
         repeat: u64,
+        block: u64,
         cpr: u64,
         startup: u64,
         lo: u32,
+        hi: u32,
+    },
+    /// UB banks, operands static: the work and conflict cycles of every slot combination,
+    /// precomputed in `Compiled::tables[table]`.
+    Banked {
+        table: u32,
+        startup: u64,
+    },
+    /// UB banks, operands known only at issue: inputs `lo..mid`, outputs `mid..hi`.
+    BankedDyn {
+        block: u64,
+        per_repeat: u64,
+        cpr: u64,
+        startup: u64,
+        lo: u32,
+        mid: u32,
         hi: u32,
     },
     Mmad {
@@ -312,7 +340,21 @@ pub(super) struct Compiled<'p> {
     pub pipe_mask: u8,
     /// Largest operand count of one op (scratch size for slots).
     pub max_operands: usize,
+    /// [`Cost::Banked`] tables.
+    pub tables: Vec<BankTable>,
 }
+
+/// The (work, bank conflict cycles) of a static vector op for every combination of its
+/// operands' slots: entry Σ slot(k) × mult over `mults`' (operand k, mult) pairs.
+#[derive(Clone, Debug)]
+pub(super) struct BankTable {
+    pub mults: Vec<(u32, u64)>,
+    pub costs: Vec<(u64, u64)>,
+}
+
+/// Most slot combinations precomputed for one op; above this its bank cost is computed at
+/// issue.
+const MAX_TABLE: u64 = 4096;
 
 /// A compile-time problem: the program does not fit the config (the loader normally rejects
 /// these first).
@@ -362,6 +404,7 @@ struct Compiler<'p, 'c> {
     loop_index: Vec<u32>,
     /// Per-buffer slot-count overrides (0 or missing: the buffer's `multi`).
     slot_counts: &'c [u32],
+    addresses: &'c Addresses,
 }
 
 /// `slot_counts[b]`, when present and non-zero, replaces buffer b's `multi` as the modulus of
@@ -369,8 +412,9 @@ struct Compiler<'p, 'c> {
 pub(super) fn compile<'p>(
     program: &'p Program,
     config: &Config,
-    slot_counts: &[u32],
+    addresses: &Addresses,
 ) -> Result<Compiled<'p>, CompileError> {
+    let slot_counts = &addresses.slot_counts();
     let Some(core) = config.cores.get(program.core.index()) else {
         return Err(CompileError {
             op: None,
@@ -403,9 +447,11 @@ pub(super) fn compile<'p>(
             macros: Vec::new(),
             pipe_mask,
             max_operands: 0,
+            tables: Vec::new(),
         },
         loop_index,
         slot_counts,
+        addresses,
     };
     c.block(&program.body.ops)?;
     c.out.code.push(SOp::End);
@@ -581,21 +627,34 @@ impl<'p> Compiler<'p, '_> {
                 let vc = self.config.vector_cost(v.op);
                 let repeat = self.config.vector.repeat_bytes.max(1) as u64;
                 let (cpr, startup) = (vc.cycles_per_repeat as u64, vc.startup as u64);
-                let fixed = (lo..lo + n)
-                    .map(|i| self.static_bytes(i))
-                    .try_fold(0u64, |m, b| b.map(|b| m.max(b)));
-                let cost = match fixed {
-                    Some(bytes) => Cost::Fixed {
-                        work: bytes.div_ceil(repeat) * cpr,
-                        startup,
-                    },
-                    None => Cost::Vector {
+                let cost = match self.config.vector.block_bytes {
+                    Some(block) => self.blocked_cost(
+                        block as u64,
                         repeat,
-                        cpr,
-                        startup,
+                        (cpr, startup),
                         lo,
-                        hi: lo + n,
-                    },
+                        v.ins.len() as u32,
+                        n,
+                    ),
+                    None => {
+                        let fixed = (lo..lo + n)
+                            .map(|i| self.static_bytes(i))
+                            .try_fold(0u64, |m, b| b.map(|b| m.max(b)));
+                        match fixed {
+                            Some(bytes) => Cost::Fixed {
+                                work: bytes.div_ceil(repeat) * cpr,
+                                startup,
+                            },
+                            None => Cost::Vector {
+                                repeat,
+                                block: 0,
+                                cpr,
+                                startup,
+                                lo,
+                                hi: lo + n,
+                            },
+                        }
+                    }
                 };
                 self.send_work(id, Pipe::V, Kind::Work, cost, (lo, hi))
             }
@@ -739,6 +798,90 @@ impl<'p> Compiler<'p, '_> {
         })
     }
 
+    /// The cost of a vector op with `vector.block_bytes` (and maybe `ub_banks`): inputs
+    /// `lo..lo + nin`, outputs up to `lo + n`.
+    fn blocked_cost(
+        &mut self,
+        block: u64,
+        repeat: u64,
+        (cpr, startup): (u64, u64),
+        lo: u32,
+        nin: u32,
+        n: u32,
+    ) -> Cost<'p> {
+        let per_repeat = (repeat / block).max(1);
+        let opnds = &self.out.opnds[lo as usize..(lo + n) as usize];
+        let all_static = opnds.iter().all(|o| o.static_runs);
+        let Some(ub) = self.config.vector.ub_banks else {
+            if all_static {
+                let most = opnds
+                    .iter()
+                    .map(|o| banks::op_blocks(o, &[], block).unwrap_or(0))
+                    .max()
+                    .unwrap_or(0);
+                return Cost::Fixed {
+                    work: banks::repeats(most, per_repeat) * cpr,
+                    startup,
+                };
+            }
+            return Cost::Vector {
+                repeat,
+                block,
+                cpr,
+                startup,
+                lo,
+                hi: lo + n,
+            };
+        };
+        let dynamic = Cost::BankedDyn {
+            block,
+            per_repeat,
+            cpr,
+            startup,
+            lo,
+            mid: lo + nin,
+            hi: lo + n,
+        };
+        if !all_static {
+            return dynamic;
+        }
+        // every slot combination, operand 0's slot varying fastest
+        let mut mults = Vec::new();
+        let mut combos = 1u64;
+        for (k, o) in opnds.iter().enumerate() {
+            let radix = o.multi.max(o.modulus) as u64;
+            if radix > 1 {
+                mults.push((k as u32, combos));
+                combos = combos.saturating_mul(radix);
+            }
+        }
+        if combos > MAX_TABLE {
+            return dynamic;
+        }
+        let mut scratch = Scratch::default();
+        let mut slots = vec![0u32; n as usize];
+        let mut costs = Vec::with_capacity(combos as usize);
+        for idx in 0..combos {
+            for (i, &(k, mult)) in mults.iter().enumerate() {
+                let radix = mults.get(i + 1).map_or(combos, |&(_, next)| next) / mult;
+                slots[k as usize] = ((idx / mult) % radix) as u32;
+            }
+            if banks::fill(opnds, nin as usize, &slots, &[], block, &mut scratch).is_err() {
+                return dynamic;
+            }
+            costs.push(banks::banked_work(
+                &ub,
+                block,
+                per_repeat,
+                cpr,
+                &mut scratch,
+            ));
+        }
+        let table = self.out.tables.len() as u32;
+        self.out.tables.push(BankTable { mults, costs });
+        Cost::Banked { table, startup }
+    }
+
     fn static_bytes(&self, i: u32) -> Option<u64> {
         self.out.opnds[i as usize].static_bytes
     }
@@ -814,6 +957,19 @@ impl<'p> Compiler<'p, '_> {
             .collect();
         let dynamic_index = !footprint::static_indices(o);
         let slot_dyn = o.slot.as_ref().is_some_and(|s| s.as_const().is_none());
+        let chain = bases.windows(o.base);
+        let win_const = chain
+            .iter()
+            .filter_map(|(_, _, offset)| offset.as_const())
+            .map(|c| c.max(0) as u64)
+            .sum();
+        let addrs = match (self.config.vector.ub_banks, roots.first()) {
+            (Some(_), Some(&b)) => match self.addresses.offsets.get(b.index()) {
+                Some(list) if !list.is_empty() => list.clone(),
+                _ => program.buffer(b).at.clone().unwrap_or_default(),
+            },
+            _ => Vec::new(),
+        };
         Opnd {
             operand: o,
             shape,
@@ -823,7 +979,10 @@ impl<'p> Compiler<'p, '_> {
             counter,
             static_bytes: o.bytes(),
             check: dynamic_index || !windows.is_empty() || slot_dyn,
+            static_runs: !dynamic_index && windows.is_empty(),
             windows,
+            win_const,
+            addrs,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
+use super::banks::{self, Scratch};
 use super::compile::{
     chunk_bytes, chunking, mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP,
 };
@@ -10,12 +11,13 @@ use super::result::{
     Waiter,
 };
 use super::{Activity, Issue, Observer, Release, Span};
-use crate::config::Config;
+use crate::config::{Config, UbBanks};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;
 use crate::program::{ForLoop, OpKind, Program};
 use crate::types::Pipe;
+use std::cell::RefCell;
 
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
@@ -29,7 +31,8 @@ struct Entry {
     work: u64,
     startup: u64,
     seq: u64,
-    /// The flag index (set/wait) or the macro number (the parts of an mmad_l1).
+    /// The flag index (set/wait), the macro number (the parts of an mmad_l1), or the bank
+    /// conflict cycles of a vector op's work (`Work`).
     arg: u64,
     /// Work of the last chunk.
     last: u64,
@@ -284,6 +287,11 @@ struct Core<'p, 'c> {
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
+    /// `ub_banks`, and the bank conflict cycles of the vector work started so far.
+    ub_banks: Option<UbBanks>,
+    bank_conflict: u64,
+    /// Scratch for the bank cost of vector ops whose operands are known only at issue.
+    scratch: RefCell<Scratch>,
 }
 
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
@@ -393,6 +401,9 @@ impl<'p, 'c> Core<'p, 'c> {
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
+            ub_banks: config.vector.ub_banks,
+            bank_conflict: 0,
+            scratch: RefCell::new(Scratch::default()),
         }
     }
 
@@ -583,6 +594,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 // the staging pipe may wait for this chunk
                 self.dirty |= self.mask;
             }
+            Kind::Work => self.bank_conflict += e.arg,
             _ => {}
         }
         if last {
@@ -1023,8 +1035,8 @@ impl<'p, 'c> Core<'p, 'c> {
         let sp = &self.c.specs[spec];
         let op = sp.op;
         let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
-        let (work, startup, chunks, last) = self.cost(op, &sp.cost)?;
-        let mut arg = 0;
+        let (work, startup, chunks, last, conflict) = self.cost(op, &sp.cost)?;
+        let mut arg = conflict;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
             let (idx, id) = self.flag_index(op, src, dst, id)?;
@@ -1149,10 +1161,48 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(o.operand.dtype.bytes_for(elements))
     }
 
+    /// (work of a chunk, startup, chunks, work of the last chunk, bank conflict cycles) of an
+    /// instruction about to be sent, its operands' slots in the scratch: one chunk but for the
+    /// parts of an `mmad_l1`.
     #[inline]
-    /// (work of a chunk, startup, chunks, work of the last chunk): one chunk but for the parts
-    /// of an `mmad_l1`.
-    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64, u64, u64)> {
+    fn cost(&self, op: OpId, cost: &Cost<'p>) -> R<(u64, u64, u64, u64, u64)> {
+        if let Cost::Banked { table, startup } = *cost {
+            let t = &self.c.tables[table as usize];
+            let mut idx = 0;
+            for &(k, mult) in &t.mults {
+                idx += self.slots[k as usize] as u64 * mult;
+            }
+            let (work, conflict) = t.costs[idx as usize];
+            return Ok((work, startup, 1, work, conflict));
+        }
+        if let Cost::BankedDyn {
+            block,
+            per_repeat,
+            cpr,
+            startup,
+            lo,
+            mid,
+            hi,
+        } = *cost
+        {
+            let ub = self
+                .ub_banks
+                .as_ref()
+                .expect("a banked cost needs ub_banks");
+            let opnds = &self.c.opnds[lo as usize..hi as usize];
+            let mut s = self.scratch.borrow_mut();
+            banks::fill(
+                opnds,
+                (mid - lo) as usize,
+                &self.slots,
+                &self.vars,
+                block,
+                &mut s,
+            )
+            .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
+            let (work, conflict) = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+            return Ok((work, startup, 1, work, conflict));
+        }
         let (work, startup) = match *cost {
             Cost::Fixed { work, startup } => (work, startup),
             Cost::Move {
@@ -1166,6 +1216,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             Cost::Vector {
                 repeat,
+                block: 0,
                 cpr,
                 startup,
                 lo,
@@ -1177,6 +1228,23 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 (b.div_ceil(repeat) * cpr, startup)
             }
+            Cost::Vector {
+                repeat,
+                block,
+                cpr,
+                startup,
+                lo,
+                hi,
+            } => {
+                let mut most = 0;
+                for o in &self.c.opnds[lo as usize..hi as usize] {
+                    let blocks = banks::op_blocks(o, &self.vars, block)
+                        .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
+                    most = most.max(blocks);
+                }
+                (banks::repeats(most, repeat / block) * cpr, startup)
+            }
+            Cost::Banked { .. } | Cost::BankedDyn { .. } => unreachable!("handled above"),
             Cost::Mmad {
                 m,
                 n,
@@ -1231,10 +1299,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 } else {
                     mc.pa.startup.max(mc.pb.startup) as u64
                 };
-                return Ok((chunk(per), startup, chunks, chunk(last)));
+                return Ok((chunk(per), startup, chunks, chunk(last), 0));
             }
         };
-        Ok((work, startup, 1, work))
+        Ok((work, startup, 1, work, 0))
     }
 
     #[inline]
@@ -1451,6 +1519,7 @@ impl<'p, 'c> Core<'p, 'c> {
             total_cycles: total,
             pipes,
             overlap_cycles: self.overlap,
+            bank_conflict_cycles: self.ub_banks.map(|_| self.bank_conflict),
             findings: self.findings,
             deadlock,
             stopped,

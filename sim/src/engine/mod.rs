@@ -55,6 +55,16 @@
 //! quotient at least 1), startup = cube.startup. Operand bytes are static when every slice extent
 //! is constant, else computed from the slice bounds at issue.
 //!
+//! **Vector blocks and UB banks** (optional config keys). With `vector.block_bytes` K, an
+//! operand's blocks = Σ over its maximal contiguous runs ([`crate::footprint::runs_at`]) of
+//! ceil(run bytes / K), and repeats = ceil(most blocks over `ins` and `outs` / (repeat_bytes /
+//! K)). With `ub_banks` too, the block at UB address a (slot in use, from [`run_placed`]'s
+//! addresses, else `at:`, else 0) is in group (a / row_bytes) mod groups and bank group +
+//! groups × (a / (groups × bank_bytes)); repeat i reads blocks i·b .. i·b+b−1 of each input and
+//! writes those of the outputs, costing max(cycles_per_repeat, most input blocks in one group,
+//! most output blocks in one group) + 1 if a bank is both read and written; work = Σ repeats.
+//! [`RunResult::bank_conflict_cycles`] sums the work started above repeats × cycles_per_repeat.
+//!
 //! **Ordering within a cycle.** Events are processed in cycle order; within one cycle the pipes
 //! go first, in [`Pipe`] order (V, M, MTE1, MTE2, MTE3, FIX), then S. So a pipe starts what it
 //! can before S sends in the same cycle, and a `wait_flag` that becomes startable in the same
@@ -66,7 +76,7 @@
 //! innermost enclosing loop, counted over the whole run, never reset) mod N; outside loops slot 0.
 //! N is the multi of the operand's root buffer (for a `select`, the largest one), or the slot
 //! count the caller gives for the buffer ([`run_placed`]). Timing does not depend on
-//! slots; the observer reports them.
+//! slots (except through their addresses with `ub_banks`); the observer reports them.
 //!
 //! **Accounting.** Every cycle of every pipe of the core, from 0 to the end, is in exactly one
 //! state. For a non-S pipe, when it starts an instruction at t, the gap since the end of its
@@ -107,6 +117,7 @@
 //! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
 //! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
+mod banks;
 mod compile;
 mod exec;
 mod ledger;
@@ -328,8 +339,8 @@ pub fn run_observed<O: Observer>(
 /// issue and start to `observer`. A buffer's slot count there, when non-zero, replaces its
 /// `multi` as the modulus of the automatic slot choice, so an operand without `@k` uses slot =
 /// (iterations completed) mod that count (a planner may give a single buffer two addresses).
-/// An explicit `@k` is still bounded by the declared `multi`. Timing never depends on slots;
-/// only [`Issue::slots`] changes.
+/// An explicit `@k` is still bounded by the declared `multi`. Without `ub_banks`, timing never
+/// depends on slots; only [`Issue::slots`] changes.
 ///
 /// The run stops at `limits` ([`RunResult::stopped`]): nothing happens after cycle
 /// `max_cycles`, and no more than `max_instructions` dynamic instructions execute.
@@ -340,8 +351,7 @@ pub fn run_placed<O: Observer>(
     limits: Limits,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    let slot_counts = addresses.slot_counts();
-    let compiled = compile::compile(program, config, &slot_counts).map_err(|e| {
+    let compiled = compile::compile(program, config, addresses).map_err(|e| {
         let op = e.op.unwrap_or(OpId(0));
         RunError {
             op,

@@ -15,6 +15,10 @@ pub struct RunResult {
     pub pipes: Vec<PipeStats>,
     /// Cycles in which at least two non-S pipes were busy.
     pub overlap_cycles: u64,
+    /// The vector work started in this run above its conflict-free work: the cycles UB bank
+    /// conflicts added to V's busy time (docs/timing.md, "UB banks"). `None` when the config has
+    /// no `ub_banks`.
+    pub bank_conflict_cycles: Option<u64>,
     /// `double set` and `unpaired set_flag` reports, in the order they were found.
     pub findings: Vec<SyncFinding>,
     pub deadlock: Option<Deadlock>,

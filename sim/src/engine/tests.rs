@@ -72,6 +72,8 @@ fn config() -> Config {
         ],
         vector: VectorConfig {
             repeat_bytes: 256,
+            block_bytes: None,
+            ub_banks: None,
             default: VecCost {
                 cycles_per_repeat: 2,
                 startup: 4,

@@ -4,8 +4,8 @@
 
 use super::reader::{index, join, suggest, Reader};
 use crate::config::{
-    Config, CoreConfig, CubeConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, VecCost,
-    VectorConfig,
+    Config, CoreConfig, CubeConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, UbBanks,
+    VecCost, VectorConfig,
 };
 use crate::limits;
 use crate::program::VecOp;
@@ -25,7 +25,13 @@ const TOP_REQUIRED: &[&str] = &[
 ];
 
 pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
-    let f = r.map(root, "", "a chip config", TOP_REQUIRED, &["description"])?;
+    let f = r.map(
+        root,
+        "",
+        "a chip config",
+        TOP_REQUIRED,
+        &["description", "ub_banks"],
+    )?;
     let name = f
         .get("name")
         .and_then(|n| r.string(n, "name", "a config name"));
@@ -82,7 +88,18 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         })
     });
     let paths = f.get("paths").and_then(|n| paths(r, n, cores.as_deref()));
-    let vector = f.get("vector").and_then(|n| vector(r, n));
+    let mut vector = f.get("vector").and_then(|n| vector(r, n));
+    let ub_banks = f.get("ub_banks").map(|n| ub_banks(r, n));
+    if let (Some(v), Some(banks)) = (vector.as_mut(), ub_banks) {
+        if v.block_bytes.is_none() {
+            r.error_hint(
+                "ub_banks",
+                "ub_banks needs vector.block_bytes: banks are read block by block",
+                Some("add block_bytes (32 on Ascend) to vector".into()),
+            );
+        }
+        v.ub_banks = banks;
+    }
     let cube = f.get("cube").and_then(|n| {
         let g = r.map(
             n,
@@ -420,7 +437,7 @@ fn vector(r: &mut Reader, node: &Node) -> Option<VectorConfig> {
         "vector",
         "the vector unit",
         &["repeat_bytes", "default"],
-        &["ops"],
+        &["ops", "block_bytes"],
     )?;
     let before = r.count();
     let repeat = f
@@ -429,6 +446,21 @@ fn vector(r: &mut Reader, node: &Node) -> Option<VectorConfig> {
     let default = f
         .get("default")
         .and_then(|n| vec_cost(r, n, &f.path("default")));
+    let block = f
+        .get("block_bytes")
+        .and_then(|n| r.u32(n, &f.path("block_bytes"), true));
+    if let (Some(rb), Some(b)) = (repeat, block) {
+        if rb % b != 0 {
+            r.error_hint(
+                &f.path("block_bytes"),
+                format!("block_bytes {b} does not divide repeat_bytes {rb}"),
+                Some(
+                    "a repeat is a whole number of blocks (8 blocks of 32 of 256 bytes on Ascend)"
+                        .into(),
+                ),
+            );
+        }
+    }
     let mut ops = [None; VecOp::COUNT];
     if let Some(n) = f.get("ops") {
         let opath = f.path("ops");
@@ -448,7 +480,35 @@ fn vector(r: &mut Reader, node: &Node) -> Option<VectorConfig> {
     (r.count() == before).then_some(())?;
     Some(VectorConfig {
         repeat_bytes: repeat?,
+        block_bytes: block,
+        ub_banks: None,
         default: default?,
         ops,
+    })
+}
+
+/// `ub_banks: { groups, row_bytes, bank_bytes }`, each a positive integer. `None` inside when
+/// something is wrong (reported).
+fn ub_banks(r: &mut Reader, node: &Node) -> Option<UbBanks> {
+    let f = r.map(
+        node,
+        "ub_banks",
+        "the UB bank layout",
+        &["groups", "row_bytes", "bank_bytes"],
+        &[],
+    )?;
+    let groups = f
+        .get("groups")
+        .and_then(|n| r.u32(n, &f.path("groups"), true));
+    let row = f
+        .get("row_bytes")
+        .and_then(|n| r.u32(n, &f.path("row_bytes"), true));
+    let bank = f
+        .get("bank_bytes")
+        .and_then(|n| r.u32(n, &f.path("bank_bytes"), true));
+    Some(UbBanks {
+        groups: groups?,
+        row_bytes: row?,
+        bank_bytes: bank?,
     })
 }

@@ -1,5 +1,6 @@
 //! Integration tests of the `sim` crate: one binary, one module per scenario.
 
+mod banks;
 mod golden;
 mod load_errors;
 mod properties;
