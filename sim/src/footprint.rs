@@ -262,6 +262,102 @@ pub fn count_at<'a>(o: &'a Operand, shape: &[u64], vars: &[i64]) -> Result<u64, 
     Ok(n)
 }
 
+/// The maximal contiguous byte runs of a gm operand (an operand on a tensor, `shape` the
+/// tensor's shape) for the loop variables `vars`, in row-major order: `f(first byte, bytes)`
+/// per run, bytes from the tensor's start. A whole tensor is one run; `x[0:64, 0:32]` of a
+/// `[128, 128]` tensor is 64 runs of 32 elements. Dimensions after the innermost partial one
+/// are whole, so a run is that dimension's selection times the elements below it; every
+/// combination of the outer dimensions' indices starts one. Selects nothing: no call. The
+/// caller has checked the bounds.
+pub fn gm_runs_at<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    mut f: impl FnMut(u64, u64),
+) -> Result<(), EvalFailure<'a>> {
+    const MAX_DIMS: usize = 8;
+    let n = shape.len();
+    if n > MAX_DIMS {
+        // deeper than kernels write: the same walk on the heap
+        return runs_in(
+            o,
+            shape,
+            vars,
+            &mut vec![(0, 0); n],
+            &mut vec![1; n],
+            &mut vec![0; n],
+            &mut f,
+        );
+    }
+    runs_in(
+        o,
+        shape,
+        vars,
+        &mut [(0, 0); MAX_DIMS],
+        &mut [1; MAX_DIMS],
+        &mut [0; MAX_DIMS],
+        &mut f,
+    )
+}
+
+/// [`gm_runs_at`] with scratch of at least `shape.len()` entries.
+fn runs_in<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    sel: &mut [(u64, u64)],
+    strides: &mut [u64],
+    idx: &mut [u64],
+    f: &mut impl FnMut(u64, u64),
+) -> Result<(), EvalFailure<'a>> {
+    let n = shape.len();
+    for d in (0..n).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        if b <= a {
+            return Ok(());
+        }
+        sel[d] = (a as u64, b as u64);
+        if d + 1 < n {
+            strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+        }
+    }
+    // k: the innermost dimension that is not selected whole (0 when all are)
+    let mut k = n.saturating_sub(1);
+    while k > 0 && sel[k] == (0, shape[k]) {
+        k -= 1;
+    }
+    let run = if n == 0 {
+        1
+    } else {
+        (sel[k].1 - sel[k].0) * strides[k]
+    };
+    let bits = o.dtype.bits();
+    // odometer over the outer dimensions 0..k
+    for d in 0..k {
+        idx[d] = sel[d].0;
+    }
+    loop {
+        let mut start = if n == 0 { 0 } else { sel[k].0 * strides[k] };
+        for d in 0..k {
+            start += idx[d] * strides[d];
+        }
+        let (x, y) = (start * bits / 8, (start + run).saturating_mul(bits).div_ceil(8));
+        f(x, y - x);
+        let mut d = k;
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < sel[d].1 {
+                break;
+            }
+            idx[d] = sel[d].0;
+        }
+    }
+}
+
 /// An operand's bounding range over every value of the loop variables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Over {

@@ -101,6 +101,7 @@
 mod compile;
 mod exec;
 mod ledger;
+mod memory;
 mod result;
 #[cfg(test)]
 mod tests;

@@ -2,5 +2,6 @@
 
 mod golden;
 mod load_errors;
+mod memory;
 mod properties;
 mod race;
