@@ -558,6 +558,48 @@ body:
     }
 
     #[test]
+    fn gm_runs_are_maximal_and_row_major() {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: runs
+core: aiv
+sync: manual
+gm:
+  x: { shape: [128, 128], dtype: f16 }
+buffers:
+  a: { scope: ub, shape: [64, 32], dtype: f16 }
+  b: { scope: ub, shape: [128, 128], dtype: f16 }
+  c: { scope: ub, shape: [64, 128], dtype: f16 }
+body:
+  - load: { src: "x[0:64, 0:32]", dst: a }
+  - load: { src: x, dst: b }
+  - load: { src: "x[64:128, 0:128]", dst: c }
+  - load: { src: "x[3]", dst: "b[0]" }
+"#;
+        let p = crate::load_program(text, "runs.yaml", &config, &[]).unwrap();
+        let runs = |op: usize| {
+            let ops = crate::engine::operands(&p.ops[op].kind);
+            let o = ops[0];
+            let mut v = Vec::new();
+            gm_runs_at(o, &p.tensors[0].shape, &[], |a, n| v.push((a, n))).unwrap();
+            v
+        };
+        // 64 rows of 32 f16 = 64 B, a row of 256 B apart
+        let v = runs(0);
+        assert_eq!(v.len(), 64);
+        assert_eq!((v[0], v[1], v[63]), ((0, 64), (256, 64), (63 * 256, 64)));
+        // the whole tensor, and whole rows 64..128: one run each
+        assert_eq!(runs(1), [(0, 32768)]);
+        assert_eq!(runs(2), [(16384, 16384)]);
+        // one row
+        assert_eq!(runs(3), [(768, 256)]);
+    }
+
+    #[test]
     fn selections() {
         let p = program();
         let row = fp(&p, 2, 1);

@@ -198,3 +198,83 @@ impl L2 {
         self.lru.iter().map(|&(_, l)| l).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(lines: u64) -> MemoryConfig {
+        MemoryConfig {
+            line_bytes: 256,
+            l2_bytes: 256 * lines,
+            l2_read_bytes_per_cycle: 32,
+            l2_write_bytes_per_cycle: 16,
+            l2_latency: 20,
+            hbm_bytes_per_cycle: 64,
+            hbm_read_latency: 100,
+        }
+    }
+
+    #[test]
+    fn ties_leave_lower_address_first_and_touches_refresh() {
+        let mut l2 = L2::new(cfg(2), 16, &[]);
+        // lines 5 then 3 written in the same cycle 7: same stamp, so 3 (lower) leaves first
+        l2.commit_write(7, &[(5, 256)]);
+        l2.commit_write(7, &[(3, 256)]);
+        assert_eq!(l2.order(), [3, 5]);
+        l2.commit_write(8, &[(9, 256)]);
+        assert_eq!(l2.order(), [5, 9]);
+        // a read at 9 touching 5 makes 9 the oldest; a miss on 1 then evicts 9
+        let lines = [(5, 256)];
+        let l = l2.lookup(&lines);
+        assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
+        l2.commit_read(9, 8, &lines, &l);
+        assert_eq!(l2.order(), [9, 5]);
+        let lines = [(1, 100)];
+        let l = l2.lookup(&lines);
+        l2.commit_read(10, 2, &lines, &l);
+        assert_eq!(l2.order(), [5, 1]);
+        assert_eq!(l2.stats.evicted_lines, 2);
+    }
+
+    #[test]
+    fn warm_fills_from_line_0_until_full() {
+        let l2 = L2::new(cfg(3), 5, &[(0, 5)]);
+        assert_eq!(l2.order(), [0, 1, 2]);
+        assert_eq!(l2.stats.warm_lines, 3);
+    }
+
+    #[test]
+    fn read_cost_shares_hbm_between_concurrent_misses() {
+        let mut l2 = L2::new(cfg(64), 64, &[]);
+        let miss = Lookup {
+            miss_bytes: 512,
+            miss_lines: 2,
+            ..Lookup::default()
+        };
+        // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
+        assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
+        l2.commit_read(0, 8, &[(0, 256), (1, 256)], &miss);
+        // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
+        assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
+        // at 8 it is over: alone again
+        assert_eq!(l2.read_cost(8, 64, &miss), (8, 100));
+        // a slow path is its own bound: min(16, 64 / 2) = 16: 512 / 16 = 32
+        assert_eq!(l2.read_cost(7, 16, &miss), (32, 100));
+        // hits only: min(64, 32) = 32, l2 latency; mixed: ceil(100 / 32 + 300 / 64) =
+        // ceil(3.125 + 4.6875) = 8
+        let hit = Lookup {
+            hit_bytes: 512,
+            hit_lines: 2,
+            ..Lookup::default()
+        };
+        assert_eq!(l2.read_cost(20, 64, &hit), (16, 20));
+        let mixed = Lookup {
+            hit_bytes: 100,
+            hit_lines: 1,
+            miss_bytes: 300,
+            miss_lines: 2,
+        };
+        assert_eq!(l2.read_cost(20, 64, &mixed), (8, 100));
+    }
+}
