@@ -11,6 +11,9 @@
 //!
 //! With `--race` it also runs the same kernel under the race checker (every buffer slot side
 //! by side) and prints that rate and the checker's overhead (time with / time without).
+//!
+//! With `--memory` the config gets a `memory` section (the gm memory system: L2 lookups on every
+//! load and store; an estimate of the 910B's numbers), to measure what the refinement costs.
 
 use std::time::Instant;
 
@@ -127,15 +130,26 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
 
 fn main() {
     let race = std::env::args().any(|a| a == "--race");
-    let target = match std::env::args().skip(1).find(|a| a != "--race") {
+    let memory = std::env::args().any(|a| a == "--memory");
+    let target = match std::env::args()
+        .skip(1)
+        .find(|a| a != "--race" && a != "--memory")
+    {
         None => 10_000_000,
         Some(a) => parse_count(&a).unwrap_or_else(|| {
             eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--race]");
             std::process::exit(2)
         }),
     };
-    let config = sim::load_config(sim::builtin::builtin(CONFIG).unwrap(), CONFIG)
-        .expect("the built-in config loads");
+    let mut text = sim::builtin::builtin(CONFIG).unwrap().to_string();
+    if memory {
+        text.push_str(
+            "memory: { line_bytes: 512, l2_bytes: 201326592, l2_read_bytes_per_cycle: 110, \
+             l2_write_bytes_per_cycle: 86, l2_latency: 50, hbm_bytes_per_cycle: 32, \
+             hbm_read_latency: 400 }\n",
+        );
+    }
+    let config = sim::load_config(&text, CONFIG).expect("the built-in config loads");
     // calibrate: dynamic instructions per tile
     let (a, _) = run(&config, 100);
     let (b, _) = run(&config, 200);

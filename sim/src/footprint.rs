@@ -341,7 +341,10 @@ fn runs_in<'a>(
         for d in 0..k {
             start += idx[d] * strides[d];
         }
-        let (x, y) = (start * bits / 8, (start + run).saturating_mul(bits).div_ceil(8));
+        let (x, y) = (
+            start * bits / 8,
+            (start + run).saturating_mul(bits).div_ceil(8),
+        );
         f(x, y - x);
         let mut d = k;
         loop {

@@ -358,7 +358,11 @@ fn a_run_with_findings_still_writes_its_report() {
 fn l2_warm_and_cold_from_the_command_line() {
     let prog = "sim/tests/golden/single_load.yaml";
     let cfg = "sim/tests/golden/memory_config.yaml";
-    for (l2, total, hits) in [(None, 127, 0), (Some("cold"), 127, 0), (Some("warm"), 63, 1024)] {
+    for (l2, total, hits) in [
+        (None, 127, 0),
+        (Some("cold"), 127, 0),
+        (Some("warm"), 63, 1024),
+    ] {
         let mut args = vec!["run", prog, "--config", cfg, "--format", "json"];
         if let Some(l2) = l2 {
             args.extend(["--l2", l2]);
@@ -377,14 +381,25 @@ fn l2_warm_and_cold_from_the_command_line() {
         out.contains("memory      L2 warm: 1 reads hit 1024 B (4 lines), missed 0 B (0 lines), HBM 0 B; 0 writes 0 B; 0 lines evicted"),
         "{out}"
     );
-    let o = npusim(&["compare", prog, "--config", cfg, "--l2", "warm", "--format", "json"]);
+    let o = npusim(&[
+        "compare", prog, "--config", cfg, "--l2", "warm", "--format", "json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for level in v.as_array().unwrap() {
         assert_eq!(level["total_cycles"], 63);
     }
     // without a memory section the key is null and nothing changes
-    let o = npusim(&["run", prog, "--config", "sim/tests/golden/test_config.yaml", "--l2", "warm", "--format", "json"]);
+    let o = npusim(&[
+        "run",
+        prog,
+        "--config",
+        "sim/tests/golden/test_config.yaml",
+        "--l2",
+        "warm",
+        "--format",
+        "json",
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["total_cycles"], 27);
     assert!(v["memory"].is_null());

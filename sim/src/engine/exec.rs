@@ -1080,7 +1080,9 @@ impl<'p, 'c> Core<'p, 'c> {
         let o = &self.c.opnds[side.opnd as usize];
         let line_bytes = self.line_bytes;
         let mut v = std::mem::take(&mut self.pool[slot as usize]);
-        let r = lines_of(o.operand, o.shape, &self.vars, side.base, line_bytes, &mut v);
+        let r = lines_of(
+            o.operand, o.shape, &self.vars, side.base, line_bytes, &mut v,
+        );
         self.pool[slot as usize] = v;
         if let Err((e, expr)) = r {
             return Err(self.eval_fail(op, e, expr));

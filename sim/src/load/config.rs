@@ -4,8 +4,8 @@
 
 use super::reader::{index, join, suggest, Reader};
 use crate::config::{
-    Config, CoreConfig, CubeConfig, MemoryConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, VecCost,
-    VectorConfig,
+    Config, CoreConfig, CubeConfig, MemoryConfig, PathConfig, ScalarConfig, ScopeConfig,
+    SyncConfig, VecCost, VectorConfig,
 };
 use crate::limits;
 use crate::program::VecOp;

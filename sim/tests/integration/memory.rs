@@ -24,8 +24,8 @@ fn config() -> Config {
 
 fn run_with(text: &str, l2: L2Start) -> RunResult {
     let config = config();
-    let program = sim::load_program(text, "memory.yaml", &config, &[])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let program =
+        sim::load_program(text, "memory.yaml", &config, &[]).unwrap_or_else(|e| panic!("{e}"));
     let limits = Limits {
         l2,
         ..Limits::default()
@@ -82,7 +82,10 @@ fn warm_load_hits_every_line() {
     assert_eq!(r.total_cycles, 63);
     let m = mem(&r);
     assert_eq!(m.warm_lines, 4);
-    assert_eq!((m.hit_bytes, m.hit_lines, m.miss_bytes, m.hbm_bytes), (1024, 4, 0, 0));
+    assert_eq!(
+        (m.hit_bytes, m.hit_lines, m.miss_bytes, m.hbm_bytes),
+        (1024, 4, 0, 0)
+    );
 }
 
 #[test]
@@ -106,7 +109,10 @@ body:
     // startup = 10 + 100 = 110; complete = 1 + 110 + 20 = 131.
     assert_eq!(r.total_cycles, 131);
     let m = mem(&r);
-    assert_eq!((m.hit_bytes, m.hit_lines, m.miss_bytes, m.miss_lines), (256, 1, 768, 3));
+    assert_eq!(
+        (m.hit_bytes, m.hit_lines, m.miss_bytes, m.miss_lines),
+        (256, 1, 768, 3)
+    );
     // bringing 3 lines into a full L2 evicts 3 lines
     assert_eq!(m.evicted_lines, 3);
 }
@@ -251,15 +257,24 @@ fn memory_config_errors_are_located_and_collected() {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");
     }
     let small = CONFIG.replace("l2_bytes: 1024", "l2_bytes: 100");
-    let e = sim::load_config(&small, "bad.yaml").unwrap_err().to_string();
+    let e = sim::load_config(&small, "bad.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("memory.l2_bytes: the L2 (100 bytes) is smaller than one line (256 bytes)"),
         "{e}"
     );
     let missing = CONFIG.replace("  hbm_read_latency: 100\n", "");
-    let e = sim::load_config(&missing, "bad.yaml").unwrap_err().to_string();
+    let e = sim::load_config(&missing, "bad.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("hbm_read_latency"), "{e}");
-    let unknown = CONFIG.replace("  hbm_read_latency: 100\n", "  hbm_read_latency: 100\n  l3: 1\n");
-    let e = sim::load_config(&unknown, "bad.yaml").unwrap_err().to_string();
+    let unknown = CONFIG.replace(
+        "  hbm_read_latency: 100\n",
+        "  hbm_read_latency: 100\n  l3: 1\n",
+    );
+    let e = sim::load_config(&unknown, "bad.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("memory.l3: unknown key"), "{e}");
 }
