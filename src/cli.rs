@@ -153,6 +153,17 @@ pub struct RunArgs {
     /// sent to pipes or executed by the scalar unit, loop iterations and `if`s included.
     #[arg(long, value_name = "N", default_value = "1e10", value_parser = parse_count)]
     pub max_instructions: u64,
+    /// The L2 at cycle 0, when the config has a `memory` section: `cold` (empty) or `warm`
+    /// (every gm tensor's lines in declaration order, until full).
+    #[arg(long, value_name = "STATE", value_enum, default_value = "cold")]
+    pub l2: L2Arg,
+}
+
+/// `--l2`: the L2's state at cycle 0.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L2Arg {
+    Cold,
+    Warm,
 }
 
 impl RunArgs {
@@ -160,6 +171,10 @@ impl RunArgs {
         sim::engine::Limits {
             max_cycles: self.max_cycles,
             max_instructions: self.max_instructions,
+            l2: match self.l2 {
+                L2Arg::Cold => sim::engine::L2Start::Cold,
+                L2Arg::Warm => sim::engine::L2Start::Warm,
+            },
         }
     }
 }

@@ -94,6 +94,7 @@ fuzz_target!(|data: &[u8]| {
         limits: Limits {
             max_cycles: MAX_CYCLES,
             max_instructions: MAX_INSTRUCTIONS,
+            ..Limits::default()
         },
         ..Default::default()
     };

@@ -26,6 +26,7 @@
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
 //! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
+//! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`} |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
@@ -130,6 +131,7 @@ pub(crate) mod testutil {
                 issue_cycles: 1,
                 loop_cycles: 2,
                 branch_cycles: 1,
+                gm_latency: None,
             },
             sync: SyncConfig {
                 event_ids: 8,
@@ -152,6 +154,7 @@ pub(crate) mod testutil {
                 fractal_k_bytes: 32,
                 startup: 21,
             },
+            memory: None,
         }
     }
 
@@ -357,6 +360,7 @@ pub(crate) mod testutil {
             findings: vec![],
             deadlock: None,
             stopped: None,
+            memory: None,
         }
     }
 

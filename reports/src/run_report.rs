@@ -371,6 +371,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     // the header row of this table is empty; drop it
     let rendered = summary.render("");
     out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
+    if let Some(m) = &result.memory {
+        out.push_str(&memory_line(m));
+    }
     out.push('\n');
 
     out.push_str(&legend(&reasons));
@@ -496,6 +499,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "pipe_bound": pipe_bound,
         "efficiency": crate::round4(result.efficiency()),
         "bank_conflict_cycles": result.bank_conflict_cycles,
+        "memory": result.memory.as_ref().map_or(Value::Null, memory_json),
         // `null`, not `[]`, when no race check ran: no claim that none was found
         "race_check": hazards.is_some(),
         "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
@@ -516,7 +520,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 21] = [
+pub const RUN_KEYS: [&str; 22] = [
     "kernel",
     "config",
     "sync",
@@ -528,6 +532,7 @@ pub const RUN_KEYS: [&str; 21] = [
     "pipe_bound",
     "efficiency",
     "bank_conflict_cycles",
+    "memory",
     "race_check",
     "hazards",
     "findings",
@@ -539,6 +544,41 @@ pub const RUN_KEYS: [&str; 21] = [
     "profile",
     "plan",
 ];
+
+/// What the gm moves found in L2 and HBM (docs/json.md, `memory`).
+fn memory_json(m: &sim::engine::MemoryStats) -> Value {
+    json!({
+        "l2_start": m.start.name(),
+        "warm_lines": m.warm_lines,
+        "reads": m.reads,
+        "hit_bytes": m.hit_bytes,
+        "hit_lines": m.hit_lines,
+        "miss_bytes": m.miss_bytes,
+        "miss_lines": m.miss_lines,
+        "hbm_bytes": m.hbm_bytes,
+        "writes": m.writes,
+        "write_bytes": m.write_bytes,
+        "evicted_lines": m.evicted_lines,
+    })
+}
+
+/// The report's `memory` line.
+fn memory_line(m: &sim::engine::MemoryStats) -> String {
+    format!(
+        "memory      L2 {}: {} reads hit {} B ({} lines), missed {} B ({} lines), HBM {} B; \
+         {} writes {} B; {} lines evicted\n",
+        m.start.name(),
+        m.reads,
+        m.hit_bytes,
+        m.hit_lines,
+        m.miss_bytes,
+        m.miss_lines,
+        m.hbm_bytes,
+        m.writes,
+        m.write_bytes,
+        m.evicted_lines
+    )
+}
 
 /// A run that reached a limit: {`limit` (`max_cycles` or `max_instructions`), `value`, `cycle`}.
 fn stopped_json(s: &sim::engine::Stopped) -> Value {
@@ -911,6 +951,7 @@ mod tests {
                 "pipe_bound",
                 "efficiency",
                 "bank_conflict_cycles",
+                "memory",
                 "race_check",
                 "hazards",
                 "findings",

@@ -15,6 +15,9 @@
 //!
 //! With `--race` it also runs the same kernel under the race checker (every buffer slot side
 //! by side) and prints that rate and the checker's overhead (time with / time without).
+//!
+//! With `--memory` the config gets a `memory` section (the gm memory system: L2 lookups on every
+//! load and store; an estimate of the 910B's numbers), to measure what the refinement costs.
 
 use std::time::Instant;
 
@@ -143,6 +146,7 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
 fn main() {
     let race = std::env::args().any(|a| a == "--race");
     let banks = std::env::args().any(|a| a == "--banks");
+    let memory = std::env::args().any(|a| a == "--memory");
     let target = match std::env::args().skip(1).find(|a| !a.starts_with("--")) {
         None => 10_000_000,
         Some(a) => parse_count(&a).unwrap_or_else(|| {
@@ -150,8 +154,15 @@ fn main() {
             std::process::exit(2)
         }),
     };
-    let mut config = sim::load_config(sim::builtin::builtin(CONFIG).unwrap(), CONFIG)
-        .expect("the built-in config loads");
+    let mut text = sim::builtin::builtin(CONFIG).unwrap().to_string();
+    if memory {
+        text.push_str(
+            "memory: { line_bytes: 512, l2_bytes: 201326592, l2_read_bytes_per_cycle: 110, \
+             l2_write_bytes_per_cycle: 86, l2_latency: 50, hbm_bytes_per_cycle: 32, \
+             hbm_read_latency: 400 }\n",
+        );
+    }
+    let mut config = sim::load_config(&text, CONFIG).expect("the built-in config loads");
     if banks {
         config.vector.block_bytes = Some(32);
         config.vector.ub_banks = Some(sim::config::UbBanks {

@@ -19,6 +19,9 @@ pub struct Config {
     pub paths: Vec<PathConfig>,
     pub vector: VectorConfig,
     pub cube: CubeConfig,
+    /// The gm memory system (`memory`): L2 and HBM. `None`: every gm move costs its path's
+    /// rate and startup alone.
+    pub memory: Option<MemoryConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -50,6 +53,9 @@ pub struct ScalarConfig {
     pub loop_cycles: u32,
     /// Cycles before the chosen branch of an `if`.
     pub branch_cycles: u32,
+    /// Cycles an `sload`/`sstore` of a gm operand keeps the scalar unit busy
+    /// (`scalar.gm_latency`); `None`: `issue_cycles`, like any other operand.
+    pub gm_latency: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +143,33 @@ impl UbBanks {
     pub fn bank(&self, a: u64) -> u64 {
         let g = self.groups as u64;
         self.group(a) + g * (a / (g * self.bank_bytes as u64))
+    }
+}
+
+/// The gm memory system (docs/timing.md, "The gm memory system"): gm tensors laid out in
+/// lines, an L2 of whole lines (LRU) in front of HBM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryConfig {
+    /// Bytes of one L2 line; every gm tensor starts on a line.
+    pub line_bytes: u64,
+    /// L2 capacity in bytes (whole lines: `l2_bytes / line_bytes` of them).
+    pub l2_bytes: u64,
+    /// Bytes per cycle one move reads from L2 (hits).
+    pub l2_read_bytes_per_cycle: u64,
+    /// Bytes per cycle one move writes into L2.
+    pub l2_write_bytes_per_cycle: u64,
+    /// Cycles added to the startup of a move that hits only, and of every gm write.
+    pub l2_latency: u64,
+    /// HBM bytes per cycle, shared by the moves missing at the same time.
+    pub hbm_bytes_per_cycle: u64,
+    /// Cycles added to the startup of a move with a miss.
+    pub hbm_read_latency: u64,
+}
+
+impl MemoryConfig {
+    /// Lines the L2 holds.
+    pub fn l2_lines(&self) -> u64 {
+        self.l2_bytes / self.line_bytes
     }
 }
 

@@ -363,6 +363,106 @@ pub fn run_starts<'a>(
     Ok(runs)
 }
 
+
+/// The maximal contiguous byte runs of a gm operand (an operand on a tensor, `shape` the
+/// tensor's shape) for the loop variables `vars`, in row-major order: `f(first byte, bytes)`
+/// per run, bytes from the tensor's start. A whole tensor is one run; `x[0:64, 0:32]` of a
+/// `[128, 128]` tensor is 64 runs of 32 elements. Dimensions after the innermost partial one
+/// are whole, so a run is that dimension's selection times the elements below it; every
+/// combination of the outer dimensions' indices starts one. Selects nothing: no call. The
+/// caller has checked the bounds.
+pub fn gm_runs_at<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    mut f: impl FnMut(u64, u64),
+) -> Result<(), EvalFailure<'a>> {
+    const MAX_DIMS: usize = 8;
+    let n = shape.len();
+    if n > MAX_DIMS {
+        // deeper than kernels write: the same walk on the heap
+        return runs_in(
+            o,
+            shape,
+            vars,
+            &mut vec![(0, 0); n],
+            &mut vec![1; n],
+            &mut vec![0; n],
+            &mut f,
+        );
+    }
+    runs_in(
+        o,
+        shape,
+        vars,
+        &mut [(0, 0); MAX_DIMS],
+        &mut [1; MAX_DIMS],
+        &mut [0; MAX_DIMS],
+        &mut f,
+    )
+}
+
+/// [`gm_runs_at`] with scratch of at least `shape.len()` entries.
+fn runs_in<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    sel: &mut [(u64, u64)],
+    strides: &mut [u64],
+    idx: &mut [u64],
+    f: &mut impl FnMut(u64, u64),
+) -> Result<(), EvalFailure<'a>> {
+    let n = shape.len();
+    for d in (0..n).rev() {
+        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
+        if b <= a {
+            return Ok(());
+        }
+        sel[d] = (a as u64, b as u64);
+        if d + 1 < n {
+            strides[d] = strides[d + 1].saturating_mul(shape[d + 1]);
+        }
+    }
+    // k: the innermost dimension that is not selected whole (0 when all are)
+    let mut k = n.saturating_sub(1);
+    while k > 0 && sel[k] == (0, shape[k]) {
+        k -= 1;
+    }
+    let run = if n == 0 {
+        1
+    } else {
+        (sel[k].1 - sel[k].0) * strides[k]
+    };
+    let bits = o.dtype.bits();
+    // odometer over the outer dimensions 0..k
+    for d in 0..k {
+        idx[d] = sel[d].0;
+    }
+    loop {
+        let mut start = if n == 0 { 0 } else { sel[k].0 * strides[k] };
+        for d in 0..k {
+            start += idx[d] * strides[d];
+        }
+        let (x, y) = (
+            start * bits / 8,
+            (start + run).saturating_mul(bits).div_ceil(8),
+        );
+        f(x, y - x);
+        let mut d = k;
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < sel[d].1 {
+                break;
+            }
+            idx[d] = sel[d].0;
+        }
+    }
+}
+
 /// An operand's bounding range over every value of the loop variables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Over {
@@ -595,6 +695,48 @@ body:
         let bits = fp(&p, 3, 1);
         let runs = runs_at(bits.operand, bits.shape, &[0]).unwrap();
         assert_eq!((runs.count, runs.run_bytes(1)), (1, 1));
+    }
+
+    #[test]
+    fn gm_runs_are_maximal_and_row_major() {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: runs
+core: aiv
+sync: manual
+gm:
+  x: { shape: [128, 128], dtype: f16 }
+buffers:
+  a: { scope: ub, shape: [64, 32], dtype: f16 }
+  b: { scope: ub, shape: [128, 128], dtype: f16 }
+  c: { scope: ub, shape: [64, 128], dtype: f16 }
+body:
+  - load: { src: "x[0:64, 0:32]", dst: a }
+  - load: { src: x, dst: b }
+  - load: { src: "x[64:128, 0:128]", dst: c }
+  - load: { src: "x[3]", dst: "b[0]" }
+"#;
+        let p = crate::load_program(text, "runs.yaml", &config, &[]).unwrap();
+        let runs = |op: usize| {
+            let ops = crate::engine::operands(&p.ops[op].kind);
+            let o = ops[0];
+            let mut v = Vec::new();
+            gm_runs_at(o, &p.tensors[0].shape, &[], |a, n| v.push((a, n))).unwrap();
+            v
+        };
+        // 64 rows of 32 f16 = 64 B, a row of 256 B apart
+        let v = runs(0);
+        assert_eq!(v.len(), 64);
+        assert_eq!((v[0], v[1], v[63]), ((0, 64), (256, 64), (63 * 256, 64)));
+        // the whole tensor, and whole rows 64..128: one run each
+        assert_eq!(runs(1), [(0, 32768)]);
+        assert_eq!(runs(2), [(16384, 16384)]);
+        // one row
+        assert_eq!(runs(3), [(768, 256)]);
     }
 
     #[test]

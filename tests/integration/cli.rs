@@ -350,3 +350,60 @@ fn a_run_with_findings_still_writes_its_report() {
     assert!(v["deadlock"].is_object());
     assert_eq!(files_in(&dir), ["deadlock.json"]);
 }
+
+/// `--l2` on `run` and `compare`, on the memory test config: the golden single load (1024 B,
+/// the 4 lines of the L2) costs 1 + (10 + 100) + 1024 / 64 = 127 cold (every line misses) and
+/// 1 + (10 + 20) + 1024 / min(64, 32) = 63 warm (every line hits), as derived in
+/// sim/tests/integration/memory.rs.
+#[test]
+fn l2_warm_and_cold_from_the_command_line() {
+    let prog = "sim/tests/golden/single_load.yaml";
+    let cfg = "sim/tests/golden/memory_config.yaml";
+    for (l2, total, hits) in [
+        (None, 127, 0),
+        (Some("cold"), 127, 0),
+        (Some("warm"), 63, 1024),
+    ] {
+        let mut args = vec!["run", prog, "--config", cfg, "--format", "json"];
+        if let Some(l2) = l2 {
+            args.extend(["--l2", l2]);
+        }
+        let o = npusim(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["total_cycles"], total, "{args:?}");
+        assert_eq!(v["memory"]["l2_start"], l2.unwrap_or("cold"));
+        assert_eq!(v["memory"]["hit_bytes"], hits);
+        assert_eq!(v["memory"]["miss_bytes"], 1024 - hits);
+    }
+    let o = npusim(&["run", prog, "--config", cfg, "--l2", "warm"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("memory      L2 warm: 1 reads hit 1024 B (4 lines), missed 0 B (0 lines), HBM 0 B; 0 writes 0 B; 0 lines evicted"),
+        "{out}"
+    );
+    let o = npusim(&[
+        "compare", prog, "--config", cfg, "--l2", "warm", "--format", "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for level in v.as_array().unwrap() {
+        assert_eq!(level["total_cycles"], 63);
+    }
+    // without a memory section the key is null and nothing changes
+    let o = npusim(&[
+        "run",
+        prog,
+        "--config",
+        "sim/tests/golden/test_config.yaml",
+        "--l2",
+        "warm",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["total_cycles"], 27);
+    assert!(v["memory"].is_null());
+    let o = npusim(&["run", prog, "--config", cfg, "--l2", "hot"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -163,6 +163,7 @@ fn opts(race_check: bool) -> pipeline::Options {
         limits: Limits {
             max_cycles: 50_000_000,
             max_instructions: 200_000,
+            ..Limits::default()
         },
         ..Default::default()
     }

@@ -10,8 +10,11 @@ use crate::config::{Config, PathConfig};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Bases};
 use crate::ids::{OpId, VarId};
-use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant};
+use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant, Ref};
 use crate::types::{Pipe, Space};
+
+/// "No gm memory action" in [`Spec::mem`].
+pub(super) const NO_MEM: u32 = u32::MAX;
 
 /// "Not inside any loop" in [`Opnd::counter`].
 pub(super) const NO_LOOP: u32 = u32::MAX;
@@ -241,6 +244,32 @@ pub(super) struct Spec<'p> {
     /// The op's operands, `lo..hi` in the operand table (see [`super::operands`]).
     pub lo: u32,
     pub hi: u32,
+    /// Its entry in [`Compiled::mems`] (a move that reads or writes gm, when the config has a
+    /// `memory` section), else [`NO_MEM`].
+    pub mem: u32,
+}
+
+/// One gm side of a move under the memory system: the operand, and its lines when static.
+#[derive(Clone, Debug)]
+pub(super) struct GmSide {
+    /// Absolute operand index.
+    pub opnd: u32,
+    /// First byte of the operand's tensor in the gm layout.
+    pub base: u64,
+    /// `(line, bytes)` pairs when the operand does not depend on loop variables.
+    pub lines: Option<Vec<(u64, u64)>>,
+}
+
+/// A move that reads or writes gm, under the memory system.
+#[derive(Clone, Debug)]
+pub(super) struct MemSpec {
+    /// The gm source: looked up when the move starts (work and startup are decided then).
+    pub read: Option<GmSide>,
+    /// The gm destination: its lines are allocated when the move starts.
+    pub write: Option<GmSide>,
+    /// The path's bytes per cycle and startup.
+    pub bpc: u64,
+    pub startup: u64,
 }
 
 /// A dynamic loop (for or while).
@@ -293,11 +322,13 @@ pub(super) enum SOp<'p> {
         op: OpId,
         cycles: Val<'p>,
     },
-    /// sload / sstore: `issue_cycles`, operands `lo..hi`.
+    /// sload / sstore: `cycles` (`issue_cycles`, or `scalar.gm_latency` for a gm operand),
+    /// operands `lo..hi`.
     SMem {
         op: OpId,
         lo: u32,
         hi: u32,
+        cycles: u64,
     },
     /// `use` with operands that need run-time bounds checks (no cycles).
     Check {
@@ -342,6 +373,10 @@ pub(super) struct Compiled<'p> {
     pub max_operands: usize,
     /// [`Cost::Banked`] tables.
     pub tables: Vec<BankTable>,
+    /// The gm moves under the memory system ([`Spec::mem`]).
+    pub mems: Vec<MemSpec>,
+    /// Lines of the gm layout (every tensor, each from a line); 0 without `memory`.
+    pub gm_lines: u64,
 }
 
 /// The (work, bank conflict cycles) of a static vector op for every combination of its
@@ -405,6 +440,8 @@ struct Compiler<'p, 'c> {
     /// Per-buffer slot-count overrides (0 or missing: the buffer's `multi`).
     slot_counts: &'c [u32],
     addresses: &'c Addresses,
+    /// First byte of each gm tensor in the layout (with `memory`).
+    gm_base: Vec<u64>,
 }
 
 /// `slot_counts[b]`, when present and non-zero, replaces buffer b's `multi` as the modulus of
@@ -448,11 +485,40 @@ pub(super) fn compile<'p>(
             pipe_mask,
             max_operands: 0,
             tables: Vec::new(),
+            mems: Vec::new(),
+            gm_lines: 0,
         },
         loop_index,
         slot_counts,
         addresses,
+        gm_base: Vec::new(),
     };
+    if let Some(m) = &config.memory {
+        // declaration order, each tensor from a line
+        let mut at = 0u64;
+        for t in &program.tensors {
+            c.gm_base.push(at);
+            at = at
+                .checked_add(t.bytes.div_ceil(m.line_bytes) * m.line_bytes)
+                .ok_or_else(|| CompileError {
+                    op: None,
+                    message: "the gm tensors together exceed 2^64 bytes".into(),
+                })?;
+        }
+        c.out.gm_lines = at / m.line_bytes;
+        if c.out.gm_lines > crate::limits::MAX_GM_LINES {
+            return Err(CompileError {
+                op: None,
+                message: format!(
+                    "the gm tensors take {} lines of {} bytes, more than the memory system \
+                     models ({})",
+                    c.out.gm_lines,
+                    m.line_bytes,
+                    crate::limits::show(crate::limits::MAX_GM_LINES)
+                ),
+            });
+        }
+    }
     c.block(&program.body.ops)?;
     c.out.code.push(SOp::End);
     Ok(c.out)
@@ -537,9 +603,19 @@ impl<'p> Compiler<'p, '_> {
                 });
                 Ok(())
             }
-            OpKind::Sload { .. } | OpKind::Sstore { .. } => {
+            OpKind::Sload { src: o } | OpKind::Sstore { dst: o } => {
                 let (lo, hi) = self.operands(op)?;
-                self.emit(SOp::SMem { op: id, lo, hi });
+                let sc = &self.config.scalar;
+                let cycles = match sc.gm_latency {
+                    Some(g) if o.space == Space::Gm => g,
+                    _ => sc.issue_cycles,
+                } as u64;
+                self.emit(SOp::SMem {
+                    op: id,
+                    lo,
+                    hi,
+                    cycles,
+                });
                 Ok(())
             }
             OpKind::Use { .. } => {
@@ -606,6 +682,36 @@ impl<'p> Compiler<'p, '_> {
                 );
                 let (lo, hi) = self.operands(op)?;
                 let (s, d) = (lo, lo + 1);
+                let mut path = path;
+                let mem = match &self.config.memory {
+                    Some(m) if src.space == Space::Gm || dst.space == Space::Gm => {
+                        // what the memory system starts from: the path's own rate (an nz
+                        // load's nz rate) and startup
+                        let write_rate = match path.nz_bytes_per_cycle {
+                            Some(r) if nz => r,
+                            _ => path.bytes_per_cycle,
+                        };
+                        let spec = MemSpec {
+                            read: (src.space == Space::Gm).then(|| self.gm_side(s)),
+                            write: (dst.space == Space::Gm).then(|| self.gm_side(d)),
+                            bpc: write_rate.max(1) as u64,
+                            startup: path.startup as u64,
+                        };
+                        if src.space != Space::Gm {
+                            // a write: bounded by the L2's write rate, its cost known at issue
+                            let l2w = m.l2_write_bytes_per_cycle.min(u32::MAX as u64) as u32;
+                            path.bytes_per_cycle = path.bytes_per_cycle.min(l2w.max(1));
+                            path.nz_bytes_per_cycle =
+                                path.nz_bytes_per_cycle.map(|r| r.min(l2w.max(1)));
+                            path.startup = path
+                                .startup
+                                .saturating_add(m.l2_latency.min(u32::MAX as u64) as u32);
+                        }
+                        self.out.mems.push(spec);
+                        self.out.mems.len() as u32 - 1
+                    }
+                    _ => NO_MEM,
+                };
                 let startup = path.startup as u64;
                 let cost = match (self.static_bytes(s), self.static_bytes(d)) {
                     (Some(a), Some(b)) => Cost::Fixed {
@@ -619,7 +725,9 @@ impl<'p> Compiler<'p, '_> {
                         dst: d,
                     },
                 };
-                self.send_work(id, path.pipe, Kind::Work, cost, (lo, hi))
+                self.send_work(id, path.pipe, Kind::Work, cost, (lo, hi))?;
+                self.out.specs.last_mut().expect("just sent").mem = mem;
+                Ok(())
             }
             OpKind::Vector(v) => {
                 let (lo, hi) = self.operands(op)?;
@@ -755,6 +863,7 @@ impl<'p> Compiler<'p, '_> {
             flag,
             lo: 0,
             hi: 0,
+            mem: NO_MEM,
         })
     }
 
@@ -775,6 +884,7 @@ impl<'p> Compiler<'p, '_> {
             flag: None,
             lo,
             hi,
+            mem: NO_MEM,
         })
     }
 
@@ -880,6 +990,27 @@ impl<'p> Compiler<'p, '_> {
         let table = self.out.tables.len() as u32;
         self.out.tables.push(BankTable { mults, costs });
         Cost::Banked { table, startup }
+    }
+
+    /// Operand `i`, on a gm tensor, as the memory system sees it.
+    fn gm_side(&self, i: u32) -> GmSide {
+        let o = &self.out.opnds[i as usize];
+        let Ref::Tensor(t) = o.operand.base else {
+            unreachable!("a gm operand is on a tensor");
+        };
+        let base = self.gm_base[t.index()];
+        let line_bytes = self.config.memory.as_ref().expect("memory").line_bytes;
+        let lines = footprint::static_indices(o.operand).then(|| {
+            let mut v = Vec::new();
+            // static indices evaluate without variables; the loader checked their bounds
+            let _ = super::memory::lines_of(o.operand, o.shape, &[], base, line_bytes, &mut v);
+            v
+        });
+        GmSide {
+            opnd: i,
+            base,
+            lines,
+        }
     }
 
     fn static_bytes(&self, i: u32) -> Option<u64> {

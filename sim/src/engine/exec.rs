@@ -4,8 +4,10 @@
 
 use super::banks::{self, Scratch};
 use super::compile::{
-    chunk_bytes, chunking, mmad_work, Compiled, Cost, Kind, Opnd, SOp, Val, NO_LOOP,
+    chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP,
+    NO_MEM,
 };
+use super::memory::{lines_of, L2};
 use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
@@ -41,6 +43,12 @@ struct Entry {
     next: u32,
     op: u32,
     kind: Kind,
+    /// The move's [`super::compile::MemSpec`], or [`NO_MEM`].
+    mem: u32,
+    /// Pool slots holding the lines of its dynamic gm source / destination, or [`NO_MEM`]
+    /// (static lines live in the spec).
+    rl: u32,
+    wl: u32,
 }
 
 /// The staging of one `mmad_l1` by its MTE1 part: chunks copied so far, and the completion of
@@ -194,6 +202,8 @@ struct Cx<'o, O: Observer> {
     executed: u64,
     /// Set when the run reached a limit: nothing happens after it.
     stopped: Option<Stopped>,
+    /// The gm memory system, shared by every core (with a `memory` config section).
+    l2: Option<L2>,
 }
 
 impl<O: Observer> Cx<'_, O> {
@@ -284,6 +294,12 @@ struct Core<'p, 'c> {
     overlap: u64,
     overlap_from: u64,
     findings: Vec<SyncFinding>,
+    /// Line lists of dynamic gm operands of sent moves, until they start; `pool_free` are
+    /// the unused slots (reused, so the hot path does not allocate once warm).
+    pool: Vec<Vec<(u64, u64)>>,
+    pool_free: Vec<u32>,
+    /// `memory.line_bytes` (1 without memory).
+    line_bytes: u64,
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
@@ -311,6 +327,15 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 limits,
                 executed: 0,
                 stopped: None,
+                l2: config.memory.map(|m| {
+                    let warm: &[(u64, u64)] = match limits.l2 {
+                        super::L2Start::Warm => &[(0, c.gm_lines)],
+                        super::L2Start::Cold => &[],
+                    };
+                    let mut l2 = L2::new(m, c.gm_lines, warm);
+                    l2.stats.start = limits.l2;
+                    l2
+                }),
             },
         }
     }
@@ -398,6 +423,9 @@ impl<'p, 'c> Core<'p, 'c> {
             overlap: 0,
             overlap_from: 0,
             findings: Vec::new(),
+            pool: Vec::new(),
+            pool_free: Vec::new(),
+            line_bytes: config.memory.map_or(1, |m| m.line_bytes),
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
@@ -490,23 +518,37 @@ impl<'p, 'c> Core<'p, 'c> {
         let head = *self.pipes[p].ring.front();
         // the parts of an mmad_l1 start once per chunk; the entry leaves the queue at its last
         let last = head.next + 1 >= head.chunks;
-        let work = if last { head.last } else { head.work };
-        let complete = t
-            .checked_add(head.startup)
-            .and_then(|c| c.checked_add(work));
+        let chunk_work = if last { head.last } else { head.work };
+        let (mut work, mut startup) = (chunk_work, head.startup);
+        let mut lookup = None;
+        if head.mem != NO_MEM {
+            // a gm move (one chunk): its cost is known once the L2 is looked up at its start
+            if let (Some(l2), Some(read)) = (&cx.l2, &self.c.mems[head.mem as usize].read) {
+                let spec = &self.c.mems[head.mem as usize];
+                let l = l2.lookup(self.side_lines(read, head.rl));
+                let (w, extra) = l2.read_cost(t, spec.bpc, &l);
+                (work, startup) = (w, spec.startup + extra);
+                lookup = Some(l);
+            }
+        }
+        let complete = t.checked_add(startup).and_then(|c| c.checked_add(work));
         if !cx.in_time(t, complete) {
             return;
         }
         cx.now = t;
+        if head.mem != NO_MEM {
+            self.commit_mem(t, work, &head, lookup, cx);
+        }
         self.sweep_overlap(t);
         let events = self.events as u64;
         let ps = &mut self.pipes[p];
-        let e = if last {
+        let mut e = if last {
             ps.ring.pop()
         } else {
             ps.ring.front_mut().next += 1;
             head
         };
+        (e.work, e.startup) = (work, startup);
         let gap = ps.free;
         if t > gap {
             let j = e.join.clamp(gap, t);
@@ -599,6 +641,44 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         if last {
             cx.obs.on_start(e.seq, t, complete);
+        }
+    }
+
+    /// The lines of a gm side: the spec's static ones, or pool slot `slot`.
+    #[inline]
+    fn side_lines<'s>(&'s self, side: &'s GmSide, slot: u32) -> &'s [(u64, u64)] {
+        match &side.lines {
+            Some(v) => v,
+            None => &self.pool[slot as usize],
+        }
+    }
+
+    /// A gm move starts at `t`: the L2 takes its read (what `lookup` found) and its write,
+    /// and its pool slots are freed.
+    #[cold]
+    fn commit_mem<O: Observer>(
+        &mut self,
+        t: u64,
+        work: u64,
+        e: &Entry,
+        lookup: Option<super::memory::Lookup>,
+        cx: &mut Cx<'_, O>,
+    ) {
+        let c = self.c;
+        let spec = &c.mems[e.mem as usize];
+        if let Some(l2) = &mut cx.l2 {
+            if let (Some(side), Some(l)) = (&spec.read, lookup) {
+                l2.commit_read(t, work, self.side_lines(side, e.rl), &l);
+            }
+            if let Some(side) = &spec.write {
+                l2.commit_write(t, self.side_lines(side, e.wl));
+            }
+        }
+        for slot in [e.rl, e.wl] {
+            if slot != NO_MEM {
+                self.pool[slot as usize].clear();
+                self.pool_free.push(slot);
+            }
         }
     }
 
@@ -923,13 +1003,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.observe_s(cx, op, at, at + n, 0, None);
                 self.pc += 1;
             }
-            SOp::SMem { op, lo, hi } => {
+            SOp::SMem { op, lo, hi, cycles } => {
                 let n = self.prepare_operands(op, lo, hi)?;
                 let at = self.s_time;
-                if !self.s_advance(self.issue, cx) {
+                if !self.s_advance(cycles, cx) {
                     return Ok(());
                 }
-                self.observe_s(cx, op, at, at + self.issue, n, None);
+                self.observe_s(cx, op, at, at + cycles, n, None);
                 self.pc += 1;
             }
             SOp::Check { op, lo, hi } => {
@@ -1047,6 +1127,16 @@ impl<'p, 'c> Core<'p, 'c> {
             debug_assert!(self.macro_sent > 0);
             arg = self.macro_sent - 1;
         }
+        let (mut rl, mut wl) = (NO_MEM, NO_MEM);
+        if sp.mem != NO_MEM {
+            let m = &self.c.mems[sp.mem as usize];
+            if let Some(side) = &m.read {
+                rl = self.dynamic_lines(op, side)?;
+            }
+            if let Some(side) = &m.write {
+                wl = self.dynamic_lines(op, side)?;
+            }
+        }
         self.pending = Pending::Send {
             pipe: sp.pipe,
             entry: Entry {
@@ -1060,11 +1150,41 @@ impl<'p, 'c> Core<'p, 'c> {
                 next: 0,
                 op: op.0,
                 kind: sp.kind,
+                mem: sp.mem,
+                rl,
+                wl,
             },
             flag_id,
             nslots,
         };
         Ok(())
+    }
+
+    /// The lines of a gm side whose operand depends on the loop variables, into a pool slot
+    /// (its number); [`NO_MEM`] for a static side.
+    #[inline]
+    fn dynamic_lines(&mut self, op: OpId, side: &GmSide) -> R<u32> {
+        if side.lines.is_some() {
+            return Ok(NO_MEM);
+        }
+        let slot = match self.pool_free.pop() {
+            Some(s) => s,
+            None => {
+                self.pool.push(Vec::new());
+                self.pool.len() as u32 - 1
+            }
+        };
+        let o = &self.c.opnds[side.opnd as usize];
+        let line_bytes = self.line_bytes;
+        let mut v = std::mem::take(&mut self.pool[slot as usize]);
+        let r = lines_of(
+            o.operand, o.shape, &self.vars, side.base, line_bytes, &mut v,
+        );
+        self.pool[slot as usize] = v;
+        if let Err((e, expr)) = r {
+            return Err(self.eval_fail(op, e, expr));
+        }
+        Ok(slot)
     }
 
     /// Chooses each operand's slot into the scratch and checks dynamic bounds; returns the
@@ -1523,6 +1643,7 @@ impl<'p, 'c> Core<'p, 'c> {
             findings: self.findings,
             deadlock,
             stopped,
+            memory: cx.l2.as_ref().map(|l2| l2.stats),
         }
     }
 

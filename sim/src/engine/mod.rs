@@ -64,6 +64,18 @@
 //! writes those of the outputs, costing max(cycles_per_repeat, most input blocks in one group,
 //! most output blocks in one group) + 1 if a bank is both read and written; work = Σ repeats.
 //! [`RunResult::bank_conflict_cycles`] sums the work started above repeats × cycles_per_repeat.
+//! **GM memory system** (only with `config.memory`; module `memory`). gm tensors are laid out
+//! in declaration order, each from a line; an operand's lines come from its maximal contiguous
+//! runs ([`crate::footprint::gm_runs_at`]). The L2 holds whole lines, LRU by the cycle of last
+//! touch (ties: lower address leaves first), empty at cycle 0 or, with [`L2Start::Warm`],
+//! holding the tensors' lines in declaration order until full. A move that reads gm looks its
+//! lines up when it starts at t (H hit bytes, M miss bytes), touches the present ones and brings
+//! the missing ones in; startup = path startup + (hbm_read_latency if a line missed, else
+//! l2_latency); work = ceil(H / min(P, l2_read) + M / min(P, hbm / n)), n = the reads with
+//! misses whose work is in progress at t, itself included (kept in the run's global state, not
+//! the core's). A move that writes gm allocates its lines at its start; startup = path startup +
+//! l2_latency, work = ceil(B / min(P, l2_write)). With `scalar.gm_latency`, an `sload`/`sstore`
+//! of a gm operand keeps S busy that long instead of issue_cycles.
 //!
 //! **Ordering within a cycle.** Events are processed in cycle order; within one cycle the pipes
 //! go first, in [`Pipe`] order (V, M, MTE1, MTE2, MTE3, FIX), then S. So a pipe starts what it
@@ -121,6 +133,7 @@ mod banks;
 mod compile;
 mod exec;
 mod ledger;
+mod memory;
 mod result;
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,55 @@ pub struct RunResult {
     pub deadlock: Option<Deadlock>,
     /// The run reached a limit and stopped there: what had not started by then never runs.
     pub stopped: Option<Stopped>,
+    /// What the gm moves found in L2 and HBM; `None` when the config has no `memory`.
+    pub memory: Option<MemoryStats>,
+}
+
+/// The L2 at cycle 0 (`--l2 cold|warm`), when the config has a `memory` section.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum L2Start {
+    /// Empty.
+    #[default]
+    Cold,
+    /// Holding every gm tensor's lines in declaration order, until full.
+    Warm,
+}
+
+impl L2Start {
+    pub fn name(self) -> &'static str {
+        match self {
+            L2Start::Cold => "cold",
+            L2Start::Warm => "warm",
+        }
+    }
+}
+
+/// What a run's gm moves found in L2 and HBM (docs/timing.md, "The gm memory system"). Bytes
+/// are the moves' own bytes; lines are counted once per move that touched them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// The L2 at cycle 0.
+    pub start: L2Start,
+    /// Lines present at cycle 0 (0 when cold).
+    pub warm_lines: u64,
+    /// Moves that read gm.
+    pub reads: u64,
+    /// Bytes those moves found in present lines.
+    pub hit_bytes: u64,
+    /// Bytes they found in missing lines.
+    pub miss_bytes: u64,
+    /// Present lines they looked up.
+    pub hit_lines: u64,
+    /// Missing lines they looked up (each then became present).
+    pub miss_lines: u64,
+    /// Bytes read from HBM: missing lines × line bytes.
+    pub hbm_bytes: u64,
+    /// Moves that wrote gm.
+    pub writes: u64,
+    /// Bytes they wrote (into L2).
+    pub write_bytes: u64,
+    /// Lines that left the L2 to make room.
+    pub evicted_lines: u64,
 }
 
 /// How long a run may go on (`--max-cycles`, `--max-instructions`).
@@ -35,6 +84,9 @@ pub struct Limits {
     /// Dynamic instructions: every instruction S sends or executes itself, loop iterations and
     /// `if` evaluations included.
     pub max_instructions: u64,
+    /// Not a limit but the other run-time choice: the L2's state at cycle 0 (`--l2`), used when
+    /// the config has a `memory` section.
+    pub l2: L2Start,
 }
 
 impl Limits {
@@ -50,6 +102,7 @@ impl Default for Limits {
         Limits {
             max_cycles: Limits::DEFAULT,
             max_instructions: Limits::DEFAULT,
+            l2: L2Start::Cold,
         }
     }
 }

@@ -54,6 +54,7 @@ fn config() -> Config {
             issue_cycles: 1,
             loop_cycles: 2,
             branch_cycles: 1,
+            gm_latency: None,
         },
         sync: SyncConfig {
             event_ids: 4,
@@ -93,6 +94,7 @@ fn config() -> Config {
             fractal_k_bytes: 32,
             startup: 5,
         },
+        memory: None,
     }
 }
 

@@ -4,8 +4,8 @@
 
 use super::reader::{index, join, suggest, Reader};
 use crate::config::{
-    Config, CoreConfig, CubeConfig, PathConfig, ScalarConfig, ScopeConfig, SyncConfig, UbBanks,
-    VecCost, VectorConfig,
+    Config, CoreConfig, CubeConfig, MemoryConfig, PathConfig, ScalarConfig, ScopeConfig,
+    SyncConfig, UbBanks, VecCost, VectorConfig,
 };
 use crate::limits;
 use crate::program::VecOp;
@@ -30,7 +30,7 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         "",
         "a chip config",
         TOP_REQUIRED,
-        &["description", "ub_banks"],
+        &["description", "ub_banks", "memory"],
     )?;
     let name = f
         .get("name")
@@ -56,7 +56,7 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
             "scalar",
             "the scalar unit",
             &["issue_cycles", "loop_cycles", "branch_cycles"],
-            &[],
+            &["gm_latency"],
         )?;
         let issue = g
             .get("issue_cycles")
@@ -67,10 +67,15 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         let br = g
             .get("branch_cycles")
             .and_then(|n| r.u32(n, &g.path("branch_cycles"), false));
+        let gm_latency = match g.get("gm_latency") {
+            Some(n) => Some(r.u32(n, &g.path("gm_latency"), false)?),
+            None => None,
+        };
         Some(ScalarConfig {
             issue_cycles: issue?,
             loop_cycles: lp?,
             branch_cycles: br?,
+            gm_latency,
         })
     });
     let sync = f.get("sync").and_then(|n| {
@@ -127,7 +132,12 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
             startup: s?,
         })
     });
+    let memory = match f.get("memory") {
+        Some(n) => Some(memory(r, n)?),
+        None => None,
+    };
     Some(Config {
+        memory,
         name: name?.to_string(),
         description: description?,
         clock_mhz: clock_mhz?,
@@ -139,6 +149,54 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         vector: vector?,
         cube: cube?,
     })
+}
+
+/// The optional `memory` section: every key required, sizes and rates positive, latencies
+/// non-negative, and the L2 at least one line.
+fn memory(r: &mut Reader, node: &Node) -> Option<MemoryConfig> {
+    const POSITIVE: [&str; 5] = [
+        "line_bytes",
+        "l2_bytes",
+        "l2_read_bytes_per_cycle",
+        "l2_write_bytes_per_cycle",
+        "hbm_bytes_per_cycle",
+    ];
+    const LATENCIES: [&str; 2] = ["l2_latency", "hbm_read_latency"];
+    let keys: Vec<&str> = POSITIVE.iter().chain(&LATENCIES).copied().collect();
+    let g = r.map(node, "memory", "the memory system", &keys, &[])?;
+    let before = r.count();
+    let max = limits::MAX_SCOPE_BYTES as i64;
+    let mut v = [0u64; 7];
+    for (i, key) in keys.iter().enumerate() {
+        let min = if i < POSITIVE.len() { 1 } else { 0 };
+        if let Some(x) = g.get(key).and_then(|n| r.int_in(n, &g.path(key), min, max)) {
+            v[i] = x as u64;
+        }
+    }
+    let m = MemoryConfig {
+        line_bytes: v[0],
+        l2_bytes: v[1],
+        l2_read_bytes_per_cycle: v[2],
+        l2_write_bytes_per_cycle: v[3],
+        hbm_bytes_per_cycle: v[4],
+        l2_latency: v[5],
+        hbm_read_latency: v[6],
+    };
+    if r.count() != before {
+        return None;
+    }
+    if m.l2_bytes < m.line_bytes {
+        r.error_hint(
+            &g.path("l2_bytes"),
+            format!(
+                "the L2 ({} bytes) is smaller than one line ({} bytes)",
+                m.l2_bytes, m.line_bytes
+            ),
+            Some("the L2 holds whole lines: make l2_bytes at least line_bytes".into()),
+        );
+        return None;
+    }
+    Some(m)
 }
 
 fn cores(r: &mut Reader, node: &Node) -> Option<Vec<CoreConfig>> {

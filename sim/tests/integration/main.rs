@@ -3,5 +3,6 @@
 mod banks;
 mod golden;
 mod load_errors;
+mod memory;
 mod properties;
 mod race;

@@ -1,0 +1,280 @@
+//! The gm memory system (docs/timing.md, "The gm memory system"): an L2 of whole lines in front
+//! of HBM, shared by every core of a run.
+//!
+//! gm tensors are laid out in declaration order, each starting on a line, so a gm operand's
+//! bytes are a list of `(line, bytes in that line)` pairs, in increasing line order
+//! ([`lines_of`]). The L2 keeps, per line of the layout, the stamp of its last touch (cycle + 1;
+//! 0 for the lines a warm start put there; [`ABSENT`] when not present) in a dense vector, and
+//! the present lines ordered by (stamp, line) in a B-tree: the first one leaves when a line
+//! must come in and the L2 is full (least recently touched, lower address first on a tie).
+
+use super::result::MemoryStats;
+use crate::config::MemoryConfig;
+use crate::footprint::{self, EvalFailure};
+use crate::program::Operand;
+use std::collections::BTreeSet;
+
+/// "Not present" in [`L2::touch`].
+const ABSENT: u64 = u64::MAX;
+
+/// Appends the `(line, bytes)` pairs of operand `o` (on a tensor of `shape` whose first byte
+/// is at `base`) for the loop variables `vars` to `out`, in increasing line order; a line two
+/// runs share appears once with both runs' bytes.
+pub(super) fn lines_of<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    base: u64,
+    line_bytes: u64,
+    out: &mut Vec<(u64, u64)>,
+) -> Result<(), EvalFailure<'a>> {
+    footprint::gm_runs_at(o, shape, vars, |first, bytes| {
+        if bytes == 0 {
+            return;
+        }
+        let (a, end) = (base + first, base + first + bytes);
+        for line in a / line_bytes..=(end - 1) / line_bytes {
+            let from = a.max(line * line_bytes);
+            let to = end.min((line + 1) * line_bytes);
+            match out.last_mut() {
+                Some((l, b)) if *l == line => *b += to - from,
+                _ => out.push((line, to - from)),
+            }
+        }
+    })
+}
+
+/// What a gm read found at its start: bytes and lines present (hits) and missing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Lookup {
+    pub hit_bytes: u64,
+    pub miss_bytes: u64,
+    pub hit_lines: u64,
+    pub miss_lines: u64,
+}
+
+/// The L2 and HBM state of a run, and what the run's moves found in them.
+pub(super) struct L2 {
+    cfg: MemoryConfig,
+    /// Lines the L2 holds.
+    capacity: u64,
+    /// Per line of the layout: the stamp of its last touch, or [`ABSENT`].
+    touch: Vec<u64>,
+    /// Present lines by (stamp, line): the first one leaves first.
+    lru: BTreeSet<(u64, u64)>,
+    /// Work ends of the moves with misses started so far that may still be in progress.
+    hbm_ends: Vec<u64>,
+    pub stats: MemoryStats,
+}
+
+impl L2 {
+    /// An empty L2 over a layout of `lines` lines; `warm`: filled with lines `0..` (the
+    /// tensors' lines in declaration order) until full, as if touched before cycle 0.
+    pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
+        let capacity = cfg.l2_lines();
+        let mut l2 = L2 {
+            cfg,
+            capacity,
+            touch: vec![ABSENT; lines as usize],
+            lru: BTreeSet::new(),
+            hbm_ends: Vec::new(),
+            stats: MemoryStats::default(),
+        };
+        'fill: for &(lo, hi) in warm_lines {
+            for line in lo..hi {
+                if l2.lru.len() as u64 >= capacity {
+                    break 'fill;
+                }
+                l2.touch[line as usize] = 0;
+                l2.lru.insert((0, line));
+            }
+        }
+        l2.stats.warm_lines = l2.lru.len() as u64;
+        l2
+    }
+
+    /// Looks `lines` up without changing anything.
+    #[inline]
+    pub fn lookup(&self, lines: &[(u64, u64)]) -> Lookup {
+        let mut r = Lookup::default();
+        for &(line, bytes) in lines {
+            if self.touch[line as usize] != ABSENT {
+                r.hit_bytes += bytes;
+                r.hit_lines += 1;
+            } else {
+                r.miss_bytes += bytes;
+                r.miss_lines += 1;
+            }
+        }
+        r
+    }
+
+    /// (work, extra startup) of a gm read starting at `t` on a path of `bpc` bytes per cycle
+    /// that found `l`: work = ceil(hits / min(P, l2 read) + misses / min(P, share)), share =
+    /// HBM rate / the moves with misses whose work is in progress at `t`, this one included.
+    pub fn read_cost(&self, t: u64, bpc: u64, l: &Lookup) -> (u64, u64) {
+        let a = bpc.min(self.cfg.l2_read_bytes_per_cycle) as u128;
+        let (extra, num, den) = if l.miss_lines > 0 {
+            let n = self.hbm_ends.iter().filter(|&&e| e > t).count() as u128 + 1;
+            let hbm = self.cfg.hbm_bytes_per_cycle as u128;
+            // min(P, hbm / n) as num / den
+            let (num, den) = if (bpc as u128) * n <= hbm {
+                (bpc as u128, 1)
+            } else {
+                (hbm, n)
+            };
+            (self.cfg.hbm_read_latency, num, den)
+        } else {
+            (self.cfg.l2_latency, 1, 0)
+        };
+        let top = l.hit_bytes as u128 * num + l.miss_bytes as u128 * den * a;
+        let work = top.div_ceil(a * num);
+        (u64::try_from(work).unwrap_or(u64::MAX), extra)
+    }
+
+    /// A read starting at `t` with work `work` found `l` on `lines`: counts it, touches the
+    /// present lines, brings the missing ones in and, with a miss, holds a share of HBM until
+    /// its work ends.
+    pub fn commit_read(&mut self, t: u64, work: u64, lines: &[(u64, u64)], l: &Lookup) {
+        let s = &mut self.stats;
+        s.reads += 1;
+        s.hit_bytes += l.hit_bytes;
+        s.miss_bytes += l.miss_bytes;
+        s.hit_lines += l.hit_lines;
+        s.miss_lines += l.miss_lines;
+        s.hbm_bytes += l.miss_lines * self.cfg.line_bytes;
+        if l.miss_lines > 0 {
+            self.hbm_ends.retain(|&e| e > t);
+            if work > 0 {
+                self.hbm_ends.push(t + work);
+            }
+        }
+        // present lines first, so that bringing the missing ones in cannot evict them
+        for &(line, _) in lines {
+            if self.touch[line as usize] != ABSENT {
+                self.touch_line(t, line);
+            }
+        }
+        for &(line, _) in lines {
+            if self.touch[line as usize] == ABSENT {
+                self.touch_line(t, line);
+            }
+        }
+    }
+
+    /// A write starting at `t` allocates `lines`.
+    pub fn commit_write(&mut self, t: u64, lines: &[(u64, u64)]) {
+        self.stats.writes += 1;
+        for &(line, bytes) in lines {
+            self.stats.write_bytes += bytes;
+            self.touch_line(t, line);
+        }
+    }
+
+    /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
+    /// when full) if absent.
+    #[inline]
+    fn touch_line(&mut self, t: u64, line: u64) {
+        let stamp = t + 1;
+        let old = self.touch[line as usize];
+        if old == stamp {
+            return;
+        }
+        if old != ABSENT {
+            self.lru.remove(&(old, line));
+        } else if self.lru.len() as u64 >= self.capacity {
+            if let Some((_, out)) = self.lru.pop_first() {
+                self.touch[out as usize] = ABSENT;
+                self.stats.evicted_lines += 1;
+            }
+        }
+        self.touch[line as usize] = stamp;
+        self.lru.insert((stamp, line));
+    }
+
+    /// The present lines, least recently touched first (tests).
+    #[cfg(test)]
+    pub fn order(&self) -> Vec<u64> {
+        self.lru.iter().map(|&(_, l)| l).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(lines: u64) -> MemoryConfig {
+        MemoryConfig {
+            line_bytes: 256,
+            l2_bytes: 256 * lines,
+            l2_read_bytes_per_cycle: 32,
+            l2_write_bytes_per_cycle: 16,
+            l2_latency: 20,
+            hbm_bytes_per_cycle: 64,
+            hbm_read_latency: 100,
+        }
+    }
+
+    #[test]
+    fn ties_leave_lower_address_first_and_touches_refresh() {
+        let mut l2 = L2::new(cfg(2), 16, &[]);
+        // lines 5 then 3 written in the same cycle 7: same stamp, so 3 (lower) leaves first
+        l2.commit_write(7, &[(5, 256)]);
+        l2.commit_write(7, &[(3, 256)]);
+        assert_eq!(l2.order(), [3, 5]);
+        l2.commit_write(8, &[(9, 256)]);
+        assert_eq!(l2.order(), [5, 9]);
+        // a read at 9 touching 5 makes 9 the oldest; a miss on 1 then evicts 9
+        let lines = [(5, 256)];
+        let l = l2.lookup(&lines);
+        assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
+        l2.commit_read(9, 8, &lines, &l);
+        assert_eq!(l2.order(), [9, 5]);
+        let lines = [(1, 100)];
+        let l = l2.lookup(&lines);
+        l2.commit_read(10, 2, &lines, &l);
+        assert_eq!(l2.order(), [5, 1]);
+        assert_eq!(l2.stats.evicted_lines, 2);
+    }
+
+    #[test]
+    fn warm_fills_from_line_0_until_full() {
+        let l2 = L2::new(cfg(3), 5, &[(0, 5)]);
+        assert_eq!(l2.order(), [0, 1, 2]);
+        assert_eq!(l2.stats.warm_lines, 3);
+    }
+
+    #[test]
+    fn read_cost_shares_hbm_between_concurrent_misses() {
+        let mut l2 = L2::new(cfg(64), 64, &[]);
+        let miss = Lookup {
+            miss_bytes: 512,
+            miss_lines: 2,
+            ..Lookup::default()
+        };
+        // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
+        assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
+        l2.commit_read(0, 8, &[(0, 256), (1, 256)], &miss);
+        // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
+        assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
+        // at 8 it is over: alone again
+        assert_eq!(l2.read_cost(8, 64, &miss), (8, 100));
+        // a slow path is its own bound: min(16, 64 / 2) = 16: 512 / 16 = 32
+        assert_eq!(l2.read_cost(7, 16, &miss), (32, 100));
+        // hits only: min(64, 32) = 32, l2 latency; mixed: ceil(100 / 32 + 300 / 64) =
+        // ceil(3.125 + 4.6875) = 8
+        let hit = Lookup {
+            hit_bytes: 512,
+            hit_lines: 2,
+            ..Lookup::default()
+        };
+        assert_eq!(l2.read_cost(20, 64, &hit), (16, 20));
+        let mixed = Lookup {
+            hit_bytes: 100,
+            hit_lines: 1,
+            miss_bytes: 300,
+            miss_lines: 2,
+        };
+        assert_eq!(l2.read_cost(20, 64, &mixed), (8, 100));
+    }
+}
