@@ -363,7 +363,6 @@ pub fn run_starts<'a>(
     Ok(runs)
 }
 
-
 /// The maximal contiguous byte runs of a gm operand (an operand on a tensor, `shape` the
 /// tensor's shape) for the loop variables `vars`, in row-major order: `f(first byte, bytes)`
 /// per run, bytes from the tensor's start. A whole tensor is one run; `x[0:64, 0:32]` of a

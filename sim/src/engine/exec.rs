@@ -4,8 +4,7 @@
 
 use super::banks::{self, Scratch};
 use super::compile::{
-    chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP,
-    NO_MEM,
+    chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP, NO_MEM,
 };
 use super::memory::{lines_of, L2};
 use super::result::{
