@@ -87,6 +87,9 @@ struct OpInfo<'p> {
     flag: Option<(Pipe, Pipe, bool)>,
     /// Whether an operand's range depends on loop variables.
     dynamic: bool,
+    /// A move (load, store, copy, fixpipe): its `bytes` are its destination's, operand 1, as
+    /// the engine charges it; other ops report their largest operand.
+    is_move: bool,
 }
 
 /// An instruction S sent that has not started yet.
@@ -237,8 +240,16 @@ impl<'p, W: Write> Trace<'p, W> {
                 let quoted = json(&name);
                 let path = json(&op.path);
                 let dynamic = operands.iter().any(|o: &OpndInfo| o.fixed.is_none());
+                let is_move = matches!(
+                    op.kind,
+                    OpKind::Load { .. }
+                        | OpKind::Store { .. }
+                        | OpKind::Copy { .. }
+                        | OpKind::Fixpipe { .. }
+                );
                 OpInfo {
                     dynamic,
+                    is_move,
                     name: format!(",\"cat\":\"op\",\"name\":{}", &quoted[..quoted.len() - 1])
                         .into_bytes(),
                     op: format!("\",\"args\":{{\"op\":{path}").into_bytes(),
@@ -492,7 +503,12 @@ impl<'p, W: Write> Trace<'p, W> {
                     a.push(b',');
                     num(a, base + hi);
                     a.extend_from_slice(b")\"");
-                    bytes = bytes.max(o.bytes.unwrap_or(hi - lo));
+                    let b = o.bytes.unwrap_or(hi - lo);
+                    bytes = match (info.is_move, k) {
+                        (true, 1) => b,
+                        (true, _) => bytes,
+                        (false, _) => bytes.max(b),
+                    };
                 }
                 None => a.extend_from_slice(b" []\""),
             }
