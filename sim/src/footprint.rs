@@ -315,50 +315,8 @@ pub fn run_starts<'a>(
     starts: &mut Vec<u64>,
 ) -> Result<Runs, EvalFailure<'a>> {
     let runs = runs_at(o, shape, vars)?;
-    if runs.count == 0 {
-        return Ok(runs);
-    }
-    // the innermost dimension that is not selected whole (or 0): it holds each run's start
-    let mut inner = 0;
-    let mut stride = 1u64;
-    let mut strides = vec![1u64; shape.len()];
-    for d in (0..shape.len()).rev() {
-        strides[d] = stride;
-        stride = stride.saturating_mul(shape[d]);
-    }
-    for d in (0..shape.len()).rev() {
-        let (a, b) = Sel::of(o, d, shape[d]).at(vars)?;
-        if !(a == 0 && b as u64 == shape[d]) {
-            inner = d;
-            break;
-        }
-    }
-    let mut sels = Vec::with_capacity(inner + 1);
-    for (d, &extent) in shape.iter().enumerate().take(inner + 1) {
-        let (a, b) = Sel::of(o, d, extent).at(vars)?;
-        sels.push((a.max(0) as u64, b.max(0) as u64));
-    }
-    fn walk(
-        d: usize,
-        at: u64,
-        inner: usize,
-        sels: &[(u64, u64)],
-        strides: &[u64],
-        out: &mut Vec<u64>,
-    ) {
-        let (a, b) = sels[d];
-        if d == inner {
-            out.push(at + a * strides[d]);
-            return;
-        }
-        for i in a..b {
-            walk(d + 1, at + i * strides[d], inner, sels, strides, out);
-        }
-    }
-    if shape.is_empty() {
-        starts.push(0);
-    } else {
-        walk(0, 0, inner, &sels, &strides, starts);
+    if runs.count > 0 {
+        for_each_run(o, shape, vars, |first, _| starts.push(first))?;
     }
     Ok(runs)
 }
@@ -371,6 +329,28 @@ pub fn run_starts<'a>(
 /// combination of the outer dimensions' indices starts one. Selects nothing: no call. The
 /// caller has checked the bounds.
 pub fn gm_runs_at<'a>(
+    o: &'a Operand,
+    shape: &[u64],
+    vars: &[i64],
+    mut f: impl FnMut(u64, u64),
+) -> Result<(), EvalFailure<'a>> {
+    let bits = o.dtype.bits();
+    for_each_run(o, shape, vars, |start, run| {
+        let (x, y) = (
+            start * bits / 8,
+            (start + run).saturating_mul(bits).div_ceil(8),
+        );
+        f(x, y - x);
+    })
+}
+
+/// Every maximal contiguous run of the elements `o` selects, in row-major order of its base:
+/// `f(first element, elements)` per run (window offsets not included). Dimensions after the
+/// innermost partial one are whole, so a run is that dimension's selection times the elements
+/// below it; every combination of the outer dimensions' indices starts one. Selects nothing: no
+/// call. The one walk behind [`run_starts`] (vector blocks, UB banks) and [`gm_runs_at`] (gm
+/// lines); nothing is allocated for up to 8 dimensions.
+fn for_each_run<'a>(
     o: &'a Operand,
     shape: &[u64],
     vars: &[i64],
@@ -401,7 +381,7 @@ pub fn gm_runs_at<'a>(
     )
 }
 
-/// [`gm_runs_at`] with scratch of at least `shape.len()` entries.
+/// [`for_each_run`] with scratch of at least `shape.len()` entries.
 fn runs_in<'a>(
     o: &'a Operand,
     shape: &[u64],
@@ -432,7 +412,6 @@ fn runs_in<'a>(
     } else {
         (sel[k].1 - sel[k].0) * strides[k]
     };
-    let bits = o.dtype.bits();
     // odometer over the outer dimensions 0..k
     for d in 0..k {
         idx[d] = sel[d].0;
@@ -442,11 +421,7 @@ fn runs_in<'a>(
         for d in 0..k {
             start += idx[d] * strides[d];
         }
-        let (x, y) = (
-            start * bits / 8,
-            (start + run).saturating_mul(bits).div_ceil(8),
-        );
-        f(x, y - x);
+        f(start, run);
         let mut d = k;
         loop {
             if d == 0 {
