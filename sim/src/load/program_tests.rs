@@ -534,7 +534,14 @@ fn config_problems_are_collected_together() {
         .replace("clock_mhz: 1800", "clock_mhz: 0")
         .replace("event_ids: 8 ", "event_ids: -1")
         .replace("vexp:  {", "vexpp: {")
-        .replace("  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }", "  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: l1,  pipe: v,    bytes_per_cycle: 256, startup: 6 }");
+        .replace(
+            "  - { from: ub,  to: ub,",
+            "  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: ub,",
+        )
+        .replace(
+            "  - { from: gm,  to: l1,",
+            "  - { from: ub,  to: l1,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: gm,  to: l1,",
+        );
     let e = load_config(&text, "c.yaml").unwrap_err();
     let got: Vec<(&str, &str)> = e
         .diagnostics
