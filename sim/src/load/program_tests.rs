@@ -571,6 +571,50 @@ fn config_problems_are_collected_together() {
 }
 
 #[test]
+fn chip_and_cross_core_problems_are_collected_together() {
+    let text = crate::builtin::builtin("ascend910b")
+        .unwrap()
+        .replace("  aiv_per_aic: 2 ", "  aiv_per_aic: 0 ")
+        .replace("  flag_ids: 11 ", "  flag_ids: 0 ")
+        .replace("  latency: 100 ", "  latency: -1 ");
+    let e = load_config(&text, "c.yaml").unwrap_err();
+    let got: Vec<(&str, &str)> = e
+        .diagnostics
+        .iter()
+        .map(|d| (d.path.as_str(), d.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "chip.aiv_per_aic",
+                "a chip with aic and aiv cores has at least one vector core per AI core"
+            ),
+            (
+                "cross_core.flag_ids",
+                "0 is out of range: this value must be positive"
+            ),
+            (
+                "cross_core.latency",
+                "-1 is out of range: this value must not be negative"
+            ),
+        ]
+    );
+    let cfg = config();
+    assert_eq!(
+        cfg.chip,
+        Some(crate::config::ChipConfig {
+            aic: 24,
+            aiv_per_aic: 2
+        })
+    );
+    assert_eq!(
+        cfg.cross_core.map(|c| (c.flag_ids, c.max_pending)),
+        Some((11, 16))
+    );
+}
+
+#[test]
 fn core_is_optional_only_with_one_core() {
     let (path, msg, hint, line) = one("kernel: k\nbody: []\n");
     assert_eq!((path.as_str(), line), ("", 1));
