@@ -646,12 +646,12 @@ impl Builder<'_> {
             (Some(e), _) => {
                 // `@expr` names the same slot throughout one iteration of the innermost loop
                 // whose variable it reads (loops are numbered in pre-order, so the enclosing
-                // loop with the largest id is the innermost)
+                // loop with the largest id is the innermost; `block` never changes in a core)
                 let mut vars = Vec::new();
                 e.vars(&mut vars);
                 let scope = vars
                     .iter()
-                    .map(|v| self.program.vars[v.index()].loop_op)
+                    .filter_map(|v| self.program.vars[v.index()].loop_op)
                     .max();
                 match (e.as_const(), scope) {
                     (Some(k), _) => Key::Slot(b, k),

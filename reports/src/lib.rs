@@ -251,12 +251,13 @@ pub(crate) mod testutil {
             core: CoreId::new(0),
             sync: SyncMode::Manual,
             params: vec![("tiles".into(), 16), ("n".into(), 16384)],
+            launch: sim::program::Launch::SINGLE,
             tensors: vec![],
             buffers: vec![buffer("xb"), buffer("yb"), buffer("zb")],
             views: vec![],
             vars: vec![Var {
                 name: "t".into(),
-                loop_op: OpId::new(0),
+                loop_op: Some(OpId::new(0)),
             }],
             ops,
             body: Block {

@@ -19,6 +19,7 @@ pub struct Program {
     pub sync: SyncMode,
     /// Params after `--param` overrides, in declaration order.
     pub params: Vec<(String, i64)>,
+    pub launch: Launch,
     pub tensors: Vec<Tensor>,
     pub buffers: Vec<Buffer>,
     pub views: Vec<View>,
@@ -112,8 +113,32 @@ pub enum ViewKind {
 #[derive(Clone, Debug)]
 pub struct Var {
     pub name: String,
-    /// The `for` or `while` that owns it.
-    pub loop_op: OpId,
+    /// The `for` or `while` that owns it; `None` for the launch's `block` and `subblock`, which
+    /// are fixed for a core's whole run.
+    pub loop_op: Option<OpId>,
+}
+
+/// How the kernel is launched (`launch: { blocks }`, `--blocks`): how many cores of the
+/// program's type run it, and the variables that tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Cores of the program's type the kernel runs on (1 without `launch`).
+    pub blocks: u32,
+    /// `block`: the core's index, `0 .. blocks` (`None` in a program built without the
+    /// loader, which cannot name it).
+    pub block: Option<VarId>,
+    /// `subblock`: a vector core's index in its AI core (`block % aiv_per_aic`); 0 on a cube
+    /// or coupled core.
+    pub subblock: Option<VarId>,
+}
+
+impl Launch {
+    /// One block, no launch variables: a program built by hand.
+    pub const SINGLE: Launch = Launch {
+        blocks: 1,
+        block: None,
+        subblock: None,
+    };
 }
 
 /// What an operand names.

@@ -251,7 +251,8 @@ fn slot_loop(ctx: &Ctx, loop_parent: Option<OpId>, e: &Expr, n: u32) -> Option<(
     let mut steps = Vec::with_capacity(lin.terms.len());
     let mut shift = lin.c;
     for &(v, a) in &lin.terms {
-        let OpKind::For(l) = &program.op(program.vars[v.index()].loop_op).kind else {
+        // a launch variable (`block`) has no loop to count: no slot loop
+        let OpKind::For(l) = &program.op(program.vars[v.index()].loop_op?).kind else {
             return None;
         };
         let (f, st) = (l.from.as_const()?, l.step.as_const()?);

@@ -60,6 +60,7 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
         core: old.core,
         sync: SyncMode::Manual,
         params: old.params.clone(),
+        launch: old.launch,
         tensors: old.tensors.clone(),
         buffers: old.buffers.clone(),
         views: old.views.clone(),
@@ -75,7 +76,7 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
         v.declared_in = remap(v.declared_in);
     }
     for v in &mut p.vars {
-        v.loop_op = map[v.loop_op.index()];
+        v.loop_op = remap(v.loop_op);
     }
     p.ops = em.ops;
     (p, em.counts)

@@ -131,6 +131,7 @@ impl B {
                 core: CoreId::new(0),
                 sync: SyncMode::Manual,
                 params: vec![],
+                launch: crate::program::Launch::SINGLE,
                 tensors: vec![],
                 buffers: vec![],
                 views: vec![],
@@ -185,7 +186,7 @@ impl B {
     fn var(&mut self, name: &str) -> VarId {
         self.p.vars.push(Var {
             name: name.into(),
-            loop_op: OpId(0),
+            loop_op: Some(OpId(0)),
         });
         VarId::new(self.p.vars.len() - 1)
     }
@@ -259,7 +260,7 @@ impl B {
                     to,
                     body,
                 } => {
-                    self.p.vars[var.index()].loop_op = id;
+                    self.p.vars[var.index()].loop_op = Some(id);
                     let ops = self.flatten(body, Some(id), Some(id), &format!("{path}.for.body"));
                     OpKind::For(ForLoop {
                         var,

@@ -67,9 +67,15 @@ pub(super) fn resolve_value(
         Some(Entity::Param(v)) => Some(Expr::Const(v)),
         Some(Entity::Var(id)) if vars => Some(Expr::Var(id)),
         Some(Entity::Var(_)) => {
-            note.misuse = Some(format!(
-                "\"{name}\" is a loop variable, but this value must be constant (params only)"
-            ));
+            note.misuse = Some(if LAUNCH_NAMES.contains(&name) {
+                format!(
+                    "\"{name}\" differs from core to core, but this value must be constant (params only)"
+                )
+            } else {
+                format!(
+                    "\"{name}\" is a loop variable, but this value must be constant (params only)"
+                )
+            });
             None
         }
         Some(Entity::Invalid) => {
@@ -135,6 +141,8 @@ fn lookup_in<'s>(scopes: &'s Scopes, name: &str) -> Option<&'s Name> {
 }
 
 const RESERVED: &[&str] = &["min", "max", "true", "false", "all"];
+/// The names the launch gives every program (`launch.blocks` and the core's place in it).
+pub(super) const LAUNCH_NAMES: &[&str] = &["block", "blocks", "subblock"];
 pub(super) const OP_SIBLINGS: &[&str] = &["buffers", "views", "body", "then", "else"];
 
 pub(super) struct Loader<'a, 'f> {
@@ -157,6 +165,8 @@ pub(super) struct Loader<'a, 'f> {
     /// Per op being parsed: the buffers its operands touch.
     pub touched: Vec<BufferId>,
     pub mmad_l1_at: Option<String>,
+    /// The program has a `launch`: `block`, `blocks` and `subblock` are its, not the user's.
+    pub launch_names: bool,
 }
 
 impl Loader<'_, '_> {
@@ -180,6 +190,19 @@ impl Loader<'_, '_> {
             );
             return false;
         }
+        if self.launch_names && LAUNCH_NAMES.contains(&name) {
+            self.r.error_hint(
+                path,
+                format!("\"{name}\" is the launch's: block, blocks and subblock name a core of the launch"),
+                Some("pick another name".into()),
+            );
+            return false;
+        }
+        self.declare_unchecked(name, entity, path)
+    }
+
+    /// [`Loader::declare`] without the launch-name check: how the launch's own names enter.
+    pub fn declare_unchecked(&mut self, name: &str, entity: Entity, path: &str) -> bool {
         if RESERVED.contains(&name) {
             self.r.error_hint(
                 path,

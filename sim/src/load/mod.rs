@@ -53,9 +53,20 @@ pub fn load_program(
     config: &Config,
     params: &[(String, i64)],
 ) -> Result<Program, LoadError> {
+    load_launched(text, file, config, params, None)
+}
+
+/// [`load_program`] with `--blocks`: `blocks` replaces the program's `launch.blocks`.
+pub fn load_launched(
+    text: &str,
+    file: &str,
+    config: &Config,
+    params: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<Program, LoadError> {
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
-    let prog = program::program(&mut r, &root, config, params);
+    let prog = program::program(&mut r, &root, config, params, blocks);
     finish(&root, r, prog)
 }
 

@@ -9,8 +9,9 @@ use super::reader::{index, join, show, suggest, Fields, Reader};
 use crate::config::Config;
 use crate::expr::Expr;
 use crate::ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
+use crate::limits;
 use crate::program::{
-    Block, Buffer, ForLoop, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
+    Block, Buffer, ForLoop, Launch, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
 };
 use crate::types::{Pipe, Space};
 use crate::written::Written;
@@ -23,13 +24,14 @@ pub(crate) fn program(
     root: &Node,
     config: &Config,
     overrides: &[(String, i64)],
+    blocks_override: Option<u32>,
 ) -> Option<Program> {
     let f = r.map(
         root,
         "",
         "a kernel program",
         &["kernel", "body"],
-        &["core", "sync", "params", "gm", "buffers", "views"],
+        &["core", "sync", "params", "launch", "gm", "buffers", "views"],
     )?;
     let mut l = Loader {
         r,
@@ -52,6 +54,7 @@ pub(crate) fn program(
         written: Written::new(0),
         touched: Vec::new(),
         mmad_l1_at: None,
+        launch_names: false,
     };
     // big generated programs are mostly flat: sizing the two big vectors once saves copying
     // and faulting in tens of megabytes as they double
@@ -77,7 +80,14 @@ pub(crate) fn program(
             None => {}
         }
     }
+    // with a `launch`, its variables come first: every expression may read them (a program
+    // without one keeps the names for itself)
+    let launch_vars = f.get("launch").map(|_| {
+        l.launch_names = true;
+        (l.launch_var("block"), l.launch_var("subblock"))
+    });
     l.params(f.get("params"), overrides);
+    let blocks = l.launch(f.get("launch"), blocks_override, launch_vars);
     if let Some(n) = f.get("gm") {
         l.tensors(n);
     }
@@ -110,6 +120,11 @@ pub(crate) fn program(
         core: l.core_id?,
         sync: l.sync,
         params: l.params,
+        launch: Launch {
+            blocks: blocks?,
+            block: launch_vars.map(|v| v.0),
+            subblock: launch_vars.map(|v| v.1),
+        },
         tensors: l.tensors,
         buffers: l.buffers,
         views: l.views,
@@ -156,6 +171,110 @@ impl<'a> Loader<'a, '_> {
                 )),
             ),
         }
+    }
+
+    // ----- the launch ---------------------------------------------------------------------
+
+    /// Declares the launch variable `name` (`block` or `subblock`); its range is set by
+    /// [`Loader::launch`].
+    fn launch_var(&mut self, name: &str) -> VarId {
+        let id = VarId::new(self.vars.len());
+        self.vars.push(Var {
+            name: name.to_string(),
+            loop_op: None,
+        });
+        self.ranges.push(Some((0, 0)));
+        self.declare_unchecked(name, Entity::Var(id), "launch");
+        id
+    }
+
+    /// `launch: { blocks }` (an integer or an expression over params, at least 1) or
+    /// `--blocks`; with a `launch` key (`vars`), declared as the constant `blocks`, and the
+    /// ranges of `block` and `subblock` set. With a `chip` section, the blocks must fit the chip's cores of the
+    /// program's type.
+    fn launch(
+        &mut self,
+        node: Option<&Node>,
+        over: Option<u32>,
+        vars: Option<(VarId, VarId)>,
+    ) -> Option<u32> {
+        let mut path = "launch".to_string();
+        let written = match node {
+            None => Some(1),
+            Some(n) => {
+                let g = self.r.map(n, "launch", "the launch", &["blocks"], &[])?;
+                path = g.path("blocks");
+                let b = g.get("blocks")?;
+                match &b.value {
+                    Value::Int(i) => Some(*i),
+                    Value::Str(s) => self.expr_text(s, &path, false).and_then(|e| e.as_const()),
+                    _ => {
+                        self.r.error(
+                            &path,
+                            format!(
+                                "expected an integer or an expression over params, found {}",
+                                show(b)
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        let value = match (over, written) {
+            (Some(v), _) => i64::from(v),
+            (None, Some(v)) => v,
+            (None, None) => {
+                if vars.is_some() {
+                    self.declare_unchecked("blocks", Entity::Invalid, &path);
+                }
+                return None;
+            }
+        };
+        if over.is_some() {
+            path = "--blocks".to_string();
+        }
+        let core = self.core;
+        let per_aic = match (self.config.chip, core) {
+            (Some(chip), Some(c)) if c.name == "aiv" => chip.aiv_per_aic.max(1),
+            _ => 1,
+        };
+        let most = match self.config.chip {
+            Some(chip) => i64::from(chip.aic) * i64::from(per_aic),
+            None => i64::from(limits::MAX_BLOCKS),
+        }
+        .min(i64::from(limits::MAX_BLOCKS));
+        if !(1..=most).contains(&value) {
+            let hint = match self.config.chip {
+                Some(chip) => format!(
+                    "config {} has {} AI cores{}: at most {most} blocks of this core type",
+                    self.config.name,
+                    chip.aic,
+                    if per_aic > 1 {
+                        format!(" of {per_aic} vector cores")
+                    } else {
+                        String::new()
+                    }
+                ),
+                None => format!("at most {most} blocks"),
+            };
+            self.r.error_hint(
+                &path,
+                format!("{value} blocks is out of range: a launch has 1 or more blocks"),
+                Some(hint),
+            );
+            if vars.is_some() {
+                // known but broken: no second error where the program reads it
+                self.declare_unchecked("blocks", Entity::Invalid, &path);
+            }
+            return None;
+        }
+        if let Some((block, subblock)) = vars {
+            self.declare_unchecked("blocks", Entity::Param(value), &path);
+            self.ranges[block.index()] = Some((0, value - 1));
+            self.ranges[subblock.index()] = Some((0, i64::from(per_aic) - 1));
+        }
+        Some(value as u32)
     }
 
     // ----- params and tensors ------------------------------------------------------------
@@ -916,7 +1035,7 @@ impl<'a> Loader<'a, '_> {
         let id = VarId::new(self.vars.len());
         self.vars.push(Var {
             name: name.to_string(),
-            loop_op: op,
+            loop_op: Some(op),
         });
         self.ranges.push(range);
         self.declare(name, Entity::Var(id), path);
@@ -1134,7 +1253,7 @@ impl<'a> Loader<'a, '_> {
                 let v = VarId::new(self.vars.len());
                 self.vars.push(Var {
                     name: n,
-                    loop_op: id,
+                    loop_op: Some(id),
                 });
                 self.ranges.push(range);
                 v

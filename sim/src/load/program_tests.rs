@@ -650,3 +650,56 @@ fn override_without_params_is_located_at_the_document() {
     assert!(d[0].line.is_some());
     assert!(d[0].message.contains("no param \"n\""));
 }
+
+const LAUNCHED: &str = "kernel: k\ncore: aiv\nlaunch: { blocks: \"2 * n\" }\nparams: { n: 4 }\ngm:\n  x: { shape: [blocks, 64], dtype: f32 }\nbuffers:\n  xb: { scope: ub, shape: [64], dtype: f32 }\nbody:\n  - load: { src: \"x[block]\", dst: xb }\n";
+
+#[test]
+fn a_launch_names_its_blocks_and_each_core_s_place() {
+    let p = load(LAUNCHED);
+    assert_eq!(p.launch.blocks, 8);
+    let (block, subblock) = (p.launch.block.unwrap(), p.launch.subblock.unwrap());
+    assert_eq!(p.vars[block.index()].name, "block");
+    assert_eq!(p.vars[subblock.index()].name, "subblock");
+    assert_eq!(p.vars[block.index()].loop_op, None);
+    // `blocks` is a constant: the tensor has 8 rows
+    assert_eq!(p.tensors[0].shape, [8, 64]);
+    // --blocks replaces the written count
+    let q = crate::load::load_launched(LAUNCHED, "p.yaml", &config(), &[], Some(48)).unwrap();
+    assert_eq!((q.launch.blocks, q.tensors[0].shape[0]), (48, 48));
+    // without a launch: one block, and the names are the program's to use
+    let r = load("kernel: k\ncore: aiv\nparams: { block: 8 }\nbody: []\n");
+    assert_eq!(r.launch, crate::program::Launch::SINGLE);
+}
+
+#[test]
+fn launch_problems_name_the_place_and_the_limit() {
+    // 24 AI cores of 2 vector cores: at most 48 aiv blocks
+    let cfg = config();
+    let e = crate::load::load_launched(LAUNCHED, "p.yaml", &cfg, &[], Some(49)).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.path, "--blocks");
+    assert_eq!(
+        d.message,
+        "49 blocks is out of range: a launch has 1 or more blocks"
+    );
+    assert_eq!(
+        d.hint.as_deref(),
+        Some("config ascend910b has 24 AI cores of 2 vector cores: at most 48 blocks of this core type")
+    );
+    let (path, msg, _, line) = one(&LAUNCHED.replace("\"2 * n\"", "0"));
+    assert_eq!((path.as_str(), line), ("launch.blocks", 3));
+    assert!(msg.starts_with("0 blocks is out of range"), "{msg}");
+    let (path, msg, ..) = one(&LAUNCHED.replace("{ n: 4 }", "{ n: 4, block: 2 }"));
+    assert_eq!(path, "params.block");
+    assert!(
+        msg.contains("block, blocks and subblock name a core of the launch"),
+        "{msg}"
+    );
+    // `block` differs between cores: no buffer shape may read it
+    let (path, msg, ..) = one(&LAUNCHED.replace(
+        "shape: [64], dtype: f32 }\nbody",
+        "shape: [block], dtype: f32 }\nbody",
+    ));
+    assert_eq!(path, "buffers.xb.shape[0]");
+    assert!(msg.contains("\"block\" differs from core to core"), "{msg}");
+}
