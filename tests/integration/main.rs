@@ -77,6 +77,21 @@ pub fn simulate_on(path: &Path, config: Config) -> (Config, pipeline::Simulation
     (config, sim)
 }
 
+/// `npusim COMMAND ARGS... --format json`, which must succeed, parsed.
+pub fn json_of(command: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec![command];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = npusim(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{command} {args:?}: {}",
+        stderr(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// Runs the `npusim` binary in the workspace root.
 pub fn npusim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_npusim"))

@@ -2,16 +2,10 @@
 //! rates: the busy cycles of the bounding pipes of the vector add and the 1024³ matmul, cold
 //! and warm.
 
-use crate::{npusim, stderr};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Value {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--format", "json"]);
-    let o = npusim(&all);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    crate::json_of("run", args)
 }
 
 fn busy(doc: &Value, pipe: &str) -> u64 {

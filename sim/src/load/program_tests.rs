@@ -528,6 +528,14 @@ fn cube_rules() {
     );
 }
 
+/// Every problem of `e` as (YAML path, message), in order.
+fn problems(e: &crate::LoadError) -> Vec<(&str, &str)> {
+    e.diagnostics
+        .iter()
+        .map(|d| (d.path.as_str(), d.message.as_str()))
+        .collect()
+}
+
 #[test]
 fn config_problems_are_collected_together() {
     let text = crate::builtin::builtin("ascend910b").unwrap()
@@ -543,11 +551,7 @@ fn config_problems_are_collected_together() {
             "  - { from: ub,  to: l1,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: gm,  to: l1,",
         );
     let e = load_config(&text, "c.yaml").unwrap_err();
-    let got: Vec<(&str, &str)> = e
-        .diagnostics
-        .iter()
-        .map(|d| (d.path.as_str(), d.message.as_str()))
-        .collect();
+    let got = problems(&e);
     assert_eq!(
         got,
         [
@@ -578,11 +582,7 @@ fn chip_and_cross_core_problems_are_collected_together() {
         .replace("  flag_ids: 11 ", "  flag_ids: 0 ")
         .replace("  latency: 100 ", "  latency: -1 ");
     let e = load_config(&text, "c.yaml").unwrap_err();
-    let got: Vec<(&str, &str)> = e
-        .diagnostics
-        .iter()
-        .map(|d| (d.path.as_str(), d.message.as_str()))
-        .collect();
+    let got = problems(&e);
     assert_eq!(
         got,
         [
