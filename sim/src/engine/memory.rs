@@ -3,19 +3,40 @@
 //!
 //! gm tensors are laid out in declaration order, each starting on a line, so a gm operand's
 //! bytes are a list of `(line, bytes in that line)` pairs, in increasing line order
-//! ([`lines_of`]). The L2 keeps, per line of the layout, the stamp of its last touch (cycle + 1;
-//! 0 for the lines a warm start put there; [`ABSENT`] when not present) in a dense vector, and
-//! the present lines ordered by (stamp, line) in a B-tree: the first one leaves when a line
-//! must come in and the L2 is full (least recently touched, lower address first on a tie).
+//! ([`lines_of`]). The L2 gives every present line a frame holding the stamp of its last touch
+//! (cycle + 1; 0 for the lines a warm start put there) and keeps the frames in a doubly linked
+//! list ordered by (stamp, line): the first one leaves when a line must come in and the L2 is
+//! full (least recently touched, lower address first on a tie). A dense vector maps each line of
+//! the layout to its frame ([`NONE`] when absent), so a lookup is one load per line and a touch
+//! O(1) amortised: a touched line goes to the end of the list unless its key is smaller than the
+//! last ones' (several moves starting in one cycle, the later touching lower lines), when it is
+//! walked back past them.
 
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure};
 use crate::program::Operand;
-use std::collections::BTreeSet;
 
-/// "Not present" in [`L2::touch`].
-const ABSENT: u64 = u64::MAX;
+/// "No frame": an absent line in [`L2::frame_of`], the end of the list in [`Frame`].
+const NONE: u32 = u32::MAX;
+
+/// One line the L2 holds, a node of the LRU list.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Its last touch: cycle + 1 (0: there from a warm start).
+    stamp: u64,
+    line: u32,
+    /// Neighbours in (stamp, line) order, or [`NONE`].
+    prev: u32,
+    next: u32,
+}
+
+impl Frame {
+    #[inline(always)]
+    fn key(&self) -> (u64, u32) {
+        (self.stamp, self.line)
+    }
+}
 
 /// Appends the `(line, bytes)` pairs of operand `o` (on a tensor of `shape` whose first byte
 /// is at `base`) for the loop variables `vars` to `out`, in increasing line order; a line two
@@ -58,38 +79,48 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the stamp of its last touch, or [`ABSENT`].
-    touch: Vec<u64>,
-    /// Present lines by (stamp, line): the first one leaves first.
-    lru: BTreeSet<(u64, u64)>,
+    /// Per line of the layout: the frame holding it, or [`NONE`].
+    frame_of: Vec<u32>,
+    /// The present lines. A frame, once used, always holds a line (an eviction hands it to the
+    /// incoming one), so there are as many present lines as frames.
+    frames: Vec<Frame>,
+    /// First (leaves first) and last frame in (stamp, line) order, or [`NONE`].
+    head: u32,
+    tail: u32,
     /// Work ends of the moves with misses started so far that may still be in progress.
     hbm_ends: Vec<u64>,
     pub stats: MemoryStats,
 }
 
 impl L2 {
-    /// An empty L2 over a layout of `lines` lines; `warm`: filled with lines `0..` (the
-    /// tensors' lines in declaration order) until full, as if touched before cycle 0.
+    /// An empty L2 over a layout of `lines` lines (at most [`crate::limits::MAX_GM_LINES`], so
+    /// a line fits a `u32`); `warm`: filled with lines `0..` (the tensors' lines in
+    /// declaration order) until full, as if touched before cycle 0.
     pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
+        debug_assert!(lines <= crate::limits::MAX_GM_LINES);
         let capacity = cfg.l2_lines();
         let mut l2 = L2 {
             cfg,
             capacity,
-            touch: vec![ABSENT; lines as usize],
-            lru: BTreeSet::new(),
+            frame_of: vec![NONE; lines as usize],
+            frames: Vec::new(),
+            head: NONE,
+            tail: NONE,
             hbm_ends: Vec::new(),
             stats: MemoryStats::default(),
         };
         'fill: for &(lo, hi) in warm_lines {
             for line in lo..hi {
-                if l2.lru.len() as u64 >= capacity {
+                if l2.frames.len() as u64 >= capacity {
                     break 'fill;
                 }
-                l2.touch[line as usize] = 0;
-                l2.lru.insert((0, line));
+                if l2.frame_of[line as usize] == NONE {
+                    let f = l2.new_frame(line, 0);
+                    l2.insert(f);
+                }
             }
         }
-        l2.stats.warm_lines = l2.lru.len() as u64;
+        l2.stats.warm_lines = l2.frames.len() as u64;
         l2
     }
 
@@ -98,7 +129,7 @@ impl L2 {
     pub fn lookup(&self, lines: &[(u64, u64)]) -> Lookup {
         let mut r = Lookup::default();
         for &(line, bytes) in lines {
-            if self.touch[line as usize] != ABSENT {
+            if self.frame_of[line as usize] != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
             } else {
@@ -151,12 +182,12 @@ impl L2 {
         }
         // present lines first, so that bringing the missing ones in cannot evict them
         for &(line, _) in lines {
-            if self.touch[line as usize] != ABSENT {
+            if self.frame_of[line as usize] != NONE {
                 self.touch_line(t, line);
             }
         }
         for &(line, _) in lines {
-            if self.touch[line as usize] == ABSENT {
+            if self.frame_of[line as usize] == NONE {
                 self.touch_line(t, line);
             }
         }
@@ -176,32 +207,204 @@ impl L2 {
     #[inline]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
-        let old = self.touch[line as usize];
-        if old == stamp {
+        let f = self.frame_of[line as usize];
+        if f != NONE {
+            if self.frames[f as usize].stamp == stamp {
+                return;
+            }
+            self.unlink(f);
+            self.frames[f as usize].stamp = stamp;
+            self.insert(f);
             return;
         }
-        if old != ABSENT {
-            self.lru.remove(&(old, line));
-        } else if self.lru.len() as u64 >= self.capacity {
-            if let Some((_, out)) = self.lru.pop_first() {
-                self.touch[out as usize] = ABSENT;
-                self.stats.evicted_lines += 1;
-            }
+        let f = if self.frames.len() as u64 >= self.capacity && self.head != NONE {
+            // the least recently touched line leaves; its frame takes the new one
+            let out = self.head;
+            self.unlink(out);
+            let fr = &mut self.frames[out as usize];
+            self.frame_of[fr.line as usize] = NONE;
+            (fr.line, fr.stamp) = (line as u32, stamp);
+            self.frame_of[line as usize] = out;
+            self.stats.evicted_lines += 1;
+            out
+        } else {
+            self.new_frame(line, stamp)
+        };
+        self.insert(f);
+    }
+
+    /// A new frame holding `line` (not yet in the list).
+    fn new_frame(&mut self, line: u64, stamp: u64) -> u32 {
+        let f = self.frames.len() as u32;
+        self.frames.push(Frame {
+            stamp,
+            line: line as u32,
+            prev: NONE,
+            next: NONE,
+        });
+        self.frame_of[line as usize] = f;
+        f
+    }
+
+    /// Takes frame `f` out of the list.
+    #[inline]
+    fn unlink(&mut self, f: u32) {
+        let Frame { prev, next, .. } = self.frames[f as usize];
+        match prev {
+            NONE => self.head = next,
+            p => self.frames[p as usize].next = next,
         }
-        self.touch[line as usize] = stamp;
-        self.lru.insert((stamp, line));
+        match next {
+            NONE => self.tail = prev,
+            n => self.frames[n as usize].prev = prev,
+        }
+    }
+
+    /// Puts frame `f` (not in the list) at its place in (stamp, line) order: after the last
+    /// frame whose key is smaller, found walking back from the tail (keys are unique, a line
+    /// being in one frame).
+    #[inline]
+    fn insert(&mut self, f: u32) {
+        let key = self.frames[f as usize].key();
+        let mut p = self.tail;
+        while p != NONE && self.frames[p as usize].key() > key {
+            p = self.frames[p as usize].prev;
+        }
+        let next = match p {
+            NONE => std::mem::replace(&mut self.head, f),
+            p => std::mem::replace(&mut self.frames[p as usize].next, f),
+        };
+        match next {
+            NONE => self.tail = f,
+            n => self.frames[n as usize].prev = f,
+        }
+        let fr = &mut self.frames[f as usize];
+        (fr.prev, fr.next) = (p, next);
     }
 
     /// The present lines, least recently touched first (tests).
     #[cfg(test)]
     pub fn order(&self) -> Vec<u64> {
-        self.lru.iter().map(|&(_, l)| l).collect()
+        let mut v = Vec::new();
+        let mut f = self.head;
+        while f != NONE {
+            v.push(self.frames[f as usize].line as u64);
+            f = self.frames[f as usize].next;
+        }
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// The L2's replacement order as first written: stamps per line and the present lines in a
+    /// B-tree by (stamp, line). The reference the linked list is checked against.
+    struct Reference {
+        capacity: u64,
+        touch: Vec<u64>,
+        lru: BTreeSet<(u64, u64)>,
+        evicted: u64,
+    }
+
+    impl Reference {
+        const ABSENT: u64 = u64::MAX;
+
+        fn new(capacity: u64, lines: u64, warm: &[(u64, u64)]) -> Reference {
+            let mut r = Reference {
+                capacity,
+                touch: vec![Self::ABSENT; lines as usize],
+                lru: BTreeSet::new(),
+                evicted: 0,
+            };
+            'fill: for &(lo, hi) in warm {
+                for line in lo..hi {
+                    if r.lru.len() as u64 >= capacity {
+                        break 'fill;
+                    }
+                    r.touch[line as usize] = 0;
+                    r.lru.insert((0, line));
+                }
+            }
+            r
+        }
+
+        fn touch_line(&mut self, t: u64, line: u64) {
+            let stamp = t + 1;
+            let old = self.touch[line as usize];
+            if old == stamp {
+                return;
+            }
+            if old != Self::ABSENT {
+                self.lru.remove(&(old, line));
+            } else if self.lru.len() as u64 >= self.capacity {
+                if let Some((_, out)) = self.lru.pop_first() {
+                    self.touch[out as usize] = Self::ABSENT;
+                    self.evicted += 1;
+                }
+            }
+            self.touch[line as usize] = stamp;
+            self.lru.insert((stamp, line));
+        }
+
+        fn read(&mut self, t: u64, lines: &[(u64, u64)]) {
+            for &(line, _) in lines {
+                if self.touch[line as usize] != Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+            for &(line, _) in lines {
+                if self.touch[line as usize] == Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+        }
+
+        fn order(&self) -> Vec<u64> {
+            self.lru.iter().map(|&(_, l)| l).collect()
+        }
+    }
+
+    proptest! {
+        /// Random reads and writes of random line sets at random cycles (out of order, many
+        /// in one cycle) leave the list in the reference's order, evicting the same lines.
+        #[test]
+        fn lru_list_matches_the_btree_reference(
+            capacity in 0u64..12,
+            warm in any::<bool>(),
+            moves in proptest::collection::vec(
+                (any::<bool>(), 0u64..40, proptest::collection::btree_set(0u64..24, 0..8)),
+                0..60,
+            ),
+        ) {
+            const LINES: u64 = 24;
+            let cfg = MemoryConfig { l2_bytes: 256 * capacity, ..cfg(1) };
+            let warm_lines: &[(u64, u64)] = if warm { &[(0, LINES)] } else { &[] };
+            let mut l2 = L2::new(cfg, LINES, warm_lines);
+            let mut r = Reference::new(capacity, LINES, warm_lines);
+            prop_assert_eq!(l2.order(), r.order());
+            for (read, t, set) in moves {
+                let lines: Vec<(u64, u64)> = set.into_iter().map(|l| (l, 256)).collect();
+                if read {
+                    let l = l2.lookup(&lines);
+                    let hits = lines.iter().filter(|&&(x, _)| r.touch[x as usize] != Reference::ABSENT);
+                    prop_assert_eq!(l.hit_lines, hits.count() as u64);
+                    l2.commit_read(t, 1, &lines, &l);
+                    r.read(t, &lines);
+                } else {
+                    l2.commit_write(t, &lines);
+                    for &(line, _) in &lines {
+                        r.touch_line(t, line);
+                    }
+                }
+                prop_assert_eq!(l2.order(), r.order());
+                prop_assert_eq!(l2.stats.evicted_lines, r.evicted);
+            }
+        }
+    }
 
     fn cfg(lines: u64) -> MemoryConfig {
         MemoryConfig {
