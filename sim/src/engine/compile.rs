@@ -249,15 +249,16 @@ pub(super) struct Spec<'p> {
     pub mem: u32,
 }
 
-/// One gm side of a move under the memory system: the operand, and its lines when static.
+/// One gm side of a move under the memory system: the operand, and its runs when static.
 #[derive(Clone, Debug)]
 pub(super) struct GmSide {
     /// Absolute operand index.
     pub opnd: u32,
     /// First byte of the operand's tensor in the gm layout.
     pub base: u64,
-    /// `(line, bytes)` pairs when the operand does not depend on loop variables.
-    pub lines: Option<Vec<(u64, u64)>>,
+    /// Its byte runs in the gm layout ([`super::memory::runs_of`]) when the operand does not
+    /// depend on loop variables.
+    pub runs: Option<Vec<(u64, u64)>>,
 }
 
 /// A move that reads or writes gm, under the memory system.
@@ -999,17 +1000,16 @@ impl<'p> Compiler<'p, '_> {
             unreachable!("a gm operand is on a tensor");
         };
         let base = self.gm_base[t.index()];
-        let line_bytes = self.config.memory.as_ref().expect("memory").line_bytes;
-        let lines = footprint::static_indices(o.operand).then(|| {
+        let runs = footprint::static_indices(o.operand).then(|| {
             let mut v = Vec::new();
             // static indices evaluate without variables; the loader checked their bounds
-            let _ = super::memory::lines_of(o.operand, o.shape, &[], base, line_bytes, &mut v);
+            let _ = super::memory::runs_of(o.operand, o.shape, &[], base, &mut v);
             v
         });
         GmSide {
             opnd: i,
             base,
-            lines,
+            runs,
         }
     }
 

@@ -6,7 +6,7 @@ use super::banks::{self, Scratch};
 use super::compile::{
     chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP, NO_MEM,
 };
-use super::memory::{lines_of, L2};
+use super::memory::{runs_of, L2};
 use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
@@ -44,8 +44,8 @@ struct Entry {
     kind: Kind,
     /// The move's [`super::compile::MemSpec`], or [`NO_MEM`].
     mem: u32,
-    /// Pool slots holding the lines of its dynamic gm source / destination, or [`NO_MEM`]
-    /// (static lines live in the spec).
+    /// Pool slots holding the runs of its dynamic gm source / destination, or [`NO_MEM`]
+    /// (static runs live in the spec).
     rl: u32,
     wl: u32,
 }
@@ -293,12 +293,10 @@ struct Core<'p, 'c> {
     overlap: u64,
     overlap_from: u64,
     findings: Vec<SyncFinding>,
-    /// Line lists of dynamic gm operands of sent moves, until they start; `pool_free` are
+    /// Byte runs of dynamic gm operands of sent moves, until they start; `pool_free` are
     /// the unused slots (reused, so the hot path does not allocate once warm).
     pool: Vec<Vec<(u64, u64)>>,
     pool_free: Vec<u32>,
-    /// `memory.line_bytes` (1 without memory).
-    line_bytes: u64,
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
@@ -424,7 +422,6 @@ impl<'p, 'c> Core<'p, 'c> {
             findings: Vec::new(),
             pool: Vec::new(),
             pool_free: Vec::new(),
-            line_bytes: config.memory.map_or(1, |m| m.line_bytes),
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
@@ -524,7 +521,7 @@ impl<'p, 'c> Core<'p, 'c> {
             // a gm move (one chunk): its cost is known once the L2 is looked up at its start
             if let (Some(l2), Some(read)) = (&cx.l2, &self.c.mems[head.mem as usize].read) {
                 let spec = &self.c.mems[head.mem as usize];
-                let l = l2.lookup(self.side_lines(read, head.rl));
+                let l = l2.lookup(self.side_runs(read, head.rl));
                 let (w, extra) = l2.read_cost(t, spec.bpc, &l);
                 (work, startup) = (w, spec.startup + extra);
                 lookup = Some(l);
@@ -643,10 +640,10 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
-    /// The lines of a gm side: the spec's static ones, or pool slot `slot`.
+    /// The runs of a gm side: the spec's static ones, or pool slot `slot`.
     #[inline]
-    fn side_lines<'s>(&'s self, side: &'s GmSide, slot: u32) -> &'s [(u64, u64)] {
-        match &side.lines {
+    fn side_runs<'s>(&'s self, side: &'s GmSide, slot: u32) -> &'s [(u64, u64)] {
+        match &side.runs {
             Some(v) => v,
             None => &self.pool[slot as usize],
         }
@@ -667,10 +664,10 @@ impl<'p, 'c> Core<'p, 'c> {
         let spec = &c.mems[e.mem as usize];
         if let Some(l2) = &mut cx.l2 {
             if let (Some(side), Some(l)) = (&spec.read, lookup) {
-                l2.commit_read(t, work, self.side_lines(side, e.rl), &l);
+                l2.commit_read(t, work, self.side_runs(side, e.rl), &l);
             }
             if let Some(side) = &spec.write {
-                l2.commit_write(t, self.side_lines(side, e.wl));
+                l2.commit_write(t, self.side_runs(side, e.wl));
             }
         }
         for slot in [e.rl, e.wl] {
@@ -1130,10 +1127,10 @@ impl<'p, 'c> Core<'p, 'c> {
         if sp.mem != NO_MEM {
             let m = &self.c.mems[sp.mem as usize];
             if let Some(side) = &m.read {
-                rl = self.dynamic_lines(op, side)?;
+                rl = self.dynamic_runs(op, side)?;
             }
             if let Some(side) = &m.write {
-                wl = self.dynamic_lines(op, side)?;
+                wl = self.dynamic_runs(op, side)?;
             }
         }
         self.pending = Pending::Send {
@@ -1159,11 +1156,11 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(())
     }
 
-    /// The lines of a gm side whose operand depends on the loop variables, into a pool slot
+    /// The runs of a gm side whose operand depends on the loop variables, into a pool slot
     /// (its number); [`NO_MEM`] for a static side.
     #[inline]
-    fn dynamic_lines(&mut self, op: OpId, side: &GmSide) -> R<u32> {
-        if side.lines.is_some() {
+    fn dynamic_runs(&mut self, op: OpId, side: &GmSide) -> R<u32> {
+        if side.runs.is_some() {
             return Ok(NO_MEM);
         }
         let slot = match self.pool_free.pop() {
@@ -1174,11 +1171,8 @@ impl<'p, 'c> Core<'p, 'c> {
             }
         };
         let o = &self.c.opnds[side.opnd as usize];
-        let line_bytes = self.line_bytes;
         let mut v = std::mem::take(&mut self.pool[slot as usize]);
-        let r = lines_of(
-            o.operand, o.shape, &self.vars, side.base, line_bytes, &mut v,
-        );
+        let r = runs_of(o.operand, o.shape, &self.vars, side.base, &mut v);
         self.pool[slot as usize] = v;
         if let Err((e, expr)) = r {
             return Err(self.eval_fail(op, e, expr));

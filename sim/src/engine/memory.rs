@@ -1,9 +1,11 @@
 //! The gm memory system (docs/timing.md, "The gm memory system"): an L2 of whole lines in front
 //! of HBM, shared by every core of a run.
 //!
-//! gm tensors are laid out in declaration order, each starting on a line, so a gm operand's
-//! bytes are a list of `(line, bytes in that line)` pairs, in increasing line order
-//! ([`lines_of`]). The L2 gives every present line a frame holding the stamp of its last touch
+//! gm tensors are laid out in declaration order, each starting on a line. A gm operand's bytes
+//! are its maximal contiguous runs in that layout ([`runs_of`]: one for a row or a whole
+//! tensor, whatever its size), and the L2 cuts them into `(line, bytes in that line)` pairs as
+//! it walks them ([`for_each_line`]), in increasing line order, a line two runs share once with
+//! both runs' bytes: no per-line list is ever built. The L2 gives every present line a frame holding the stamp of its last touch
 //! (cycle + 1; 0 for the lines a warm start put there) and keeps the frames in a doubly linked
 //! list ordered by (stamp, line): the first one leaves when a line must come in and the L2 is
 //! full (least recently touched, lower address first on a tie). A dense vector maps each line of
@@ -38,31 +40,46 @@ impl Frame {
     }
 }
 
-/// Appends the `(line, bytes)` pairs of operand `o` (on a tensor of `shape` whose first byte
-/// is at `base`) for the loop variables `vars` to `out`, in increasing line order; a line two
-/// runs share appears once with both runs' bytes.
-pub(super) fn lines_of<'a>(
+/// Appends the non-empty contiguous byte runs `[from, to)` of operand `o` (on a tensor of
+/// `shape` whose first byte is at `base`) in the gm layout, for the loop variables `vars`, to
+/// `out`, in increasing order.
+pub(super) fn runs_of<'a>(
     o: &'a Operand,
     shape: &[u64],
     vars: &[i64],
     base: u64,
-    line_bytes: u64,
     out: &mut Vec<(u64, u64)>,
 ) -> Result<(), EvalFailure<'a>> {
     footprint::gm_runs_at(o, shape, vars, |first, bytes| {
-        if bytes == 0 {
-            return;
+        if bytes > 0 {
+            out.push((base + first, base + first + bytes));
         }
-        let (a, end) = (base + first, base + first + bytes);
+    })
+}
+
+/// Calls `f(line, bytes in that line)` for the lines of `runs` (from [`runs_of`]) in
+/// increasing line order; a line two consecutive runs share comes once, with both runs' bytes.
+#[inline(always)]
+pub(super) fn for_each_line(runs: &[(u64, u64)], line_bytes: u64, mut f: impl FnMut(u64, u64)) {
+    // the last line seen, held back until a different one comes
+    let (mut held, mut held_bytes) = (u64::MAX, 0);
+    for &(a, end) in runs {
         for line in a / line_bytes..=(end - 1) / line_bytes {
             let from = a.max(line * line_bytes);
             let to = end.min((line + 1) * line_bytes);
-            match out.last_mut() {
-                Some((l, b)) if *l == line => *b += to - from,
-                _ => out.push((line, to - from)),
+            if line == held {
+                held_bytes += to - from;
+            } else {
+                if held != u64::MAX {
+                    f(held, held_bytes);
+                }
+                (held, held_bytes) = (line, to - from);
             }
         }
-    })
+    }
+    if held != u64::MAX {
+        f(held, held_bytes);
+    }
 }
 
 /// What a gm read found at its start: bytes and lines present (hits) and missing.
@@ -124,11 +141,11 @@ impl L2 {
         l2
     }
 
-    /// Looks `lines` up without changing anything.
+    /// Looks the lines of `runs` up without changing anything.
     #[inline]
-    pub fn lookup(&self, lines: &[(u64, u64)]) -> Lookup {
+    pub fn lookup(&self, runs: &[(u64, u64)]) -> Lookup {
         let mut r = Lookup::default();
-        for &(line, bytes) in lines {
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
             if self.frame_of[line as usize] != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
@@ -136,7 +153,7 @@ impl L2 {
                 r.miss_bytes += bytes;
                 r.miss_lines += 1;
             }
-        }
+        });
         r
     }
 
@@ -163,10 +180,10 @@ impl L2 {
         (u64::try_from(work).unwrap_or(u64::MAX), extra)
     }
 
-    /// A read starting at `t` with work `work` found `l` on `lines`: counts it, touches the
-    /// present lines, brings the missing ones in and, with a miss, holds a share of HBM until
-    /// its work ends.
-    pub fn commit_read(&mut self, t: u64, work: u64, lines: &[(u64, u64)], l: &Lookup) {
+    /// A read starting at `t` with work `work` found `l` on the lines of `runs`: counts it,
+    /// touches the present lines, brings the missing ones in and, with a miss, holds a share of
+    /// HBM until its work ends.
+    pub fn commit_read(&mut self, t: u64, work: u64, runs: &[(u64, u64)], l: &Lookup) {
         let s = &mut self.stats;
         s.reads += 1;
         s.hit_bytes += l.hit_bytes;
@@ -181,30 +198,33 @@ impl L2 {
             }
         }
         // present lines first, so that bringing the missing ones in cannot evict them
-        for &(line, _) in lines {
-            if self.frame_of[line as usize] != NONE {
-                self.touch_line(t, line);
-            }
+        let lb = self.cfg.line_bytes;
+        if l.hit_lines > 0 {
+            for_each_line(runs, lb, |line, _| {
+                if self.frame_of[line as usize] != NONE {
+                    self.touch_line(t, line);
+                }
+            });
         }
-        for &(line, _) in lines {
+        for_each_line(runs, lb, |line, _| {
             if self.frame_of[line as usize] == NONE {
                 self.touch_line(t, line);
             }
-        }
+        });
     }
 
-    /// A write starting at `t` allocates `lines`.
-    pub fn commit_write(&mut self, t: u64, lines: &[(u64, u64)]) {
+    /// A write starting at `t` allocates the lines of `runs`.
+    pub fn commit_write(&mut self, t: u64, runs: &[(u64, u64)]) {
         self.stats.writes += 1;
-        for &(line, bytes) in lines {
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
             self.stats.write_bytes += bytes;
             self.touch_line(t, line);
-        }
+        });
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
     /// when full) if absent.
-    #[inline]
+    #[inline(always)]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
         let f = self.frame_of[line as usize];
@@ -368,17 +388,56 @@ mod tests {
         }
     }
 
+    /// The `(line, bytes)` list of `runs` as first written: a line two runs share once, with
+    /// both runs' bytes. The reference [`for_each_line`] is checked against.
+    fn reference_lines(runs: &[(u64, u64)], line_bytes: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(a, end) in runs {
+            for line in a / line_bytes..=(end - 1) / line_bytes {
+                let from = a.max(line * line_bytes);
+                let to = end.min((line + 1) * line_bytes);
+                match out.last_mut() {
+                    Some((l, b)) if *l == line => *b += to - from,
+                    _ => out.push((line, to - from)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Byte runs of whole lines `lines` (256 B each).
+    fn whole(lines: &[u64]) -> Vec<(u64, u64)> {
+        lines.iter().map(|&l| (l * 256, l * 256 + 256)).collect()
+    }
+
+    /// Increasing non-empty byte runs within 24 lines of 256 B, from (gap, length) pairs: gaps
+    /// of 0 make runs meet inside a line.
+    fn runs_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
+        proptest::collection::vec((0u64..600, 1u64..700), 0..5).prop_map(|parts| {
+            let mut runs = Vec::new();
+            let mut at = 0;
+            for (gap, len) in parts {
+                let a = at + gap;
+                let end = (a + len).min(24 * 256);
+                if a >= end {
+                    break;
+                }
+                runs.push((a, end));
+                at = end;
+            }
+            runs
+        })
+    }
+
     proptest! {
-        /// Random reads and writes of random line sets at random cycles (out of order, many
-        /// in one cycle) leave the list in the reference's order, evicting the same lines.
+        /// Random reads and writes of random runs at random cycles (out of order, many in one
+        /// cycle) find what the reference finds and leave the list in the reference's order,
+        /// evicting the same lines.
         #[test]
         fn lru_list_matches_the_btree_reference(
             capacity in 0u64..12,
             warm in any::<bool>(),
-            moves in proptest::collection::vec(
-                (any::<bool>(), 0u64..40, proptest::collection::btree_set(0u64..24, 0..8)),
-                0..60,
-            ),
+            moves in proptest::collection::vec((any::<bool>(), 0u64..40, runs_strategy()), 0..60),
         ) {
             const LINES: u64 = 24;
             let cfg = MemoryConfig { l2_bytes: 256 * capacity, ..cfg(1) };
@@ -386,22 +445,35 @@ mod tests {
             let mut l2 = L2::new(cfg, LINES, warm_lines);
             let mut r = Reference::new(capacity, LINES, warm_lines);
             prop_assert_eq!(l2.order(), r.order());
-            for (read, t, set) in moves {
-                let lines: Vec<(u64, u64)> = set.into_iter().map(|l| (l, 256)).collect();
+            let mut write_bytes = 0;
+            for (read, t, runs) in moves {
+                let lines = reference_lines(&runs, 256);
+                let mut walked = Vec::new();
+                for_each_line(&runs, 256, |l, b| walked.push((l, b)));
+                prop_assert_eq!(&walked, &lines);
                 if read {
-                    let l = l2.lookup(&lines);
-                    let hits = lines.iter().filter(|&&(x, _)| r.touch[x as usize] != Reference::ABSENT);
-                    prop_assert_eq!(l.hit_lines, hits.count() as u64);
-                    l2.commit_read(t, 1, &lines, &l);
+                    let l = l2.lookup(&runs);
+                    let mut want = Lookup::default();
+                    for &(x, b) in &lines {
+                        if r.touch[x as usize] != Reference::ABSENT {
+                            (want.hit_lines, want.hit_bytes) = (want.hit_lines + 1, want.hit_bytes + b);
+                        } else {
+                            (want.miss_lines, want.miss_bytes) = (want.miss_lines + 1, want.miss_bytes + b);
+                        }
+                    }
+                    prop_assert_eq!(l, want);
+                    l2.commit_read(t, 1, &runs, &l);
                     r.read(t, &lines);
                 } else {
-                    l2.commit_write(t, &lines);
-                    for &(line, _) in &lines {
+                    l2.commit_write(t, &runs);
+                    for &(line, b) in &lines {
                         r.touch_line(t, line);
+                        write_bytes += b;
                     }
                 }
                 prop_assert_eq!(l2.order(), r.order());
                 prop_assert_eq!(l2.stats.evicted_lines, r.evicted);
+                prop_assert_eq!(l2.stats.write_bytes, write_bytes);
             }
         }
     }
@@ -422,18 +494,19 @@ mod tests {
     fn ties_leave_lower_address_first_and_touches_refresh() {
         let mut l2 = L2::new(cfg(2), 16, &[]);
         // lines 5 then 3 written in the same cycle 7: same stamp, so 3 (lower) leaves first
-        l2.commit_write(7, &[(5, 256)]);
-        l2.commit_write(7, &[(3, 256)]);
+        l2.commit_write(7, &whole(&[5]));
+        l2.commit_write(7, &whole(&[3]));
         assert_eq!(l2.order(), [3, 5]);
-        l2.commit_write(8, &[(9, 256)]);
+        l2.commit_write(8, &whole(&[9]));
         assert_eq!(l2.order(), [5, 9]);
         // a read at 9 touching 5 makes 9 the oldest; a miss on 1 then evicts 9
-        let lines = [(5, 256)];
+        let lines = whole(&[5]);
         let l = l2.lookup(&lines);
         assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
         l2.commit_read(9, 8, &lines, &l);
         assert_eq!(l2.order(), [9, 5]);
-        let lines = [(1, 100)];
+        // 100 bytes of line 1
+        let lines = [(256, 356)];
         let l = l2.lookup(&lines);
         l2.commit_read(10, 2, &lines, &l);
         assert_eq!(l2.order(), [5, 1]);
@@ -457,7 +530,7 @@ mod tests {
         };
         // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
         assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
-        l2.commit_read(0, 8, &[(0, 256), (1, 256)], &miss);
+        l2.commit_read(0, 8, &whole(&[0, 1]), &miss);
         // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
         assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
         // at 8 it is over: alone again
