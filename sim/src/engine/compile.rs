@@ -7,7 +7,7 @@
 use super::banks::{self, Scratch};
 use crate::addresses::Addresses;
 use crate::config::{Config, PathConfig};
-use crate::expr::{EvalError, Expr};
+use crate::expr::{BinOp, EvalError, Expr};
 use crate::footprint::{self, Bases};
 use crate::ids::{OpId, VarId};
 use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant, Ref};
@@ -19,18 +19,50 @@ pub(super) const NO_MEM: u32 = u32::MAX;
 /// "Not inside any loop" in [`Opnd::counter`].
 pub(super) const NO_LOOP: u32 = u32::MAX;
 
-/// An expression, with constants unwrapped so the hot path never walks a tree for them.
+/// An expression, with the shapes kernels write most (a constant, a loop variable, `t % 2`,
+/// `t >= 2`, `t + 1`) unwrapped so the hot path never walks a tree for them.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Val<'p> {
     Const(i64),
+    /// A loop variable (by [`VarId`] index).
+    Var(u32),
+    /// `v % m` for a power of two m > 0: `v & (m - 1)`, which is the floor remainder.
+    RemPow2 {
+        var: u32,
+        mask: i64,
+    },
+    /// `v op c`: the op applied directly; when it fails (overflow, division by zero) `e` is
+    /// evaluated for its error, so errors are the tree's.
+    VarConst {
+        var: u32,
+        op: BinOp,
+        c: i64,
+        e: &'p Expr,
+    },
     Dyn(&'p Expr),
 }
 
 impl<'p> Val<'p> {
     pub fn new(e: &'p Expr) -> Val<'p> {
-        match e.as_const() {
-            Some(c) => Val::Const(c),
-            None => Val::Dyn(e),
+        match e {
+            Expr::Const(c) => Val::Const(*c),
+            Expr::Var(v) => Val::Var(v.index() as u32),
+            Expr::Binary(op, a, b) => match (&**a, b.as_const()) {
+                (Expr::Var(v), Some(m)) if *op == BinOp::Rem && m > 0 && m.count_ones() == 1 => {
+                    Val::RemPow2 {
+                        var: v.index() as u32,
+                        mask: m - 1,
+                    }
+                }
+                (Expr::Var(v), Some(c)) => Val::VarConst {
+                    var: v.index() as u32,
+                    op: *op,
+                    c,
+                    e,
+                },
+                _ => Val::Dyn(e),
+            },
+            _ => Val::Dyn(e),
         }
     }
 
@@ -38,6 +70,12 @@ impl<'p> Val<'p> {
     pub fn eval(self, vars: &[i64]) -> Result<i64, (EvalError, &'p Expr)> {
         match self {
             Val::Const(c) => Ok(c),
+            Val::Var(v) => Ok(vars[v as usize]),
+            Val::RemPow2 { var, mask } => Ok(vars[var as usize] & mask),
+            Val::VarConst { var, op, c, e } => match op.apply(vars[var as usize], c) {
+                Some(x) => Ok(x),
+                None => Val::Dyn(e).eval(vars),
+            },
             Val::Dyn(e) => e.eval(vars).map_err(|err| (err, e)),
         }
     }
