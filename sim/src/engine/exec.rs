@@ -836,8 +836,12 @@ impl<'p, 'c> Core<'p, 'c> {
                     entry.arg = self.macro_sent;
                     self.macro_sent += 1;
                 }
-                self.pipes[pipe.index()].ring.push(entry);
-                self.dirty |= 1 << pipe.index();
+                let ring = &mut self.pipes[pipe.index()].ring;
+                // only a new head changes when the pipe can start next
+                if ring.len == 0 {
+                    self.dirty |= 1 << pipe.index();
+                }
+                ring.push(entry);
                 cx.obs.on_issue(&Issue {
                     seq,
                     op: OpId(entry.op),
@@ -1041,6 +1045,12 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 self.prepare_send(spec as usize)?;
                 self.pc += 1;
+                // what the next turn of the event loop would do: nothing has changed the pipes
+                // since their start cycles were refreshed, so S sends now if it still goes first
+                let sc = self.s_cand(cx.now);
+                if sc < self.pmin && cx.stopped.is_none() {
+                    self.fire(sc, cx);
+                }
             }
             SOp::End => {
                 self.pending = Pending::Done;
