@@ -152,17 +152,22 @@ struct LoopRt {
     completed: u64,
 }
 
+/// An instruction S is about to send: its queue entry (join and seq still open), the
+/// evaluated flag id of a set/wait, and how many operand slots the scratch holds for it.
+#[derive(Clone, Copy)]
+struct Outgoing {
+    pipe: Pipe,
+    entry: Entry,
+    flag_id: Option<u32>,
+    nslots: u32,
+}
+
 /// What the scalar unit is waiting to do.
 #[derive(Clone, Copy)]
 enum Pending {
     /// Nothing: S executes the op at `pc` when it is the earliest event.
     None,
-    Send {
-        pipe: Pipe,
-        entry: Entry,
-        flag_id: Option<u32>,
-        nslots: u32,
-    },
+    Send(Outgoing),
     SetFlag {
         op: OpId,
         flag: u64,
@@ -754,7 +759,7 @@ impl<'p, 'c> Core<'p, 'c> {
     fn s_cand_raw(&self) -> u64 {
         match self.pending {
             Pending::None | Pending::Done => INF,
-            Pending::Send { pipe, .. } => {
+            Pending::Send(Outgoing { pipe, .. }) => {
                 if self.pipes[pipe.index()].ring.len < self.depth {
                     self.s_time
                 } else {
@@ -787,9 +792,76 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
+    /// S sends `out` at cycle `t` (>= s_time; the wait before it is a `queue_full` stall), or
+    /// leaves it pending when that is past the cycle limit (and the run stops).
+    #[inline(always)]
+    fn send<O: Observer>(&mut self, t: u64, out: Outgoing, cx: &mut Cx<'_, O>) {
+        debug_assert!(t >= cx.now);
+        if !cx.in_time(t, t.checked_add(self.issue)) {
+            self.pending = Pending::Send(out);
+            return;
+        }
+        cx.now = t;
+        let stall = t - self.s_time;
+        let Outgoing {
+            pipe,
+            mut entry,
+            flag_id,
+            nslots,
+        } = out;
+        if stall > 0 {
+            // the instruction gets the next sequence number
+            cx.obs.on_span(&Span {
+                pipe: Pipe::S,
+                from: self.s_time,
+                to: t,
+                op: OpId(entry.op),
+                seq: Some(cx.seq),
+                what: Activity::Stall(Stall::QueueFull(pipe)),
+            });
+        }
+        self.s_queue_full[pipe.index()] += stall;
+        let seq = cx.next_seq();
+        entry.join = t + self.issue;
+        entry.seq = seq;
+        if entry.kind == Kind::Stage {
+            entry.arg = self.macro_sent;
+            self.macro_sent += 1;
+        }
+        let ring = &mut self.pipes[pipe.index()].ring;
+        // only a new head changes when the pipe can start next
+        if ring.len == 0 {
+            self.dirty |= 1 << pipe.index();
+        }
+        ring.push(entry);
+        cx.obs.on_issue(&Issue {
+            seq,
+            op: OpId(entry.op),
+            pipe,
+            cycle: t,
+            vars: &self.vars,
+            slots: &self.slots[..nslots as usize],
+            flag_id,
+        });
+        cx.obs.on_span(&Span {
+            pipe: Pipe::S,
+            from: t,
+            to: t + self.issue,
+            op: OpId(entry.op),
+            seq: Some(seq),
+            what: Activity::Issue,
+        });
+        self.s_busy += self.issue;
+        self.s_time = t + self.issue;
+    }
+
     /// S carries out its pending action at cycle `t` (>= s_time); the wait before it is a stall.
     #[inline]
     fn fire<O: Observer>(&mut self, t: u64, cx: &mut Cx<'_, O>) {
+        if let Pending::Send(out) = self.pending {
+            self.pending = Pending::None;
+            return self.send(t, out, cx);
+        }
         debug_assert!(t >= cx.now);
         if !cx.in_time(t, t.checked_add(self.issue)) {
             return;
@@ -800,7 +872,6 @@ impl<'p, 'c> Core<'p, 'c> {
         if stall > 0 {
             // the pending action's instruction gets the next sequence number
             let (op, reason) = match pending {
-                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
                 Pending::WaitFlag { op, flag, id } => (
                     op,
                     Stall::WaitFlag {
@@ -810,7 +881,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 ),
                 Pending::BarrierAll { op } => (op, Stall::BarrierAll),
                 Pending::SetFlag { op, .. } => (op, Stall::Drain),
-                Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+                Pending::None | Pending::Done | Pending::Send(_) => {
+                    unreachable!("fire without a pending action")
+                }
             };
             cx.obs.on_span(&Span {
                 pipe: Pipe::S,
@@ -822,46 +895,6 @@ impl<'p, 'c> Core<'p, 'c> {
             });
         }
         match pending {
-            Pending::Send {
-                pipe,
-                mut entry,
-                flag_id,
-                nslots,
-            } => {
-                self.s_queue_full[pipe.index()] += stall;
-                let seq = cx.next_seq();
-                entry.join = t + self.issue;
-                entry.seq = seq;
-                if entry.kind == Kind::Stage {
-                    entry.arg = self.macro_sent;
-                    self.macro_sent += 1;
-                }
-                let ring = &mut self.pipes[pipe.index()].ring;
-                // only a new head changes when the pipe can start next
-                if ring.len == 0 {
-                    self.dirty |= 1 << pipe.index();
-                }
-                ring.push(entry);
-                cx.obs.on_issue(&Issue {
-                    seq,
-                    op: OpId(entry.op),
-                    pipe,
-                    cycle: t,
-                    vars: &self.vars,
-                    slots: &self.slots[..nslots as usize],
-                    flag_id,
-                });
-                cx.obs.on_span(&Span {
-                    pipe: Pipe::S,
-                    from: t,
-                    to: t + self.issue,
-                    op: OpId(entry.op),
-                    seq: Some(seq),
-                    what: Activity::Issue,
-                });
-                self.s_busy += self.issue;
-                self.s_time = t + self.issue;
-            }
             Pending::SetFlag { op, flag, id } => {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
@@ -889,7 +922,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_time = t;
                 self.observe_s(cx, op, t, t, 0, None);
             }
-            Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+            Pending::None | Pending::Done | Pending::Send(_) => {
+                unreachable!("fire without a pending action")
+            }
         }
     }
 
@@ -1043,13 +1078,19 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.s_time) {
                     return Ok(());
                 }
-                self.prepare_send(spec as usize)?;
+                let out = self.prepare_send(spec as usize, cx.obs.watches_issues())?;
                 self.pc += 1;
                 // what the next turn of the event loop would do: nothing has changed the pipes
                 // since their start cycles were refreshed, so S sends now if it still goes first
-                let sc = self.s_cand(cx.now);
+                let sc = if self.pipes[out.pipe.index()].ring.len < self.depth {
+                    self.s_time.max(cx.now)
+                } else {
+                    INF
+                };
                 if sc < self.pmin && cx.stopped.is_none() {
-                    self.fire(sc, cx);
+                    self.send(sc, out, cx);
+                } else {
+                    self.pending = Pending::Send(out);
                 }
             }
             SOp::End => {
@@ -1117,17 +1158,30 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline]
-    fn prepare_send(&mut self, spec: usize) -> R<()> {
-        let sp = &self.c.specs[spec];
+    fn prepare_send(&mut self, spec: usize, watched: bool) -> R<Outgoing> {
+        let c = self.c;
+        let sp = &c.specs[spec];
         let op = sp.op;
-        let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
-        let (work, startup, chunks, last, conflict) = self.cost(op, &sp.cost)?;
+        // the slots only matter to an observer and to a bank cost; choosing them can fail only
+        // on an explicit slot or a bounds check
+        let nslots = if watched || !sp.plain || sp.costed_by_slots {
+            self.prepare_operands(op, sp.lo, sp.hi)? as u32
+        } else {
+            0
+        };
+        let (work, startup, chunks, last, conflict) = match sp.cost {
+            Cost::Fixed { work, startup } => (work, startup, 1, work, 0),
+            ref cost => self.cost(op, cost)?,
+        };
         let mut arg = conflict;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
-            let (idx, id) = self.flag_index(op, src, dst, id)?;
-            arg = idx;
-            flag_id = Some(id);
+            let v = self.eval(op, id)?;
+            if v < 0 || v as u64 >= self.events as u64 {
+                return Err(self.bad_flag(op, src, dst, v));
+            }
+            arg = sp.flag_base + v as u64;
+            flag_id = Some(v as u32);
         }
         if sp.kind == Kind::MacroM {
             debug_assert!(self.macro_sent > 0);
@@ -1143,7 +1197,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 wl = self.dynamic_runs(op, side)?;
             }
         }
-        self.pending = Pending::Send {
+        Ok(Outgoing {
             pipe: sp.pipe,
             entry: Entry {
                 join: 0,
@@ -1162,8 +1216,7 @@ impl<'p, 'c> Core<'p, 'c> {
             },
             flag_id,
             nslots,
-        };
-        Ok(())
+        })
     }
 
     /// The runs of a gm side whose operand depends on the loop variables, into a pool slot
@@ -1432,13 +1485,18 @@ impl<'p, 'c> Core<'p, 'c> {
     fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u64, u32)> {
         let v = self.eval(op, id)?;
         if v < 0 || v as u64 >= self.events as u64 {
-            return Err(Fail {
-                op,
-                message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
-            });
+            return Err(self.bad_flag(op, src, dst, v));
         }
         let idx = ((src.index() * NP + dst.index()) * self.events) as u64 + v as u64;
         Ok((idx, v as u32))
+    }
+
+    #[cold]
+    fn bad_flag(&self, op: OpId, src: Pipe, dst: Pipe, v: i64) -> Fail {
+        Fail {
+            op,
+            message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
+        }
     }
 
     #[inline(always)]
@@ -1551,7 +1609,9 @@ impl<'p, 'c> Core<'p, 'c> {
         } else {
             let stall = total - self.s_time;
             let (op, reason) = match self.pending {
-                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
+                Pending::Send(Outgoing { pipe, entry, .. }) => {
+                    (OpId(entry.op), Stall::QueueFull(pipe))
+                }
                 Pending::BarrierAll { op } => (op, Stall::BarrierAll),
                 Pending::WaitFlag { op, flag, id } => (
                     op,
@@ -1668,7 +1728,7 @@ impl<'p, 'c> Core<'p, 'c> {
     fn deadlock(&self, total: u64) -> Deadlock {
         let mut waiters = Vec::new();
         match self.pending {
-            Pending::Send { pipe, entry, .. } => waiters.push(Waiter {
+            Pending::Send(Outgoing { pipe, entry, .. }) => waiters.push(Waiter {
                 pipe: Pipe::S,
                 op: OpId(entry.op),
                 on: WaitOn::QueueFull(pipe),
