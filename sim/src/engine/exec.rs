@@ -95,16 +95,15 @@ impl Ring {
         self.len += 1;
     }
 
+    /// Removes the head (read with [`Ring::front`]).
     #[inline(always)]
-    fn pop(&mut self) -> Entry {
+    fn drop_front(&mut self) {
         debug_assert!(self.len > 0);
-        let e = self.buf[self.head];
         self.head += 1;
         if self.head == self.buf.len() {
             self.head = 0;
         }
         self.len -= 1;
-        e
     }
 
     fn iter(&self) -> impl Iterator<Item = &Entry> {
@@ -140,6 +139,11 @@ struct Flag {
     op: u32,
     /// The dynamic instruction that set it (for [`Observer::on_release`]).
     seq: u64,
+    /// Its source and destination pipe and id (`flag_parts` of its index, kept here so the
+    /// hot path divides nothing).
+    src: u8,
+    dst: u8,
+    id: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -191,7 +195,8 @@ struct Fail {
     message: String,
 }
 
-type R<T> = Result<T, Fail>;
+/// Boxed: errors are rare, and a small `Err` keeps every `R<T>` the hot path returns small.
+type R<T> = Result<T, Box<Fail>>;
 
 /// What is global to a run rather than to one core: the observer, the dynamic instruction
 /// numbering and the time of the last event. A launch of several cores shares one.
@@ -405,7 +410,14 @@ impl<'p, 'c> Core<'p, 'c> {
             loops: vec![LoopRt::default(); c.loops.len()],
             pipes,
             mask: c.pipe_mask & !(1 << Pipe::S.index()),
-            flags: vec![Flag::default(); NP * NP * events],
+            flags: (0..NP * NP * events)
+                .map(|idx| Flag {
+                    src: (idx / events / NP) as u8,
+                    dst: (idx / events % NP) as u8,
+                    id: (idx % events) as u32,
+                    ..Flag::default()
+                })
+                .collect(),
             macros: vec![MacroSlot::default(); depth + 2],
             macro_started: 0,
             macro_sent: 0,
@@ -541,14 +553,14 @@ impl<'p, 'c> Core<'p, 'c> {
             self.commit_mem(t, work, &head, lookup, cx);
         }
         self.sweep_overlap(t);
-        let events = self.events as u64;
+        let events = self.events;
         let ps = &mut self.pipes[p];
-        let mut e = if last {
-            ps.ring.pop()
+        if last {
+            ps.ring.drop_front();
         } else {
             ps.ring.front_mut().next += 1;
-            head
-        };
+        }
+        let mut e = head;
         (e.work, e.startup) = (work, startup);
         let gap = ps.free;
         if t > gap {
@@ -558,12 +570,12 @@ impl<'p, 'c> Core<'p, 'c> {
             if stall > 0 {
                 let reason = match e.kind {
                     Kind::WaitFlag => {
-                        let src = e.arg / (NP as u64 * events);
-                        let id = e.arg % events;
-                        ps.wait_flag[(src * events + id) as usize] += stall;
+                        let f = &self.flags[e.arg as usize];
+                        let (src, id) = (f.src as usize, f.id);
+                        ps.wait_flag[src * events + id as usize] += stall;
                         Stall::WaitFlag {
-                            src: Pipe::ALL[src as usize],
-                            id: id as u32,
+                            src: Pipe::ALL[src],
+                            id,
                         }
                     }
                     Kind::SetFlag | Kind::Barrier => {
@@ -730,8 +742,7 @@ impl<'p, 'c> Core<'p, 'c> {
             f.op = op;
             f.seq = seq;
         }
-        let dst = (idx as usize / self.events) % NP;
-        self.dirty |= 1 << dst;
+        self.dirty |= 1 << self.flags[idx as usize].dst;
     }
 
     fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {
@@ -965,8 +976,8 @@ impl<'p, 'c> Core<'p, 'c> {
     /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
     #[inline]
     fn arrive<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
-        let code = self.c.code[self.pc];
-        match code {
+        let c = self.c;
+        match c.code[self.pc] {
             SOp::LoopEnter { lp } => {
                 self.enter_loop(lp as usize)?;
                 self.pc += 1;
@@ -1026,10 +1037,10 @@ impl<'p, 'c> Core<'p, 'c> {
             SOp::Scalar { op, cycles } => {
                 let n = self.eval(op, cycles)?;
                 if n < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("scalar cycles {n} is negative"),
-                    });
+                    }));
                 }
                 let (n, at) = (n as u64, self.s_time);
                 if !self.s_advance(n, cx) {
@@ -1124,16 +1135,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 let t = self.eval(op, to)?;
                 let s = self.eval(op, step)?;
                 let Some(q) = ForLoop::trips(f, t, s) else {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: "for step is 0".to_string(),
-                    });
+                    }));
                 };
                 if q < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("negative trip count {q} (from {f} to {t} step {s})"),
-                    });
+                    }));
                 }
                 // |to - from| < 2^64, so a non-negative count fits in u64
                 (f, s, q as u64)
@@ -1141,10 +1152,10 @@ impl<'p, 'c> Core<'p, 'c> {
             super::compile::Bounds::While { trips } => {
                 let n = self.eval(op, trips)?;
                 if n < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("negative trip count {n}"),
-                    });
+                    }));
                 }
                 (0, 1, n as u64)
             }
@@ -1253,13 +1264,13 @@ impl<'p, 'c> Core<'p, 'c> {
             let slot = if let Some(s) = o.slot {
                 let v = self.eval(op, s)?;
                 if v < 0 || v >= o.multi as i64 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "slot {v} of \"{}\" is outside 0..{}",
                             o.operand.text, o.multi
                         ),
-                    });
+                    }));
                 }
                 v as u32
             } else if o.modulus > 1 && o.counter != NO_LOOP {
@@ -1278,10 +1289,10 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn check_operand(&self, op: OpId, o: &Opnd<'p>) -> R<()> {
         if o.operand.indices.len() > o.shape.len() {
-            return Err(Fail {
+            return Err(Box::new(Fail {
                 op,
                 message: format!("\"{}\" has more indices than dimensions", o.operand.text),
-            });
+            }));
         }
         for (d, &dim) in o.shape.iter().enumerate().take(o.operand.indices.len()) {
             let sel = Sel::of(o.operand, d, dim);
@@ -1290,22 +1301,22 @@ impl<'p, 'c> Core<'p, 'c> {
                 .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
             match sel {
                 Sel::At(_) if a < 0 || a as u64 >= dim => {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "index {a} out of bounds for dimension {d} (size {dim}) of \"{}\"",
                             o.operand.text
                         ),
-                    });
+                    }));
                 }
                 Sel::Slice(..) if a < 0 || b < a || b as u64 > dim => {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "slice {a}:{b} out of bounds for dimension {d} (size {dim}) of \"{}\"",
                             o.operand.text
                         ),
-                    });
+                    }));
                 }
                 _ => {}
             }
@@ -1313,13 +1324,13 @@ impl<'p, 'c> Core<'p, 'c> {
         for w in &o.windows {
             let off = self.eval(op, w.offset)?;
             if off < 0 || (off as u64).saturating_add(w.len) > w.of_len {
-                return Err(Fail {
+                return Err(Box::new(Fail {
                     op,
                     message: format!(
                         "window \"{}\" at offset {off} ({} elements) is outside its base ({} elements)",
                         w.name, w.len, w.of_len
                     ),
-                });
+                }));
             }
         }
         Ok(())
@@ -1434,10 +1445,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
                     let x = self.eval(op, v)?;
                     if x < 0 {
-                        return Err(Fail {
+                        return Err(Box::new(Fail {
                             op,
                             message: format!("mmad {name} = {x} is negative"),
-                        });
+                        }));
                     }
                     *slot = x as u64;
                 }
@@ -1451,10 +1462,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 {
                     let x = self.eval(op, v)?;
                     if x < 0 {
-                        return Err(Fail {
+                        return Err(Box::new(Fail {
                             op,
                             message: format!("mmad {name} = {x} is negative"),
-                        });
+                        }));
                     }
                     *slot = x as u64;
                 }
@@ -1492,11 +1503,11 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[cold]
-    fn bad_flag(&self, op: OpId, src: Pipe, dst: Pipe, v: i64) -> Fail {
-        Fail {
+    fn bad_flag(&self, op: OpId, src: Pipe, dst: Pipe, v: i64) -> Box<Fail> {
+        Box::new(Fail {
             op,
             message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
-        }
+        })
     }
 
     #[inline(always)]
@@ -1506,17 +1517,17 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[cold]
-    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Fail {
+    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Box<Fail> {
         let program = self.program;
         let name = |v| program.var_name(v);
-        Fail {
+        Box::new(Fail {
             op,
             message: format!("cannot evaluate \"{}\": {e}", expr.display(&name)),
-        }
+        })
     }
 
     #[cold]
-    fn error(&self, f: Fail) -> RunError {
+    fn error(&self, f: Box<Fail>) -> RunError {
         let program = self.program;
         let mut loops = Vec::new();
         let mut at = program.op(f.op).parent;
