@@ -139,6 +139,9 @@ pub(super) enum Kind {
     Stage,
     /// The M part of an `mmad_l1`: waits until its MTE1 part has completed.
     MacroM,
+    /// A move that reads or writes gm under the memory system: like `Work`, but its cost is
+    /// decided (reads) and its lines taken at its start ([`Spec::mem`]).
+    GmMove,
 }
 
 /// How the cost of a sent instruction is found.
@@ -782,7 +785,12 @@ impl<'p> Compiler<'p, '_> {
                         dst: d,
                     },
                 };
-                self.send_work(id, path.pipe, Kind::Work, cost, (lo, hi))?;
+                let kind = if mem == NO_MEM {
+                    Kind::Work
+                } else {
+                    Kind::GmMove
+                };
+                self.send_work(id, path.pipe, kind, cost, (lo, hi))?;
                 self.out.specs.last_mut().expect("just sent").mem = mem;
                 Ok(())
             }

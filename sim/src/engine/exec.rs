@@ -23,7 +23,8 @@ use std::cell::RefCell;
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
 
-/// One sent instruction waiting in (or travelling to) its pipe's queue.
+/// One sent instruction waiting in (or travelling to) its pipe's queue. 48 bytes: what only
+/// some instructions need is their [`Aux`], beside it in the ring.
 #[derive(Clone, Copy, Default, Debug)]
 struct Entry {
     /// The cycle it joins the queue (send cycle + issue_cycles).
@@ -35,19 +36,30 @@ struct Entry {
     /// The flag index (set/wait), the macro number (the parts of an mmad_l1), or the bank
     /// conflict cycles of a vector op's work (`Work`).
     arg: u64,
-    /// Work of the last chunk.
-    last: u64,
-    /// Chunks of the instruction (1 but for the parts of an `mmad_l1`) and how many started.
-    chunks: u32,
-    next: u32,
     op: u32,
     kind: Kind,
-    /// The move's [`super::compile::MemSpec`], or [`NO_MEM`].
-    mem: u32,
-    /// Pool slots holding the runs of its dynamic gm source / destination, or [`NO_MEM`]
-    /// (static runs live in the spec).
-    rl: u32,
-    wl: u32,
+}
+
+/// What only the parts of an `mmad_l1` ([`Kind::Stage`], [`Kind::MacroM`]) and the gm moves
+/// ([`Kind::GmMove`]) need; read only for those kinds.
+#[derive(Clone, Copy, Default, Debug)]
+enum Aux {
+    #[default]
+    None,
+    /// Work of the last chunk, the chunks and how many have started.
+    Chunks { last: u64, chunks: u32, next: u32 },
+    /// The move's [`super::compile::MemSpec`], and the pool slots holding the runs of its
+    /// dynamic gm source / destination, or [`NO_MEM`] (static runs live in the spec).
+    Gm { mem: u32, rl: u32, wl: u32 },
+}
+
+/// How many chunks of an `mmad_l1` part have started (its [`Aux::Chunks`]).
+#[inline(always)]
+fn chunks_started(aux: Aux) -> u32 {
+    match aux {
+        Aux::Chunks { next, .. } => next,
+        _ => 0,
+    }
 }
 
 /// The staging of one `mmad_l1` by its MTE1 part: chunks copied so far, and the completion of
@@ -58,9 +70,11 @@ struct MacroSlot {
     done: [u64; 2],
 }
 
-/// A fixed-capacity FIFO of entries that have not started (in transit included).
+/// A fixed-capacity FIFO of entries that have not started (in transit included), with each
+/// one's [`Aux`] at the same place in `aux` (written only when not [`Aux::None`]).
 struct Ring {
     buf: Vec<Entry>,
+    aux: Vec<Aux>,
     head: usize,
     len: usize,
 }
@@ -69,6 +83,7 @@ impl Ring {
     fn new(cap: usize) -> Ring {
         Ring {
             buf: vec![Entry::default(); cap.max(1)],
+            aux: vec![Aux::None; cap.max(1)],
             head: 0,
             len: 0,
         }
@@ -79,19 +94,28 @@ impl Ring {
         &self.buf[self.head]
     }
 
+    /// The head's [`Aux`] (its kind says whether it has one).
     #[inline(always)]
-    fn front_mut(&mut self) -> &mut Entry {
-        &mut self.buf[self.head]
+    fn front_aux(&self) -> Aux {
+        self.aux[self.head]
     }
 
     #[inline(always)]
-    fn push(&mut self, e: Entry) {
+    fn front_aux_mut(&mut self) -> &mut Aux {
+        &mut self.aux[self.head]
+    }
+
+    #[inline(always)]
+    fn push(&mut self, e: Entry, aux: Aux) {
         debug_assert!(self.len < self.buf.len());
         let mut at = self.head + self.len;
         if at >= self.buf.len() {
             at -= self.buf.len();
         }
         self.buf[at] = e;
+        if !matches!(aux, Aux::None) {
+            self.aux[at] = aux;
+        }
         self.len += 1;
     }
 
@@ -162,6 +186,7 @@ struct LoopRt {
 struct Outgoing {
     pipe: Pipe,
     entry: Entry,
+    aux: Aux,
     flag_id: Option<u32>,
     nslots: u32,
 }
@@ -358,7 +383,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             if matches!(core.pending, Pending::None) {
                 if core.s_time < core.pmin && cx.stopped.is_none() {
                     if let Err(f) = core.arrive(&mut cx) {
-                        return Err(core.error(f));
+                        return Err(core.error(*f));
                     }
                     continue;
                 }
@@ -487,10 +512,10 @@ impl<'p, 'c> Core<'p, 'c> {
         let e = ps.ring.front();
         let base = e.join.max(ps.free);
         match e.kind {
-            Kind::Work => base,
+            Kind::Work | Kind::GmMove => base,
             Kind::Stage => {
                 // chunk i + 2 goes into the L0 half chunk i used: after M has completed chunk i
-                let i = e.next;
+                let i = chunks_started(ps.ring.front_aux());
                 if i < 2 {
                     base
                 } else if self.m_macro == e.arg && self.m_computed > i - 2 {
@@ -510,10 +535,11 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             Kind::MacroM => {
                 // chunk i runs once its copies have completed
+                let i = chunks_started(ps.ring.front_aux());
                 if e.arg < self.macro_started {
                     let slot = &self.macros[(e.arg % self.macros.len() as u64) as usize];
-                    if slot.staged > e.next {
-                        base.max(slot.done[(e.next % 2) as usize])
+                    if slot.staged > i {
+                        base.max(slot.done[(i % 2) as usize])
                     } else {
                         INF
                     }
@@ -528,17 +554,39 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn start<O: Observer>(&mut self, p: usize, t: u64, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
-        let head = *self.pipes[p].ring.front();
+        let ring = &self.pipes[p].ring;
+        let head = *ring.front();
         // the parts of an mmad_l1 start once per chunk; the entry leaves the queue at its last
-        let last = head.next + 1 >= head.chunks;
-        let chunk_work = if last { head.last } else { head.work };
-        let (mut work, mut startup) = (chunk_work, head.startup);
+        let (mut last, mut next, mut work) = (true, 0, head.work);
+        let mut gm = None;
+        match head.kind {
+            Kind::Stage | Kind::MacroM => {
+                if let Aux::Chunks {
+                    last: last_work,
+                    chunks,
+                    next: started,
+                } = ring.front_aux()
+                {
+                    (last, next) = (started + 1 >= chunks, started);
+                    if last {
+                        work = last_work;
+                    }
+                }
+            }
+            Kind::GmMove => {
+                if let Aux::Gm { mem, rl, wl } = ring.front_aux() {
+                    gm = Some((mem, rl, wl));
+                }
+            }
+            _ => {}
+        }
+        let mut startup = head.startup;
         let mut lookup = None;
-        if head.mem != NO_MEM {
+        if let Some((mem, rl, _)) = gm {
             // a gm move (one chunk): its cost is known once the L2 is looked up at its start
-            if let (Some(l2), Some(read)) = (&cx.l2, &self.c.mems[head.mem as usize].read) {
-                let spec = &self.c.mems[head.mem as usize];
-                let l = l2.lookup(self.side_runs(read, head.rl));
+            let spec = &self.c.mems[mem as usize];
+            if let (Some(l2), Some(read)) = (&cx.l2, &spec.read) {
+                let l = l2.lookup(self.side_runs(read, rl));
                 let (w, extra) = l2.read_cost(t, spec.bpc, &l);
                 (work, startup) = (w, spec.startup + extra);
                 lookup = Some(l);
@@ -549,16 +597,16 @@ impl<'p, 'c> Core<'p, 'c> {
             return;
         }
         cx.now = t;
-        if head.mem != NO_MEM {
-            self.commit_mem(t, work, &head, lookup, cx);
+        if let Some(gm) = gm {
+            self.commit_mem(t, work, gm, lookup, cx);
         }
         self.sweep_overlap(t);
         let events = self.events;
         let ps = &mut self.pipes[p];
         if last {
             ps.ring.drop_front();
-        } else {
-            ps.ring.front_mut().next += 1;
+        } else if let Aux::Chunks { next, .. } = ps.ring.front_aux_mut() {
+            *next += 1;
         }
         let mut e = head;
         (e.work, e.startup) = (work, startup);
@@ -590,7 +638,7 @@ impl<'p, 'c> Core<'p, 'c> {
                         ps.stage_wait += stall;
                         Stall::WaitMacro { src: Pipe::M }
                     }
-                    Kind::Work => {
+                    Kind::Work | Kind::GmMove => {
                         debug_assert!(false, "an unconditional instruction cannot stall");
                         Stall::Drain
                     }
@@ -635,21 +683,21 @@ impl<'p, 'c> Core<'p, 'c> {
             Kind::Stage => {
                 let cap = self.macros.len() as u64;
                 let slot = &mut self.macros[(e.arg % cap) as usize];
-                if e.next == 0 {
+                if next == 0 {
                     self.macro_started += 1;
                 }
-                slot.done[(e.next % 2) as usize] = complete;
-                slot.staged = e.next + 1;
+                slot.done[(next % 2) as usize] = complete;
+                slot.staged = next + 1;
                 self.dirty |= 1 << Pipe::M.index();
             }
             Kind::MacroM => {
                 self.m_macro = e.arg;
-                self.m_computed = e.next + 1;
-                self.m_done[(e.next % 2) as usize] = complete;
+                self.m_computed = next + 1;
+                self.m_done[(next % 2) as usize] = complete;
                 // the staging pipe may wait for this chunk
                 self.dirty |= self.mask;
             }
-            Kind::Work => self.bank_conflict += e.arg,
+            Kind::Work | Kind::GmMove => self.bank_conflict += e.arg,
             _ => {}
         }
         if last {
@@ -673,21 +721,21 @@ impl<'p, 'c> Core<'p, 'c> {
         &mut self,
         t: u64,
         work: u64,
-        e: &Entry,
+        (mem, rl, wl): (u32, u32, u32),
         lookup: Option<super::memory::Lookup>,
         cx: &mut Cx<'_, O>,
     ) {
         let c = self.c;
-        let spec = &c.mems[e.mem as usize];
+        let spec = &c.mems[mem as usize];
         if let Some(l2) = &mut cx.l2 {
             if let (Some(side), Some(l)) = (&spec.read, lookup) {
-                l2.commit_read(t, work, self.side_runs(side, e.rl), &l);
+                l2.commit_read(t, work, self.side_runs(side, rl), &l);
             }
             if let Some(side) = &spec.write {
-                l2.commit_write(t, self.side_runs(side, e.wl));
+                l2.commit_write(t, self.side_runs(side, wl));
             }
         }
-        for slot in [e.rl, e.wl] {
+        for slot in [rl, wl] {
             if slot != NO_MEM {
                 self.pool[slot as usize].clear();
                 self.pool_free.push(slot);
@@ -817,6 +865,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let Outgoing {
             pipe,
             mut entry,
+            aux,
             flag_id,
             nslots,
         } = out;
@@ -844,7 +893,7 @@ impl<'p, 'c> Core<'p, 'c> {
         if ring.len == 0 {
             self.dirty |= 1 << pipe.index();
         }
-        ring.push(entry);
+        ring.push(entry, aux);
         cx.obs.on_issue(&Issue {
             seq,
             op: OpId(entry.op),
@@ -1208,6 +1257,19 @@ impl<'p, 'c> Core<'p, 'c> {
                 wl = self.dynamic_runs(op, side)?;
             }
         }
+        let aux = match sp.kind {
+            Kind::Stage | Kind::MacroM => Aux::Chunks {
+                last,
+                chunks: chunks.min(u32::MAX as u64) as u32,
+                next: 0,
+            },
+            Kind::GmMove => Aux::Gm {
+                mem: sp.mem,
+                rl,
+                wl,
+            },
+            _ => Aux::None,
+        };
         Ok(Outgoing {
             pipe: sp.pipe,
             entry: Entry {
@@ -1216,15 +1278,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 startup,
                 seq: 0,
                 arg,
-                last,
-                chunks: chunks.min(u32::MAX as u64) as u32,
-                next: 0,
                 op: op.0,
                 kind: sp.kind,
-                mem: sp.mem,
-                rl,
-                wl,
             },
+            aux,
             flag_id,
             nslots,
         })
@@ -1527,7 +1584,7 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[cold]
-    fn error(&self, f: Box<Fail>) -> RunError {
+    fn error(&self, f: Fail) -> RunError {
         let program = self.program;
         let mut loops = Vec::new();
         let mut at = program.op(f.op).parent;
