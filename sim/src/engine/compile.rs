@@ -5,6 +5,7 @@
 //! needed). Every id is a dense `u32`; nothing here is touched by strings at run time.
 
 use super::banks::{self, Scratch};
+use super::memory::OneRun;
 use crate::addresses::Addresses;
 use crate::config::{Config, PathConfig};
 use crate::expr::{BinOp, EvalError, Expr, UnOp};
@@ -299,7 +300,7 @@ pub(super) struct Spec<'p> {
 
 /// One gm side of a move under the memory system: the operand, and its runs when static.
 #[derive(Clone, Debug)]
-pub(super) struct GmSide {
+pub(super) struct GmSide<'p> {
     /// Absolute operand index.
     pub opnd: u32,
     /// First byte of the operand's tensor in the gm layout.
@@ -307,15 +308,17 @@ pub(super) struct GmSide {
     /// Its byte runs in the gm layout ([`super::memory::runs_of`]) when the operand does not
     /// depend on loop variables.
     pub runs: Option<Vec<(u64, u64)>>,
+    /// When it does, and is one contiguous run whatever they are: that run's pattern.
+    pub one: Option<OneRun<'p>>,
 }
 
 /// A move that reads or writes gm, under the memory system.
 #[derive(Clone, Debug)]
-pub(super) struct MemSpec {
+pub(super) struct MemSpec<'p> {
     /// The gm source: looked up when the move starts (work and startup are decided then).
-    pub read: Option<GmSide>,
+    pub read: Option<GmSide<'p>>,
     /// The gm destination: its lines are allocated when the move starts.
-    pub write: Option<GmSide>,
+    pub write: Option<GmSide<'p>>,
     /// The path's bytes per cycle and startup.
     pub bpc: u64,
     pub startup: u64,
@@ -423,7 +426,7 @@ pub(super) struct Compiled<'p> {
     /// [`Cost::Banked`] tables.
     pub tables: Vec<BankTable>,
     /// The gm moves under the memory system ([`Spec::mem`]).
-    pub mems: Vec<MemSpec>,
+    pub mems: Vec<MemSpec<'p>>,
     /// Lines of the gm layout (every tensor, each from a line); 0 without `memory`.
     pub gm_lines: u64,
 }
@@ -1076,7 +1079,7 @@ impl<'p> Compiler<'p, '_> {
     }
 
     /// Operand `i`, on a gm tensor, as the memory system sees it.
-    fn gm_side(&self, i: u32) -> GmSide {
+    fn gm_side(&self, i: u32) -> GmSide<'p> {
         let o = &self.out.opnds[i as usize];
         let Ref::Tensor(t) = o.operand.base else {
             unreachable!("a gm operand is on a tensor");
@@ -1091,6 +1094,10 @@ impl<'p> Compiler<'p, '_> {
         GmSide {
             opnd: i,
             base,
+            one: runs
+                .is_none()
+                .then(|| OneRun::of(o.operand, o.shape))
+                .flatten(),
             runs,
         }
     }

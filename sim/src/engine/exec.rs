@@ -1301,6 +1301,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pool.len() as u32 - 1
             }
         };
+        if let Some(run) = side
+            .one
+            .as_ref()
+            .and_then(|one| one.at(&self.vars, side.base))
+        {
+            self.pool[slot as usize].extend(run);
+            return Ok(slot);
+        }
         let o = &self.c.opnds[side.opnd as usize];
         let mut v = std::mem::take(&mut self.pool[slot as usize]);
         let r = runs_of(o.operand, o.shape, &self.vars, side.base, &mut v);

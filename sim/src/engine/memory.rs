@@ -3,23 +3,30 @@
 //!
 //! gm tensors are laid out in declaration order, each starting on a line. A gm operand's bytes
 //! are its maximal contiguous runs in that layout ([`runs_of`]: one for a row or a whole
-//! tensor, whatever its size), and the L2 cuts them into `(line, bytes in that line)` pairs as
-//! it walks them ([`for_each_line`]), in increasing line order, a line two runs share once with
-//! both runs' bytes: no per-line list is ever built. The L2 gives every present line a frame holding the stamp of its last touch
-//! (cycle + 1; 0 for the lines a warm start put there) and keeps the frames in a doubly linked
-//! list ordered by (stamp, line): the first one leaves when a line must come in and the L2 is
-//! full (least recently touched, lower address first on a tie). A dense vector maps each line of
-//! the layout to its frame ([`NONE`] when absent), so a lookup is one load per line and a touch
-//! O(1) amortised: a touched line goes to the end of the list unless its key is smaller than the
-//! last ones' (several moves starting in one cycle, the later touching lower lines), when it is
-//! walked back past them.
+//! tensor, whatever its size; [`OneRun`] finds that one without walking the selection), and the
+//! L2 cuts them into `(line, bytes in that line)` pairs as it walks them ([`for_each_line`]), in
+//! increasing line order, a line two runs share once with both runs' bytes: no per-line list is
+//! ever built.
+//!
+//! The L2 gives every present line a frame holding the stamp of its last touch (cycle + 1; 0 for
+//! the lines a warm start put there) and keeps the frames in a doubly linked list ordered by
+//! (stamp, line): the first one leaves when a line must come in and the L2 is full (least
+//! recently touched, lower address first on a tie). A dense vector maps each line of the layout
+//! to the frame that last held it (an evicted line's entry is left stale, recognised by its frame
+//! holding another line now), so a lookup is a load or two per line and an eviction writes
+//! nothing far away. A touch is O(1) amortised: a touched line goes to the end of the list unless
+//! its key is smaller than the last ones' (several moves starting in one cycle, the later
+//! touching lower lines), when it is walked back past them. A run of missing lines brought into
+//! a full L2 behind its last line (a streaming kernel) takes the frames of the first ones at
+//! once and moves them to the end as a chain ([`L2::bring_in`]).
 
+use super::compile::Val;
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
-use crate::footprint::{self, EvalFailure};
+use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
 
-/// "No frame": an absent line in [`L2::frame_of`], the end of the list in [`Frame`].
+/// "No frame": a line never present in [`L2::frame_of`], the end of the list in [`Frame`].
 const NONE: u32 = u32::MAX;
 
 /// One line the L2 holds, a node of the LRU list.
@@ -55,6 +62,93 @@ pub(super) fn runs_of<'a>(
             out.push((base + first, base + first + bytes));
         }
     })
+}
+
+/// The run of a gm operand whose selection is one contiguous run whatever the loop variables:
+/// indices on the outer dimensions, then an index or a slice, then whole dimensions (`x[t]`,
+/// `x[i, j, a:b]`). Its first element is a sum of index × stride, so [`OneRun::at`] finds it
+/// without walking the selection as [`runs_of`] does, with the same result.
+#[derive(Clone, Debug)]
+pub(super) struct OneRun<'p> {
+    /// (index, stride in elements) of each outer dimension, then the partial dimension's
+    /// start.
+    terms: Vec<(Val<'p>, u64)>,
+    /// The partial dimension's end when it is a slice (an index ends at start + 1), and its
+    /// stride.
+    end: Option<Val<'p>>,
+    stride: u64,
+    bits: u64,
+}
+
+impl<'p> OneRun<'p> {
+    /// The pattern of operand `o` on a tensor of `shape`, when it has that form.
+    pub fn of(o: &'p Operand, shape: &[u64]) -> Option<OneRun<'p>> {
+        let n = shape.len();
+        if o.indices.len() > n || shape.contains(&0) {
+            return None;
+        }
+        // the innermost dimension not selected whole, whatever the variables
+        let whole = |d: usize| match Sel::of(o, d, shape[d]) {
+            Sel::Whole(_) => true,
+            Sel::Slice(a, b) => a.as_const() == Some(0) && b.as_const() == Some(shape[d] as i64),
+            Sel::At(_) => false,
+        };
+        let k = (0..n).rev().find(|&d| !whole(d))?;
+        let stride = |d: usize| shape[d + 1..].iter().product::<u64>();
+        let mut terms = Vec::with_capacity(k + 1);
+        for d in 0..k {
+            let Sel::At(e) = Sel::of(o, d, shape[d]) else {
+                return None;
+            };
+            terms.push((Val::new(e), stride(d)));
+        }
+        let end = match Sel::of(o, k, shape[k]) {
+            Sel::At(e) => {
+                terms.push((Val::new(e), stride(k)));
+                None
+            }
+            Sel::Slice(a, b) => {
+                terms.push((Val::new(a), stride(k)));
+                Some(Val::new(b))
+            }
+            Sel::Whole(_) => return None,
+        };
+        Some(OneRun {
+            terms,
+            end,
+            stride: stride(k),
+            bits: o.dtype.bits(),
+        })
+    }
+
+    /// Its byte run `[from, to)` in the gm layout (the tensor's first byte at `base`) for the
+    /// loop variables `vars`, as [`runs_of`] finds it (bounds already checked): `Some(None)`
+    /// when it selects no byte, `None` when an expression fails to evaluate (the caller then
+    /// asks [`runs_of`] for the error).
+    #[inline]
+    pub fn at(&self, vars: &[i64], base: u64) -> Option<Option<(u64, u64)>> {
+        let last = self.terms.len() - 1;
+        let (mut start, mut empty, mut first) = (0u64, false, 0i64);
+        for (i, &(v, stride)) in self.terms.iter().enumerate() {
+            first = v.eval(vars).ok()?;
+            // an index at i64::MAX selects [MAX, MAX) (`Sel::at` saturates): nothing
+            empty |= first == i64::MAX && (i < last || self.end.is_none());
+            start = start.wrapping_add((first as u64).wrapping_mul(stride));
+        }
+        let end = match self.end {
+            Some(e) => e.eval(vars).ok()?,
+            None => first.saturating_add(1),
+        };
+        if empty || end <= first {
+            return Some(None);
+        }
+        let run = (end as u64).wrapping_sub(first as u64) * self.stride;
+        let (x, y) = (
+            start * self.bits / 8,
+            (start + run).saturating_mul(self.bits).div_ceil(8),
+        );
+        Some((y > x).then_some((base + x, base + y)))
+    }
 }
 
 /// Calls `f(line, bytes in that line)` for the lines of `runs` (from [`runs_of`]) in
@@ -96,7 +190,9 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the frame holding it, or [`NONE`].
+    /// Per line of the layout: the frame that last held it, or [`NONE`]. An evicted line's
+    /// entry is left stale (its frame holds another line now), so an eviction writes nothing
+    /// far away: [`L2::frame`] checks the frame's line.
     frame_of: Vec<u32>,
     /// The present lines. A frame, once used, always holds a line (an eviction hands it to the
     /// incoming one), so there are as many present lines as frames.
@@ -131,7 +227,7 @@ impl L2 {
                 if l2.frames.len() as u64 >= capacity {
                     break 'fill;
                 }
-                if l2.frame_of[line as usize] == NONE {
+                if l2.frame(line) == NONE {
                     let f = l2.new_frame(line, 0);
                     l2.insert(f);
                 }
@@ -144,9 +240,28 @@ impl L2 {
     /// Looks the lines of `runs` up without changing anything.
     #[inline]
     pub fn lookup(&self, runs: &[(u64, u64)]) -> Lookup {
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            // one run (a row, a whole tensor): its lines are a range, the misses what is left
+            let l0 = a / lb;
+            let mut r = Lookup::default();
+            for (i, &f) in self.frame_of[l0 as usize..=((end - 1) / lb) as usize]
+                .iter()
+                .enumerate()
+            {
+                if f != NONE && self.frames[f as usize].line as u64 == l0 + i as u64 {
+                    let line = l0 + i as u64;
+                    r.hit_lines += 1;
+                    r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
+                }
+            }
+            r.miss_lines = (end - 1) / lb - l0 + 1 - r.hit_lines;
+            r.miss_bytes = end - a - r.hit_bytes;
+            return r;
+        }
         let mut r = Lookup::default();
         for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
-            if self.frame_of[line as usize] != NONE {
+            if self.frame(line) != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
             } else {
@@ -176,7 +291,12 @@ impl L2 {
             (self.cfg.l2_latency, 1, 0)
         };
         let top = l.hit_bytes as u128 * num + l.miss_bytes as u128 * den * a;
-        let work = top.div_ceil(a * num);
+        let div = a * num;
+        // a 128-bit division is a library call: divide in 64 bits when both fit
+        let work = match (u64::try_from(top), u64::try_from(div)) {
+            (Ok(top), Ok(div)) => top.div_ceil(div) as u128,
+            _ => top.div_ceil(div),
+        };
         (u64::try_from(work).unwrap_or(u64::MAX), extra)
     }
 
@@ -199,15 +319,19 @@ impl L2 {
         }
         // present lines first, so that bringing the missing ones in cannot evict them
         let lb = self.cfg.line_bytes;
+        if let ([(a, end)], 0) = (runs, l.hit_lines) {
+            // one run, every line missing (`l` was looked up in this state)
+            return self.bring_in(t, a / lb, (end - 1) / lb);
+        }
         if l.hit_lines > 0 {
             for_each_line(runs, lb, |line, _| {
-                if self.frame_of[line as usize] != NONE {
+                if self.frame(line) != NONE {
                     self.touch_line(t, line);
                 }
             });
         }
         for_each_line(runs, lb, |line, _| {
-            if self.frame_of[line as usize] == NONE {
+            if self.frame(line) == NONE {
                 self.touch_line(t, line);
             }
         });
@@ -216,10 +340,59 @@ impl L2 {
     /// A write starting at `t` allocates the lines of `runs`.
     pub fn commit_write(&mut self, t: u64, runs: &[(u64, u64)]) {
         self.stats.writes += 1;
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            let (l0, l1) = (a / lb, (end - 1) / lb);
+            if (l0..l1 + 1).all(|line| self.frame(line) == NONE) {
+                self.stats.write_bytes += end - a;
+                return self.bring_in(t, l0, l1);
+            }
+        }
         for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
             self.stats.write_bytes += bytes;
             self.touch_line(t, line);
         });
+    }
+
+    /// Brings lines `l0..=l1`, all absent, in at `t`: what touching them one by one in line
+    /// order does, done at once when the L2 is full, holds more than them and its last line
+    /// was touched before (stamp, l0) — the usual case of a streaming kernel. Then each of
+    /// them evicts the least recently touched line and goes to the end, so the first
+    /// `l1 - l0 + 1` frames of the list take them, in order, and move to its end as a chain.
+    fn bring_in(&mut self, t: u64, l0: u64, l1: u64) {
+        let stamp = t + 1;
+        let k = l1 - l0 + 1;
+        let len = self.frames.len() as u64;
+        let tail_before =
+            self.tail != NONE && self.frames[self.tail as usize].key() < (stamp, l0 as u32);
+        if len < self.capacity || k >= len || !tail_before {
+            for line in l0..=l1 {
+                self.touch_line(t, line);
+            }
+            return;
+        }
+        let first = self.head;
+        let (mut f, mut line) = (first, l0);
+        loop {
+            let fr = &mut self.frames[f as usize];
+            // the line it held keeps a stale frame_of entry: see `frame`
+            (fr.line, fr.stamp) = (line as u32, stamp);
+            let next = fr.next;
+            self.frame_of[line as usize] = f;
+            if line == l1 {
+                break;
+            }
+            (f, line) = (next, line + 1);
+        }
+        let last = f;
+        // k < len: something stays before the chain
+        let rest = std::mem::replace(&mut self.frames[last as usize].next, NONE);
+        self.frames[rest as usize].prev = NONE;
+        self.head = rest;
+        self.frames[self.tail as usize].next = first;
+        self.frames[first as usize].prev = self.tail;
+        self.tail = last;
+        self.stats.evicted_lines += k;
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
@@ -227,7 +400,7 @@ impl L2 {
     #[inline(always)]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
-        let f = self.frame_of[line as usize];
+        let f = self.frame(line);
         if f != NONE {
             if self.frames[f as usize].stamp == stamp {
                 return;
@@ -242,7 +415,6 @@ impl L2 {
             let out = self.head;
             self.unlink(out);
             let fr = &mut self.frames[out as usize];
-            self.frame_of[fr.line as usize] = NONE;
             (fr.line, fr.stamp) = (line as u32, stamp);
             self.frame_of[line as usize] = out;
             self.stats.evicted_lines += 1;
@@ -251,6 +423,15 @@ impl L2 {
             self.new_frame(line, stamp)
         };
         self.insert(f);
+    }
+
+    /// The frame holding `line`, or [`NONE`] when it is absent.
+    #[inline(always)]
+    fn frame(&self, line: u64) -> u32 {
+        match self.frame_of[line as usize] {
+            f if f != NONE && self.frames[f as usize].line as u64 == line => f,
+            _ => NONE,
+        }
     }
 
     /// A new frame holding `line` (not yet in the list).
@@ -476,6 +657,55 @@ mod tests {
                 prop_assert_eq!(l2.stats.write_bytes, write_bytes);
             }
         }
+    }
+
+    #[test]
+    fn one_run_finds_what_the_walk_finds() {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: one_run
+core: aiv
+sync: manual
+gm:
+  x: { shape: [4, 8, 16], dtype: f16 }
+  y: { shape: [6, 10], dtype: i1 }
+body:
+  - for: { var: i, to: 4 }
+    body:
+      - for: { var: j, to: 8 }
+        body:
+          - use: ["x[i]", "x[i, j]", "x[i, j, 0:j]", "x[i, 0:j]", "x[i, j:8]", "x[0:i]",
+                  "x[i, 0:8]", "x[i, j, j:16]", "y[i, j:10]", "y[i, 1:j]", "x[i, j, 3]",
+                  "x[i, 0:4, 2]", "x[0:2, j]"]
+"#;
+        let p = crate::load_program(text, "one_run.yaml", &config, &[]).unwrap();
+        let ops = crate::engine::operands(&p.ops[2].kind);
+        let mut patterns = 0;
+        for o in ops {
+            let crate::program::Ref::Tensor(t) = o.base else {
+                unreachable!()
+            };
+            let shape = &p.tensors[t.index()].shape;
+            let Some(one) = OneRun::of(o, shape) else {
+                continue;
+            };
+            patterns += 1;
+            for i in 0..4 {
+                for j in 0..8 {
+                    let mut want = Vec::new();
+                    runs_of(o, shape, &[i, j], 1000, &mut want).unwrap();
+                    let got: Vec<_> = one.at(&[i, j], 1000).unwrap().into_iter().collect();
+                    assert_eq!(got, want, "{} at i={i} j={j}", o.text);
+                }
+            }
+        }
+        // all but the last two, which select several runs (a partial dimension outside an
+        // index)
+        assert_eq!(patterns, 11);
     }
 
     fn cfg(lines: u64) -> MemoryConfig {
