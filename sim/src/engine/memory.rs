@@ -96,8 +96,8 @@ impl<'p> OneRun<'p> {
         let k = (0..n).rev().find(|&d| !whole(d))?;
         let stride = |d: usize| shape[d + 1..].iter().product::<u64>();
         let mut terms = Vec::with_capacity(k + 1);
-        for d in 0..k {
-            let Sel::At(e) = Sel::of(o, d, shape[d]) else {
+        for (d, &extent) in shape.iter().enumerate().take(k) {
+            let Sel::At(e) = Sel::of(o, d, extent) else {
                 return None;
             };
             terms.push((Val::new(e), stride(d)));
