@@ -382,7 +382,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             if matches!(core.pending, Pending::None) {
                 if core.s_time < core.pmin && cx.stopped.is_none() {
-                    if let Err(f) = core.arrive(&mut cx) {
+                    if let Err(f) = core.run_s(&mut cx) {
                         return Err(core.error(*f));
                     }
                     continue;
@@ -1022,6 +1022,23 @@ impl<'p, 'c> Core<'p, 'c> {
         seq
     }
 
+    /// S executes ops for as long as the event loop would let it without doing anything else:
+    /// while nothing is pending, it is strictly earlier than every pipe and no pipe's start
+    /// cycle needs refreshing (which only its sends and sets can cause).
+    #[inline]
+    fn run_s<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
+        loop {
+            self.arrive(cx)?;
+            if self.dirty != 0
+                || !matches!(self.pending, Pending::None)
+                || self.s_time >= self.pmin
+                || cx.stopped.is_some()
+            {
+                return Ok(());
+            }
+        }
+    }
+
     /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
     #[inline]
     fn arrive<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
@@ -1217,7 +1234,7 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn prepare_send(&mut self, spec: usize, watched: bool) -> R<Outgoing> {
         let c = self.c;
         let sp = &c.specs[spec];
