@@ -11,14 +11,15 @@
 //! The L2 gives every present line a frame holding the stamp of its last touch (cycle + 1; 0 for
 //! the lines a warm start put there) and keeps the frames in a doubly linked list ordered by
 //! (stamp, line): the first one leaves when a line must come in and the L2 is full (least
-//! recently touched, lower address first on a tie). A dense vector maps each line of the layout
-//! to the frame that last held it (an evicted line's entry is left stale, recognised by its frame
-//! holding another line now), so a lookup is a load or two per line and an eviction writes
-//! nothing far away. A touch is O(1) amortised: a touched line goes to the end of the list unless
-//! its key is smaller than the last ones' (several moves starting in one cycle, the later
-//! touching lower lines), when it is walked back past them. A run of missing lines brought into
-//! a full L2 behind its last line (a streaming kernel) takes the frames of the first ones at
-//! once and moves them to the end as a chain ([`L2::bring_in`]).
+//! recently touched, lower address first on a tie). A [`FrameIndex`] maps each line of the
+//! layout to the frame that last held it, in chunks that exist only while they hold a present
+//! line (memory follows the L2's contents, not the tensors' size); an evicted line's entry is
+//! left stale, recognised by its frame holding another line now. A touch is O(1) amortised: a
+//! touched line goes to the end of the list unless its key is smaller than the last ones'
+//! (several moves starting in one cycle, the later touching lower lines), when it is walked
+//! back past them. A run of missing lines brought into a full L2 behind its last line (a
+//! streaming kernel) takes the frames of the first ones at once and moves them to the end as a
+//! chain ([`L2::bring_in`]).
 
 use super::compile::Val;
 use super::result::MemoryStats;
@@ -26,8 +27,120 @@ use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
 
-/// "No frame": a line never present in [`L2::frame_of`], the end of the list in [`Frame`].
+/// "No frame": a line not held in [`FrameIndex`], the end of the list in [`Frame`].
 const NONE: u32 = u32::MAX;
+
+/// Which frame last held each line of the layout, kept in chunks of 2^shift lines that exist
+/// only while one of their lines is present: memory follows what the L2 holds, not the layout,
+/// so a kernel streaming through gigabytes of tensors touches a few chunks at a time and never
+/// faults in pages for the rest. An evicted line's entry is left stale (its frame holds another
+/// line now: [`L2::frame`] checks the frame's line), so an eviction writes nothing but its
+/// chunk's count.
+#[derive(Clone, Debug)]
+struct FrameIndex {
+    shift: u32,
+    /// 2^shift - 1.
+    mask: u64,
+    /// Per chunk of the layout: its block in `store`, or [`NONE`].
+    dir: Vec<u32>,
+    /// Per chunk of the layout: how many of its lines are present.
+    present: Vec<u32>,
+    /// Blocks of 2^shift entries.
+    store: Vec<u32>,
+    /// Blocks no chunk uses.
+    free: Vec<u32>,
+}
+
+impl FrameIndex {
+    /// 2^14 lines a chunk: 64 KiB of entries.
+    const SHIFT: u32 = 14;
+
+    fn new(lines: u64, shift: u32) -> FrameIndex {
+        let chunks = (lines >> shift) as usize + 1;
+        FrameIndex {
+            shift,
+            mask: (1 << shift) - 1,
+            dir: vec![NONE; chunks],
+            present: vec![0; chunks],
+            store: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// The frame that last held `line` (possibly stale), or [`NONE`].
+    #[inline(always)]
+    fn get(&self, line: u64) -> u32 {
+        match self.dir[(line >> self.shift) as usize] {
+            NONE => NONE,
+            b => self.store[((b as usize) << self.shift) | (line & self.mask) as usize],
+        }
+    }
+
+    /// The entries of chunk `c`, when it exists.
+    #[inline(always)]
+    fn chunk(&self, c: u64) -> Option<&[u32]> {
+        match self.dir[c as usize] {
+            NONE => None,
+            b => {
+                let at = (b as usize) << self.shift;
+                Some(&self.store[at..at + (1 << self.shift)])
+            }
+        }
+    }
+
+    /// `n` lines of chunk `c` come in: makes the chunk exist; returns where its entries start
+    /// in `store` (see [`FrameIndex::set`]).
+    #[inline(always)]
+    fn claim(&mut self, c: u64, n: u32) -> usize {
+        let c = c as usize;
+        let mut b = self.dir[c];
+        if b == NONE {
+            b = self.block();
+            self.dir[c] = b;
+        }
+        self.present[c] += n;
+        (b as usize) << self.shift
+    }
+
+    /// Frame `f` holds `line`, of the chunk [`FrameIndex::claim`] returned `at` for.
+    #[inline(always)]
+    fn set(&mut self, at: usize, line: u64, f: u32) {
+        let i = at | (line & self.mask) as usize;
+        self.store[i] = f;
+    }
+
+    /// `line` comes in, held by frame `f`.
+    #[inline(always)]
+    fn enter(&mut self, line: u64, f: u32) {
+        let at = self.claim(line >> self.shift, 1);
+        self.set(at, line, f);
+    }
+
+    /// `line` leaves; its chunk goes when it was the last one present there.
+    #[inline(always)]
+    fn leave(&mut self, line: u64) {
+        let c = (line >> self.shift) as usize;
+        self.present[c] -= 1;
+        if self.present[c] == 0 {
+            self.free.push(self.dir[c]);
+            self.dir[c] = NONE;
+        }
+    }
+
+    /// A block for a chunk: a freed one, else a new one. A freed one is cleared: its stale
+    /// entries would be harmless, but each would cost a lookup a visit to a frame.
+    fn block(&mut self) -> u32 {
+        if let Some(b) = self.free.pop() {
+            let at = (b as usize) << self.shift;
+            self.store[at..at + (1 << self.shift)].fill(NONE);
+            return b;
+        }
+        let b = (self.store.len() >> self.shift) as u32;
+        self.store
+            .resize(self.store.len() + (1 << self.shift), NONE);
+        b
+    }
+}
 
 /// One line the L2 holds, a node of the LRU list.
 #[derive(Clone, Copy, Debug)]
@@ -190,10 +303,9 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the frame that last held it, or [`NONE`]. An evicted line's
-    /// entry is left stale (its frame holds another line now), so an eviction writes nothing
-    /// far away: [`L2::frame`] checks the frame's line.
-    frame_of: Vec<u32>,
+    /// Per line of the layout: the frame that last held it ([`L2::frame`] checks it still
+    /// does).
+    frame_of: FrameIndex,
     /// The present lines. A frame, once used, always holds a line (an eviction hands it to the
     /// incoming one), so there are as many present lines as frames.
     frames: Vec<Frame>,
@@ -210,12 +322,17 @@ impl L2 {
     /// a line fits a `u32`); `warm`: filled with lines `0..` (the tensors' lines in
     /// declaration order) until full, as if touched before cycle 0.
     pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
+        L2::with_chunks(cfg, lines, warm_lines, FrameIndex::SHIFT)
+    }
+
+    /// [`L2::new`] with chunks of 2^`shift` lines in its [`FrameIndex`] (tests use small ones).
+    fn with_chunks(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)], shift: u32) -> L2 {
         debug_assert!(lines <= crate::limits::MAX_GM_LINES);
         let capacity = cfg.l2_lines();
         let mut l2 = L2 {
             cfg,
             capacity,
-            frame_of: vec![NONE; lines as usize],
+            frame_of: FrameIndex::new(lines, shift),
             frames: Vec::new(),
             head: NONE,
             tail: NONE,
@@ -243,14 +360,30 @@ impl L2 {
         let lb = self.cfg.line_bytes;
         if let [(a, end)] = *runs {
             // one run (a row, a whole tensor): its lines are a range, the misses what is left
-            let l0 = a / lb;
+            let (l0, l1) = (a / lb, (end - 1) / lb);
             let mut r = Lookup::default();
-            for (i, &f) in self.frame_of[l0 as usize..=((end - 1) / lb) as usize]
-                .iter()
-                .enumerate()
-            {
-                if f != NONE && self.frames[f as usize].line as u64 == l0 + i as u64 {
-                    let line = l0 + i as u64;
+            let shift = self.frame_of.shift;
+            if l0 >> shift == l1 >> shift {
+                // one chunk: none of its lines present when it does not exist
+                if let Some(chunk) = self.frame_of.chunk(l0 >> shift) {
+                    let m = self.frame_of.mask;
+                    for (i, &f) in chunk[(l0 & m) as usize..=(l1 & m) as usize]
+                        .iter()
+                        .enumerate()
+                    {
+                        let line = l0 + i as u64;
+                        if f != NONE && self.frames[f as usize].line as u64 == line {
+                            r.hit_lines += 1;
+                            r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
+                        }
+                    }
+                }
+                r.miss_lines = l1 - l0 + 1 - r.hit_lines;
+                r.miss_bytes = end - a - r.hit_bytes;
+                return r;
+            }
+            for line in l0..l1 + 1 {
+                if self.frame(line) != NONE {
                     r.hit_lines += 1;
                     r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
                 }
@@ -343,7 +476,7 @@ impl L2 {
         let lb = self.cfg.line_bytes;
         if let [(a, end)] = *runs {
             let (l0, l1) = (a / lb, (end - 1) / lb);
-            if (l0..l1 + 1).all(|line| self.frame(line) == NONE) {
+            if self.absent(l0, l1) {
                 self.stats.write_bytes += end - a;
                 return self.bring_in(t, l0, l1);
             }
@@ -372,13 +505,20 @@ impl L2 {
             return;
         }
         let first = self.head;
+        let shift = self.frame_of.shift;
+        // the run's chunk, claimed first so that no leaving line can take it away
+        let at = (l0 >> shift == l1 >> shift).then(|| self.frame_of.claim(l0 >> shift, k as u32));
         let (mut f, mut line) = (first, l0);
         loop {
             let fr = &mut self.frames[f as usize];
-            // the line it held keeps a stale frame_of entry: see `frame`
-            (fr.line, fr.stamp) = (line as u32, stamp);
+            let old = std::mem::replace(&mut fr.line, line as u32);
+            fr.stamp = stamp;
             let next = fr.next;
-            self.frame_of[line as usize] = f;
+            self.frame_of.leave(old as u64);
+            match at {
+                Some(at) => self.frame_of.set(at, line, f),
+                None => self.frame_of.enter(line, f),
+            }
             if line == l1 {
                 break;
             }
@@ -415,8 +555,10 @@ impl L2 {
             let out = self.head;
             self.unlink(out);
             let fr = &mut self.frames[out as usize];
-            (fr.line, fr.stamp) = (line as u32, stamp);
-            self.frame_of[line as usize] = out;
+            let old = std::mem::replace(&mut fr.line, line as u32);
+            fr.stamp = stamp;
+            self.frame_of.leave(old as u64);
+            self.frame_of.enter(line, out);
             self.stats.evicted_lines += 1;
             out
         } else {
@@ -425,10 +567,26 @@ impl L2 {
         self.insert(f);
     }
 
+    /// Whether lines `l0..=l1` are all absent.
+    fn absent(&self, l0: u64, l1: u64) -> bool {
+        let shift = self.frame_of.shift;
+        if l0 >> shift != l1 >> shift {
+            return (l0..l1 + 1).all(|line| self.frame(line) == NONE);
+        }
+        let Some(chunk) = self.frame_of.chunk(l0 >> shift) else {
+            return true;
+        };
+        let m = self.frame_of.mask;
+        chunk[(l0 & m) as usize..=(l1 & m) as usize]
+            .iter()
+            .zip(l0..)
+            .all(|(&f, line)| f == NONE || self.frames[f as usize].line as u64 != line)
+    }
+
     /// The frame holding `line`, or [`NONE`] when it is absent.
     #[inline(always)]
     fn frame(&self, line: u64) -> u32 {
-        match self.frame_of[line as usize] {
+        match self.frame_of.get(line) {
             f if f != NONE && self.frames[f as usize].line as u64 == line => f,
             _ => NONE,
         }
@@ -443,7 +601,7 @@ impl L2 {
             prev: NONE,
             next: NONE,
         });
-        self.frame_of[line as usize] = f;
+        self.frame_of.enter(line, f);
         f
     }
 
@@ -618,12 +776,14 @@ mod tests {
         fn lru_list_matches_the_btree_reference(
             capacity in 0u64..12,
             warm in any::<bool>(),
+            // chunks of 2, 4 or 16384 lines in the frame index: small ones come and go
+            shift in prop_oneof![Just(1u32), Just(2), Just(14)],
             moves in proptest::collection::vec((any::<bool>(), 0u64..40, runs_strategy()), 0..60),
         ) {
             const LINES: u64 = 24;
             let cfg = MemoryConfig { l2_bytes: 256 * capacity, ..cfg(1) };
             let warm_lines: &[(u64, u64)] = if warm { &[(0, LINES)] } else { &[] };
-            let mut l2 = L2::new(cfg, LINES, warm_lines);
+            let mut l2 = L2::with_chunks(cfg, LINES, warm_lines, shift);
             let mut r = Reference::new(capacity, LINES, warm_lines);
             prop_assert_eq!(l2.order(), r.order());
             let mut write_bytes = 0;
