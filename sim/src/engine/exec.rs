@@ -716,7 +716,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// A gm move starts at `t`: the L2 takes its read (what `lookup` found) and its write,
     /// and its pool slots are freed.
-    #[cold]
+    #[inline]
     fn commit_mem<O: Observer>(
         &mut self,
         t: u64,
@@ -1356,7 +1356,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 v as u32
             } else if o.modulus > 1 && o.counter != NO_LOOP {
-                (self.loops[o.counter as usize].completed % o.modulus as u64) as u32
+                let done = self.loops[o.counter as usize].completed;
+                // a double buffer's slot without a 64-bit division
+                if o.modulus.is_power_of_two() {
+                    (done & (o.modulus as u64 - 1)) as u32
+                } else {
+                    (done % o.modulus as u64) as u32
+                }
             } else {
                 0
             };
