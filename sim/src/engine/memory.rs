@@ -8,18 +8,18 @@
 //! increasing line order, a line two runs share once with both runs' bytes: no per-line list is
 //! ever built.
 //!
-//! The L2 gives every present line a frame holding the stamp of its last touch (cycle + 1; 0 for
-//! the lines a warm start put there) and keeps the frames in a doubly linked list ordered by
-//! (stamp, line): the first one leaves when a line must come in and the L2 is full (least
-//! recently touched, lower address first on a tie). A [`FrameIndex`] maps each line of the
-//! layout to the frame that last held it, in chunks that exist only while they hold a present
-//! line (memory follows the L2's contents, not the tensors' size); an evicted line's entry is
-//! left stale, recognised by its frame holding another line now. A touch is O(1) amortised: a
-//! touched line goes to the end of the list unless its key is smaller than the last ones'
-//! (several moves starting in one cycle, the later touching lower lines), when it is walked
-//! back past them. A run of missing lines brought into a full L2 behind its last line (a
-//! streaming kernel) takes the frames of the first ones at once and moves them to the end as a
-//! chain ([`L2::bring_in`]).
+//! The L2 keeps its present lines ordered by (stamp of the last touch, line): the first one
+//! leaves when a line must come in and the L2 is full (least recently touched, lower address
+//! first on a tie). Lines sit in that order in segments, runs of consecutive lines touched in
+//! the same cycle (a move's lines are one), kept in a doubly linked list: a move that streams
+//! its lines in behind the last ones evicts from the first segment and appends a segment, at a
+//! cost per segment, not per line. A touched line leaves its segment (which splits when it was
+//! inside, the smaller part taking a new segment) and goes after the last line with a smaller
+//! key, walking back from the end (several moves starting in one cycle, the later touching
+//! lower lines). A [`SegIndex`] maps each line of the layout to the segment that last held it,
+//! in chunks that exist only while they hold a present line (memory follows the L2's contents,
+//! not the tensors' size); an entry may be stale, recognised by its segment not covering the
+//! line now.
 
 use super::compile::Val;
 use super::result::MemoryStats;
@@ -27,17 +27,16 @@ use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
 
-/// "No frame": a line not held in [`FrameIndex`], the end of the list in [`Frame`].
+/// "No segment": in a [`SegIndex`], and at an end of the list.
 const NONE: u32 = u32::MAX;
 
-/// Which frame last held each line of the layout, kept in chunks of 2^shift lines that exist
+/// Which segment last held each line of the layout, kept in chunks of 2^shift lines that exist
 /// only while one of their lines is present: memory follows what the L2 holds, not the layout,
 /// so a kernel streaming through gigabytes of tensors touches a few chunks at a time and never
-/// faults in pages for the rest. An evicted line's entry is left stale (its frame holds another
-/// line now: [`L2::frame`] checks the frame's line), so an eviction writes nothing but its
-/// chunk's count.
+/// faults in pages for the rest. An evicted line's entry is left stale ([`L2::seg`] checks the
+/// segment covers the line), so an eviction writes nothing but its chunk's count.
 #[derive(Clone, Debug)]
-struct FrameIndex {
+struct SegIndex {
     shift: u32,
     /// 2^shift - 1.
     mask: u64,
@@ -51,13 +50,13 @@ struct FrameIndex {
     free: Vec<u32>,
 }
 
-impl FrameIndex {
+impl SegIndex {
     /// 2^14 lines a chunk: 64 KiB of entries.
     const SHIFT: u32 = 14;
 
-    fn new(lines: u64, shift: u32) -> FrameIndex {
+    fn new(lines: u64, shift: u32) -> SegIndex {
         let chunks = (lines >> shift) as usize + 1;
-        FrameIndex {
+        SegIndex {
             shift,
             mask: (1 << shift) - 1,
             dir: vec![NONE; chunks],
@@ -67,7 +66,7 @@ impl FrameIndex {
         }
     }
 
-    /// The frame that last held `line` (possibly stale), or [`NONE`].
+    /// The segment that last held `line` (possibly stale), or [`NONE`].
     #[inline(always)]
     fn get(&self, line: u64) -> u32 {
         match self.dir[(line >> self.shift) as usize] {
@@ -89,7 +88,7 @@ impl FrameIndex {
     }
 
     /// `n` lines of chunk `c` come in: makes the chunk exist; returns where its entries start
-    /// in `store` (see [`FrameIndex::set`]).
+    /// in `store` (see [`SegIndex::set`]).
     #[inline(always)]
     fn claim(&mut self, c: u64, n: u32) -> usize {
         let c = c as usize;
@@ -102,33 +101,61 @@ impl FrameIndex {
         (b as usize) << self.shift
     }
 
-    /// Frame `f` holds `line`, of the chunk [`FrameIndex::claim`] returned `at` for.
+    /// Segment `f` holds `line`, of the chunk [`SegIndex::claim`] returned `at` for.
     #[inline(always)]
     fn set(&mut self, at: usize, line: u64, f: u32) {
         let i = at | (line & self.mask) as usize;
         self.store[i] = f;
     }
 
-    /// `line` comes in, held by frame `f`.
+    /// `line` comes in, into segment `f`.
     #[inline(always)]
     fn enter(&mut self, line: u64, f: u32) {
         let at = self.claim(line >> self.shift, 1);
         self.set(at, line, f);
     }
 
-    /// `line` leaves; its chunk goes when it was the last one present there.
+    /// `line`, present, now is in segment `f`.
     #[inline(always)]
-    fn leave(&mut self, line: u64) {
-        let c = (line >> self.shift) as usize;
-        self.present[c] -= 1;
-        if self.present[c] == 0 {
-            self.free.push(self.dir[c]);
-            self.dir[c] = NONE;
+    fn update(&mut self, line: u64, f: u32) {
+        let b = self.dir[(line >> self.shift) as usize];
+        debug_assert!(b != NONE, "a present line's chunk exists");
+        let i = ((b as usize) << self.shift) | (line & self.mask) as usize;
+        self.store[i] = f;
+    }
+
+    /// Lines `l0..l1`, present, leave; a chunk goes when its last present line does.
+    fn leave_range(&mut self, l0: u64, l1: u64) {
+        let mut a = l0;
+        while a < l1 {
+            let c = a >> self.shift;
+            let b = l1.min((c + 1) << self.shift);
+            let n = (b - a) as u32;
+            let c = c as usize;
+            self.present[c] -= n;
+            if self.present[c] == 0 {
+                self.free.push(self.dir[c]);
+                self.dir[c] = NONE;
+            }
+            a = b;
+        }
+    }
+
+    /// Lines `l0..l1`, absent, come in, into segment `f`.
+    fn enter_range(&mut self, l0: u64, l1: u64, f: u32) {
+        let mut a = l0;
+        while a < l1 {
+            let c = a >> self.shift;
+            let b = l1.min((c + 1) << self.shift);
+            let at = self.claim(c, (b - a) as u32);
+            let (from, to) = ((a & self.mask) as usize, ((b - 1) & self.mask) as usize);
+            self.store[at + from..=at + to].fill(f);
+            a = b;
         }
     }
 
     /// A block for a chunk: a freed one, else a new one. A freed one is cleared: its stale
-    /// entries would be harmless, but each would cost a lookup a visit to a frame.
+    /// entries would be harmless, but each would cost a lookup a visit to a segment.
     fn block(&mut self) -> u32 {
         if let Some(b) = self.free.pop() {
             let at = (b as usize) << self.shift;
@@ -142,21 +169,24 @@ impl FrameIndex {
     }
 }
 
-/// One line the L2 holds, a node of the LRU list.
+/// Lines `lo..hi` of the layout, all present and all last touched at `stamp` (cycle + 1; 0:
+/// there from a warm start), next to each other in the L2's order: a node of its list. A free
+/// segment has `lo == hi`.
 #[derive(Clone, Copy, Debug)]
-struct Frame {
-    /// Its last touch: cycle + 1 (0: there from a warm start).
+struct Seg {
     stamp: u64,
-    line: u32,
-    /// Neighbours in (stamp, line) order, or [`NONE`].
+    lo: u32,
+    hi: u32,
+    /// Neighbours in the L2's order, or [`NONE`].
     prev: u32,
     next: u32,
 }
 
-impl Frame {
+impl Seg {
+    /// The key of its last line.
     #[inline(always)]
-    fn key(&self) -> (u64, u32) {
-        (self.stamp, self.line)
+    fn last(&self) -> (u64, u32) {
+        (self.stamp, self.hi - 1)
     }
 }
 
@@ -303,15 +333,17 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the frame that last held it ([`L2::frame`] checks it still
+    /// Per line of the layout: the segment that last held it ([`L2::seg`] checks it still
     /// does).
-    frame_of: FrameIndex,
-    /// The present lines. A frame, once used, always holds a line (an eviction hands it to the
-    /// incoming one), so there are as many present lines as frames.
-    frames: Vec<Frame>,
-    /// First (leaves first) and last frame in (stamp, line) order, or [`NONE`].
+    seg_of: SegIndex,
+    /// The segments, in use and free.
+    segs: Vec<Seg>,
+    free: Vec<u32>,
+    /// First (leaves first) and last segment in the L2's order, or [`NONE`].
     head: u32,
     tail: u32,
+    /// Present lines.
+    live: u64,
     /// Work ends of the moves with misses started so far that may still be in progress.
     hbm_ends: Vec<u64>,
     pub stats: MemoryStats,
@@ -322,35 +354,36 @@ impl L2 {
     /// a line fits a `u32`); `warm`: filled with lines `0..` (the tensors' lines in
     /// declaration order) until full, as if touched before cycle 0.
     pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
-        L2::with_chunks(cfg, lines, warm_lines, FrameIndex::SHIFT)
+        L2::with_chunks(cfg, lines, warm_lines, SegIndex::SHIFT)
     }
 
-    /// [`L2::new`] with chunks of 2^`shift` lines in its [`FrameIndex`] (tests use small ones).
+    /// [`L2::new`] with chunks of 2^`shift` lines in its [`SegIndex`] (tests use small ones).
     fn with_chunks(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)], shift: u32) -> L2 {
         debug_assert!(lines <= crate::limits::MAX_GM_LINES);
         let capacity = cfg.l2_lines();
         let mut l2 = L2 {
             cfg,
             capacity,
-            frame_of: FrameIndex::new(lines, shift),
-            frames: Vec::new(),
+            seg_of: SegIndex::new(lines, shift),
+            segs: Vec::new(),
+            free: Vec::new(),
             head: NONE,
             tail: NONE,
+            live: 0,
             hbm_ends: Vec::new(),
             stats: MemoryStats::default(),
         };
         'fill: for &(lo, hi) in warm_lines {
             for line in lo..hi {
-                if l2.frames.len() as u64 >= capacity {
+                if l2.live >= capacity {
                     break 'fill;
                 }
-                if l2.frame(line) == NONE {
-                    let f = l2.new_frame(line, 0);
-                    l2.insert(f);
+                if l2.seg(line) == NONE {
+                    l2.place(0, line, true);
                 }
             }
         }
-        l2.stats.warm_lines = l2.frames.len() as u64;
+        l2.stats.warm_lines = l2.live;
         l2
     }
 
@@ -362,17 +395,17 @@ impl L2 {
             // one run (a row, a whole tensor): its lines are a range, the misses what is left
             let (l0, l1) = (a / lb, (end - 1) / lb);
             let mut r = Lookup::default();
-            let shift = self.frame_of.shift;
+            let shift = self.seg_of.shift;
             if l0 >> shift == l1 >> shift {
                 // one chunk: none of its lines present when it does not exist
-                if let Some(chunk) = self.frame_of.chunk(l0 >> shift) {
-                    let m = self.frame_of.mask;
+                if let Some(chunk) = self.seg_of.chunk(l0 >> shift) {
+                    let m = self.seg_of.mask;
                     for (i, &f) in chunk[(l0 & m) as usize..=(l1 & m) as usize]
                         .iter()
                         .enumerate()
                     {
                         let line = l0 + i as u64;
-                        if f != NONE && self.frames[f as usize].line as u64 == line {
+                        if f != NONE && self.covers(f, line) {
                             r.hit_lines += 1;
                             r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
                         }
@@ -383,7 +416,7 @@ impl L2 {
                 return r;
             }
             for line in l0..l1 + 1 {
-                if self.frame(line) != NONE {
+                if self.seg(line) != NONE {
                     r.hit_lines += 1;
                     r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
                 }
@@ -394,7 +427,7 @@ impl L2 {
         }
         let mut r = Lookup::default();
         for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
-            if self.frame(line) != NONE {
+            if self.seg(line) != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
             } else {
@@ -458,13 +491,13 @@ impl L2 {
         }
         if l.hit_lines > 0 {
             for_each_line(runs, lb, |line, _| {
-                if self.frame(line) != NONE {
+                if self.seg(line) != NONE {
                     self.touch_line(t, line);
                 }
             });
         }
         for_each_line(runs, lb, |line, _| {
-            if self.frame(line) == NONE {
+            if self.seg(line) == NONE {
                 self.touch_line(t, line);
             }
         });
@@ -488,51 +521,36 @@ impl L2 {
     }
 
     /// Brings lines `l0..=l1`, all absent, in at `t`: what touching them one by one in line
-    /// order does, done at once when the L2 is full, holds more than them and its last line
-    /// was touched before (stamp, l0) — the usual case of a streaming kernel. Then each of
-    /// them evicts the least recently touched line and goes to the end, so the first
-    /// `l1 - l0 + 1` frames of the list take them, in order, and move to its end as a chain.
+    /// order does. When they go behind the last line and evict only lines that were there
+    /// before (a streaming kernel), that is: the first lines leave, as many as the L2 has no
+    /// room for, and the run goes to the end as one segment.
     fn bring_in(&mut self, t: u64, l0: u64, l1: u64) {
         let stamp = t + 1;
         let k = l1 - l0 + 1;
-        let len = self.frames.len() as u64;
-        let tail_before =
-            self.tail != NONE && self.frames[self.tail as usize].key() < (stamp, l0 as u32);
-        if len < self.capacity || k >= len || !tail_before {
-            for line in l0..=l1 {
+        let behind = self.tail == NONE || self.segs[self.tail as usize].last() < (stamp, l0 as u32);
+        // one by one, each line evicts one once the L2 is full
+        let evict = k.saturating_sub(self.capacity.saturating_sub(self.live));
+        if !behind || self.capacity == 0 || evict > self.live {
+            for line in l0..l1 + 1 {
                 self.touch_line(t, line);
             }
             return;
         }
-        let first = self.head;
-        let shift = self.frame_of.shift;
-        // the run's chunk, claimed first so that no leaving line can take it away
-        let at = (l0 >> shift == l1 >> shift).then(|| self.frame_of.claim(l0 >> shift, k as u32));
-        let (mut f, mut line) = (first, l0);
-        loop {
-            let fr = &mut self.frames[f as usize];
-            let old = std::mem::replace(&mut fr.line, line as u32);
-            fr.stamp = stamp;
-            let next = fr.next;
-            self.frame_of.leave(old as u64);
-            match at {
-                Some(at) => self.frame_of.set(at, line, f),
-                None => self.frame_of.enter(line, f),
-            }
-            if line == l1 {
-                break;
-            }
-            (f, line) = (next, line + 1);
-        }
-        let last = f;
-        // k < len: something stays before the chain
-        let rest = std::mem::replace(&mut self.frames[last as usize].next, NONE);
-        self.frames[rest as usize].prev = NONE;
-        self.head = rest;
-        self.frames[self.tail as usize].next = first;
-        self.frames[first as usize].prev = self.tail;
-        self.tail = last;
-        self.stats.evicted_lines += k;
+        self.evict(evict);
+        let t = self.tail;
+        let f = if t != NONE
+            && self.segs[t as usize].stamp == stamp
+            && self.segs[t as usize].hi as u64 == l0
+        {
+            self.segs[t as usize].hi = l1 as u32 + 1;
+            t
+        } else {
+            let f = self.new_seg(stamp, l0, l1 + 1);
+            self.link_after(f, self.tail);
+            f
+        };
+        self.seg_of.enter_range(l0, l1 + 1, f);
+        self.live += k;
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
@@ -540,105 +558,188 @@ impl L2 {
     #[inline(always)]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
-        let f = self.frame(line);
-        if f != NONE {
-            if self.frames[f as usize].stamp == stamp {
+        let s = self.seg(line);
+        if s != NONE {
+            if self.segs[s as usize].stamp == stamp {
                 return;
             }
-            self.unlink(f);
-            self.frames[f as usize].stamp = stamp;
-            self.insert(f);
-            return;
+            self.take_out(s, line);
+            return self.place(stamp, line, false);
         }
-        let f = if self.frames.len() as u64 >= self.capacity && self.head != NONE {
-            // the least recently touched line leaves; its frame takes the new one
-            let out = self.head;
-            self.unlink(out);
-            let fr = &mut self.frames[out as usize];
-            let old = std::mem::replace(&mut fr.line, line as u32);
-            fr.stamp = stamp;
-            self.frame_of.leave(old as u64);
-            self.frame_of.enter(line, out);
-            self.stats.evicted_lines += 1;
-            out
-        } else {
-            self.new_frame(line, stamp)
-        };
-        self.insert(f);
+        if self.live >= self.capacity && self.live > 0 {
+            self.evict(1);
+        }
+        self.place(stamp, line, true);
     }
 
     /// Whether lines `l0..=l1` are all absent.
     fn absent(&self, l0: u64, l1: u64) -> bool {
-        let shift = self.frame_of.shift;
+        let shift = self.seg_of.shift;
         if l0 >> shift != l1 >> shift {
-            return (l0..l1 + 1).all(|line| self.frame(line) == NONE);
+            return (l0..l1 + 1).all(|line| self.seg(line) == NONE);
         }
-        let Some(chunk) = self.frame_of.chunk(l0 >> shift) else {
+        let Some(chunk) = self.seg_of.chunk(l0 >> shift) else {
             return true;
         };
-        let m = self.frame_of.mask;
+        let m = self.seg_of.mask;
         chunk[(l0 & m) as usize..=(l1 & m) as usize]
             .iter()
             .zip(l0..)
-            .all(|(&f, line)| f == NONE || self.frames[f as usize].line as u64 != line)
+            .all(|(&f, line)| f == NONE || !self.covers(f, line))
     }
 
-    /// The frame holding `line`, or [`NONE`] when it is absent.
+    /// Whether segment `f` holds `line`.
     #[inline(always)]
-    fn frame(&self, line: u64) -> u32 {
-        match self.frame_of.get(line) {
-            f if f != NONE && self.frames[f as usize].line as u64 == line => f,
+    fn covers(&self, f: u32, line: u64) -> bool {
+        let s = &self.segs[f as usize];
+        s.lo as u64 <= line && line < s.hi as u64
+    }
+
+    /// The segment holding `line`, or [`NONE`] when it is absent.
+    #[inline(always)]
+    fn seg(&self, line: u64) -> u32 {
+        match self.seg_of.get(line) {
+            f if f != NONE && self.covers(f, line) => f,
             _ => NONE,
         }
     }
 
-    /// A new frame holding `line` (not yet in the list).
-    fn new_frame(&mut self, line: u64, stamp: u64) -> u32 {
-        let f = self.frames.len() as u32;
-        self.frames.push(Frame {
+    /// A new segment of lines `lo..hi` touched at `stamp` (not linked).
+    fn new_seg(&mut self, stamp: u64, lo: u64, hi: u64) -> u32 {
+        let s = Seg {
             stamp,
-            line: line as u32,
+            lo: lo as u32,
+            hi: hi as u32,
             prev: NONE,
             next: NONE,
-        });
-        self.frame_of.enter(line, f);
-        f
-    }
-
-    /// Takes frame `f` out of the list.
-    #[inline]
-    fn unlink(&mut self, f: u32) {
-        let Frame { prev, next, .. } = self.frames[f as usize];
-        match prev {
-            NONE => self.head = next,
-            p => self.frames[p as usize].next = next,
-        }
-        match next {
-            NONE => self.tail = prev,
-            n => self.frames[n as usize].prev = prev,
+        };
+        match self.free.pop() {
+            Some(f) => {
+                self.segs[f as usize] = s;
+                f
+            }
+            None => {
+                self.segs.push(s);
+                self.segs.len() as u32 - 1
+            }
         }
     }
 
-    /// Puts frame `f` (not in the list) at its place in (stamp, line) order: after the last
-    /// frame whose key is smaller, found walking back from the tail (keys are unique, a line
-    /// being in one frame).
-    #[inline]
-    fn insert(&mut self, f: u32) {
-        let key = self.frames[f as usize].key();
-        let mut p = self.tail;
-        while p != NONE && self.frames[p as usize].key() > key {
-            p = self.frames[p as usize].prev;
-        }
+    /// Links segment `f` after `p` ([`NONE`]: first).
+    fn link_after(&mut self, f: u32, p: u32) {
         let next = match p {
             NONE => std::mem::replace(&mut self.head, f),
-            p => std::mem::replace(&mut self.frames[p as usize].next, f),
+            p => std::mem::replace(&mut self.segs[p as usize].next, f),
         };
         match next {
             NONE => self.tail = f,
-            n => self.frames[n as usize].prev = f,
+            n => self.segs[n as usize].prev = f,
         }
-        let fr = &mut self.frames[f as usize];
-        (fr.prev, fr.next) = (p, next);
+        let s = &mut self.segs[f as usize];
+        (s.prev, s.next) = (p, next);
+    }
+
+    /// Unlinks segment `f` and frees it.
+    fn drop_seg(&mut self, f: u32) {
+        let Seg { prev, next, .. } = self.segs[f as usize];
+        match prev {
+            NONE => self.head = next,
+            p => self.segs[p as usize].next = next,
+        }
+        match next {
+            NONE => self.tail = prev,
+            n => self.segs[n as usize].prev = prev,
+        }
+        let s = &mut self.segs[f as usize];
+        s.hi = s.lo;
+        self.free.push(f);
+    }
+
+    /// The first `n` present lines leave (n <= live).
+    fn evict(&mut self, mut n: u64) {
+        self.live -= n;
+        self.stats.evicted_lines += n;
+        while n > 0 {
+            let h = self.head;
+            let Seg { lo, hi, .. } = self.segs[h as usize];
+            let m = n.min((hi - lo) as u64);
+            self.seg_of.leave_range(lo as u64, lo as u64 + m);
+            n -= m;
+            if m == (hi - lo) as u64 {
+                self.drop_seg(h);
+            } else {
+                self.segs[h as usize].lo += m as u32;
+            }
+        }
+    }
+
+    /// Takes present `line` out of its segment `f`, to be placed again: a segment inside
+    /// which it was splits, the smaller part moving to a new segment.
+    fn take_out(&mut self, f: u32, line: u64) {
+        let Seg { stamp, lo, hi, .. } = self.segs[f as usize];
+        let (lo, hi) = (lo as u64, hi as u64);
+        if hi - lo == 1 {
+            self.drop_seg(f);
+        } else if line == lo {
+            self.segs[f as usize].lo += 1;
+        } else if line + 1 == hi {
+            self.segs[f as usize].hi -= 1;
+        } else if line - lo < hi - line {
+            // the left part moves to a segment before f
+            let g = self.new_seg(stamp, lo, line);
+            let prev = self.segs[f as usize].prev;
+            self.link_after(g, prev);
+            self.segs[f as usize].lo = line as u32 + 1;
+            for l in lo..line {
+                self.seg_of.update(l, g);
+            }
+        } else {
+            let g = self.new_seg(stamp, line + 1, hi);
+            self.link_after(g, f);
+            self.segs[f as usize].hi = line as u32;
+            for l in line + 1..hi {
+                self.seg_of.update(l, g);
+            }
+        }
+    }
+
+    /// Puts `line` (absent from every segment) with `stamp` at its place: after the last line
+    /// with a smaller key, found walking back from the end (a segment's keys are together,
+    /// so it lies wholly before or after). It joins the segment before it or after it when it
+    /// continues it. `entering`: it comes in (else it moves).
+    fn place(&mut self, stamp: u64, line: u64, entering: bool) {
+        let key = (stamp, line as u32);
+        let mut p = self.tail;
+        while p != NONE && self.segs[p as usize].last() > key {
+            p = self.segs[p as usize].prev;
+        }
+        let next = match p {
+            NONE => self.head,
+            p => self.segs[p as usize].next,
+        };
+        let f = if p != NONE
+            && self.segs[p as usize].stamp == stamp
+            && self.segs[p as usize].hi as u64 == line
+        {
+            self.segs[p as usize].hi += 1;
+            p
+        } else if next != NONE
+            && self.segs[next as usize].stamp == stamp
+            && self.segs[next as usize].lo as u64 == line + 1
+        {
+            self.segs[next as usize].lo -= 1;
+            next
+        } else {
+            let f = self.new_seg(stamp, line, line + 1);
+            self.link_after(f, p);
+            f
+        };
+        if entering {
+            self.live += 1;
+            self.seg_of.enter(line, f);
+        } else {
+            self.seg_of.update(line, f);
+        }
     }
 
     /// The present lines, least recently touched first (tests).
@@ -647,8 +748,9 @@ impl L2 {
         let mut v = Vec::new();
         let mut f = self.head;
         while f != NONE {
-            v.push(self.frames[f as usize].line as u64);
-            f = self.frames[f as usize].next;
+            let s = &self.segs[f as usize];
+            v.extend(s.lo as u64..s.hi as u64);
+            f = s.next;
         }
         v
     }
@@ -901,6 +1003,36 @@ body:
         l2.commit_read(10, 2, &lines, &l);
         assert_eq!(l2.order(), [5, 1]);
         assert_eq!(l2.stats.evicted_lines, 2);
+    }
+
+    #[test]
+    fn touches_split_segments_and_runs_join_them() {
+        let mut l2 = L2::new(cfg(8), 16, &[]);
+        // lines 0..6 written at 1: one segment
+        l2.commit_write(1, &[(0, 6 * 256)]);
+        assert_eq!(l2.order(), [0, 1, 2, 3, 4, 5]);
+        // line 4 read at 3 leaves from inside its segment (the right part, smaller, splits off)
+        let read = |l2: &mut L2, t: u64, line: u64| {
+            let runs = whole(&[line]);
+            let l = l2.lookup(&runs);
+            l2.commit_read(t, 1, &runs, &l);
+        };
+        read(&mut l2, 3, 4);
+        assert_eq!(l2.order(), [0, 1, 2, 3, 5, 4]);
+        // line 1 at 5: the left part splits off
+        read(&mut l2, 5, 1);
+        assert_eq!(l2.order(), [0, 2, 3, 5, 4, 1]);
+        // lines 2 and 3 at 7, one by one: 2 then 3 join at the end
+        read(&mut l2, 7, 2);
+        read(&mut l2, 7, 3);
+        assert_eq!(l2.order(), [0, 5, 4, 1, 2, 3]);
+        // a run of 8..12 at 9 fills the L2 (8 lines) and evicts the first two
+        l2.commit_write(9, &[(8 * 256, 12 * 256)]);
+        assert_eq!(l2.order(), [4, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(l2.stats.evicted_lines, 2);
+        // line 7 at 9 (same cycle, lower than 8): before the run, whose segment it joins
+        l2.commit_write(9, &whole(&[7]));
+        assert_eq!(l2.order(), [1, 2, 3, 7, 8, 9, 10, 11]);
     }
 
     #[test]
