@@ -176,7 +176,8 @@ pub(super) enum Cost<'p> {
         table: u32,
         startup: u64,
     },
-    /// UB banks, operands known only at issue: inputs `lo..mid`, outputs `mid..hi`.
+    /// UB banks, operands known only at issue: inputs `lo..mid`, outputs `mid..hi`; its
+    /// [`super::banks::Memo`] is number `memo` of the run's.
     BankedDyn {
         block: u64,
         per_repeat: u64,
@@ -185,6 +186,7 @@ pub(super) enum Cost<'p> {
         lo: u32,
         mid: u32,
         hi: u32,
+        memo: u32,
     },
     Mmad {
         m: Val<'p>,
@@ -425,6 +427,8 @@ pub(super) struct Compiled<'p> {
     pub max_operands: usize,
     /// [`Cost::Banked`] tables.
     pub tables: Vec<BankTable>,
+    /// How many [`Cost::BankedDyn`] costs there are (each has a memo at run time).
+    pub memos: u32,
     /// The gm moves under the memory system ([`Spec::mem`]).
     pub mems: Vec<MemSpec<'p>>,
     /// Lines of the gm layout (every tensor, each from a line); 0 without `memory`.
@@ -540,6 +544,7 @@ pub(super) fn compile<'p>(
             pipe_mask,
             max_operands: 0,
             tables: Vec::new(),
+            memos: 0,
             mems: Vec::new(),
             gm_lines: 0,
         },
@@ -1037,8 +1042,10 @@ impl<'p> Compiler<'p, '_> {
             lo,
             mid: lo + nin,
             hi: lo + n,
+            memo: self.out.memos,
         };
         if !all_static {
+            self.out.memos += 1;
             return dynamic;
         }
         // every slot combination, operand 0's slot varying fastest
@@ -1052,6 +1059,7 @@ impl<'p> Compiler<'p, '_> {
             }
         }
         if combos > MAX_TABLE {
+            self.out.memos += 1;
             return dynamic;
         }
         let mut scratch = Scratch::default();
@@ -1063,6 +1071,7 @@ impl<'p> Compiler<'p, '_> {
                 slots[k as usize] = ((idx / mult) % radix) as u32;
             }
             if banks::fill(opnds, nin as usize, &slots, &[], block, &mut scratch).is_err() {
+                self.out.memos += 1;
                 return dynamic;
             }
             costs.push(banks::banked_work(

@@ -340,6 +340,8 @@ struct Core<'p, 'c> {
     bank_conflict: u64,
     /// Scratch for the bank cost of vector ops whose operands are known only at issue.
     scratch: RefCell<Scratch>,
+    /// The [`banks::Memo`] of each such op.
+    memos: RefCell<Vec<banks::Memo>>,
 }
 
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
@@ -470,6 +472,7 @@ impl<'p, 'c> Core<'p, 'c> {
             ub_banks: config.vector.ub_banks,
             bank_conflict: 0,
             scratch: RefCell::new(Scratch::default()),
+            memos: RefCell::new(vec![banks::Memo::default(); c.memos as usize]),
         }
     }
 
@@ -1458,6 +1461,7 @@ impl<'p, 'c> Core<'p, 'c> {
             lo,
             mid,
             hi,
+            memo,
         } = *cost
         {
             let ub = self
@@ -1475,7 +1479,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 &mut s,
             )
             .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
-            let (work, conflict) = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+            let mut memos = self.memos.borrow_mut();
+            let m = &mut memos[memo as usize];
+            let (work, conflict) = match m.get(&s) {
+                Some(cost) => cost,
+                None => {
+                    let cost = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+                    m.put(&s, cost);
+                    cost
+                }
+            };
             return Ok((work, startup, 1, work, conflict));
         }
         let (work, startup) = match *cost {
