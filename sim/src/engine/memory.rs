@@ -44,6 +44,10 @@ struct SegIndex {
     dir: Vec<u32>,
     /// Per chunk of the layout: how many of its lines are present.
     present: Vec<u32>,
+    /// Per chunk of the layout: 1 + the highest line offset written since it got its block;
+    /// the entries from there on are [`NONE`] (a streaming kernel's next run is always there,
+    /// so its lookup need not read them).
+    high: Vec<u32>,
     /// Blocks of 2^shift entries.
     store: Vec<u32>,
     /// Blocks no chunk uses.
@@ -61,6 +65,7 @@ impl SegIndex {
             mask: (1 << shift) - 1,
             dir: vec![NONE; chunks],
             present: vec![0; chunks],
+            high: vec![0; chunks],
             store: Vec::new(),
             free: Vec::new(),
         }
@@ -75,14 +80,15 @@ impl SegIndex {
         }
     }
 
-    /// The entries of chunk `c`, when it exists.
+    /// The entries of chunk `c` that may hold a segment (up to its high mark), when it
+    /// exists.
     #[inline(always)]
     fn chunk(&self, c: u64) -> Option<&[u32]> {
         match self.dir[c as usize] {
             NONE => None,
             b => {
                 let at = (b as usize) << self.shift;
-                Some(&self.store[at..at + (1 << self.shift)])
+                Some(&self.store[at..at + self.high[c as usize] as usize])
             }
         }
     }
@@ -96,6 +102,7 @@ impl SegIndex {
         if b == NONE {
             b = self.block();
             self.dir[c] = b;
+            self.high[c] = 0;
         }
         self.present[c] += n;
         (b as usize) << self.shift
@@ -111,8 +118,11 @@ impl SegIndex {
     /// `line` comes in, into segment `f`.
     #[inline(always)]
     fn enter(&mut self, line: u64, f: u32) {
-        let at = self.claim(line >> self.shift, 1);
+        let c = line >> self.shift;
+        let at = self.claim(c, 1);
         self.set(at, line, f);
+        let h = &mut self.high[c as usize];
+        *h = (*h).max((line & self.mask) as u32 + 1);
     }
 
     /// `line`, present, now is in segment `f`.
@@ -150,6 +160,8 @@ impl SegIndex {
             let at = self.claim(c, (b - a) as u32);
             let (from, to) = ((a & self.mask) as usize, ((b - 1) & self.mask) as usize);
             self.store[at + from..=at + to].fill(f);
+            let h = &mut self.high[c as usize];
+            *h = (*h).max(to as u32 + 1);
             a = b;
         }
     }
@@ -397,13 +409,13 @@ impl L2 {
             let mut r = Lookup::default();
             let shift = self.seg_of.shift;
             if l0 >> shift == l1 >> shift {
-                // one chunk: none of its lines present when it does not exist
+                // one chunk: none of its lines present when it does not exist, or beyond its
+                // high mark
                 if let Some(chunk) = self.seg_of.chunk(l0 >> shift) {
                     let m = self.seg_of.mask;
-                    for (i, &f) in chunk[(l0 & m) as usize..=(l1 & m) as usize]
-                        .iter()
-                        .enumerate()
-                    {
+                    let to = ((l1 & m) as usize + 1).min(chunk.len());
+                    let from = ((l0 & m) as usize).min(to);
+                    for (i, &f) in chunk[from..to].iter().enumerate() {
                         let line = l0 + i as u64;
                         if f != NONE && self.covers(f, line) {
                             r.hit_lines += 1;
@@ -582,7 +594,9 @@ impl L2 {
             return true;
         };
         let m = self.seg_of.mask;
-        chunk[(l0 & m) as usize..=(l1 & m) as usize]
+        let to = ((l1 & m) as usize + 1).min(chunk.len());
+        let from = ((l0 & m) as usize).min(to);
+        chunk[from..to]
             .iter()
             .zip(l0..)
             .all(|(&f, line)| f == NONE || !self.covers(f, line))
