@@ -75,6 +75,7 @@ impl BinOp {
     }
 
     /// Applies the operator; `None` on division by zero or overflow.
+    #[inline]
     pub fn apply(self, a: i64, b: i64) -> Option<i64> {
         Some(match self {
             BinOp::Add => a.checked_add(b)?,

@@ -40,7 +40,8 @@ pub const MAX_QUEUE_DEPTH: u32 = 4096;
 pub const MAX_EVENT_IDS: u32 = 1024;
 
 /// Lines of the gm layout under the memory system (`memory` in a config): 2^26. The engine
-/// keeps 8 bytes per line; at 512-byte lines that is 32 GiB of gm tensors.
+/// keeps 4 bytes per line (and 24 per line the L2 holds); at 512-byte lines that is 32 GiB of
+/// gm tensors.
 pub const MAX_GM_LINES: u64 = 1 << 26;
 
 /// `2^k` for a power of two, the way the limits are written in messages.

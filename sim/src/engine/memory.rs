@@ -1,47 +1,179 @@
 //! The gm memory system (docs/timing.md, "The gm memory system"): an L2 of whole lines in front
 //! of HBM, shared by every core of a run.
 //!
-//! gm tensors are laid out in declaration order, each starting on a line, so a gm operand's
-//! bytes are a list of `(line, bytes in that line)` pairs, in increasing line order
-//! ([`lines_of`]). The L2 keeps, per line of the layout, the stamp of its last touch (cycle + 1;
-//! 0 for the lines a warm start put there; [`ABSENT`] when not present) in a dense vector, and
-//! the present lines ordered by (stamp, line) in a B-tree: the first one leaves when a line
-//! must come in and the L2 is full (least recently touched, lower address first on a tie).
+//! gm tensors are laid out in declaration order, each starting on a line. A gm operand's bytes
+//! are its maximal contiguous runs in that layout ([`runs_of`]: one for a row or a whole
+//! tensor, whatever its size; [`OneRun`] finds that one without walking the selection), and the
+//! L2 cuts them into `(line, bytes in that line)` pairs as it walks them ([`for_each_line`]), in
+//! increasing line order, a line two runs share once with both runs' bytes: no per-line list is
+//! ever built.
+//!
+//! The L2 gives every present line a frame holding the stamp of its last touch (cycle + 1; 0 for
+//! the lines a warm start put there) and keeps the frames in a doubly linked list ordered by
+//! (stamp, line): the first one leaves when a line must come in and the L2 is full (least
+//! recently touched, lower address first on a tie). A dense vector maps each line of the layout
+//! to the frame that last held it (an evicted line's entry is left stale, recognised by its frame
+//! holding another line now), so a lookup is a load or two per line and an eviction writes
+//! nothing far away. A touch is O(1) amortised: a touched line goes to the end of the list unless
+//! its key is smaller than the last ones' (several moves starting in one cycle, the later
+//! touching lower lines), when it is walked back past them. A run of missing lines brought into
+//! a full L2 behind its last line (a streaming kernel) takes the frames of the first ones at
+//! once and moves them to the end as a chain ([`L2::bring_in`]).
 
+use super::compile::Val;
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
-use crate::footprint::{self, EvalFailure};
+use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
-use std::collections::BTreeSet;
 
-/// "Not present" in [`L2::touch`].
-const ABSENT: u64 = u64::MAX;
+/// "No frame": a line never present in [`L2::frame_of`], the end of the list in [`Frame`].
+const NONE: u32 = u32::MAX;
 
-/// Appends the `(line, bytes)` pairs of operand `o` (on a tensor of `shape` whose first byte
-/// is at `base`) for the loop variables `vars` to `out`, in increasing line order; a line two
-/// runs share appears once with both runs' bytes.
-pub(super) fn lines_of<'a>(
+/// One line the L2 holds, a node of the LRU list.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Its last touch: cycle + 1 (0: there from a warm start).
+    stamp: u64,
+    line: u32,
+    /// Neighbours in (stamp, line) order, or [`NONE`].
+    prev: u32,
+    next: u32,
+}
+
+impl Frame {
+    #[inline(always)]
+    fn key(&self) -> (u64, u32) {
+        (self.stamp, self.line)
+    }
+}
+
+/// Appends the non-empty contiguous byte runs `[from, to)` of operand `o` (on a tensor of
+/// `shape` whose first byte is at `base`) in the gm layout, for the loop variables `vars`, to
+/// `out`, in increasing order.
+pub(super) fn runs_of<'a>(
     o: &'a Operand,
     shape: &[u64],
     vars: &[i64],
     base: u64,
-    line_bytes: u64,
     out: &mut Vec<(u64, u64)>,
 ) -> Result<(), EvalFailure<'a>> {
     footprint::gm_runs_at(o, shape, vars, |first, bytes| {
-        if bytes == 0 {
-            return;
+        if bytes > 0 {
+            out.push((base + first, base + first + bytes));
         }
-        let (a, end) = (base + first, base + first + bytes);
+    })
+}
+
+/// The run of a gm operand whose selection is one contiguous run whatever the loop variables:
+/// indices on the outer dimensions, then an index or a slice, then whole dimensions (`x[t]`,
+/// `x[i, j, a:b]`). Its first element is a sum of index × stride, so [`OneRun::at`] finds it
+/// without walking the selection as [`runs_of`] does, with the same result.
+#[derive(Clone, Debug)]
+pub(super) struct OneRun<'p> {
+    /// (index, stride in elements) of each outer dimension, then the partial dimension's
+    /// start.
+    terms: Vec<(Val<'p>, u64)>,
+    /// The partial dimension's end when it is a slice (an index ends at start + 1), and its
+    /// stride.
+    end: Option<Val<'p>>,
+    stride: u64,
+    bits: u64,
+}
+
+impl<'p> OneRun<'p> {
+    /// The pattern of operand `o` on a tensor of `shape`, when it has that form.
+    pub fn of(o: &'p Operand, shape: &[u64]) -> Option<OneRun<'p>> {
+        let n = shape.len();
+        if o.indices.len() > n || shape.contains(&0) {
+            return None;
+        }
+        // the innermost dimension not selected whole, whatever the variables
+        let whole = |d: usize| match Sel::of(o, d, shape[d]) {
+            Sel::Whole(_) => true,
+            Sel::Slice(a, b) => a.as_const() == Some(0) && b.as_const() == Some(shape[d] as i64),
+            Sel::At(_) => false,
+        };
+        let k = (0..n).rev().find(|&d| !whole(d))?;
+        let stride = |d: usize| shape[d + 1..].iter().product::<u64>();
+        let mut terms = Vec::with_capacity(k + 1);
+        for (d, &extent) in shape.iter().enumerate().take(k) {
+            let Sel::At(e) = Sel::of(o, d, extent) else {
+                return None;
+            };
+            terms.push((Val::new(e), stride(d)));
+        }
+        let end = match Sel::of(o, k, shape[k]) {
+            Sel::At(e) => {
+                terms.push((Val::new(e), stride(k)));
+                None
+            }
+            Sel::Slice(a, b) => {
+                terms.push((Val::new(a), stride(k)));
+                Some(Val::new(b))
+            }
+            Sel::Whole(_) => return None,
+        };
+        Some(OneRun {
+            terms,
+            end,
+            stride: stride(k),
+            bits: o.dtype.bits(),
+        })
+    }
+
+    /// Its byte run `[from, to)` in the gm layout (the tensor's first byte at `base`) for the
+    /// loop variables `vars`, as [`runs_of`] finds it (bounds already checked): `Some(None)`
+    /// when it selects no byte, `None` when an expression fails to evaluate (the caller then
+    /// asks [`runs_of`] for the error).
+    #[inline]
+    pub fn at(&self, vars: &[i64], base: u64) -> Option<Option<(u64, u64)>> {
+        let last = self.terms.len() - 1;
+        let (mut start, mut empty, mut first) = (0u64, false, 0i64);
+        for (i, &(v, stride)) in self.terms.iter().enumerate() {
+            first = v.eval(vars).ok()?;
+            // an index at i64::MAX selects [MAX, MAX) (`Sel::at` saturates): nothing
+            empty |= first == i64::MAX && (i < last || self.end.is_none());
+            start = start.wrapping_add((first as u64).wrapping_mul(stride));
+        }
+        let end = match self.end {
+            Some(e) => e.eval(vars).ok()?,
+            None => first.saturating_add(1),
+        };
+        if empty || end <= first {
+            return Some(None);
+        }
+        let run = (end as u64).wrapping_sub(first as u64) * self.stride;
+        let (x, y) = (
+            start * self.bits / 8,
+            (start + run).saturating_mul(self.bits).div_ceil(8),
+        );
+        Some((y > x).then_some((base + x, base + y)))
+    }
+}
+
+/// Calls `f(line, bytes in that line)` for the lines of `runs` (from [`runs_of`]) in
+/// increasing line order; a line two consecutive runs share comes once, with both runs' bytes.
+#[inline(always)]
+pub(super) fn for_each_line(runs: &[(u64, u64)], line_bytes: u64, mut f: impl FnMut(u64, u64)) {
+    // the last line seen, held back until a different one comes
+    let (mut held, mut held_bytes) = (u64::MAX, 0);
+    for &(a, end) in runs {
         for line in a / line_bytes..=(end - 1) / line_bytes {
             let from = a.max(line * line_bytes);
             let to = end.min((line + 1) * line_bytes);
-            match out.last_mut() {
-                Some((l, b)) if *l == line => *b += to - from,
-                _ => out.push((line, to - from)),
+            if line == held {
+                held_bytes += to - from;
+            } else {
+                if held != u64::MAX {
+                    f(held, held_bytes);
+                }
+                (held, held_bytes) = (line, to - from);
             }
         }
-    })
+    }
+    if held != u64::MAX {
+        f(held, held_bytes);
+    }
 }
 
 /// What a gm read found at its start: bytes and lines present (hits) and missing.
@@ -58,54 +190,85 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the stamp of its last touch, or [`ABSENT`].
-    touch: Vec<u64>,
-    /// Present lines by (stamp, line): the first one leaves first.
-    lru: BTreeSet<(u64, u64)>,
+    /// Per line of the layout: the frame that last held it, or [`NONE`]. An evicted line's
+    /// entry is left stale (its frame holds another line now), so an eviction writes nothing
+    /// far away: [`L2::frame`] checks the frame's line.
+    frame_of: Vec<u32>,
+    /// The present lines. A frame, once used, always holds a line (an eviction hands it to the
+    /// incoming one), so there are as many present lines as frames.
+    frames: Vec<Frame>,
+    /// First (leaves first) and last frame in (stamp, line) order, or [`NONE`].
+    head: u32,
+    tail: u32,
     /// Work ends of the moves with misses started so far that may still be in progress.
     hbm_ends: Vec<u64>,
     pub stats: MemoryStats,
 }
 
 impl L2 {
-    /// An empty L2 over a layout of `lines` lines; `warm`: filled with lines `0..` (the
-    /// tensors' lines in declaration order) until full, as if touched before cycle 0.
+    /// An empty L2 over a layout of `lines` lines (at most [`crate::limits::MAX_GM_LINES`], so
+    /// a line fits a `u32`); `warm`: filled with lines `0..` (the tensors' lines in
+    /// declaration order) until full, as if touched before cycle 0.
     pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
+        debug_assert!(lines <= crate::limits::MAX_GM_LINES);
         let capacity = cfg.l2_lines();
         let mut l2 = L2 {
             cfg,
             capacity,
-            touch: vec![ABSENT; lines as usize],
-            lru: BTreeSet::new(),
+            frame_of: vec![NONE; lines as usize],
+            frames: Vec::new(),
+            head: NONE,
+            tail: NONE,
             hbm_ends: Vec::new(),
             stats: MemoryStats::default(),
         };
         'fill: for &(lo, hi) in warm_lines {
             for line in lo..hi {
-                if l2.lru.len() as u64 >= capacity {
+                if l2.frames.len() as u64 >= capacity {
                     break 'fill;
                 }
-                l2.touch[line as usize] = 0;
-                l2.lru.insert((0, line));
+                if l2.frame(line) == NONE {
+                    let f = l2.new_frame(line, 0);
+                    l2.insert(f);
+                }
             }
         }
-        l2.stats.warm_lines = l2.lru.len() as u64;
+        l2.stats.warm_lines = l2.frames.len() as u64;
         l2
     }
 
-    /// Looks `lines` up without changing anything.
+    /// Looks the lines of `runs` up without changing anything.
     #[inline]
-    pub fn lookup(&self, lines: &[(u64, u64)]) -> Lookup {
+    pub fn lookup(&self, runs: &[(u64, u64)]) -> Lookup {
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            // one run (a row, a whole tensor): its lines are a range, the misses what is left
+            let l0 = a / lb;
+            let mut r = Lookup::default();
+            for (i, &f) in self.frame_of[l0 as usize..=((end - 1) / lb) as usize]
+                .iter()
+                .enumerate()
+            {
+                if f != NONE && self.frames[f as usize].line as u64 == l0 + i as u64 {
+                    let line = l0 + i as u64;
+                    r.hit_lines += 1;
+                    r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
+                }
+            }
+            r.miss_lines = (end - 1) / lb - l0 + 1 - r.hit_lines;
+            r.miss_bytes = end - a - r.hit_bytes;
+            return r;
+        }
         let mut r = Lookup::default();
-        for &(line, bytes) in lines {
-            if self.touch[line as usize] != ABSENT {
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
+            if self.frame(line) != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
             } else {
                 r.miss_bytes += bytes;
                 r.miss_lines += 1;
             }
-        }
+        });
         r
     }
 
@@ -128,14 +291,19 @@ impl L2 {
             (self.cfg.l2_latency, 1, 0)
         };
         let top = l.hit_bytes as u128 * num + l.miss_bytes as u128 * den * a;
-        let work = top.div_ceil(a * num);
+        let div = a * num;
+        // a 128-bit division is a library call: divide in 64 bits when both fit
+        let work = match (u64::try_from(top), u64::try_from(div)) {
+            (Ok(top), Ok(div)) => top.div_ceil(div) as u128,
+            _ => top.div_ceil(div),
+        };
         (u64::try_from(work).unwrap_or(u64::MAX), extra)
     }
 
-    /// A read starting at `t` with work `work` found `l` on `lines`: counts it, touches the
-    /// present lines, brings the missing ones in and, with a miss, holds a share of HBM until
-    /// its work ends.
-    pub fn commit_read(&mut self, t: u64, work: u64, lines: &[(u64, u64)], l: &Lookup) {
+    /// A read starting at `t` with work `work` found `l` on the lines of `runs`: counts it,
+    /// touches the present lines, brings the missing ones in and, with a miss, holds a share of
+    /// HBM until its work ends.
+    pub fn commit_read(&mut self, t: u64, work: u64, runs: &[(u64, u64)], l: &Lookup) {
         let s = &mut self.stats;
         s.reads += 1;
         s.hit_bytes += l.hit_bytes;
@@ -150,58 +318,395 @@ impl L2 {
             }
         }
         // present lines first, so that bringing the missing ones in cannot evict them
-        for &(line, _) in lines {
-            if self.touch[line as usize] != ABSENT {
+        let lb = self.cfg.line_bytes;
+        if let ([(a, end)], 0) = (runs, l.hit_lines) {
+            // one run, every line missing (`l` was looked up in this state)
+            return self.bring_in(t, a / lb, (end - 1) / lb);
+        }
+        if l.hit_lines > 0 {
+            for_each_line(runs, lb, |line, _| {
+                if self.frame(line) != NONE {
+                    self.touch_line(t, line);
+                }
+            });
+        }
+        for_each_line(runs, lb, |line, _| {
+            if self.frame(line) == NONE {
                 self.touch_line(t, line);
             }
-        }
-        for &(line, _) in lines {
-            if self.touch[line as usize] == ABSENT {
-                self.touch_line(t, line);
-            }
-        }
+        });
     }
 
-    /// A write starting at `t` allocates `lines`.
-    pub fn commit_write(&mut self, t: u64, lines: &[(u64, u64)]) {
+    /// A write starting at `t` allocates the lines of `runs`.
+    pub fn commit_write(&mut self, t: u64, runs: &[(u64, u64)]) {
         self.stats.writes += 1;
-        for &(line, bytes) in lines {
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            let (l0, l1) = (a / lb, (end - 1) / lb);
+            if (l0..l1 + 1).all(|line| self.frame(line) == NONE) {
+                self.stats.write_bytes += end - a;
+                return self.bring_in(t, l0, l1);
+            }
+        }
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
             self.stats.write_bytes += bytes;
             self.touch_line(t, line);
+        });
+    }
+
+    /// Brings lines `l0..=l1`, all absent, in at `t`: what touching them one by one in line
+    /// order does, done at once when the L2 is full, holds more than them and its last line
+    /// was touched before (stamp, l0) — the usual case of a streaming kernel. Then each of
+    /// them evicts the least recently touched line and goes to the end, so the first
+    /// `l1 - l0 + 1` frames of the list take them, in order, and move to its end as a chain.
+    fn bring_in(&mut self, t: u64, l0: u64, l1: u64) {
+        let stamp = t + 1;
+        let k = l1 - l0 + 1;
+        let len = self.frames.len() as u64;
+        let tail_before =
+            self.tail != NONE && self.frames[self.tail as usize].key() < (stamp, l0 as u32);
+        if len < self.capacity || k >= len || !tail_before {
+            for line in l0..=l1 {
+                self.touch_line(t, line);
+            }
+            return;
         }
+        let first = self.head;
+        let (mut f, mut line) = (first, l0);
+        loop {
+            let fr = &mut self.frames[f as usize];
+            // the line it held keeps a stale frame_of entry: see `frame`
+            (fr.line, fr.stamp) = (line as u32, stamp);
+            let next = fr.next;
+            self.frame_of[line as usize] = f;
+            if line == l1 {
+                break;
+            }
+            (f, line) = (next, line + 1);
+        }
+        let last = f;
+        // k < len: something stays before the chain
+        let rest = std::mem::replace(&mut self.frames[last as usize].next, NONE);
+        self.frames[rest as usize].prev = NONE;
+        self.head = rest;
+        self.frames[self.tail as usize].next = first;
+        self.frames[first as usize].prev = self.tail;
+        self.tail = last;
+        self.stats.evicted_lines += k;
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
     /// when full) if absent.
-    #[inline]
+    #[inline(always)]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
-        let old = self.touch[line as usize];
-        if old == stamp {
+        let f = self.frame(line);
+        if f != NONE {
+            if self.frames[f as usize].stamp == stamp {
+                return;
+            }
+            self.unlink(f);
+            self.frames[f as usize].stamp = stamp;
+            self.insert(f);
             return;
         }
-        if old != ABSENT {
-            self.lru.remove(&(old, line));
-        } else if self.lru.len() as u64 >= self.capacity {
-            if let Some((_, out)) = self.lru.pop_first() {
-                self.touch[out as usize] = ABSENT;
-                self.stats.evicted_lines += 1;
-            }
+        let f = if self.frames.len() as u64 >= self.capacity && self.head != NONE {
+            // the least recently touched line leaves; its frame takes the new one
+            let out = self.head;
+            self.unlink(out);
+            let fr = &mut self.frames[out as usize];
+            (fr.line, fr.stamp) = (line as u32, stamp);
+            self.frame_of[line as usize] = out;
+            self.stats.evicted_lines += 1;
+            out
+        } else {
+            self.new_frame(line, stamp)
+        };
+        self.insert(f);
+    }
+
+    /// The frame holding `line`, or [`NONE`] when it is absent.
+    #[inline(always)]
+    fn frame(&self, line: u64) -> u32 {
+        match self.frame_of[line as usize] {
+            f if f != NONE && self.frames[f as usize].line as u64 == line => f,
+            _ => NONE,
         }
-        self.touch[line as usize] = stamp;
-        self.lru.insert((stamp, line));
+    }
+
+    /// A new frame holding `line` (not yet in the list).
+    fn new_frame(&mut self, line: u64, stamp: u64) -> u32 {
+        let f = self.frames.len() as u32;
+        self.frames.push(Frame {
+            stamp,
+            line: line as u32,
+            prev: NONE,
+            next: NONE,
+        });
+        self.frame_of[line as usize] = f;
+        f
+    }
+
+    /// Takes frame `f` out of the list.
+    #[inline]
+    fn unlink(&mut self, f: u32) {
+        let Frame { prev, next, .. } = self.frames[f as usize];
+        match prev {
+            NONE => self.head = next,
+            p => self.frames[p as usize].next = next,
+        }
+        match next {
+            NONE => self.tail = prev,
+            n => self.frames[n as usize].prev = prev,
+        }
+    }
+
+    /// Puts frame `f` (not in the list) at its place in (stamp, line) order: after the last
+    /// frame whose key is smaller, found walking back from the tail (keys are unique, a line
+    /// being in one frame).
+    #[inline]
+    fn insert(&mut self, f: u32) {
+        let key = self.frames[f as usize].key();
+        let mut p = self.tail;
+        while p != NONE && self.frames[p as usize].key() > key {
+            p = self.frames[p as usize].prev;
+        }
+        let next = match p {
+            NONE => std::mem::replace(&mut self.head, f),
+            p => std::mem::replace(&mut self.frames[p as usize].next, f),
+        };
+        match next {
+            NONE => self.tail = f,
+            n => self.frames[n as usize].prev = f,
+        }
+        let fr = &mut self.frames[f as usize];
+        (fr.prev, fr.next) = (p, next);
     }
 
     /// The present lines, least recently touched first (tests).
     #[cfg(test)]
     pub fn order(&self) -> Vec<u64> {
-        self.lru.iter().map(|&(_, l)| l).collect()
+        let mut v = Vec::new();
+        let mut f = self.head;
+        while f != NONE {
+            v.push(self.frames[f as usize].line as u64);
+            f = self.frames[f as usize].next;
+        }
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// The L2's replacement order as first written: stamps per line and the present lines in a
+    /// B-tree by (stamp, line). The reference the linked list is checked against.
+    struct Reference {
+        capacity: u64,
+        touch: Vec<u64>,
+        lru: BTreeSet<(u64, u64)>,
+        evicted: u64,
+    }
+
+    impl Reference {
+        const ABSENT: u64 = u64::MAX;
+
+        fn new(capacity: u64, lines: u64, warm: &[(u64, u64)]) -> Reference {
+            let mut r = Reference {
+                capacity,
+                touch: vec![Self::ABSENT; lines as usize],
+                lru: BTreeSet::new(),
+                evicted: 0,
+            };
+            'fill: for &(lo, hi) in warm {
+                for line in lo..hi {
+                    if r.lru.len() as u64 >= capacity {
+                        break 'fill;
+                    }
+                    r.touch[line as usize] = 0;
+                    r.lru.insert((0, line));
+                }
+            }
+            r
+        }
+
+        fn touch_line(&mut self, t: u64, line: u64) {
+            let stamp = t + 1;
+            let old = self.touch[line as usize];
+            if old == stamp {
+                return;
+            }
+            if old != Self::ABSENT {
+                self.lru.remove(&(old, line));
+            } else if self.lru.len() as u64 >= self.capacity {
+                if let Some((_, out)) = self.lru.pop_first() {
+                    self.touch[out as usize] = Self::ABSENT;
+                    self.evicted += 1;
+                }
+            }
+            self.touch[line as usize] = stamp;
+            self.lru.insert((stamp, line));
+        }
+
+        fn read(&mut self, t: u64, lines: &[(u64, u64)]) {
+            for &(line, _) in lines {
+                if self.touch[line as usize] != Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+            for &(line, _) in lines {
+                if self.touch[line as usize] == Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+        }
+
+        fn order(&self) -> Vec<u64> {
+            self.lru.iter().map(|&(_, l)| l).collect()
+        }
+    }
+
+    /// The `(line, bytes)` list of `runs` as first written: a line two runs share once, with
+    /// both runs' bytes. The reference [`for_each_line`] is checked against.
+    fn reference_lines(runs: &[(u64, u64)], line_bytes: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(a, end) in runs {
+            for line in a / line_bytes..=(end - 1) / line_bytes {
+                let from = a.max(line * line_bytes);
+                let to = end.min((line + 1) * line_bytes);
+                match out.last_mut() {
+                    Some((l, b)) if *l == line => *b += to - from,
+                    _ => out.push((line, to - from)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Byte runs of whole lines `lines` (256 B each).
+    fn whole(lines: &[u64]) -> Vec<(u64, u64)> {
+        lines.iter().map(|&l| (l * 256, l * 256 + 256)).collect()
+    }
+
+    /// Increasing non-empty byte runs within 24 lines of 256 B, from (gap, length) pairs: gaps
+    /// of 0 make runs meet inside a line.
+    fn runs_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
+        proptest::collection::vec((0u64..600, 1u64..700), 0..5).prop_map(|parts| {
+            let mut runs = Vec::new();
+            let mut at = 0;
+            for (gap, len) in parts {
+                let a = at + gap;
+                let end = (a + len).min(24 * 256);
+                if a >= end {
+                    break;
+                }
+                runs.push((a, end));
+                at = end;
+            }
+            runs
+        })
+    }
+
+    proptest! {
+        /// Random reads and writes of random runs at random cycles (out of order, many in one
+        /// cycle) find what the reference finds and leave the list in the reference's order,
+        /// evicting the same lines.
+        #[test]
+        fn lru_list_matches_the_btree_reference(
+            capacity in 0u64..12,
+            warm in any::<bool>(),
+            moves in proptest::collection::vec((any::<bool>(), 0u64..40, runs_strategy()), 0..60),
+        ) {
+            const LINES: u64 = 24;
+            let cfg = MemoryConfig { l2_bytes: 256 * capacity, ..cfg(1) };
+            let warm_lines: &[(u64, u64)] = if warm { &[(0, LINES)] } else { &[] };
+            let mut l2 = L2::new(cfg, LINES, warm_lines);
+            let mut r = Reference::new(capacity, LINES, warm_lines);
+            prop_assert_eq!(l2.order(), r.order());
+            let mut write_bytes = 0;
+            for (read, t, runs) in moves {
+                let lines = reference_lines(&runs, 256);
+                let mut walked = Vec::new();
+                for_each_line(&runs, 256, |l, b| walked.push((l, b)));
+                prop_assert_eq!(&walked, &lines);
+                if read {
+                    let l = l2.lookup(&runs);
+                    let mut want = Lookup::default();
+                    for &(x, b) in &lines {
+                        if r.touch[x as usize] != Reference::ABSENT {
+                            (want.hit_lines, want.hit_bytes) = (want.hit_lines + 1, want.hit_bytes + b);
+                        } else {
+                            (want.miss_lines, want.miss_bytes) = (want.miss_lines + 1, want.miss_bytes + b);
+                        }
+                    }
+                    prop_assert_eq!(l, want);
+                    l2.commit_read(t, 1, &runs, &l);
+                    r.read(t, &lines);
+                } else {
+                    l2.commit_write(t, &runs);
+                    for &(line, b) in &lines {
+                        r.touch_line(t, line);
+                        write_bytes += b;
+                    }
+                }
+                prop_assert_eq!(l2.order(), r.order());
+                prop_assert_eq!(l2.stats.evicted_lines, r.evicted);
+                prop_assert_eq!(l2.stats.write_bytes, write_bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn one_run_finds_what_the_walk_finds() {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: one_run
+core: aiv
+sync: manual
+gm:
+  x: { shape: [4, 8, 16], dtype: f16 }
+  y: { shape: [6, 10], dtype: i1 }
+body:
+  - for: { var: i, to: 4 }
+    body:
+      - for: { var: j, to: 8 }
+        body:
+          - use: ["x[i]", "x[i, j]", "x[i, j, 0:j]", "x[i, 0:j]", "x[i, j:8]", "x[0:i]",
+                  "x[i, 0:8]", "x[i, j, j:16]", "y[i, j:10]", "y[i, 1:j]", "x[i, j, 3]",
+                  "x[i, 0:4, 2]", "x[0:2, j]"]
+"#;
+        let p = crate::load_program(text, "one_run.yaml", &config, &[]).unwrap();
+        let ops = crate::engine::operands(&p.ops[2].kind);
+        let mut patterns = 0;
+        for o in ops {
+            let crate::program::Ref::Tensor(t) = o.base else {
+                unreachable!()
+            };
+            let shape = &p.tensors[t.index()].shape;
+            let Some(one) = OneRun::of(o, shape) else {
+                continue;
+            };
+            patterns += 1;
+            for i in 0..4 {
+                for j in 0..8 {
+                    let mut want = Vec::new();
+                    runs_of(o, shape, &[i, j], 1000, &mut want).unwrap();
+                    let got: Vec<_> = one.at(&[i, j], 1000).unwrap().into_iter().collect();
+                    assert_eq!(got, want, "{} at i={i} j={j}", o.text);
+                }
+            }
+        }
+        // all but the last two, which select several runs (a partial dimension outside an
+        // index)
+        assert_eq!(patterns, 11);
+    }
 
     fn cfg(lines: u64) -> MemoryConfig {
         MemoryConfig {
@@ -219,18 +724,19 @@ mod tests {
     fn ties_leave_lower_address_first_and_touches_refresh() {
         let mut l2 = L2::new(cfg(2), 16, &[]);
         // lines 5 then 3 written in the same cycle 7: same stamp, so 3 (lower) leaves first
-        l2.commit_write(7, &[(5, 256)]);
-        l2.commit_write(7, &[(3, 256)]);
+        l2.commit_write(7, &whole(&[5]));
+        l2.commit_write(7, &whole(&[3]));
         assert_eq!(l2.order(), [3, 5]);
-        l2.commit_write(8, &[(9, 256)]);
+        l2.commit_write(8, &whole(&[9]));
         assert_eq!(l2.order(), [5, 9]);
         // a read at 9 touching 5 makes 9 the oldest; a miss on 1 then evicts 9
-        let lines = [(5, 256)];
+        let lines = whole(&[5]);
         let l = l2.lookup(&lines);
         assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
         l2.commit_read(9, 8, &lines, &l);
         assert_eq!(l2.order(), [9, 5]);
-        let lines = [(1, 100)];
+        // 100 bytes of line 1
+        let lines = [(256, 356)];
         let l = l2.lookup(&lines);
         l2.commit_read(10, 2, &lines, &l);
         assert_eq!(l2.order(), [5, 1]);
@@ -254,7 +760,7 @@ mod tests {
         };
         // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
         assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
-        l2.commit_read(0, 8, &[(0, 256), (1, 256)], &miss);
+        l2.commit_read(0, 8, &whole(&[0, 1]), &miss);
         // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
         assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
         // at 8 it is over: alone again
