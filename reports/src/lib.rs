@@ -155,6 +155,8 @@ pub(crate) mod testutil {
                 startup: 21,
             },
             memory: None,
+            chip: None,
+            cross_core: None,
         }
     }
 

@@ -263,11 +263,11 @@ impl<'p, W: Write> Trace<'p, W> {
             .collect();
 
         let plan = &planned.plan;
-        // a counter per scope that holds anything
+        // a counter per scope that holds anything (`required` leaves out `at:`-pinned buffers)
         let scopes: Vec<Space> = plan
             .scopes
             .iter()
-            .filter(|s| s.required > 0)
+            .filter(|s| s.peak_live > 0)
             .map(|s| s.space)
             .collect();
         let live = live_bytes(planned, &scopes);

@@ -22,6 +22,33 @@ pub struct Config {
     /// The gm memory system (`memory`): L2 and HBM. `None`: every gm move costs its path's
     /// rate and startup alone.
     pub memory: Option<MemoryConfig>,
+    /// The chip around the core types (`chip`): how many AI cores a launch may use and, on a
+    /// split chip, how many vector cores each has. `None`: one core of each type.
+    pub chip: Option<ChipConfig>,
+    /// Cross-core flags (`cross_core`). `None`: a program may not use `cross_set` /
+    /// `cross_wait`.
+    pub cross_core: Option<CrossCoreConfig>,
+}
+
+/// `chip: { aic, aiv_per_aic }` (docs/config.md, "Chip"): the AI cores of the chip, each one
+/// cube core and `aiv_per_aic` vector cores on a split chip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChipConfig {
+    /// AI cores of the chip: the most blocks a launch can use at once.
+    pub aic: u32,
+    /// Vector cores per AI core (2 on the 910B); 0 on a coupled chip.
+    pub aiv_per_aic: u32,
+}
+
+/// `cross_core: { flag_ids, max_pending, latency }` (docs/timing.md, "Cross-core flags").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrossCoreConfig {
+    /// Counter ids per core: `0..flag_ids`.
+    pub flag_ids: u32,
+    /// A counter above this is a `cross-core flag overflow` finding.
+    pub max_pending: u32,
+    /// Cycles from a `cross_set` firing to the counters it increments changing.
+    pub latency: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -52,3 +52,10 @@ pub fn show(limit: u64) -> String {
         limit.to_string()
     }
 }
+
+/// Most blocks of a launch (`launch.blocks`, `--blocks`, `chip.aic`): a launch of more cores
+/// than any chip has is a typo, and every core costs memory.
+pub const MAX_BLOCKS: u32 = 4096;
+
+/// Most vector cores per AI core (`chip.aiv_per_aic`).
+pub const MAX_AIV_PER_AIC: u32 = 8;

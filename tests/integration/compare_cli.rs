@@ -1,7 +1,7 @@
 //! `npusim compare`: one plan → sync → run per reuse level, as a table or a list of entries of
 //! one shape (`schema`, `level`, `overflow`, then the run document's keys).
 
-use crate::{npusim, stderr, stdout};
+use crate::{npusim, stderr, stdout, IDEAL_CONFIG};
 use serde_json::Value;
 
 const DB: &str = "programs/vec_add_db_manual.yaml";
@@ -282,9 +282,6 @@ fn compare_reuse_levels_level_0_is_slower_than_levels_1_and_2() {
     assert_eq!(summary_rows(&stdout(&o)).len(), 3);
 }
 
-/// The built-in config with vector blocks and UB banks on.
-const BANKS_CONFIG: &str = "docs/examples/ascend910b_banks.yaml";
-
 /// V's busy cycles per level of `compare --format json`, in row order.
 fn v_busy_by_level(args: &[&str]) -> Vec<(i64, u64)> {
     let o = npusim(args);
@@ -304,17 +301,17 @@ fn v_busy_by_level(args: &[&str]) -> Vec<(i64, u64)> {
 fn reuse_levels_that_differ_only_in_addresses_differ_in_vector_time_with_banks() {
     // Levels 2 and 1 of reuse_levels run the same instructions with the same syncs; only where
     // C lives differs (B's bytes, or A's two slots). Without ub_banks V's time depends on bytes
-    // alone, so the two levels' V busy time is equal; with ub_banks the blocks of vabs D -> C
-    // and vadd D, C -> D fall in other bank groups, so it differs.
-    let plain = v_busy_by_level(&["compare", "programs/reuse_levels.yaml", "--format", "json"]);
-    let banks = v_busy_by_level(&[
+    // alone, so the two levels' V busy time is equal; with ub_banks (the built-in config) the
+    // blocks of vabs D -> C and vadd D, C -> D fall in other bank groups, so it differs.
+    let plain = v_busy_by_level(&[
         "compare",
         "programs/reuse_levels.yaml",
         "--config",
-        BANKS_CONFIG,
+        IDEAL_CONFIG,
         "--format",
         "json",
     ]);
+    let banks = v_busy_by_level(&["compare", "programs/reuse_levels.yaml", "--format", "json"]);
     assert_eq!((plain[0].0, plain[1].0), (2, 1));
     assert_eq!(plain[0].1, plain[1].1, "{plain:?}");
     assert_eq!((banks[0].0, banks[1].0), (2, 1));
@@ -325,44 +322,38 @@ fn reuse_levels_that_differ_only_in_addresses_differ_in_vector_time_with_banks()
 
 #[test]
 fn bank_conflict_program_reports_its_conflict_cycles() {
-    // tests/fixtures/bank_conflict.yaml: add a (both inputs in the same 8 groups, the output in read
+    // programs/bank_conflict.yaml: add a (both inputs in the same 8 groups, the output in read
     // banks) costs max(2, 2, 1) + 1 = 3 per repeat × 32 repeats = 96 cycles; add b (spread, the
     // output in the next layer of banks) 2 × 32 = 64. Conflict cycles: 96 − 64 = 32.
-    let o = npusim(&[
-        "run",
-        "tests/fixtures/bank_conflict.yaml",
-        "--config",
-        BANKS_CONFIG,
-        "--format",
-        "json",
-    ]);
+    let o = npusim(&["run", "programs/bank_conflict.yaml", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["bank_conflict_cycles"], 32);
     // V busy: 96 + 64 (flags have no work)
     assert_eq!(doc["pipes"]["V"]["busy"], 160);
-    let o = npusim(&[
-        "run",
-        "tests/fixtures/bank_conflict.yaml",
-        "--config",
-        BANKS_CONFIG,
-    ]);
+    let o = npusim(&["run", "programs/bank_conflict.yaml"]);
     assert!(
         stdout(&o).contains("bank conflicts      32  cycles of V busy (ub_banks)"),
         "{}",
         stdout(&o)
     );
-    // the built-in config has no ub_banks: no claim, and both adds cost 64
+    // without ub_banks: no claim, and both adds cost 64
     let o = npusim(&[
         "run",
-        "tests/fixtures/bank_conflict.yaml",
+        "programs/bank_conflict.yaml",
+        "--config",
+        IDEAL_CONFIG,
         "--format",
         "json",
     ]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["bank_conflict_cycles"], Value::Null);
     assert_eq!(doc["pipes"]["V"]["busy"], 128);
-    assert!(
-        !stdout(&npusim(&["run", "tests/fixtures/bank_conflict.yaml"])).contains("bank conflicts")
-    );
+    assert!(!stdout(&npusim(&[
+        "run",
+        "programs/bank_conflict.yaml",
+        "--config",
+        IDEAL_CONFIG
+    ]))
+    .contains("bank conflicts"));
 }

@@ -14,6 +14,7 @@ mod plan_cli;
 mod plans;
 mod programs;
 mod race_cli;
+mod roofline;
 mod shipped_configs;
 mod speedup;
 mod sync_cli;
@@ -34,9 +35,22 @@ pub fn default_config() -> Config {
     sim::load_config(text, "<built-in>").unwrap_or_else(|e| panic!("default config: {e}"))
 }
 
+/// The built-in config with its optional refinements (vector blocks, UB banks, the gm memory
+/// system, scalar gm latency) off: the basic timing rules alone.
+pub const IDEAL_CONFIG: &str = "docs/examples/ascend910b_ideal.yaml";
+
+pub fn ideal_config() -> Config {
+    let text = std::fs::read_to_string(root().join(IDEAL_CONFIG)).unwrap();
+    sim::load_config(&text, IDEAL_CONFIG).unwrap_or_else(|e| panic!("{IDEAL_CONFIG}: {e}"))
+}
+
 /// Loads a program on the default config.
 pub fn load_default(path: &Path) -> (Config, Program) {
-    let config = default_config();
+    load_on(path, default_config())
+}
+
+/// Loads a program on `config`.
+pub fn load_on(path: &Path, config: Config) -> (Config, Program) {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy();
     let program =
@@ -47,7 +61,12 @@ pub fn load_default(path: &Path) -> (Config, Program) {
 /// Loads a program on the default config and plans, synchronises and runs it with the race
 /// checker and the plan validator, through the pipeline library the command line uses.
 pub fn simulate(path: &Path) -> (Config, pipeline::Simulation) {
-    let (config, program) = load_default(path);
+    simulate_on(path, default_config())
+}
+
+/// [`simulate`] on `config`.
+pub fn simulate_on(path: &Path, config: Config) -> (Config, pipeline::Simulation) {
+    let (config, program) = load_on(path, config);
     let name = path.file_name().unwrap().to_string_lossy();
     let opts = pipeline::Options {
         validate: true,
@@ -56,6 +75,21 @@ pub fn simulate(path: &Path) -> (Config, pipeline::Simulation) {
     let sim =
         pipeline::simulate(&program, &config, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
     (config, sim)
+}
+
+/// `npusim COMMAND ARGS... --format json`, which must succeed, parsed.
+pub fn json_of(command: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec![command];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = npusim(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{command} {args:?}: {}",
+        stderr(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// Runs the `npusim` binary in the workspace root.

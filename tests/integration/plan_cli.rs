@@ -9,12 +9,7 @@ const DB: &str = "programs/vec_add_db_manual.yaml";
 const SB: &str = "programs/vec_add_sb_manual.yaml";
 
 fn plan_json(args: &[&str]) -> Value {
-    let mut all = vec!["plan"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--format", "json"]);
-    let o = npusim(&all);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    crate::json_of("plan", args)
 }
 
 #[test]

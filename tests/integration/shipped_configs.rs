@@ -96,3 +96,24 @@ fn the_planner_places_buffers_at_the_plan_alignment() {
     assert!(offsets(&fine).iter().any(|o| o % 1024 != 0));
     assert!(offsets(&coarse).iter().all(|o| o % 1024 == 0));
 }
+
+#[test]
+fn the_ideal_example_is_the_built_in_config_without_its_refinements() {
+    // docs/examples/ascend910b_ideal.yaml promises every number of the built-in config except
+    // the four optional refinements; this keeps the two files in step.
+    let shipped =
+        sim::load_config(sim::builtin::builtin("ascend910b").unwrap(), "ascend910b").unwrap();
+    let path = "docs/examples/ascend910b_ideal.yaml";
+    let text = std::fs::read_to_string(crate::root().join(path)).unwrap();
+    let ideal = sim::load_config(&text, path).unwrap();
+    assert!(shipped.vector.block_bytes.is_some() && shipped.vector.ub_banks.is_some());
+    assert!(shipped.memory.is_some() && shipped.scalar.gm_latency.is_some());
+    let mut stripped = shipped.clone();
+    stripped.name = ideal.name.clone();
+    stripped.description = ideal.description.clone();
+    stripped.vector.block_bytes = None;
+    stripped.vector.ub_banks = None;
+    stripped.memory = None;
+    stripped.scalar.gm_latency = None;
+    assert_eq!(stripped, ideal);
+}

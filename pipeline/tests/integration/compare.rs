@@ -13,21 +13,26 @@ fn levels_in_the_order_asked_with_overflows_recorded() {
         levels.iter().map(|l| l.level).collect::<Vec<_>>(),
         [0, 2, 1]
     );
-    let cycles: Vec<u64> = levels
+    let runs: Vec<&sim::RunResult> = levels
         .iter()
         .map(|l| match &l.outcome {
             LevelOutcome::Ran(s) => {
                 assert_eq!(s.planned.plan.level, l.level);
-                s.result.total_cycles
+                &s.result
             }
             LevelOutcome::Overflow(e) => panic!("level {}: {e}", l.level),
         })
         .collect();
+    let cycles: Vec<u64> = runs.iter().map(|r| r.total_cycles).collect();
     // level 0 shares A's slot with C, so the next load waits for the add: slower
-    assert!(
-        cycles[0] > cycles[1] && cycles[1] == cycles[2],
-        "{cycles:?}"
-    );
+    assert!(cycles[0] > cycles[1].max(cycles[2]), "{cycles:?}");
+    // levels 2 and 1 differ only in addresses: the same vector work but for the bank
+    // conflicts those addresses cause
+    let v_work = |r: &sim::RunResult| {
+        let v = r.pipes.iter().find(|p| p.pipe == sim::Pipe::V).unwrap();
+        v.busy - r.bank_conflict_cycles.unwrap_or(0)
+    };
+    assert_eq!(v_work(runs[1]), v_work(runs[2]));
 
     // too small a UB for every level: each overflows, none stops the others
     let mut o = opts();

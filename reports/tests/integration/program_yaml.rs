@@ -68,6 +68,11 @@ fn shape_of(p: &Program) -> String {
     out
 }
 
+/// Runs `p` at `plan`'s addresses: with UB banks, vector time depends on them.
+fn run_at(p: &Program, config: &Config, plan: &Plan) -> sim::RunResult {
+    sim::run_placed(p, config, &plan.addresses(), Default::default(), &mut ()).unwrap()
+}
+
 /// Prints `program` with `plan`, loads the text back and checks everything the printer
 /// promises; returns the printed text.
 fn check_round_trip(program: &Program, plan: &Plan, config: &Config, what: &str) -> String {
@@ -112,8 +117,10 @@ fn check_round_trip(program: &Program, plan: &Plan, config: &Config, what: &str)
         let want = (!offsets.is_empty()).then(|| offsets.clone());
         assert_eq!(b.at, want, "{what}: buffer {}", a.name);
     }
-    // identical runs
-    match (sim::run(program, config), sim::run(&back, config)) {
+    // identical runs at the plan's addresses (with UB banks, vector time depends on them)
+    let run =
+        |p: &Program| sim::run_placed(p, config, &plan.addresses(), Default::default(), &mut ());
+    match (run(program), run(&back)) {
         (Ok(a), Ok(b)) => {
             assert_eq!(a.total_cycles, b.total_cycles, "{what}");
             assert_eq!(a, b, "{what}");
@@ -270,10 +277,7 @@ fn planner_multi_buffers_print_multi_and_untouched_buffers_no_at() {
         Some(&plan.buffers[xb].offsets[..])
     );
     assert_eq!(back.buffers[zb].at, None);
-    assert_eq!(
-        sim::run(&p, &config).unwrap(),
-        sim::run(&back, &config).unwrap()
-    );
+    assert_eq!(run_at(&p, &config, &plan), run_at(&back, &config, &plan));
 }
 
 /// Appends `kind` at the end of the kernel body with a path no file has, as a pass would.
@@ -320,10 +324,7 @@ fn inserted_sync_ops_print_from_the_structure() {
     );
     let back = sim::load_program(&text, "printed.yaml", &config, &[]).unwrap();
     assert_eq!(back.ops.len(), p.ops.len());
-    assert_eq!(
-        sim::run(&p, &config).unwrap(),
-        sim::run(&back, &config).unwrap()
-    );
+    assert_eq!(run_at(&p, &config, &plan), run_at(&back, &config, &plan));
 }
 
 #[test]
@@ -355,10 +356,7 @@ fn an_anonymous_while_counter_read_by_an_expression_gets_a_name() {
         "{text}"
     );
     let back = sim::load_program(&text, "printed.yaml", &config, &[]).unwrap();
-    assert_eq!(
-        sim::run(&p, &config).unwrap(),
-        sim::run(&back, &config).unwrap()
-    );
+    assert_eq!(run_at(&p, &config, &plan), run_at(&back, &config, &plan));
     // without a reader, the counter stays anonymous
     let p = sim::load_program(src, "w.yaml", &config, &[]).unwrap();
     let text = program_yaml(&p, &config, &plan);

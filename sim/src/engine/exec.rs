@@ -469,7 +469,11 @@ impl<'p, 'c> Core<'p, 'c> {
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
-            ub_banks: config.vector.ub_banks,
+            // a core without a vector unit has no UB banks to conflict in: no claim either way
+            ub_banks: config
+                .vector
+                .ub_banks
+                .filter(|_| config.core(program.core).pipes.contains(&Pipe::V)),
             bank_conflict: 0,
             scratch: RefCell::new(Scratch::default()),
             memos: RefCell::new(vec![banks::Memo::default(); c.memos as usize]),

@@ -17,7 +17,7 @@ pub struct RunResult {
     pub overlap_cycles: u64,
     /// The vector work started in this run above its conflict-free work: the cycles UB bank
     /// conflicts added to V's busy time (docs/timing.md, "UB banks"). `None` when the config has
-    /// no `ub_banks`.
+    /// no `ub_banks` or the program's core has no vector pipe.
     pub bank_conflict_cycles: Option<u64>,
     /// `double set` and `unpaired set_flag` reports, in the order they were found.
     pub findings: Vec<SyncFinding>,

@@ -95,6 +95,8 @@ fn config() -> Config {
             startup: 5,
         },
         memory: None,
+        chip: None,
+        cross_core: None,
     }
 }
 

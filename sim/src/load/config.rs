@@ -4,8 +4,8 @@
 
 use super::reader::{index, join, suggest, Reader};
 use crate::config::{
-    Config, CoreConfig, CubeConfig, MemoryConfig, PathConfig, ScalarConfig, ScopeConfig,
-    SyncConfig, UbBanks, VecCost, VectorConfig,
+    ChipConfig, Config, CoreConfig, CrossCoreConfig, CubeConfig, MemoryConfig, PathConfig,
+    ScalarConfig, ScopeConfig, SyncConfig, UbBanks, VecCost, VectorConfig,
 };
 use crate::limits;
 use crate::program::VecOp;
@@ -30,7 +30,7 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         "",
         "a chip config",
         TOP_REQUIRED,
-        &["description", "ub_banks", "memory"],
+        &["description", "ub_banks", "memory", "chip", "cross_core"],
     )?;
     let name = f
         .get("name")
@@ -136,8 +136,12 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         Some(n) => Some(memory(r, n)?),
         None => None,
     };
+    let chip = f.get("chip").map(|n| chip(r, n, cores.as_deref()));
+    let cross_core = f.get("cross_core").map(|n| cross_core(r, n));
     Some(Config {
         memory,
+        chip: chip.flatten(),
+        cross_core: cross_core.flatten(),
         name: name?.to_string(),
         description: description?,
         clock_mhz: clock_mhz?,
@@ -148,6 +152,59 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         paths: paths?,
         vector: vector?,
         cube: cube?,
+    })
+}
+
+/// The optional `chip` section: `aic` AI cores (at least 1), `aiv_per_aic` vector cores each;
+/// a split chip (both `aic` and `aiv` core types) needs `aiv_per_aic` >= 1.
+fn chip(r: &mut Reader, node: &Node, cores: Option<&[CoreConfig]>) -> Option<ChipConfig> {
+    let g = r.map(node, "chip", "the chip", &["aic", "aiv_per_aic"], &[])?;
+    let aic = g
+        .get("aic")
+        .and_then(|n| r.int_in(n, &g.path("aic"), 1, limits::MAX_BLOCKS as i64));
+    let per = g
+        .get("aiv_per_aic")
+        .and_then(|n| r.int_in(n, &g.path("aiv_per_aic"), 0, limits::MAX_AIV_PER_AIC as i64));
+    let c = ChipConfig {
+        aic: aic? as u32,
+        aiv_per_aic: per? as u32,
+    };
+    let split = cores
+        .is_some_and(|cs| cs.iter().any(|c| c.name == "aic") && cs.iter().any(|c| c.name == "aiv"));
+    if split && c.aiv_per_aic == 0 {
+        r.error_hint(
+            &g.path("aiv_per_aic"),
+            "a chip with aic and aiv cores has at least one vector core per AI core",
+            Some("set aiv_per_aic to the vector cores of one AI core (2 on the 910B)".into()),
+        );
+        return None;
+    }
+    Some(c)
+}
+
+/// The optional `cross_core` section: `flag_ids` and `max_pending` at least 1, `latency`
+/// non-negative.
+fn cross_core(r: &mut Reader, node: &Node) -> Option<CrossCoreConfig> {
+    let g = r.map(
+        node,
+        "cross_core",
+        "cross-core flags",
+        &["flag_ids", "max_pending", "latency"],
+        &[],
+    )?;
+    let ids = g
+        .get("flag_ids")
+        .and_then(|n| r.int_in(n, &g.path("flag_ids"), 1, limits::MAX_EVENT_IDS as i64));
+    let pending = g
+        .get("max_pending")
+        .and_then(|n| r.int_in(n, &g.path("max_pending"), 1, i32::MAX as i64));
+    let latency = g
+        .get("latency")
+        .and_then(|n| r.u32(n, &g.path("latency"), false));
+    Some(CrossCoreConfig {
+        flag_ids: ids? as u32,
+        max_pending: pending? as u32,
+        latency: latency?,
     })
 }
 

@@ -528,19 +528,30 @@ fn cube_rules() {
     );
 }
 
+/// Every problem of `e` as (YAML path, message), in order.
+fn problems(e: &crate::LoadError) -> Vec<(&str, &str)> {
+    e.diagnostics
+        .iter()
+        .map(|d| (d.path.as_str(), d.message.as_str()))
+        .collect()
+}
+
 #[test]
 fn config_problems_are_collected_together() {
     let text = crate::builtin::builtin("ascend910b").unwrap()
         .replace("clock_mhz: 1800", "clock_mhz: 0")
         .replace("event_ids: 8 ", "event_ids: -1")
         .replace("vexp:  {", "vexpp: {")
-        .replace("  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }", "  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: l1,  pipe: v,    bytes_per_cycle: 256, startup: 6 }");
+        .replace(
+            "  - { from: ub,  to: ub,",
+            "  - { from: ub,  to: ub,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: ub,  to: ub,",
+        )
+        .replace(
+            "  - { from: gm,  to: l1,",
+            "  - { from: ub,  to: l1,  pipe: v,    bytes_per_cycle: 256, startup: 6 }\n  - { from: gm,  to: l1,",
+        );
     let e = load_config(&text, "c.yaml").unwrap_err();
-    let got: Vec<(&str, &str)> = e
-        .diagnostics
-        .iter()
-        .map(|d| (d.path.as_str(), d.message.as_str()))
-        .collect();
+    let got = problems(&e);
     assert_eq!(
         got,
         [
@@ -561,6 +572,46 @@ fn config_problems_are_collected_together() {
         ]
     );
     assert!(e.diagnostics.iter().all(|d| d.line.is_some()));
+}
+
+#[test]
+fn chip_and_cross_core_problems_are_collected_together() {
+    let text = crate::builtin::builtin("ascend910b")
+        .unwrap()
+        .replace("  aiv_per_aic: 2 ", "  aiv_per_aic: 0 ")
+        .replace("  flag_ids: 11 ", "  flag_ids: 0 ")
+        .replace("  latency: 100 ", "  latency: -1 ");
+    let e = load_config(&text, "c.yaml").unwrap_err();
+    let got = problems(&e);
+    assert_eq!(
+        got,
+        [
+            (
+                "chip.aiv_per_aic",
+                "a chip with aic and aiv cores has at least one vector core per AI core"
+            ),
+            (
+                "cross_core.flag_ids",
+                "0 is out of range: this value must be positive"
+            ),
+            (
+                "cross_core.latency",
+                "-1 is out of range: this value must not be negative"
+            ),
+        ]
+    );
+    let cfg = config();
+    assert_eq!(
+        cfg.chip,
+        Some(crate::config::ChipConfig {
+            aic: 24,
+            aiv_per_aic: 2
+        })
+    );
+    assert_eq!(
+        cfg.cross_core.map(|c| (c.flag_ids, c.max_pending)),
+        Some((11, 16))
+    );
 }
 
 #[test]
