@@ -8,7 +8,7 @@ use super::banks::{self, Scratch};
 use super::memory::OneRun;
 use crate::addresses::Addresses;
 use crate::config::{Config, PathConfig};
-use crate::expr::{BinOp, EvalError, Expr, UnOp};
+use crate::expr::{BinOp, EvalError, Expr};
 use crate::footprint::{self, Bases, Sel};
 use crate::ids::{OpId, VarId};
 use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant, Ref, View};
@@ -1276,51 +1276,9 @@ fn var_range(
 }
 
 /// An inclusive range holding every value `e` takes when each loop variable `v` lies in
-/// `ranges[v]`, such that evaluating `e` cannot fail there: `None` when a variable is unknown
-/// or some node may overflow or divide by zero. Interval arithmetic on every node (stricter
-/// than [`Expr::range`], which lets `!` through unchecked, and than [`Expr::bounds`], whose
-/// linear form skips the intermediate values).
+/// `ranges[v]`, such that evaluating `e` cannot fail there ([`Expr::checked_range`]).
 fn safe_range(e: &Expr, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
-    match e {
-        Expr::Const(c) => Some((*c, *c)),
-        Expr::Var(v) => ranges.get(v.index()).copied().flatten(),
-        Expr::Unary(UnOp::Neg, a) => {
-            let (lo, hi) = safe_range(a, ranges)?;
-            Some((hi.checked_neg()?, lo.checked_neg()?))
-        }
-        Expr::Unary(UnOp::Not, a) => safe_range(a, ranges).map(|_| (0, 1)),
-        Expr::Binary(op, a, b) => {
-            let (al, ah) = safe_range(a, ranges)?;
-            let (bl, bh) = safe_range(b, ranges)?;
-            match op {
-                BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
-                BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),
-                BinOp::Mul | BinOp::Div => {
-                    if *op == BinOp::Div && bl <= 0 && bh >= 0 {
-                        return None;
-                    }
-                    // extremes of a product or a floor quotient (divisor of one sign) are at
-                    // the corners; each corner must evaluate
-                    let c = [
-                        op.apply(al, bl)?,
-                        op.apply(al, bh)?,
-                        op.apply(ah, bl)?,
-                        op.apply(ah, bh)?,
-                    ];
-                    Some((*c.iter().min()?, *c.iter().max()?))
-                }
-                BinOp::Rem if bl > 0 => Some(if al >= 0 && ah < bl {
-                    (al, ah)
-                } else {
-                    (0, bh - 1)
-                }),
-                BinOp::Rem => None,
-                BinOp::Min => Some((al.min(bl), ah.min(bh))),
-                BinOp::Max => Some((al.max(bl), ah.max(bh))),
-                _ => Some((0, 1)),
-            }
-        }
-    }
+    e.checked_range(ranges)
 }
 
 /// ceil(m/fm) × ceil(n/fn) × ceil(k/kf).
@@ -1334,7 +1292,7 @@ pub(super) fn mmad_work(m: u64, n: u64, k: u64, fm: u64, fnn: u64, kf: u64) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Expr;
+    use crate::expr::{Expr, UnOp};
 
     fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Binary(op, Box::new(a), Box::new(b))
