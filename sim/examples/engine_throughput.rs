@@ -9,15 +9,26 @@
 //! N defaults to 10 000 000 and accepts a `k`/`M` suffix (`1M`). Memory must not depend on N:
 //! compare a 1M and a 10M run.
 //!
-//! With `--banks` it turns on `vector.block_bytes: 32` and `ub_banks: { groups: 16, row_bytes: 32,
-//! bank_bytes: 4096 }` and runs at sequential addresses (every slot of every buffer side by
-//! side), so every vadd takes its bank cost from its slot combination.
+//! The refinements (docs/timing.md: vector blocks, UB banks, the gm memory system and
+//! `scalar.gm_latency`) are as the shipped config has them, unless `--refinements off` turns
+//! them all off or `--refinements on` turns on every one the config lacks, with these values:
+//! `vector.block_bytes: 32`; `ub_banks: { groups: 16, row_bytes: 32, bank_bytes: 4096 }`;
+//! `memory: { line_bytes: 512, l2_bytes: 192 MiB, l2_read_bytes_per_cycle: 110,
+//! l2_write_bytes_per_cycle: 86, l2_latency: 200, hbm_bytes_per_cycle: 32, hbm_read_latency:
+//! 1400 }` (an estimate of the 910B's numbers); `scalar.gm_latency: 200`. The finer switches
+//! `--banks` (vector blocks and UB banks) and `--memory` (the memory system and
+//! `scalar.gm_latency`) turn on just those, after `--refinements`. The config is changed after
+//! parsing, so the shipped file may already have any of them. With UB banks on, every slot of
+//! every buffer is placed side by side, so every vadd takes its bank cost from its slot
+//! combination.
+//!
+//! ```text
+//! cargo run --release -p sim --example engine_throughput -- 10M --refinements off
+//! cargo run --release -p sim --example engine_throughput -- 10M --refinements on
+//! ```
 //!
 //! With `--race` it also runs the same kernel under the race checker (every buffer slot side
 //! by side) and prints that rate and the checker's overhead (time with / time without).
-//!
-//! With `--memory` the config gets a `memory` section (the gm memory system: L2 lookups on every
-//! load and store; an estimate of the 910B's numbers), to measure what the refinement costs.
 
 use std::time::Instant;
 
@@ -87,9 +98,9 @@ fn program(config: &sim::Config, tiles: u64) -> sim::Program {
         .unwrap_or_else(|e| panic!("the generated kernel must load: {e}"))
 }
 
-fn run(config: &sim::Config, tiles: u64, banks: bool) -> (sim::RunResult, f64) {
+fn run(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64) {
     let program = program(config, tiles);
-    let addresses = if banks {
+    let addresses = if config.vector.ub_banks.is_some() {
         side_by_side(&program)
     } else {
         sim::Addresses::default()
@@ -143,48 +154,131 @@ fn run_race(config: &sim::Config, tiles: u64) -> (sim::RunResult, f64, usize, us
     (result, secs, checker.into_hazards().len(), peak)
 }
 
-fn main() {
-    let race = std::env::args().any(|a| a == "--race");
-    let banks = std::env::args().any(|a| a == "--banks");
-    let memory = std::env::args().any(|a| a == "--memory");
-    let target = match std::env::args().skip(1).find(|a| !a.starts_with("--")) {
-        None => 10_000_000,
-        Some(a) => parse_count(&a).unwrap_or_else(|| {
-            eprintln!("usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--race] [--banks]");
-            std::process::exit(2)
-        }),
-    };
-    let mut text = sim::builtin::builtin(CONFIG).unwrap().to_string();
-    if memory {
-        text.push_str(
-            "memory: { line_bytes: 512, l2_bytes: 201326592, l2_read_bytes_per_cycle: 110, \
-             l2_write_bytes_per_cycle: 86, l2_latency: 50, hbm_bytes_per_cycle: 32, \
-             hbm_read_latency: 400 }\n",
-        );
+const USAGE: &str = "usage: engine_throughput [INSTRUCTIONS, e.g. 10M] [--refinements on|off] \
+                     [--banks] [--memory] [--race]";
+
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(2)
+}
+
+/// Turns on vector blocks and UB banks where the config lacks them.
+fn banks_on(config: &mut sim::Config) {
+    let v = &mut config.vector;
+    v.block_bytes.get_or_insert(32);
+    v.ub_banks.get_or_insert(sim::config::UbBanks {
+        groups: 16,
+        row_bytes: 32,
+        bank_bytes: 4096,
+    });
+}
+
+/// Turns on the gm memory system and `scalar.gm_latency` where the config lacks them.
+fn memory_on(config: &mut sim::Config) {
+    config.memory.get_or_insert(sim::config::MemoryConfig {
+        line_bytes: 512,
+        l2_bytes: 192 << 20,
+        l2_read_bytes_per_cycle: 110,
+        l2_write_bytes_per_cycle: 86,
+        l2_latency: 200,
+        hbm_bytes_per_cycle: 32,
+        hbm_read_latency: 1400,
+    });
+    config.scalar.gm_latency.get_or_insert(200);
+}
+
+/// Which refinements `config` has, for the report.
+fn refinements(config: &sim::Config) -> String {
+    let mut on = Vec::new();
+    if let Some(b) = config.vector.block_bytes {
+        on.push(format!("vector.block_bytes {b}"));
     }
-    let mut config = sim::load_config(&text, CONFIG).expect("the built-in config loads");
+    if let Some(u) = config.vector.ub_banks {
+        on.push(format!(
+            "ub_banks {{ groups {}, row_bytes {}, bank_bytes {} }}",
+            u.groups, u.row_bytes, u.bank_bytes
+        ));
+    }
+    if let Some(m) = config.memory {
+        on.push(format!(
+            "memory {{ line_bytes {}, l2_bytes {} }}",
+            m.line_bytes, m.l2_bytes
+        ));
+    }
+    if let Some(g) = config.scalar.gm_latency {
+        on.push(format!("scalar.gm_latency {g}"));
+    }
+    if on.is_empty() {
+        "none".to_string()
+    } else {
+        on.join(", ")
+    }
+}
+
+fn main() {
+    let mut race = false;
+    let (mut banks, mut memory) = (false, false);
+    let mut all: Option<bool> = None;
+    let mut target = 10_000_000;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--race" => race = true,
+            "--banks" => banks = true,
+            "--memory" => memory = true,
+            "--refinements" => {
+                all = match args.next().as_deref() {
+                    Some("on") => Some(true),
+                    Some("off") => Some(false),
+                    _ => usage(),
+                }
+            }
+            _ if a.starts_with("--") => usage(),
+            _ => target = parse_count(&a).unwrap_or_else(|| usage()),
+        }
+    }
+    let text = sim::builtin::builtin(CONFIG).expect("a built-in config");
+    let mut config = sim::load_config(text, CONFIG).expect("the built-in config loads");
+    match all {
+        Some(false) => {
+            config.vector.block_bytes = None;
+            config.vector.ub_banks = None;
+            config.memory = None;
+            config.scalar.gm_latency = None;
+        }
+        Some(true) => {
+            banks_on(&mut config);
+            memory_on(&mut config);
+        }
+        None => {}
+    }
     if banks {
-        config.vector.block_bytes = Some(32);
-        config.vector.ub_banks = Some(sim::config::UbBanks {
-            groups: 16,
-            row_bytes: 32,
-            bank_bytes: 4096,
-        });
+        banks_on(&mut config);
+    }
+    if memory {
+        memory_on(&mut config);
     }
     // calibrate: dynamic instructions per tile
-    let (a, _) = run(&config, 100, banks);
-    let (b, _) = run(&config, 200, banks);
+    let (a, _) = run(&config, 100);
+    let (b, _) = run(&config, 200);
     let per_tile = (b.instructions() - a.instructions()) / 100;
     let tiles = target.div_ceil(per_tile).max(2);
 
-    let (result, secs) = run(&config, tiles, banks);
+    let (result, secs) = run(&config, tiles);
     assert!(result.deadlock.is_none() && result.findings.is_empty());
     let n = result.instructions();
+    println!("refinements: {}", refinements(&config));
     println!("kernel: vec_add_db, {tiles} tiles, {per_tile} instructions per tile");
     println!("dynamic instructions: {n}");
     println!("simulated cycles:     {}", result.total_cycles);
     if let Some(c) = result.bank_conflict_cycles {
         println!("bank conflict cycles: {c}");
+    }
+    if let Some(m) = &result.memory {
+        println!(
+            "L2 lines:             {} hit, {} missed, {} evicted",
+            m.hit_lines, m.miss_lines, m.evicted_lines
+        );
     }
     println!("seconds:              {secs:.3}");
     println!("instructions/s:       {:.2} M", n as f64 / secs / 1e6);

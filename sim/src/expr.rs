@@ -75,6 +75,7 @@ impl BinOp {
     }
 
     /// Applies the operator; `None` on division by zero or overflow.
+    #[inline]
     pub fn apply(self, a: i64, b: i64) -> Option<i64> {
         Some(match self {
             BinOp::Add => a.checked_add(b)?,
@@ -159,17 +160,33 @@ impl Expr {
     /// An inclusive range that holds every value the expression can take when each variable
     /// `v` lies in `ranges[v]`; `None` when a variable's range is unknown or the bound overflows.
     pub fn range(&self, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
+        self.range_in(ranges, false)
+    }
+
+    /// [`Expr::range`], and `None` unless every node evaluates without overflow or division by
+    /// zero for every value in `ranges` (`!` checks its operand too): what lets a compiled
+    /// evaluation drop its run-time checks.
+    pub fn checked_range(&self, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
+        self.range_in(ranges, true)
+    }
+
+    fn range_in(&self, ranges: &[Option<(i64, i64)>], strict: bool) -> Option<(i64, i64)> {
         match self {
             Expr::Const(v) => Some((*v, *v)),
             Expr::Var(v) => ranges.get(v.index()).copied().flatten(),
             Expr::Unary(UnOp::Neg, a) => {
-                let (lo, hi) = a.range(ranges)?;
+                let (lo, hi) = a.range_in(ranges, strict)?;
                 Some((hi.checked_neg()?, lo.checked_neg()?))
             }
-            Expr::Unary(UnOp::Not, _) => Some((0, 1)),
+            Expr::Unary(UnOp::Not, a) => {
+                if strict {
+                    a.range_in(ranges, strict)?;
+                }
+                Some((0, 1))
+            }
             Expr::Binary(op, a, b) => {
-                let (al, ah) = a.range(ranges)?;
-                let (bl, bh) = b.range(ranges)?;
+                let (al, ah) = a.range_in(ranges, strict)?;
+                let (bl, bh) = b.range_in(ranges, strict)?;
                 match op {
                     BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
                     BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),

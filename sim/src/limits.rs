@@ -39,8 +39,9 @@ pub const MAX_QUEUE_DEPTH: u32 = 4096;
 /// race checker keep a table entry per id and pipe pair.
 pub const MAX_EVENT_IDS: u32 = 1024;
 
-/// Lines of the gm layout under the memory system (`memory` in a config): 2^26. The engine
-/// keeps 8 bytes per line; at 512-byte lines that is 32 GiB of gm tensors.
+/// Lines of the gm layout under the memory system (`memory` in a config): 2^26, at 512-byte
+/// lines 32 GiB of gm tensors. The engine keeps 8 bytes per 2^14 lines of the layout, and
+/// memory in proportion to the lines the L2 holds.
 pub const MAX_GM_LINES: u64 = 1 << 26;
 
 /// `2^k` for a power of two, the way the limits are written in messages.

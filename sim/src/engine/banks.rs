@@ -1,5 +1,8 @@
 //! Vector blocks and UB banks (docs/timing.md, "Vector blocks" and "UB banks"): the work of a
 //! vector op whose operands are handled in blocks, and the cycles its blocks' bank groups add.
+//! The cost is a function of the operands' block layout alone: the compiler tabulates it per slot
+//! combination for static operands, and a [`Memo`] keeps the last few layouts of an op whose
+//! operands move with the loop variables.
 
 use super::compile::Opnd;
 use crate::config::UbBanks;
@@ -7,7 +10,7 @@ use crate::footprint::{self, EvalFailure};
 
 /// The blocks of one operand: run `r` starts at UB byte `base + starts[lo + r]`, and block `q`
 /// of a run at `q × block` bytes after its start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct BlockList {
     pub base: u64,
     /// The operand's run starts (bytes from `base`) are `starts[lo..hi]`.
@@ -42,6 +45,60 @@ impl Scratch {
         self.starts.clear();
         self.ins.clear();
         self.outs.clear();
+    }
+}
+
+/// The (work, conflict cycles) of a vector op whose operands move with the loop variables (or
+/// have too many slot combinations for a table), for the last few block layouts it met: its
+/// cost depends on nothing else, and a loop usually cycles through a few (`x[t % 4]`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Memo {
+    entries: Vec<Layout>,
+    /// The entry the next new layout replaces.
+    next: usize,
+}
+
+/// A block layout as [`fill`] left it (run starts, inputs, outputs) and its (work, conflict
+/// cycles).
+#[derive(Clone, Debug)]
+struct Layout {
+    starts: Vec<u64>,
+    ins: Vec<BlockList>,
+    outs: Vec<BlockList>,
+    cost: (u64, u64),
+}
+
+impl Memo {
+    /// Layouts remembered per op.
+    const WAYS: usize = 8;
+
+    /// The cost of the layout `s` holds, when remembered.
+    #[inline]
+    pub fn get(&self, s: &Scratch) -> Option<(u64, u64)> {
+        self.entries
+            .iter()
+            .find(|e| e.starts == s.starts && e.ins == s.ins && e.outs == s.outs)
+            .map(|e| e.cost)
+    }
+
+    /// Remembers `cost` for the layout `s` holds, in place of the oldest one when full (their
+    /// vectors are reused).
+    pub fn put(&mut self, s: &Scratch, cost: (u64, u64)) {
+        if self.entries.len() < Self::WAYS {
+            self.entries.push(Layout {
+                starts: s.starts.clone(),
+                ins: s.ins.clone(),
+                outs: s.outs.clone(),
+                cost,
+            });
+            return;
+        }
+        let e = &mut self.entries[self.next];
+        self.next = (self.next + 1) % Self::WAYS;
+        e.starts.clone_from(&s.starts);
+        e.ins.clone_from(&s.ins);
+        e.outs.clone_from(&s.outs);
+        e.cost = cost;
     }
 }
 

@@ -5,12 +5,13 @@
 //! needed). Every id is a dense `u32`; nothing here is touched by strings at run time.
 
 use super::banks::{self, Scratch};
+use super::memory::OneRun;
 use crate::addresses::Addresses;
 use crate::config::{Config, PathConfig};
-use crate::expr::{EvalError, Expr};
-use crate::footprint::{self, Bases};
+use crate::expr::{BinOp, EvalError, Expr};
+use crate::footprint::{self, Bases, Sel};
 use crate::ids::{OpId, VarId};
-use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant, Ref};
+use crate::program::{BarrierTarget, Layout, Mmad, Op, OpKind, Operand, Program, Quant, Ref, View};
 use crate::types::{Pipe, Space};
 
 /// "No gm memory action" in [`Spec::mem`].
@@ -19,18 +20,50 @@ pub(super) const NO_MEM: u32 = u32::MAX;
 /// "Not inside any loop" in [`Opnd::counter`].
 pub(super) const NO_LOOP: u32 = u32::MAX;
 
-/// An expression, with constants unwrapped so the hot path never walks a tree for them.
+/// An expression, with the shapes kernels write most (a constant, a loop variable, `t % 2`,
+/// `t >= 2`, `t + 1`) unwrapped so the hot path never walks a tree for them.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Val<'p> {
     Const(i64),
+    /// A loop variable (by [`VarId`] index).
+    Var(u32),
+    /// `v % m` for a power of two m > 0: `v & (m - 1)`, which is the floor remainder.
+    RemPow2 {
+        var: u32,
+        mask: i64,
+    },
+    /// `v op c`: the op applied directly; when it fails (overflow, division by zero) `e` is
+    /// evaluated for its error, so errors are the tree's.
+    VarConst {
+        var: u32,
+        op: BinOp,
+        c: i64,
+        e: &'p Expr,
+    },
     Dyn(&'p Expr),
 }
 
 impl<'p> Val<'p> {
     pub fn new(e: &'p Expr) -> Val<'p> {
-        match e.as_const() {
-            Some(c) => Val::Const(c),
-            None => Val::Dyn(e),
+        match e {
+            Expr::Const(c) => Val::Const(*c),
+            Expr::Var(v) => Val::Var(v.index() as u32),
+            Expr::Binary(op, a, b) => match (&**a, b.as_const()) {
+                (Expr::Var(v), Some(m)) if *op == BinOp::Rem && m > 0 && m.count_ones() == 1 => {
+                    Val::RemPow2 {
+                        var: v.index() as u32,
+                        mask: m - 1,
+                    }
+                }
+                (Expr::Var(v), Some(c)) => Val::VarConst {
+                    var: v.index() as u32,
+                    op: *op,
+                    c,
+                    e,
+                },
+                _ => Val::Dyn(e),
+            },
+            _ => Val::Dyn(e),
         }
     }
 
@@ -38,6 +71,12 @@ impl<'p> Val<'p> {
     pub fn eval(self, vars: &[i64]) -> Result<i64, (EvalError, &'p Expr)> {
         match self {
             Val::Const(c) => Ok(c),
+            Val::Var(v) => Ok(vars[v as usize]),
+            Val::RemPow2 { var, mask } => Ok(vars[var as usize] & mask),
+            Val::VarConst { var, op, c, e } => match op.apply(vars[var as usize], c) {
+                Some(x) => Ok(x),
+                None => e.eval(vars).map_err(|err| (err, e)),
+            },
             Val::Dyn(e) => e.eval(vars).map_err(|err| (err, e)),
         }
     }
@@ -101,6 +140,9 @@ pub(super) enum Kind {
     Stage,
     /// The M part of an `mmad_l1`: waits until its MTE1 part has completed.
     MacroM,
+    /// A move that reads or writes gm under the memory system: like `Work`, but its cost is
+    /// decided (reads) and its lines taken at its start ([`Spec::mem`]).
+    GmMove,
 }
 
 /// How the cost of a sent instruction is found.
@@ -134,7 +176,8 @@ pub(super) enum Cost<'p> {
         table: u32,
         startup: u64,
     },
-    /// UB banks, operands known only at issue: inputs `lo..mid`, outputs `mid..hi`.
+    /// UB banks, operands known only at issue: inputs `lo..mid`, outputs `mid..hi`; its
+    /// [`super::banks::Memo`] is number `memo` of the run's.
     BankedDyn {
         block: u64,
         per_repeat: u64,
@@ -143,6 +186,7 @@ pub(super) enum Cost<'p> {
         lo: u32,
         mid: u32,
         hi: u32,
+        memo: u32,
     },
     Mmad {
         m: Val<'p>,
@@ -247,26 +291,36 @@ pub(super) struct Spec<'p> {
     /// Its entry in [`Compiled::mems`] (a move that reads or writes gm, when the config has a
     /// `memory` section), else [`NO_MEM`].
     pub mem: u32,
+    /// Whether no operand has an explicit slot (`@k`) or needs a run-time bounds check: then
+    /// choosing the slots can fail on nothing, and is needed only by an observer or `costed_by_slots`.
+    pub plain: bool,
+    /// Whether the cost depends on the operands' slots (UB banks).
+    pub costed_by_slots: bool,
+    /// A set/wait's flag index for id 0: (src × pipes + dst) × event_ids.
+    pub flag_base: u64,
 }
 
-/// One gm side of a move under the memory system: the operand, and its lines when static.
+/// One gm side of a move under the memory system: the operand, and its runs when static.
 #[derive(Clone, Debug)]
-pub(super) struct GmSide {
+pub(super) struct GmSide<'p> {
     /// Absolute operand index.
     pub opnd: u32,
     /// First byte of the operand's tensor in the gm layout.
     pub base: u64,
-    /// `(line, bytes)` pairs when the operand does not depend on loop variables.
-    pub lines: Option<Vec<(u64, u64)>>,
+    /// Its byte runs in the gm layout ([`super::memory::runs_of`]) when the operand does not
+    /// depend on loop variables.
+    pub runs: Option<Vec<(u64, u64)>>,
+    /// When it does, and is one contiguous run whatever they are: that run's pattern.
+    pub one: Option<OneRun<'p>>,
 }
 
 /// A move that reads or writes gm, under the memory system.
 #[derive(Clone, Debug)]
-pub(super) struct MemSpec {
+pub(super) struct MemSpec<'p> {
     /// The gm source: looked up when the move starts (work and startup are decided then).
-    pub read: Option<GmSide>,
+    pub read: Option<GmSide<'p>>,
     /// The gm destination: its lines are allocated when the move starts.
-    pub write: Option<GmSide>,
+    pub write: Option<GmSide<'p>>,
     /// The path's bytes per cycle and startup.
     pub bpc: u64,
     pub startup: u64,
@@ -373,8 +427,10 @@ pub(super) struct Compiled<'p> {
     pub max_operands: usize,
     /// [`Cost::Banked`] tables.
     pub tables: Vec<BankTable>,
+    /// How many [`Cost::BankedDyn`] costs there are (each has a memo at run time).
+    pub memos: u32,
     /// The gm moves under the memory system ([`Spec::mem`]).
-    pub mems: Vec<MemSpec>,
+    pub mems: Vec<MemSpec<'p>>,
     /// Lines of the gm layout (every tensor, each from a line); 0 without `memory`.
     pub gm_lines: u64,
 }
@@ -442,6 +498,9 @@ struct Compiler<'p, 'c> {
     addresses: &'c Addresses,
     /// First byte of each gm tensor in the layout (with `memory`).
     gm_base: Vec<u64>,
+    /// The values each loop variable can take in the ops being compiled ([`var_range`]):
+    /// set inside its loop's body only. Indexed by [`VarId`].
+    ranges: Vec<Option<(i64, i64)>>,
 }
 
 /// `slot_counts[b]`, when present and non-zero, replaces buffer b's `multi` as the modulus of
@@ -485,6 +544,7 @@ pub(super) fn compile<'p>(
             pipe_mask,
             max_operands: 0,
             tables: Vec::new(),
+            memos: 0,
             mems: Vec::new(),
             gm_lines: 0,
         },
@@ -492,6 +552,7 @@ pub(super) fn compile<'p>(
         slot_counts,
         addresses,
         gm_base: Vec::new(),
+        ranges: vec![None; program.vars.len()],
     };
     if let Some(m) = &config.memory {
         // declaration order, each tensor from a line
@@ -556,24 +617,31 @@ impl<'p> Compiler<'p, '_> {
         let program = self.program;
         let op = program.op(id);
         match &op.kind {
-            OpKind::For(l) => self.emit_loop(
-                id,
-                l.var,
-                Bounds::For {
-                    from: Val::new(&l.from),
-                    to: Val::new(&l.to),
-                    step: Val::new(&l.step),
-                },
-                &l.body.ops,
-            ),
-            OpKind::While { var, trips, body } => self.emit_loop(
-                id,
-                *var,
-                Bounds::While {
-                    trips: Val::new(trips),
-                },
-                &body.ops,
-            ),
+            OpKind::For(l) => {
+                let range = var_range(&l.from, &l.to, &l.step, &self.ranges);
+                self.emit_loop(
+                    id,
+                    (l.var, range),
+                    Bounds::For {
+                        from: Val::new(&l.from),
+                        to: Val::new(&l.to),
+                        step: Val::new(&l.step),
+                    },
+                    &l.body.ops,
+                )
+            }
+            OpKind::While { var, trips, body } => {
+                let range = safe_range(trips, &self.ranges)
+                    .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+                self.emit_loop(
+                    id,
+                    (*var, range),
+                    Bounds::While {
+                        trips: Val::new(trips),
+                    },
+                    &body.ops,
+                )
+            }
             OpKind::If { cond, then, els } => {
                 let at = self.emit(SOp::If {
                     op: id,
@@ -725,7 +793,12 @@ impl<'p> Compiler<'p, '_> {
                         dst: d,
                     },
                 };
-                self.send_work(id, path.pipe, Kind::Work, cost, (lo, hi))?;
+                let kind = if mem == NO_MEM {
+                    Kind::Work
+                } else {
+                    Kind::GmMove
+                };
+                self.send_work(id, path.pipe, kind, cost, (lo, hi))?;
                 self.out.specs.last_mut().expect("just sent").mem = mem;
                 Ok(())
             }
@@ -802,10 +875,12 @@ impl<'p> Compiler<'p, '_> {
         }
     }
 
+    /// Emits loop `id` over variable `var`, which takes values in `range` (when known) in
+    /// `body`.
     fn emit_loop(
         &mut self,
         id: OpId,
-        var: VarId,
+        (var, range): (VarId, Option<(i64, i64)>),
         bounds: Bounds<'p>,
         body: &'p [OpId],
     ) -> Result<(), CompileError> {
@@ -822,7 +897,9 @@ impl<'p> Compiler<'p, '_> {
         });
         self.emit(SOp::LoopEnter { lp });
         let head = self.emit(SOp::LoopHead { lp, exit: 0 });
+        let outside = std::mem::replace(&mut self.ranges[var.index()], range);
         self.block(body)?;
+        self.ranges[var.index()] = outside;
         self.emit(SOp::LoopBack { lp, head });
         let exit = self.pc();
         self.out.code[head as usize] = SOp::LoopHead { lp, exit };
@@ -864,6 +941,9 @@ impl<'p> Compiler<'p, '_> {
             lo: 0,
             hi: 0,
             mem: NO_MEM,
+            plain: true,
+            costed_by_slots: false,
+            flag_base: 0,
         })
     }
 
@@ -885,11 +965,22 @@ impl<'p> Compiler<'p, '_> {
             lo,
             hi,
             mem: NO_MEM,
+            plain: true,
+            costed_by_slots: false,
+            flag_base: 0,
         })
     }
 
-    fn send(&mut self, spec: Spec<'p>) -> Result<(), CompileError> {
+    fn send(&mut self, mut spec: Spec<'p>) -> Result<(), CompileError> {
         self.need_pipe(spec.op, spec.pipe)?;
+        spec.plain = self.out.opnds[spec.lo as usize..spec.hi as usize]
+            .iter()
+            .all(|o| o.slot.is_none() && !o.check);
+        spec.costed_by_slots = matches!(spec.cost, Cost::Banked { .. } | Cost::BankedDyn { .. });
+        if let Some((src, dst, _)) = spec.flag {
+            let events = self.config.sync.event_ids as u64;
+            spec.flag_base = (src.index() * Pipe::COUNT + dst.index()) as u64 * events;
+        }
         let at = self.out.specs.len() as u32;
         self.out.specs.push(spec);
         self.emit(SOp::Send { spec: at });
@@ -951,8 +1042,10 @@ impl<'p> Compiler<'p, '_> {
             lo,
             mid: lo + nin,
             hi: lo + n,
+            memo: self.out.memos,
         };
         if !all_static {
+            self.out.memos += 1;
             return dynamic;
         }
         // every slot combination, operand 0's slot varying fastest
@@ -966,6 +1059,7 @@ impl<'p> Compiler<'p, '_> {
             }
         }
         if combos > MAX_TABLE {
+            self.out.memos += 1;
             return dynamic;
         }
         let mut scratch = Scratch::default();
@@ -977,6 +1071,7 @@ impl<'p> Compiler<'p, '_> {
                 slots[k as usize] = ((idx / mult) % radix) as u32;
             }
             if banks::fill(opnds, nin as usize, &slots, &[], block, &mut scratch).is_err() {
+                self.out.memos += 1;
                 return dynamic;
             }
             costs.push(banks::banked_work(
@@ -993,23 +1088,26 @@ impl<'p> Compiler<'p, '_> {
     }
 
     /// Operand `i`, on a gm tensor, as the memory system sees it.
-    fn gm_side(&self, i: u32) -> GmSide {
+    fn gm_side(&self, i: u32) -> GmSide<'p> {
         let o = &self.out.opnds[i as usize];
         let Ref::Tensor(t) = o.operand.base else {
             unreachable!("a gm operand is on a tensor");
         };
         let base = self.gm_base[t.index()];
-        let line_bytes = self.config.memory.as_ref().expect("memory").line_bytes;
-        let lines = footprint::static_indices(o.operand).then(|| {
+        let runs = footprint::static_indices(o.operand).then(|| {
             let mut v = Vec::new();
             // static indices evaluate without variables; the loader checked their bounds
-            let _ = super::memory::lines_of(o.operand, o.shape, &[], base, line_bytes, &mut v);
+            let _ = super::memory::runs_of(o.operand, o.shape, &[], base, &mut v);
             v
         });
         GmSide {
             opnd: i,
             base,
-            lines,
+            one: runs
+                .is_none()
+                .then(|| OneRun::of(o.operand, o.shape))
+                .flatten(),
+            runs,
         }
     }
 
@@ -1088,6 +1186,9 @@ impl<'p> Compiler<'p, '_> {
             .collect();
         let dynamic_index = !footprint::static_indices(o);
         let slot_dyn = o.slot.as_ref().is_some_and(|s| s.as_const().is_none());
+        // a check that cannot fail for any value the loop variables take here is left out
+        let bounded = dynamic_index || !windows.is_empty();
+        let check = slot_dyn || (bounded && !self.in_bounds(o, shape, &bases.windows(o.base)));
         let chain = bases.windows(o.base);
         let win_const = chain
             .iter()
@@ -1109,7 +1210,7 @@ impl<'p> Compiler<'p, '_> {
             slot: o.slot.as_ref().map(Val::new),
             counter,
             static_bytes: o.bytes(),
-            check: dynamic_index || !windows.is_empty() || slot_dyn,
+            check,
             static_runs: !dynamic_index && windows.is_empty(),
             windows,
             win_const,
@@ -1118,10 +1219,124 @@ impl<'p> Compiler<'p, '_> {
     }
 }
 
+impl<'p> Compiler<'p, '_> {
+    /// Whether the run-time bounds check of operand `o` (on a base of `shape`, with the window
+    /// chain `windows`) passes for every value the loop variables can take where it is
+    /// compiled: every index, slice bound and window offset evaluates without error
+    /// ([`safe_range`]) and lies in bounds. The rules are [`super::exec`]'s `check_operand`.
+    fn in_bounds(&self, o: &Operand, shape: &[u64], windows: &[(&View, Ref, &Expr)]) -> bool {
+        let r = &self.ranges;
+        if o.indices.len() > shape.len() {
+            return false;
+        }
+        let dims = shape.iter().enumerate().take(o.indices.len());
+        let dims_ok = dims.into_iter().all(|(d, &dim)| match Sel::of(o, d, dim) {
+            Sel::Whole(_) => true,
+            Sel::At(e) => safe_range(e, r).is_some_and(|(lo, hi)| lo >= 0 && (hi as u64) < dim),
+            Sel::Slice(a, b) => match (safe_range(a, r), safe_range(b, r)) {
+                (Some((alo, ahi)), Some((blo, bhi))) => {
+                    alo >= 0
+                        && bhi >= 0
+                        && bhi as u64 <= dim
+                        && (blo >= ahi || Expr::const_difference(b, a).is_some_and(|k| k >= 0))
+                }
+                _ => false,
+            },
+        });
+        dims_ok
+            && windows.iter().all(|(view, of, offset)| {
+                let len: u64 = view.shape.iter().product();
+                let of_len: u64 = Bases::of(self.program).shape(*of).iter().product();
+                safe_range(offset, r).is_some_and(|(lo, hi)| {
+                    lo >= 0
+                        && (hi as u64)
+                            .checked_add(len)
+                            .is_some_and(|end| end <= of_len)
+                })
+            })
+    }
+}
+
+/// The values a `for` loop's variable takes, from the values its bounds can take: [from,
+/// to - 1] for a constant step > 0, [to + 1, from] for one < 0; `None` when unknown or empty.
+fn var_range(
+    from: &Expr,
+    to: &Expr,
+    step: &Expr,
+    ranges: &[Option<(i64, i64)>],
+) -> Option<(i64, i64)> {
+    let (flo, fhi) = safe_range(from, ranges)?;
+    let (tlo, thi) = safe_range(to, ranges)?;
+    let (lo, hi) = match step.as_const()? {
+        s if s > 0 => (flo, thi.checked_sub(1)?),
+        s if s < 0 => (tlo.checked_add(1)?, fhi),
+        _ => return None,
+    };
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// An inclusive range holding every value `e` takes when each loop variable `v` lies in
+/// `ranges[v]`, such that evaluating `e` cannot fail there ([`Expr::checked_range`]).
+fn safe_range(e: &Expr, ranges: &[Option<(i64, i64)>]) -> Option<(i64, i64)> {
+    e.checked_range(ranges)
+}
+
 /// ceil(m/fm) × ceil(n/fn) × ceil(k/kf).
 #[inline]
 pub(super) fn mmad_work(m: u64, n: u64, k: u64, fm: u64, fnn: u64, kf: u64) -> u64 {
     m.div_ceil(fm)
         .saturating_mul(n.div_ceil(fnn))
         .saturating_mul(k.div_ceil(kf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{Expr, UnOp};
+
+    fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn loop_variable_ranges() {
+        let c = Expr::Const;
+        let v = Expr::Var(VarId::new(0));
+        let r = [Some((2, 5))];
+        // from 0 to 10 by 3: 0, 3, 6, 9 within [0, 9]
+        assert_eq!(var_range(&c(0), &c(10), &c(3), &r), Some((0, 9)));
+        // down from v (2..=5) to -1: [0, 5]
+        assert_eq!(var_range(&v, &c(-1), &c(-1), &r), Some((0, 5)));
+        // a step that is not a known constant, or a loop that never runs
+        assert_eq!(var_range(&c(0), &c(10), &v, &r), None);
+        assert_eq!(var_range(&c(5), &c(5), &c(1), &r), None);
+    }
+
+    #[test]
+    fn safe_ranges_refuse_what_may_fail() {
+        let c = Expr::Const;
+        let v = Expr::Var(VarId::new(0));
+        let r = [Some((-3, 5))];
+        assert_eq!(
+            safe_range(&bin(BinOp::Rem, v.clone(), c(4)), &r),
+            Some((0, 3))
+        );
+        assert_eq!(
+            safe_range(&bin(BinOp::Div, v.clone(), c(2)), &r),
+            Some((-2, 2))
+        );
+        assert_eq!(
+            safe_range(&bin(BinOp::Mul, v.clone(), c(-2)), &r),
+            Some((-10, 6))
+        );
+        // may divide by zero, may overflow (inside a `!` too), or a variable with no range
+        assert_eq!(safe_range(&bin(BinOp::Div, c(4), v.clone()), &r), None);
+        let huge = bin(BinOp::Mul, v.clone(), c(i64::MAX));
+        assert_eq!(safe_range(&huge, &r), None);
+        assert_eq!(
+            safe_range(&Expr::Unary(UnOp::Not, Box::new(huge)), &r),
+            None
+        );
+        assert_eq!(safe_range(&v, &[None]), None);
+    }
 }

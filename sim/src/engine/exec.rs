@@ -6,7 +6,7 @@ use super::banks::{self, Scratch};
 use super::compile::{
     chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP, NO_MEM,
 };
-use super::memory::{lines_of, L2};
+use super::memory::{runs_of, L2};
 use super::result::{
     Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
     Waiter,
@@ -23,7 +23,8 @@ use std::cell::RefCell;
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
 
-/// One sent instruction waiting in (or travelling to) its pipe's queue.
+/// One sent instruction waiting in (or travelling to) its pipe's queue. 48 bytes: what only
+/// some instructions need is their [`Aux`], beside it in the ring.
 #[derive(Clone, Copy, Default, Debug)]
 struct Entry {
     /// The cycle it joins the queue (send cycle + issue_cycles).
@@ -35,19 +36,30 @@ struct Entry {
     /// The flag index (set/wait), the macro number (the parts of an mmad_l1), or the bank
     /// conflict cycles of a vector op's work (`Work`).
     arg: u64,
-    /// Work of the last chunk.
-    last: u64,
-    /// Chunks of the instruction (1 but for the parts of an `mmad_l1`) and how many started.
-    chunks: u32,
-    next: u32,
     op: u32,
     kind: Kind,
-    /// The move's [`super::compile::MemSpec`], or [`NO_MEM`].
-    mem: u32,
-    /// Pool slots holding the lines of its dynamic gm source / destination, or [`NO_MEM`]
-    /// (static lines live in the spec).
-    rl: u32,
-    wl: u32,
+}
+
+/// What only the parts of an `mmad_l1` ([`Kind::Stage`], [`Kind::MacroM`]) and the gm moves
+/// ([`Kind::GmMove`]) need; read only for those kinds.
+#[derive(Clone, Copy, Default, Debug)]
+enum Aux {
+    #[default]
+    None,
+    /// Work of the last chunk, the chunks and how many have started.
+    Chunks { last: u64, chunks: u32, next: u32 },
+    /// The move's [`super::compile::MemSpec`], and the pool slots holding the runs of its
+    /// dynamic gm source / destination, or [`NO_MEM`] (static runs live in the spec).
+    Gm { mem: u32, rl: u32, wl: u32 },
+}
+
+/// How many chunks of an `mmad_l1` part have started (its [`Aux::Chunks`]).
+#[inline(always)]
+fn chunks_started(aux: Aux) -> u32 {
+    match aux {
+        Aux::Chunks { next, .. } => next,
+        _ => 0,
+    }
 }
 
 /// The staging of one `mmad_l1` by its MTE1 part: chunks copied so far, and the completion of
@@ -58,9 +70,11 @@ struct MacroSlot {
     done: [u64; 2],
 }
 
-/// A fixed-capacity FIFO of entries that have not started (in transit included).
+/// A fixed-capacity FIFO of entries that have not started (in transit included), with each
+/// one's [`Aux`] at the same place in `aux` (written only when not [`Aux::None`]).
 struct Ring {
     buf: Vec<Entry>,
+    aux: Vec<Aux>,
     head: usize,
     len: usize,
 }
@@ -69,6 +83,7 @@ impl Ring {
     fn new(cap: usize) -> Ring {
         Ring {
             buf: vec![Entry::default(); cap.max(1)],
+            aux: vec![Aux::None; cap.max(1)],
             head: 0,
             len: 0,
         }
@@ -79,32 +94,40 @@ impl Ring {
         &self.buf[self.head]
     }
 
+    /// The head's [`Aux`] (its kind says whether it has one).
     #[inline(always)]
-    fn front_mut(&mut self) -> &mut Entry {
-        &mut self.buf[self.head]
+    fn front_aux(&self) -> Aux {
+        self.aux[self.head]
     }
 
     #[inline(always)]
-    fn push(&mut self, e: Entry) {
+    fn front_aux_mut(&mut self) -> &mut Aux {
+        &mut self.aux[self.head]
+    }
+
+    #[inline(always)]
+    fn push(&mut self, e: Entry, aux: Aux) {
         debug_assert!(self.len < self.buf.len());
         let mut at = self.head + self.len;
         if at >= self.buf.len() {
             at -= self.buf.len();
         }
         self.buf[at] = e;
+        if !matches!(aux, Aux::None) {
+            self.aux[at] = aux;
+        }
         self.len += 1;
     }
 
+    /// Removes the head (read with [`Ring::front`]).
     #[inline(always)]
-    fn pop(&mut self) -> Entry {
+    fn drop_front(&mut self) {
         debug_assert!(self.len > 0);
-        let e = self.buf[self.head];
         self.head += 1;
         if self.head == self.buf.len() {
             self.head = 0;
         }
         self.len -= 1;
-        e
     }
 
     fn iter(&self) -> impl Iterator<Item = &Entry> {
@@ -140,6 +163,11 @@ struct Flag {
     op: u32,
     /// The dynamic instruction that set it (for [`Observer::on_release`]).
     seq: u64,
+    /// Its source and destination pipe and id (`flag_parts` of its index, kept here so the
+    /// hot path divides nothing).
+    src: u8,
+    dst: u8,
+    id: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -152,17 +180,23 @@ struct LoopRt {
     completed: u64,
 }
 
+/// An instruction S is about to send: its queue entry (join and seq still open), the
+/// evaluated flag id of a set/wait, and how many operand slots the scratch holds for it.
+#[derive(Clone, Copy)]
+struct Outgoing {
+    pipe: Pipe,
+    entry: Entry,
+    aux: Aux,
+    flag_id: Option<u32>,
+    nslots: u32,
+}
+
 /// What the scalar unit is waiting to do.
 #[derive(Clone, Copy)]
 enum Pending {
     /// Nothing: S executes the op at `pc` when it is the earliest event.
     None,
-    Send {
-        pipe: Pipe,
-        entry: Entry,
-        flag_id: Option<u32>,
-        nslots: u32,
-    },
+    Send(Outgoing),
     SetFlag {
         op: OpId,
         flag: u64,
@@ -186,7 +220,8 @@ struct Fail {
     message: String,
 }
 
-type R<T> = Result<T, Fail>;
+/// Boxed: errors are rare, and a small `Err` keeps every `R<T>` the hot path returns small.
+type R<T> = Result<T, Box<Fail>>;
 
 /// What is global to a run rather than to one core: the observer, the dynamic instruction
 /// numbering and the time of the last event. A launch of several cores shares one.
@@ -293,12 +328,10 @@ struct Core<'p, 'c> {
     overlap: u64,
     overlap_from: u64,
     findings: Vec<SyncFinding>,
-    /// Line lists of dynamic gm operands of sent moves, until they start; `pool_free` are
+    /// Byte runs of dynamic gm operands of sent moves, until they start; `pool_free` are
     /// the unused slots (reused, so the hot path does not allocate once warm).
     pool: Vec<Vec<(u64, u64)>>,
     pool_free: Vec<u32>,
-    /// `memory.line_bytes` (1 without memory).
-    line_bytes: u64,
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
@@ -307,6 +340,8 @@ struct Core<'p, 'c> {
     bank_conflict: u64,
     /// Scratch for the bank cost of vector ops whose operands are known only at issue.
     scratch: RefCell<Scratch>,
+    /// The [`banks::Memo`] of each such op.
+    memos: RefCell<Vec<banks::Memo>>,
 }
 
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
@@ -349,8 +384,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             if matches!(core.pending, Pending::None) {
                 if core.s_time < core.pmin && cx.stopped.is_none() {
-                    if let Err(f) = core.arrive(&mut cx) {
-                        return Err(core.error(f));
+                    if let Err(f) = core.run_s(&mut cx) {
+                        return Err(core.error(*f));
                     }
                     continue;
                 }
@@ -402,7 +437,14 @@ impl<'p, 'c> Core<'p, 'c> {
             loops: vec![LoopRt::default(); c.loops.len()],
             pipes,
             mask: c.pipe_mask & !(1 << Pipe::S.index()),
-            flags: vec![Flag::default(); NP * NP * events],
+            flags: (0..NP * NP * events)
+                .map(|idx| Flag {
+                    src: (idx / events / NP) as u8,
+                    dst: (idx / events % NP) as u8,
+                    id: (idx % events) as u32,
+                    ..Flag::default()
+                })
+                .collect(),
             macros: vec![MacroSlot::default(); depth + 2],
             macro_started: 0,
             macro_sent: 0,
@@ -424,7 +466,6 @@ impl<'p, 'c> Core<'p, 'c> {
             findings: Vec::new(),
             pool: Vec::new(),
             pool_free: Vec::new(),
-            line_bytes: config.memory.map_or(1, |m| m.line_bytes),
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
@@ -435,6 +476,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 .filter(|_| config.core(program.core).pipes.contains(&Pipe::V)),
             bank_conflict: 0,
             scratch: RefCell::new(Scratch::default()),
+            memos: RefCell::new(vec![banks::Memo::default(); c.memos as usize]),
         }
     }
 
@@ -477,10 +519,10 @@ impl<'p, 'c> Core<'p, 'c> {
         let e = ps.ring.front();
         let base = e.join.max(ps.free);
         match e.kind {
-            Kind::Work => base,
+            Kind::Work | Kind::GmMove => base,
             Kind::Stage => {
                 // chunk i + 2 goes into the L0 half chunk i used: after M has completed chunk i
-                let i = e.next;
+                let i = chunks_started(ps.ring.front_aux());
                 if i < 2 {
                     base
                 } else if self.m_macro == e.arg && self.m_computed > i - 2 {
@@ -500,10 +542,11 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             Kind::MacroM => {
                 // chunk i runs once its copies have completed
+                let i = chunks_started(ps.ring.front_aux());
                 if e.arg < self.macro_started {
                     let slot = &self.macros[(e.arg % self.macros.len() as u64) as usize];
-                    if slot.staged > e.next {
-                        base.max(slot.done[(e.next % 2) as usize])
+                    if slot.staged > i {
+                        base.max(slot.done[(i % 2) as usize])
                     } else {
                         INF
                     }
@@ -518,17 +561,39 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn start<O: Observer>(&mut self, p: usize, t: u64, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
-        let head = *self.pipes[p].ring.front();
+        let ring = &self.pipes[p].ring;
+        let head = *ring.front();
         // the parts of an mmad_l1 start once per chunk; the entry leaves the queue at its last
-        let last = head.next + 1 >= head.chunks;
-        let chunk_work = if last { head.last } else { head.work };
-        let (mut work, mut startup) = (chunk_work, head.startup);
+        let (mut last, mut next, mut work) = (true, 0, head.work);
+        let mut gm = None;
+        match head.kind {
+            Kind::Stage | Kind::MacroM => {
+                if let Aux::Chunks {
+                    last: last_work,
+                    chunks,
+                    next: started,
+                } = ring.front_aux()
+                {
+                    (last, next) = (started + 1 >= chunks, started);
+                    if last {
+                        work = last_work;
+                    }
+                }
+            }
+            Kind::GmMove => {
+                if let Aux::Gm { mem, rl, wl } = ring.front_aux() {
+                    gm = Some((mem, rl, wl));
+                }
+            }
+            _ => {}
+        }
+        let mut startup = head.startup;
         let mut lookup = None;
-        if head.mem != NO_MEM {
+        if let Some((mem, rl, _)) = gm {
             // a gm move (one chunk): its cost is known once the L2 is looked up at its start
-            if let (Some(l2), Some(read)) = (&cx.l2, &self.c.mems[head.mem as usize].read) {
-                let spec = &self.c.mems[head.mem as usize];
-                let l = l2.lookup(self.side_lines(read, head.rl));
+            let spec = &self.c.mems[mem as usize];
+            if let (Some(l2), Some(read)) = (&cx.l2, &spec.read) {
+                let l = l2.lookup(self.side_runs(read, rl));
                 let (w, extra) = l2.read_cost(t, spec.bpc, &l);
                 (work, startup) = (w, spec.startup + extra);
                 lookup = Some(l);
@@ -539,18 +604,18 @@ impl<'p, 'c> Core<'p, 'c> {
             return;
         }
         cx.now = t;
-        if head.mem != NO_MEM {
-            self.commit_mem(t, work, &head, lookup, cx);
+        if let Some(gm) = gm {
+            self.commit_mem(t, work, gm, lookup, cx);
         }
         self.sweep_overlap(t);
-        let events = self.events as u64;
+        let events = self.events;
         let ps = &mut self.pipes[p];
-        let mut e = if last {
-            ps.ring.pop()
-        } else {
-            ps.ring.front_mut().next += 1;
-            head
-        };
+        if last {
+            ps.ring.drop_front();
+        } else if let Aux::Chunks { next, .. } = ps.ring.front_aux_mut() {
+            *next += 1;
+        }
+        let mut e = head;
         (e.work, e.startup) = (work, startup);
         let gap = ps.free;
         if t > gap {
@@ -560,12 +625,12 @@ impl<'p, 'c> Core<'p, 'c> {
             if stall > 0 {
                 let reason = match e.kind {
                     Kind::WaitFlag => {
-                        let src = e.arg / (NP as u64 * events);
-                        let id = e.arg % events;
-                        ps.wait_flag[(src * events + id) as usize] += stall;
+                        let f = &self.flags[e.arg as usize];
+                        let (src, id) = (f.src as usize, f.id);
+                        ps.wait_flag[src * events + id as usize] += stall;
                         Stall::WaitFlag {
-                            src: Pipe::ALL[src as usize],
-                            id: id as u32,
+                            src: Pipe::ALL[src],
+                            id,
                         }
                     }
                     Kind::SetFlag | Kind::Barrier => {
@@ -580,7 +645,7 @@ impl<'p, 'c> Core<'p, 'c> {
                         ps.stage_wait += stall;
                         Stall::WaitMacro { src: Pipe::M }
                     }
-                    Kind::Work => {
+                    Kind::Work | Kind::GmMove => {
                         debug_assert!(false, "an unconditional instruction cannot stall");
                         Stall::Drain
                     }
@@ -625,21 +690,21 @@ impl<'p, 'c> Core<'p, 'c> {
             Kind::Stage => {
                 let cap = self.macros.len() as u64;
                 let slot = &mut self.macros[(e.arg % cap) as usize];
-                if e.next == 0 {
+                if next == 0 {
                     self.macro_started += 1;
                 }
-                slot.done[(e.next % 2) as usize] = complete;
-                slot.staged = e.next + 1;
+                slot.done[(next % 2) as usize] = complete;
+                slot.staged = next + 1;
                 self.dirty |= 1 << Pipe::M.index();
             }
             Kind::MacroM => {
                 self.m_macro = e.arg;
-                self.m_computed = e.next + 1;
-                self.m_done[(e.next % 2) as usize] = complete;
+                self.m_computed = next + 1;
+                self.m_done[(next % 2) as usize] = complete;
                 // the staging pipe may wait for this chunk
                 self.dirty |= self.mask;
             }
-            Kind::Work => self.bank_conflict += e.arg,
+            Kind::Work | Kind::GmMove => self.bank_conflict += e.arg,
             _ => {}
         }
         if last {
@@ -647,10 +712,10 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
-    /// The lines of a gm side: the spec's static ones, or pool slot `slot`.
+    /// The runs of a gm side: the spec's static ones, or pool slot `slot`.
     #[inline]
-    fn side_lines<'s>(&'s self, side: &'s GmSide, slot: u32) -> &'s [(u64, u64)] {
-        match &side.lines {
+    fn side_runs<'s>(&'s self, side: &'s GmSide, slot: u32) -> &'s [(u64, u64)] {
+        match &side.runs {
             Some(v) => v,
             None => &self.pool[slot as usize],
         }
@@ -658,26 +723,26 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// A gm move starts at `t`: the L2 takes its read (what `lookup` found) and its write,
     /// and its pool slots are freed.
-    #[cold]
+    #[inline]
     fn commit_mem<O: Observer>(
         &mut self,
         t: u64,
         work: u64,
-        e: &Entry,
+        (mem, rl, wl): (u32, u32, u32),
         lookup: Option<super::memory::Lookup>,
         cx: &mut Cx<'_, O>,
     ) {
         let c = self.c;
-        let spec = &c.mems[e.mem as usize];
+        let spec = &c.mems[mem as usize];
         if let Some(l2) = &mut cx.l2 {
             if let (Some(side), Some(l)) = (&spec.read, lookup) {
-                l2.commit_read(t, work, self.side_lines(side, e.rl), &l);
+                l2.commit_read(t, work, self.side_runs(side, rl), &l);
             }
             if let Some(side) = &spec.write {
-                l2.commit_write(t, self.side_lines(side, e.wl));
+                l2.commit_write(t, self.side_runs(side, wl));
             }
         }
-        for slot in [e.rl, e.wl] {
+        for slot in [rl, wl] {
             if slot != NO_MEM {
                 self.pool[slot as usize].clear();
                 self.pool_free.push(slot);
@@ -732,8 +797,7 @@ impl<'p, 'c> Core<'p, 'c> {
             f.op = op;
             f.seq = seq;
         }
-        let dst = (idx as usize / self.events) % NP;
-        self.dirty |= 1 << dst;
+        self.dirty |= 1 << self.flags[idx as usize].dst;
     }
 
     fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {
@@ -761,7 +825,7 @@ impl<'p, 'c> Core<'p, 'c> {
     fn s_cand_raw(&self) -> u64 {
         match self.pending {
             Pending::None | Pending::Done => INF,
-            Pending::Send { pipe, .. } => {
+            Pending::Send(Outgoing { pipe, .. }) => {
                 if self.pipes[pipe.index()].ring.len < self.depth {
                     self.s_time
                 } else {
@@ -794,9 +858,77 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
+    /// S sends `out` at cycle `t` (>= s_time; the wait before it is a `queue_full` stall), or
+    /// leaves it pending when that is past the cycle limit (and the run stops).
+    #[inline(always)]
+    fn send<O: Observer>(&mut self, t: u64, out: Outgoing, cx: &mut Cx<'_, O>) {
+        debug_assert!(t >= cx.now);
+        if !cx.in_time(t, t.checked_add(self.issue)) {
+            self.pending = Pending::Send(out);
+            return;
+        }
+        cx.now = t;
+        let stall = t - self.s_time;
+        let Outgoing {
+            pipe,
+            mut entry,
+            aux,
+            flag_id,
+            nslots,
+        } = out;
+        if stall > 0 {
+            // the instruction gets the next sequence number
+            cx.obs.on_span(&Span {
+                pipe: Pipe::S,
+                from: self.s_time,
+                to: t,
+                op: OpId(entry.op),
+                seq: Some(cx.seq),
+                what: Activity::Stall(Stall::QueueFull(pipe)),
+            });
+        }
+        self.s_queue_full[pipe.index()] += stall;
+        let seq = cx.next_seq();
+        entry.join = t + self.issue;
+        entry.seq = seq;
+        if entry.kind == Kind::Stage {
+            entry.arg = self.macro_sent;
+            self.macro_sent += 1;
+        }
+        let ring = &mut self.pipes[pipe.index()].ring;
+        // only a new head changes when the pipe can start next
+        if ring.len == 0 {
+            self.dirty |= 1 << pipe.index();
+        }
+        ring.push(entry, aux);
+        cx.obs.on_issue(&Issue {
+            seq,
+            op: OpId(entry.op),
+            pipe,
+            cycle: t,
+            vars: &self.vars,
+            slots: &self.slots[..nslots as usize],
+            flag_id,
+        });
+        cx.obs.on_span(&Span {
+            pipe: Pipe::S,
+            from: t,
+            to: t + self.issue,
+            op: OpId(entry.op),
+            seq: Some(seq),
+            what: Activity::Issue,
+        });
+        self.s_busy += self.issue;
+        self.s_time = t + self.issue;
+    }
+
     /// S carries out its pending action at cycle `t` (>= s_time); the wait before it is a stall.
     #[inline]
     fn fire<O: Observer>(&mut self, t: u64, cx: &mut Cx<'_, O>) {
+        if let Pending::Send(out) = self.pending {
+            self.pending = Pending::None;
+            return self.send(t, out, cx);
+        }
         debug_assert!(t >= cx.now);
         if !cx.in_time(t, t.checked_add(self.issue)) {
             return;
@@ -807,7 +939,6 @@ impl<'p, 'c> Core<'p, 'c> {
         if stall > 0 {
             // the pending action's instruction gets the next sequence number
             let (op, reason) = match pending {
-                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
                 Pending::WaitFlag { op, flag, id } => (
                     op,
                     Stall::WaitFlag {
@@ -817,7 +948,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 ),
                 Pending::BarrierAll { op } => (op, Stall::BarrierAll),
                 Pending::SetFlag { op, .. } => (op, Stall::Drain),
-                Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+                Pending::None | Pending::Done | Pending::Send(_) => {
+                    unreachable!("fire without a pending action")
+                }
             };
             cx.obs.on_span(&Span {
                 pipe: Pipe::S,
@@ -829,42 +962,6 @@ impl<'p, 'c> Core<'p, 'c> {
             });
         }
         match pending {
-            Pending::Send {
-                pipe,
-                mut entry,
-                flag_id,
-                nslots,
-            } => {
-                self.s_queue_full[pipe.index()] += stall;
-                let seq = cx.next_seq();
-                entry.join = t + self.issue;
-                entry.seq = seq;
-                if entry.kind == Kind::Stage {
-                    entry.arg = self.macro_sent;
-                    self.macro_sent += 1;
-                }
-                self.pipes[pipe.index()].ring.push(entry);
-                self.dirty |= 1 << pipe.index();
-                cx.obs.on_issue(&Issue {
-                    seq,
-                    op: OpId(entry.op),
-                    pipe,
-                    cycle: t,
-                    vars: &self.vars,
-                    slots: &self.slots[..nslots as usize],
-                    flag_id,
-                });
-                cx.obs.on_span(&Span {
-                    pipe: Pipe::S,
-                    from: t,
-                    to: t + self.issue,
-                    op: OpId(entry.op),
-                    seq: Some(seq),
-                    what: Activity::Issue,
-                });
-                self.s_busy += self.issue;
-                self.s_time = t + self.issue;
-            }
             Pending::SetFlag { op, flag, id } => {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
@@ -892,7 +989,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_time = t;
                 self.observe_s(cx, op, t, t, 0, None);
             }
-            Pending::None | Pending::Done => unreachable!("fire without a pending action"),
+            Pending::None | Pending::Done | Pending::Send(_) => {
+                unreachable!("fire without a pending action")
+            }
         }
     }
 
@@ -930,11 +1029,28 @@ impl<'p, 'c> Core<'p, 'c> {
         seq
     }
 
+    /// S executes ops for as long as the event loop would let it without doing anything else:
+    /// while nothing is pending, it is strictly earlier than every pipe and no pipe's start
+    /// cycle needs refreshing (which only its sends and sets can cause).
+    #[inline]
+    fn run_s<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
+        loop {
+            self.arrive(cx)?;
+            if self.dirty != 0
+                || !matches!(self.pending, Pending::None)
+                || self.s_time >= self.pmin
+                || cx.stopped.is_some()
+            {
+                return Ok(());
+            }
+        }
+    }
+
     /// S reaches the op at `pc` at `s_time`: executes it if it is its own, else makes it pending.
     #[inline]
     fn arrive<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
-        let code = self.c.code[self.pc];
-        match code {
+        let c = self.c;
+        match c.code[self.pc] {
             SOp::LoopEnter { lp } => {
                 self.enter_loop(lp as usize)?;
                 self.pc += 1;
@@ -994,10 +1110,10 @@ impl<'p, 'c> Core<'p, 'c> {
             SOp::Scalar { op, cycles } => {
                 let n = self.eval(op, cycles)?;
                 if n < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("scalar cycles {n} is negative"),
-                    });
+                    }));
                 }
                 let (n, at) = (n as u64, self.s_time);
                 if !self.s_advance(n, cx) {
@@ -1046,8 +1162,20 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.s_time) {
                     return Ok(());
                 }
-                self.prepare_send(spec as usize)?;
+                let out = self.prepare_send(spec as usize, cx.obs.watches_issues())?;
                 self.pc += 1;
+                // what the next turn of the event loop would do: nothing has changed the pipes
+                // since their start cycles were refreshed, so S sends now if it still goes first
+                let sc = if self.pipes[out.pipe.index()].ring.len < self.depth {
+                    self.s_time.max(cx.now)
+                } else {
+                    INF
+                };
+                if sc < self.pmin && cx.stopped.is_none() {
+                    self.send(sc, out, cx);
+                } else {
+                    self.pending = Pending::Send(out);
+                }
             }
             SOp::End => {
                 self.pending = Pending::Done;
@@ -1080,16 +1208,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 let t = self.eval(op, to)?;
                 let s = self.eval(op, step)?;
                 let Some(q) = ForLoop::trips(f, t, s) else {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: "for step is 0".to_string(),
-                    });
+                    }));
                 };
                 if q < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("negative trip count {q} (from {f} to {t} step {s})"),
-                    });
+                    }));
                 }
                 // |to - from| < 2^64, so a non-negative count fits in u64
                 (f, s, q as u64)
@@ -1097,10 +1225,10 @@ impl<'p, 'c> Core<'p, 'c> {
             super::compile::Bounds::While { trips } => {
                 let n = self.eval(op, trips)?;
                 if n < 0 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!("negative trip count {n}"),
-                    });
+                    }));
                 }
                 (0, 1, n as u64)
             }
@@ -1113,18 +1241,31 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(())
     }
 
-    #[inline]
-    fn prepare_send(&mut self, spec: usize) -> R<()> {
-        let sp = &self.c.specs[spec];
+    #[inline(always)]
+    fn prepare_send(&mut self, spec: usize, watched: bool) -> R<Outgoing> {
+        let c = self.c;
+        let sp = &c.specs[spec];
         let op = sp.op;
-        let nslots = self.prepare_operands(op, sp.lo, sp.hi)? as u32;
-        let (work, startup, chunks, last, conflict) = self.cost(op, &sp.cost)?;
+        // the slots only matter to an observer and to a bank cost; choosing them can fail only
+        // on an explicit slot or a bounds check
+        let nslots = if watched || !sp.plain || sp.costed_by_slots {
+            self.prepare_operands(op, sp.lo, sp.hi)? as u32
+        } else {
+            0
+        };
+        let (work, startup, chunks, last, conflict) = match sp.cost {
+            Cost::Fixed { work, startup } => (work, startup, 1, work, 0),
+            ref cost => self.cost(op, cost)?,
+        };
         let mut arg = conflict;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
-            let (idx, id) = self.flag_index(op, src, dst, id)?;
-            arg = idx;
-            flag_id = Some(id);
+            let v = self.eval(op, id)?;
+            if v < 0 || v as u64 >= self.events as u64 {
+                return Err(self.bad_flag(op, src, dst, v));
+            }
+            arg = sp.flag_base + v as u64;
+            flag_id = Some(v as u32);
         }
         if sp.kind == Kind::MacroM {
             debug_assert!(self.macro_sent > 0);
@@ -1134,13 +1275,26 @@ impl<'p, 'c> Core<'p, 'c> {
         if sp.mem != NO_MEM {
             let m = &self.c.mems[sp.mem as usize];
             if let Some(side) = &m.read {
-                rl = self.dynamic_lines(op, side)?;
+                rl = self.dynamic_runs(op, side)?;
             }
             if let Some(side) = &m.write {
-                wl = self.dynamic_lines(op, side)?;
+                wl = self.dynamic_runs(op, side)?;
             }
         }
-        self.pending = Pending::Send {
+        let aux = match sp.kind {
+            Kind::Stage | Kind::MacroM => Aux::Chunks {
+                last,
+                chunks: chunks.min(u32::MAX as u64) as u32,
+                next: 0,
+            },
+            Kind::GmMove => Aux::Gm {
+                mem: sp.mem,
+                rl,
+                wl,
+            },
+            _ => Aux::None,
+        };
+        Ok(Outgoing {
             pipe: sp.pipe,
             entry: Entry {
                 join: 0,
@@ -1148,26 +1302,20 @@ impl<'p, 'c> Core<'p, 'c> {
                 startup,
                 seq: 0,
                 arg,
-                last,
-                chunks: chunks.min(u32::MAX as u64) as u32,
-                next: 0,
                 op: op.0,
                 kind: sp.kind,
-                mem: sp.mem,
-                rl,
-                wl,
             },
+            aux,
             flag_id,
             nslots,
-        };
-        Ok(())
+        })
     }
 
-    /// The lines of a gm side whose operand depends on the loop variables, into a pool slot
+    /// The runs of a gm side whose operand depends on the loop variables, into a pool slot
     /// (its number); [`NO_MEM`] for a static side.
     #[inline]
-    fn dynamic_lines(&mut self, op: OpId, side: &GmSide) -> R<u32> {
-        if side.lines.is_some() {
+    fn dynamic_runs(&mut self, op: OpId, side: &GmSide) -> R<u32> {
+        if side.runs.is_some() {
             return Ok(NO_MEM);
         }
         let slot = match self.pool_free.pop() {
@@ -1177,12 +1325,17 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pool.len() as u32 - 1
             }
         };
+        if let Some(run) = side
+            .one
+            .as_ref()
+            .and_then(|one| one.at(&self.vars, side.base))
+        {
+            self.pool[slot as usize].extend(run);
+            return Ok(slot);
+        }
         let o = &self.c.opnds[side.opnd as usize];
-        let line_bytes = self.line_bytes;
         let mut v = std::mem::take(&mut self.pool[slot as usize]);
-        let r = lines_of(
-            o.operand, o.shape, &self.vars, side.base, line_bytes, &mut v,
-        );
+        let r = runs_of(o.operand, o.shape, &self.vars, side.base, &mut v);
         self.pool[slot as usize] = v;
         if let Err((e, expr)) = r {
             return Err(self.eval_fail(op, e, expr));
@@ -1200,17 +1353,23 @@ impl<'p, 'c> Core<'p, 'c> {
             let slot = if let Some(s) = o.slot {
                 let v = self.eval(op, s)?;
                 if v < 0 || v >= o.multi as i64 {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "slot {v} of \"{}\" is outside 0..{}",
                             o.operand.text, o.multi
                         ),
-                    });
+                    }));
                 }
                 v as u32
             } else if o.modulus > 1 && o.counter != NO_LOOP {
-                (self.loops[o.counter as usize].completed % o.modulus as u64) as u32
+                let done = self.loops[o.counter as usize].completed;
+                // a double buffer's slot without a 64-bit division
+                if o.modulus.is_power_of_two() {
+                    (done & (o.modulus as u64 - 1)) as u32
+                } else {
+                    (done % o.modulus as u64) as u32
+                }
             } else {
                 0
             };
@@ -1225,10 +1384,10 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn check_operand(&self, op: OpId, o: &Opnd<'p>) -> R<()> {
         if o.operand.indices.len() > o.shape.len() {
-            return Err(Fail {
+            return Err(Box::new(Fail {
                 op,
                 message: format!("\"{}\" has more indices than dimensions", o.operand.text),
-            });
+            }));
         }
         for (d, &dim) in o.shape.iter().enumerate().take(o.operand.indices.len()) {
             let sel = Sel::of(o.operand, d, dim);
@@ -1237,22 +1396,22 @@ impl<'p, 'c> Core<'p, 'c> {
                 .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
             match sel {
                 Sel::At(_) if a < 0 || a as u64 >= dim => {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "index {a} out of bounds for dimension {d} (size {dim}) of \"{}\"",
                             o.operand.text
                         ),
-                    });
+                    }));
                 }
                 Sel::Slice(..) if a < 0 || b < a || b as u64 > dim => {
-                    return Err(Fail {
+                    return Err(Box::new(Fail {
                         op,
                         message: format!(
                             "slice {a}:{b} out of bounds for dimension {d} (size {dim}) of \"{}\"",
                             o.operand.text
                         ),
-                    });
+                    }));
                 }
                 _ => {}
             }
@@ -1260,13 +1419,13 @@ impl<'p, 'c> Core<'p, 'c> {
         for w in &o.windows {
             let off = self.eval(op, w.offset)?;
             if off < 0 || (off as u64).saturating_add(w.len) > w.of_len {
-                return Err(Fail {
+                return Err(Box::new(Fail {
                     op,
                     message: format!(
                         "window \"{}\" at offset {off} ({} elements) is outside its base ({} elements)",
                         w.name, w.len, w.of_len
                     ),
-                });
+                }));
             }
         }
         Ok(())
@@ -1306,6 +1465,7 @@ impl<'p, 'c> Core<'p, 'c> {
             lo,
             mid,
             hi,
+            memo,
         } = *cost
         {
             let ub = self
@@ -1323,7 +1483,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 &mut s,
             )
             .map_err(|(e, expr)| self.eval_fail(op, e, expr))?;
-            let (work, conflict) = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+            let mut memos = self.memos.borrow_mut();
+            let m = &mut memos[memo as usize];
+            let (work, conflict) = match m.get(&s) {
+                Some(cost) => cost,
+                None => {
+                    let cost = banks::banked_work(ub, block, per_repeat, cpr, &mut s);
+                    m.put(&s, cost);
+                    cost
+                }
+            };
             return Ok((work, startup, 1, work, conflict));
         }
         let (work, startup) = match *cost {
@@ -1381,10 +1550,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
                     let x = self.eval(op, v)?;
                     if x < 0 {
-                        return Err(Fail {
+                        return Err(Box::new(Fail {
                             op,
                             message: format!("mmad {name} = {x} is negative"),
-                        });
+                        }));
                     }
                     *slot = x as u64;
                 }
@@ -1398,10 +1567,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 {
                     let x = self.eval(op, v)?;
                     if x < 0 {
-                        return Err(Fail {
+                        return Err(Box::new(Fail {
                             op,
                             message: format!("mmad {name} = {x} is negative"),
-                        });
+                        }));
                     }
                     *slot = x as u64;
                 }
@@ -1432,13 +1601,18 @@ impl<'p, 'c> Core<'p, 'c> {
     fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u64, u32)> {
         let v = self.eval(op, id)?;
         if v < 0 || v as u64 >= self.events as u64 {
-            return Err(Fail {
-                op,
-                message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
-            });
+            return Err(self.bad_flag(op, src, dst, v));
         }
         let idx = ((src.index() * NP + dst.index()) * self.events) as u64 + v as u64;
         Ok((idx, v as u32))
+    }
+
+    #[cold]
+    fn bad_flag(&self, op: OpId, src: Pipe, dst: Pipe, v: i64) -> Box<Fail> {
+        Box::new(Fail {
+            op,
+            message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
+        })
     }
 
     #[inline(always)]
@@ -1448,13 +1622,13 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[cold]
-    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Fail {
+    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Box<Fail> {
         let program = self.program;
         let name = |v| program.var_name(v);
-        Fail {
+        Box::new(Fail {
             op,
             message: format!("cannot evaluate \"{}\": {e}", expr.display(&name)),
-        }
+        })
     }
 
     #[cold]
@@ -1551,7 +1725,9 @@ impl<'p, 'c> Core<'p, 'c> {
         } else {
             let stall = total - self.s_time;
             let (op, reason) = match self.pending {
-                Pending::Send { pipe, entry, .. } => (OpId(entry.op), Stall::QueueFull(pipe)),
+                Pending::Send(Outgoing { pipe, entry, .. }) => {
+                    (OpId(entry.op), Stall::QueueFull(pipe))
+                }
                 Pending::BarrierAll { op } => (op, Stall::BarrierAll),
                 Pending::WaitFlag { op, flag, id } => (
                     op,
@@ -1668,7 +1844,7 @@ impl<'p, 'c> Core<'p, 'c> {
     fn deadlock(&self, total: u64) -> Deadlock {
         let mut waiters = Vec::new();
         match self.pending {
-            Pending::Send { pipe, entry, .. } => waiters.push(Waiter {
+            Pending::Send(Outgoing { pipe, entry, .. }) => waiters.push(Waiter {
                 pipe: Pipe::S,
                 op: OpId(entry.op),
                 on: WaitOn::QueueFull(pipe),

@@ -1,47 +1,334 @@
 //! The gm memory system (docs/timing.md, "The gm memory system"): an L2 of whole lines in front
 //! of HBM, shared by every core of a run.
 //!
-//! gm tensors are laid out in declaration order, each starting on a line, so a gm operand's
-//! bytes are a list of `(line, bytes in that line)` pairs, in increasing line order
-//! ([`lines_of`]). The L2 keeps, per line of the layout, the stamp of its last touch (cycle + 1;
-//! 0 for the lines a warm start put there; [`ABSENT`] when not present) in a dense vector, and
-//! the present lines ordered by (stamp, line) in a B-tree: the first one leaves when a line
-//! must come in and the L2 is full (least recently touched, lower address first on a tie).
+//! gm tensors are laid out in declaration order, each starting on a line. A gm operand's bytes
+//! are its maximal contiguous runs in that layout ([`runs_of`]: one for a row or a whole
+//! tensor, whatever its size; [`OneRun`] finds that one without walking the selection), and the
+//! L2 cuts them into `(line, bytes in that line)` pairs as it walks them ([`for_each_line`]), in
+//! increasing line order, a line two runs share once with both runs' bytes: no per-line list is
+//! ever built.
+//!
+//! The L2 keeps its present lines ordered by (stamp of the last touch, line): the first one
+//! leaves when a line must come in and the L2 is full (least recently touched, lower address
+//! first on a tie). Lines sit in that order in segments, runs of consecutive lines touched in
+//! the same cycle (a move's lines are one), kept in a doubly linked list: a move that streams
+//! its lines in behind the last ones evicts from the first segment and appends a segment, at a
+//! cost per segment, not per line. A touched line leaves its segment (which splits when it was
+//! inside, the smaller part taking a new segment) and goes after the last line with a smaller
+//! key, walking back from the end (several moves starting in one cycle, the later touching
+//! lower lines). A [`SegIndex`] maps each line of the layout to the segment that last held it,
+//! in chunks that exist only while they hold a present line (memory follows the L2's contents,
+//! not the tensors' size); an entry may be stale, recognised by its segment not covering the
+//! line now.
 
+use super::compile::Val;
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
-use crate::footprint::{self, EvalFailure};
+use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
-use std::collections::BTreeSet;
 
-/// "Not present" in [`L2::touch`].
-const ABSENT: u64 = u64::MAX;
+/// "No segment": in a [`SegIndex`], and at an end of the list.
+const NONE: u32 = u32::MAX;
 
-/// Appends the `(line, bytes)` pairs of operand `o` (on a tensor of `shape` whose first byte
-/// is at `base`) for the loop variables `vars` to `out`, in increasing line order; a line two
-/// runs share appears once with both runs' bytes.
-pub(super) fn lines_of<'a>(
+/// Which segment last held each line of the layout, kept in chunks of 2^shift lines that exist
+/// only while one of their lines is present: memory follows what the L2 holds, not the layout,
+/// so a kernel streaming through gigabytes of tensors touches a few chunks at a time and never
+/// faults in pages for the rest. An evicted line's entry is left stale ([`L2::seg`] checks the
+/// segment covers the line), so an eviction writes nothing but its chunk's count.
+#[derive(Clone, Debug)]
+struct SegIndex {
+    shift: u32,
+    /// 2^shift - 1.
+    mask: u64,
+    /// Per chunk of the layout: its block in `store`, or [`NONE`].
+    dir: Vec<u32>,
+    /// Per chunk of the layout: how many of its lines are present.
+    present: Vec<u32>,
+    /// Per chunk of the layout: 1 + the highest line offset written since it got its block;
+    /// the entries from there on are [`NONE`] (a streaming kernel's next run is always there,
+    /// so its lookup need not read them).
+    high: Vec<u32>,
+    /// Blocks of 2^shift entries.
+    store: Vec<u32>,
+    /// Blocks no chunk uses.
+    free: Vec<u32>,
+}
+
+impl SegIndex {
+    /// 2^14 lines a chunk: 64 KiB of entries.
+    const SHIFT: u32 = 14;
+
+    fn new(lines: u64, shift: u32) -> SegIndex {
+        let chunks = (lines >> shift) as usize + 1;
+        SegIndex {
+            shift,
+            mask: (1 << shift) - 1,
+            dir: vec![NONE; chunks],
+            present: vec![0; chunks],
+            high: vec![0; chunks],
+            store: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// The segment that last held `line` (possibly stale), or [`NONE`].
+    #[inline(always)]
+    fn get(&self, line: u64) -> u32 {
+        match self.dir[(line >> self.shift) as usize] {
+            NONE => NONE,
+            b => self.store[((b as usize) << self.shift) | (line & self.mask) as usize],
+        }
+    }
+
+    /// The entries of chunk `c` that may hold a segment (up to its high mark), when it
+    /// exists.
+    #[inline(always)]
+    fn chunk(&self, c: u64) -> Option<&[u32]> {
+        match self.dir[c as usize] {
+            NONE => None,
+            b => {
+                let at = (b as usize) << self.shift;
+                Some(&self.store[at..at + self.high[c as usize] as usize])
+            }
+        }
+    }
+
+    /// `n` lines of chunk `c` come in: makes the chunk exist; returns where its entries start
+    /// in `store` (see [`SegIndex::set`]).
+    #[inline(always)]
+    fn claim(&mut self, c: u64, n: u32) -> usize {
+        let c = c as usize;
+        let mut b = self.dir[c];
+        if b == NONE {
+            b = self.block();
+            self.dir[c] = b;
+            self.high[c] = 0;
+        }
+        self.present[c] += n;
+        (b as usize) << self.shift
+    }
+
+    /// Segment `f` holds `line`, of the chunk [`SegIndex::claim`] returned `at` for.
+    #[inline(always)]
+    fn set(&mut self, at: usize, line: u64, f: u32) {
+        let i = at | (line & self.mask) as usize;
+        self.store[i] = f;
+    }
+
+    /// `line` comes in, into segment `f`.
+    #[inline(always)]
+    fn enter(&mut self, line: u64, f: u32) {
+        let c = line >> self.shift;
+        let at = self.claim(c, 1);
+        self.set(at, line, f);
+        let h = &mut self.high[c as usize];
+        *h = (*h).max((line & self.mask) as u32 + 1);
+    }
+
+    /// `line`, present, now is in segment `f`.
+    #[inline(always)]
+    fn update(&mut self, line: u64, f: u32) {
+        let b = self.dir[(line >> self.shift) as usize];
+        debug_assert!(b != NONE, "a present line's chunk exists");
+        let i = ((b as usize) << self.shift) | (line & self.mask) as usize;
+        self.store[i] = f;
+    }
+
+    /// Lines `l0..l1`, present, leave; a chunk goes when its last present line does.
+    fn leave_range(&mut self, l0: u64, l1: u64) {
+        let mut a = l0;
+        while a < l1 {
+            let c = a >> self.shift;
+            let b = l1.min((c + 1) << self.shift);
+            let n = (b - a) as u32;
+            let c = c as usize;
+            self.present[c] -= n;
+            if self.present[c] == 0 {
+                self.free.push(self.dir[c]);
+                self.dir[c] = NONE;
+            }
+            a = b;
+        }
+    }
+
+    /// Lines `l0..l1`, absent, come in, into segment `f`.
+    fn enter_range(&mut self, l0: u64, l1: u64, f: u32) {
+        let mut a = l0;
+        while a < l1 {
+            let c = a >> self.shift;
+            let b = l1.min((c + 1) << self.shift);
+            let at = self.claim(c, (b - a) as u32);
+            let (from, to) = ((a & self.mask) as usize, ((b - 1) & self.mask) as usize);
+            self.store[at + from..=at + to].fill(f);
+            let h = &mut self.high[c as usize];
+            *h = (*h).max(to as u32 + 1);
+            a = b;
+        }
+    }
+
+    /// A block for a chunk: a freed one, else a new one. A freed one is cleared: its stale
+    /// entries would be harmless, but each would cost a lookup a visit to a segment.
+    fn block(&mut self) -> u32 {
+        if let Some(b) = self.free.pop() {
+            let at = (b as usize) << self.shift;
+            self.store[at..at + (1 << self.shift)].fill(NONE);
+            return b;
+        }
+        let b = (self.store.len() >> self.shift) as u32;
+        self.store
+            .resize(self.store.len() + (1 << self.shift), NONE);
+        b
+    }
+}
+
+/// Lines `lo..hi` of the layout, all present and all last touched at `stamp` (cycle + 1; 0:
+/// there from a warm start), next to each other in the L2's order: a node of its list. A free
+/// segment has `lo == hi`.
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    stamp: u64,
+    lo: u32,
+    hi: u32,
+    /// Neighbours in the L2's order, or [`NONE`].
+    prev: u32,
+    next: u32,
+}
+
+impl Seg {
+    /// The key of its last line.
+    #[inline(always)]
+    fn last(&self) -> (u64, u32) {
+        (self.stamp, self.hi - 1)
+    }
+}
+
+/// Appends the non-empty contiguous byte runs `[from, to)` of operand `o` (on a tensor of
+/// `shape` whose first byte is at `base`) in the gm layout, for the loop variables `vars`, to
+/// `out`, in increasing order.
+pub(super) fn runs_of<'a>(
     o: &'a Operand,
     shape: &[u64],
     vars: &[i64],
     base: u64,
-    line_bytes: u64,
     out: &mut Vec<(u64, u64)>,
 ) -> Result<(), EvalFailure<'a>> {
     footprint::gm_runs_at(o, shape, vars, |first, bytes| {
-        if bytes == 0 {
-            return;
+        if bytes > 0 {
+            out.push((base + first, base + first + bytes));
         }
-        let (a, end) = (base + first, base + first + bytes);
+    })
+}
+
+/// The run of a gm operand whose selection is one contiguous run whatever the loop variables:
+/// indices on the outer dimensions, then an index or a slice, then whole dimensions (`x[t]`,
+/// `x[i, j, a:b]`). Its first element is a sum of index × stride, so [`OneRun::at`] finds it
+/// without walking the selection as [`runs_of`] does, with the same result.
+#[derive(Clone, Debug)]
+pub(super) struct OneRun<'p> {
+    /// (index, stride in elements) of each outer dimension, then the partial dimension's
+    /// start.
+    terms: Vec<(Val<'p>, u64)>,
+    /// The partial dimension's end when it is a slice (an index ends at start + 1), and its
+    /// stride.
+    end: Option<Val<'p>>,
+    stride: u64,
+    bits: u64,
+}
+
+impl<'p> OneRun<'p> {
+    /// The pattern of operand `o` on a tensor of `shape`, when it has that form.
+    pub fn of(o: &'p Operand, shape: &[u64]) -> Option<OneRun<'p>> {
+        let n = shape.len();
+        if o.indices.len() > n || shape.contains(&0) {
+            return None;
+        }
+        // the innermost dimension not selected whole, whatever the variables
+        let whole = |d: usize| match Sel::of(o, d, shape[d]) {
+            Sel::Whole(_) => true,
+            Sel::Slice(a, b) => a.as_const() == Some(0) && b.as_const() == Some(shape[d] as i64),
+            Sel::At(_) => false,
+        };
+        let k = (0..n).rev().find(|&d| !whole(d))?;
+        let stride = |d: usize| shape[d + 1..].iter().product::<u64>();
+        let mut terms = Vec::with_capacity(k + 1);
+        for (d, &extent) in shape.iter().enumerate().take(k) {
+            let Sel::At(e) = Sel::of(o, d, extent) else {
+                return None;
+            };
+            terms.push((Val::new(e), stride(d)));
+        }
+        let end = match Sel::of(o, k, shape[k]) {
+            Sel::At(e) => {
+                terms.push((Val::new(e), stride(k)));
+                None
+            }
+            Sel::Slice(a, b) => {
+                terms.push((Val::new(a), stride(k)));
+                Some(Val::new(b))
+            }
+            Sel::Whole(_) => return None,
+        };
+        Some(OneRun {
+            terms,
+            end,
+            stride: stride(k),
+            bits: o.dtype.bits(),
+        })
+    }
+
+    /// Its byte run `[from, to)` in the gm layout (the tensor's first byte at `base`) for the
+    /// loop variables `vars`, as [`runs_of`] finds it (bounds already checked): `Some(None)`
+    /// when it selects no byte, `None` when an expression fails to evaluate (the caller then
+    /// asks [`runs_of`] for the error).
+    #[inline]
+    pub fn at(&self, vars: &[i64], base: u64) -> Option<Option<(u64, u64)>> {
+        let last = self.terms.len() - 1;
+        let (mut start, mut empty, mut first) = (0u64, false, 0i64);
+        for (i, &(v, stride)) in self.terms.iter().enumerate() {
+            first = v.eval(vars).ok()?;
+            // an index at i64::MAX selects [MAX, MAX) (`Sel::at` saturates): nothing
+            empty |= first == i64::MAX && (i < last || self.end.is_none());
+            start = start.wrapping_add((first as u64).wrapping_mul(stride));
+        }
+        let end = match self.end {
+            Some(e) => e.eval(vars).ok()?,
+            None => first.saturating_add(1),
+        };
+        if empty || end <= first {
+            return Some(None);
+        }
+        let run = (end as u64).wrapping_sub(first as u64) * self.stride;
+        let (x, y) = (
+            start * self.bits / 8,
+            (start + run).saturating_mul(self.bits).div_ceil(8),
+        );
+        Some((y > x).then_some((base + x, base + y)))
+    }
+}
+
+/// Calls `f(line, bytes in that line)` for the lines of `runs` (from [`runs_of`]) in
+/// increasing line order; a line two consecutive runs share comes once, with both runs' bytes.
+#[inline(always)]
+pub(super) fn for_each_line(runs: &[(u64, u64)], line_bytes: u64, mut f: impl FnMut(u64, u64)) {
+    // the last line seen, held back until a different one comes
+    let (mut held, mut held_bytes) = (u64::MAX, 0);
+    for &(a, end) in runs {
         for line in a / line_bytes..=(end - 1) / line_bytes {
             let from = a.max(line * line_bytes);
             let to = end.min((line + 1) * line_bytes);
-            match out.last_mut() {
-                Some((l, b)) if *l == line => *b += to - from,
-                _ => out.push((line, to - from)),
+            if line == held {
+                held_bytes += to - from;
+            } else {
+                if held != u64::MAX {
+                    f(held, held_bytes);
+                }
+                (held, held_bytes) = (line, to - from);
             }
         }
-    })
+    }
+    if held != u64::MAX {
+        f(held, held_bytes);
+    }
 }
 
 /// What a gm read found at its start: bytes and lines present (hits) and missing.
@@ -58,54 +345,108 @@ pub(super) struct L2 {
     cfg: MemoryConfig,
     /// Lines the L2 holds.
     capacity: u64,
-    /// Per line of the layout: the stamp of its last touch, or [`ABSENT`].
-    touch: Vec<u64>,
-    /// Present lines by (stamp, line): the first one leaves first.
-    lru: BTreeSet<(u64, u64)>,
+    /// Per line of the layout: the segment that last held it ([`L2::seg`] checks it still
+    /// does).
+    seg_of: SegIndex,
+    /// The segments, in use and free.
+    segs: Vec<Seg>,
+    free: Vec<u32>,
+    /// First (leaves first) and last segment in the L2's order, or [`NONE`].
+    head: u32,
+    tail: u32,
+    /// Present lines.
+    live: u64,
     /// Work ends of the moves with misses started so far that may still be in progress.
     hbm_ends: Vec<u64>,
     pub stats: MemoryStats,
 }
 
 impl L2 {
-    /// An empty L2 over a layout of `lines` lines; `warm`: filled with lines `0..` (the
-    /// tensors' lines in declaration order) until full, as if touched before cycle 0.
+    /// An empty L2 over a layout of `lines` lines (at most [`crate::limits::MAX_GM_LINES`], so
+    /// a line fits a `u32`); `warm`: filled with lines `0..` (the tensors' lines in
+    /// declaration order) until full, as if touched before cycle 0.
     pub fn new(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)]) -> L2 {
+        L2::with_chunks(cfg, lines, warm_lines, SegIndex::SHIFT)
+    }
+
+    /// [`L2::new`] with chunks of 2^`shift` lines in its [`SegIndex`] (tests use small ones).
+    fn with_chunks(cfg: MemoryConfig, lines: u64, warm_lines: &[(u64, u64)], shift: u32) -> L2 {
+        debug_assert!(lines <= crate::limits::MAX_GM_LINES);
         let capacity = cfg.l2_lines();
         let mut l2 = L2 {
             cfg,
             capacity,
-            touch: vec![ABSENT; lines as usize],
-            lru: BTreeSet::new(),
+            seg_of: SegIndex::new(lines, shift),
+            segs: Vec::new(),
+            free: Vec::new(),
+            head: NONE,
+            tail: NONE,
+            live: 0,
             hbm_ends: Vec::new(),
             stats: MemoryStats::default(),
         };
         'fill: for &(lo, hi) in warm_lines {
             for line in lo..hi {
-                if l2.lru.len() as u64 >= capacity {
+                if l2.live >= capacity {
                     break 'fill;
                 }
-                l2.touch[line as usize] = 0;
-                l2.lru.insert((0, line));
+                if l2.seg(line) == NONE {
+                    l2.place(0, line, true);
+                }
             }
         }
-        l2.stats.warm_lines = l2.lru.len() as u64;
+        l2.stats.warm_lines = l2.live;
         l2
     }
 
-    /// Looks `lines` up without changing anything.
+    /// Looks the lines of `runs` up without changing anything.
     #[inline]
-    pub fn lookup(&self, lines: &[(u64, u64)]) -> Lookup {
+    pub fn lookup(&self, runs: &[(u64, u64)]) -> Lookup {
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            // one run (a row, a whole tensor): its lines are a range, the misses what is left
+            let (l0, l1) = (a / lb, (end - 1) / lb);
+            let mut r = Lookup::default();
+            let shift = self.seg_of.shift;
+            if l0 >> shift == l1 >> shift {
+                // one chunk: none of its lines present when it does not exist, or beyond its
+                // high mark
+                if let Some(chunk) = self.seg_of.chunk(l0 >> shift) {
+                    let m = self.seg_of.mask;
+                    let to = ((l1 & m) as usize + 1).min(chunk.len());
+                    let from = ((l0 & m) as usize).min(to);
+                    for (i, &f) in chunk[from..to].iter().enumerate() {
+                        let line = l0 + i as u64;
+                        if f != NONE && self.covers(f, line) {
+                            r.hit_lines += 1;
+                            r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
+                        }
+                    }
+                }
+                r.miss_lines = l1 - l0 + 1 - r.hit_lines;
+                r.miss_bytes = end - a - r.hit_bytes;
+                return r;
+            }
+            for line in l0..l1 + 1 {
+                if self.seg(line) != NONE {
+                    r.hit_lines += 1;
+                    r.hit_bytes += end.min((line + 1) * lb) - a.max(line * lb);
+                }
+            }
+            r.miss_lines = (end - 1) / lb - l0 + 1 - r.hit_lines;
+            r.miss_bytes = end - a - r.hit_bytes;
+            return r;
+        }
         let mut r = Lookup::default();
-        for &(line, bytes) in lines {
-            if self.touch[line as usize] != ABSENT {
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
+            if self.seg(line) != NONE {
                 r.hit_bytes += bytes;
                 r.hit_lines += 1;
             } else {
                 r.miss_bytes += bytes;
                 r.miss_lines += 1;
             }
-        }
+        });
         r
     }
 
@@ -128,14 +469,19 @@ impl L2 {
             (self.cfg.l2_latency, 1, 0)
         };
         let top = l.hit_bytes as u128 * num + l.miss_bytes as u128 * den * a;
-        let work = top.div_ceil(a * num);
+        let div = a * num;
+        // a 128-bit division is a library call: divide in 64 bits when both fit
+        let work = match (u64::try_from(top), u64::try_from(div)) {
+            (Ok(top), Ok(div)) => top.div_ceil(div) as u128,
+            _ => top.div_ceil(div),
+        };
         (u64::try_from(work).unwrap_or(u64::MAX), extra)
     }
 
-    /// A read starting at `t` with work `work` found `l` on `lines`: counts it, touches the
-    /// present lines, brings the missing ones in and, with a miss, holds a share of HBM until
-    /// its work ends.
-    pub fn commit_read(&mut self, t: u64, work: u64, lines: &[(u64, u64)], l: &Lookup) {
+    /// A read starting at `t` with work `work` found `l` on the lines of `runs`: counts it,
+    /// touches the present lines, brings the missing ones in and, with a miss, holds a share of
+    /// HBM until its work ends.
+    pub fn commit_read(&mut self, t: u64, work: u64, runs: &[(u64, u64)], l: &Lookup) {
         let s = &mut self.stats;
         s.reads += 1;
         s.hit_bytes += l.hit_bytes;
@@ -150,58 +496,493 @@ impl L2 {
             }
         }
         // present lines first, so that bringing the missing ones in cannot evict them
-        for &(line, _) in lines {
-            if self.touch[line as usize] != ABSENT {
+        let lb = self.cfg.line_bytes;
+        if let ([(a, end)], 0) = (runs, l.hit_lines) {
+            // one run, every line missing (`l` was looked up in this state)
+            return self.bring_in(t, a / lb, (end - 1) / lb);
+        }
+        if l.hit_lines > 0 {
+            for_each_line(runs, lb, |line, _| {
+                if self.seg(line) != NONE {
+                    self.touch_line(t, line);
+                }
+            });
+        }
+        for_each_line(runs, lb, |line, _| {
+            if self.seg(line) == NONE {
                 self.touch_line(t, line);
             }
-        }
-        for &(line, _) in lines {
-            if self.touch[line as usize] == ABSENT {
-                self.touch_line(t, line);
-            }
-        }
+        });
     }
 
-    /// A write starting at `t` allocates `lines`.
-    pub fn commit_write(&mut self, t: u64, lines: &[(u64, u64)]) {
+    /// A write starting at `t` allocates the lines of `runs`.
+    pub fn commit_write(&mut self, t: u64, runs: &[(u64, u64)]) {
         self.stats.writes += 1;
-        for &(line, bytes) in lines {
+        let lb = self.cfg.line_bytes;
+        if let [(a, end)] = *runs {
+            let (l0, l1) = (a / lb, (end - 1) / lb);
+            if self.absent(l0, l1) {
+                self.stats.write_bytes += end - a;
+                return self.bring_in(t, l0, l1);
+            }
+        }
+        for_each_line(runs, self.cfg.line_bytes, |line, bytes| {
             self.stats.write_bytes += bytes;
             self.touch_line(t, line);
+        });
+    }
+
+    /// Brings lines `l0..=l1`, all absent, in at `t`: what touching them one by one in line
+    /// order does. When they go behind the last line and evict only lines that were there
+    /// before (a streaming kernel), that is: the first lines leave, as many as the L2 has no
+    /// room for, and the run goes to the end as one segment.
+    fn bring_in(&mut self, t: u64, l0: u64, l1: u64) {
+        let stamp = t + 1;
+        let k = l1 - l0 + 1;
+        let behind = self.tail == NONE || self.segs[self.tail as usize].last() < (stamp, l0 as u32);
+        // one by one, each line evicts one once the L2 is full
+        let evict = k.saturating_sub(self.capacity.saturating_sub(self.live));
+        if !behind || self.capacity == 0 || evict > self.live {
+            for line in l0..l1 + 1 {
+                self.touch_line(t, line);
+            }
+            return;
         }
+        self.evict(evict);
+        let t = self.tail;
+        let f = if t != NONE
+            && self.segs[t as usize].stamp == stamp
+            && self.segs[t as usize].hi as u64 == l0
+        {
+            self.segs[t as usize].hi = l1 as u32 + 1;
+            t
+        } else {
+            let f = self.new_seg(stamp, l0, l1 + 1);
+            self.link_after(f, self.tail);
+            f
+        };
+        self.seg_of.enter_range(l0, l1 + 1, f);
+        self.live += k;
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
     /// when full) if absent.
-    #[inline]
+    #[inline(always)]
     fn touch_line(&mut self, t: u64, line: u64) {
         let stamp = t + 1;
-        let old = self.touch[line as usize];
-        if old == stamp {
-            return;
+        let s = self.seg(line);
+        if s != NONE {
+            if self.segs[s as usize].stamp == stamp {
+                return;
+            }
+            self.take_out(s, line);
+            return self.place(stamp, line, false);
         }
-        if old != ABSENT {
-            self.lru.remove(&(old, line));
-        } else if self.lru.len() as u64 >= self.capacity {
-            if let Some((_, out)) = self.lru.pop_first() {
-                self.touch[out as usize] = ABSENT;
-                self.stats.evicted_lines += 1;
+        if self.live >= self.capacity && self.live > 0 {
+            self.evict(1);
+        }
+        self.place(stamp, line, true);
+    }
+
+    /// Whether lines `l0..=l1` are all absent.
+    fn absent(&self, l0: u64, l1: u64) -> bool {
+        let shift = self.seg_of.shift;
+        if l0 >> shift != l1 >> shift {
+            return (l0..l1 + 1).all(|line| self.seg(line) == NONE);
+        }
+        let Some(chunk) = self.seg_of.chunk(l0 >> shift) else {
+            return true;
+        };
+        let m = self.seg_of.mask;
+        let to = ((l1 & m) as usize + 1).min(chunk.len());
+        let from = ((l0 & m) as usize).min(to);
+        chunk[from..to]
+            .iter()
+            .zip(l0..)
+            .all(|(&f, line)| f == NONE || !self.covers(f, line))
+    }
+
+    /// Whether segment `f` holds `line`.
+    #[inline(always)]
+    fn covers(&self, f: u32, line: u64) -> bool {
+        let s = &self.segs[f as usize];
+        s.lo as u64 <= line && line < s.hi as u64
+    }
+
+    /// The segment holding `line`, or [`NONE`] when it is absent.
+    #[inline(always)]
+    fn seg(&self, line: u64) -> u32 {
+        match self.seg_of.get(line) {
+            f if f != NONE && self.covers(f, line) => f,
+            _ => NONE,
+        }
+    }
+
+    /// A new segment of lines `lo..hi` touched at `stamp` (not linked).
+    fn new_seg(&mut self, stamp: u64, lo: u64, hi: u64) -> u32 {
+        let s = Seg {
+            stamp,
+            lo: lo as u32,
+            hi: hi as u32,
+            prev: NONE,
+            next: NONE,
+        };
+        match self.free.pop() {
+            Some(f) => {
+                self.segs[f as usize] = s;
+                f
+            }
+            None => {
+                self.segs.push(s);
+                self.segs.len() as u32 - 1
             }
         }
-        self.touch[line as usize] = stamp;
-        self.lru.insert((stamp, line));
+    }
+
+    /// Links segment `f` after `p` ([`NONE`]: first).
+    fn link_after(&mut self, f: u32, p: u32) {
+        let next = match p {
+            NONE => std::mem::replace(&mut self.head, f),
+            p => std::mem::replace(&mut self.segs[p as usize].next, f),
+        };
+        match next {
+            NONE => self.tail = f,
+            n => self.segs[n as usize].prev = f,
+        }
+        let s = &mut self.segs[f as usize];
+        (s.prev, s.next) = (p, next);
+    }
+
+    /// Unlinks segment `f` and frees it.
+    fn drop_seg(&mut self, f: u32) {
+        let Seg { prev, next, .. } = self.segs[f as usize];
+        match prev {
+            NONE => self.head = next,
+            p => self.segs[p as usize].next = next,
+        }
+        match next {
+            NONE => self.tail = prev,
+            n => self.segs[n as usize].prev = prev,
+        }
+        let s = &mut self.segs[f as usize];
+        s.hi = s.lo;
+        self.free.push(f);
+    }
+
+    /// The first `n` present lines leave (n <= live).
+    fn evict(&mut self, mut n: u64) {
+        self.live -= n;
+        self.stats.evicted_lines += n;
+        while n > 0 {
+            let h = self.head;
+            let Seg { lo, hi, .. } = self.segs[h as usize];
+            let m = n.min((hi - lo) as u64);
+            self.seg_of.leave_range(lo as u64, lo as u64 + m);
+            n -= m;
+            if m == (hi - lo) as u64 {
+                self.drop_seg(h);
+            } else {
+                self.segs[h as usize].lo += m as u32;
+            }
+        }
+    }
+
+    /// Takes present `line` out of its segment `f`, to be placed again: a segment inside
+    /// which it was splits, the smaller part moving to a new segment.
+    fn take_out(&mut self, f: u32, line: u64) {
+        let Seg { stamp, lo, hi, .. } = self.segs[f as usize];
+        let (lo, hi) = (lo as u64, hi as u64);
+        if hi - lo == 1 {
+            self.drop_seg(f);
+        } else if line == lo {
+            self.segs[f as usize].lo += 1;
+        } else if line + 1 == hi {
+            self.segs[f as usize].hi -= 1;
+        } else if line - lo < hi - line {
+            // the left part moves to a segment before f
+            let g = self.new_seg(stamp, lo, line);
+            let prev = self.segs[f as usize].prev;
+            self.link_after(g, prev);
+            self.segs[f as usize].lo = line as u32 + 1;
+            for l in lo..line {
+                self.seg_of.update(l, g);
+            }
+        } else {
+            let g = self.new_seg(stamp, line + 1, hi);
+            self.link_after(g, f);
+            self.segs[f as usize].hi = line as u32;
+            for l in line + 1..hi {
+                self.seg_of.update(l, g);
+            }
+        }
+    }
+
+    /// Puts `line` (absent from every segment) with `stamp` at its place: after the last line
+    /// with a smaller key, found walking back from the end (a segment's keys are together,
+    /// so it lies wholly before or after). It joins the segment before it or after it when it
+    /// continues it. `entering`: it comes in (else it moves).
+    fn place(&mut self, stamp: u64, line: u64, entering: bool) {
+        let key = (stamp, line as u32);
+        let mut p = self.tail;
+        while p != NONE && self.segs[p as usize].last() > key {
+            p = self.segs[p as usize].prev;
+        }
+        let next = match p {
+            NONE => self.head,
+            p => self.segs[p as usize].next,
+        };
+        let f = if p != NONE
+            && self.segs[p as usize].stamp == stamp
+            && self.segs[p as usize].hi as u64 == line
+        {
+            self.segs[p as usize].hi += 1;
+            p
+        } else if next != NONE
+            && self.segs[next as usize].stamp == stamp
+            && self.segs[next as usize].lo as u64 == line + 1
+        {
+            self.segs[next as usize].lo -= 1;
+            next
+        } else {
+            let f = self.new_seg(stamp, line, line + 1);
+            self.link_after(f, p);
+            f
+        };
+        if entering {
+            self.live += 1;
+            self.seg_of.enter(line, f);
+        } else {
+            self.seg_of.update(line, f);
+        }
     }
 
     /// The present lines, least recently touched first (tests).
     #[cfg(test)]
     pub fn order(&self) -> Vec<u64> {
-        self.lru.iter().map(|&(_, l)| l).collect()
+        let mut v = Vec::new();
+        let mut f = self.head;
+        while f != NONE {
+            let s = &self.segs[f as usize];
+            v.extend(s.lo as u64..s.hi as u64);
+            f = s.next;
+        }
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// The L2's replacement order as first written: stamps per line and the present lines in a
+    /// B-tree by (stamp, line). The reference the linked list is checked against.
+    struct Reference {
+        capacity: u64,
+        touch: Vec<u64>,
+        lru: BTreeSet<(u64, u64)>,
+        evicted: u64,
+    }
+
+    impl Reference {
+        const ABSENT: u64 = u64::MAX;
+
+        fn new(capacity: u64, lines: u64, warm: &[(u64, u64)]) -> Reference {
+            let mut r = Reference {
+                capacity,
+                touch: vec![Self::ABSENT; lines as usize],
+                lru: BTreeSet::new(),
+                evicted: 0,
+            };
+            'fill: for &(lo, hi) in warm {
+                for line in lo..hi {
+                    if r.lru.len() as u64 >= capacity {
+                        break 'fill;
+                    }
+                    r.touch[line as usize] = 0;
+                    r.lru.insert((0, line));
+                }
+            }
+            r
+        }
+
+        fn touch_line(&mut self, t: u64, line: u64) {
+            let stamp = t + 1;
+            let old = self.touch[line as usize];
+            if old == stamp {
+                return;
+            }
+            if old != Self::ABSENT {
+                self.lru.remove(&(old, line));
+            } else if self.lru.len() as u64 >= self.capacity {
+                if let Some((_, out)) = self.lru.pop_first() {
+                    self.touch[out as usize] = Self::ABSENT;
+                    self.evicted += 1;
+                }
+            }
+            self.touch[line as usize] = stamp;
+            self.lru.insert((stamp, line));
+        }
+
+        fn read(&mut self, t: u64, lines: &[(u64, u64)]) {
+            for &(line, _) in lines {
+                if self.touch[line as usize] != Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+            for &(line, _) in lines {
+                if self.touch[line as usize] == Self::ABSENT {
+                    self.touch_line(t, line);
+                }
+            }
+        }
+
+        fn order(&self) -> Vec<u64> {
+            self.lru.iter().map(|&(_, l)| l).collect()
+        }
+    }
+
+    /// The `(line, bytes)` list of `runs` as first written: a line two runs share once, with
+    /// both runs' bytes. The reference [`for_each_line`] is checked against.
+    fn reference_lines(runs: &[(u64, u64)], line_bytes: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(a, end) in runs {
+            for line in a / line_bytes..=(end - 1) / line_bytes {
+                let from = a.max(line * line_bytes);
+                let to = end.min((line + 1) * line_bytes);
+                match out.last_mut() {
+                    Some((l, b)) if *l == line => *b += to - from,
+                    _ => out.push((line, to - from)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Byte runs of whole lines `lines` (256 B each).
+    fn whole(lines: &[u64]) -> Vec<(u64, u64)> {
+        lines.iter().map(|&l| (l * 256, l * 256 + 256)).collect()
+    }
+
+    /// Increasing non-empty byte runs within 24 lines of 256 B, from (gap, length) pairs: gaps
+    /// of 0 make runs meet inside a line.
+    fn runs_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
+        proptest::collection::vec((0u64..600, 1u64..700), 0..5).prop_map(|parts| {
+            let mut runs = Vec::new();
+            let mut at = 0;
+            for (gap, len) in parts {
+                let a = at + gap;
+                let end = (a + len).min(24 * 256);
+                if a >= end {
+                    break;
+                }
+                runs.push((a, end));
+                at = end;
+            }
+            runs
+        })
+    }
+
+    proptest! {
+        /// Random reads and writes of random runs at random cycles (out of order, many in one
+        /// cycle) find what the reference finds and leave the list in the reference's order,
+        /// evicting the same lines.
+        #[test]
+        fn lru_list_matches_the_btree_reference(
+            capacity in 0u64..12,
+            warm in any::<bool>(),
+            // chunks of 2, 4 or 16384 lines in the frame index: small ones come and go
+            shift in prop_oneof![Just(1u32), Just(2), Just(14)],
+            moves in proptest::collection::vec((any::<bool>(), 0u64..40, runs_strategy()), 0..60),
+        ) {
+            const LINES: u64 = 24;
+            let cfg = MemoryConfig { l2_bytes: 256 * capacity, ..cfg(1) };
+            let warm_lines: &[(u64, u64)] = if warm { &[(0, LINES)] } else { &[] };
+            let mut l2 = L2::with_chunks(cfg, LINES, warm_lines, shift);
+            let mut r = Reference::new(capacity, LINES, warm_lines);
+            prop_assert_eq!(l2.order(), r.order());
+            let mut write_bytes = 0;
+            for (read, t, runs) in moves {
+                let lines = reference_lines(&runs, 256);
+                let mut walked = Vec::new();
+                for_each_line(&runs, 256, |l, b| walked.push((l, b)));
+                prop_assert_eq!(&walked, &lines);
+                if read {
+                    let l = l2.lookup(&runs);
+                    let mut want = Lookup::default();
+                    for &(x, b) in &lines {
+                        if r.touch[x as usize] != Reference::ABSENT {
+                            (want.hit_lines, want.hit_bytes) = (want.hit_lines + 1, want.hit_bytes + b);
+                        } else {
+                            (want.miss_lines, want.miss_bytes) = (want.miss_lines + 1, want.miss_bytes + b);
+                        }
+                    }
+                    prop_assert_eq!(l, want);
+                    l2.commit_read(t, 1, &runs, &l);
+                    r.read(t, &lines);
+                } else {
+                    l2.commit_write(t, &runs);
+                    for &(line, b) in &lines {
+                        r.touch_line(t, line);
+                        write_bytes += b;
+                    }
+                }
+                prop_assert_eq!(l2.order(), r.order());
+                prop_assert_eq!(l2.stats.evicted_lines, r.evicted);
+                prop_assert_eq!(l2.stats.write_bytes, write_bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn one_run_finds_what_the_walk_finds() {
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: one_run
+core: aiv
+sync: manual
+gm:
+  x: { shape: [4, 8, 16], dtype: f16 }
+  y: { shape: [6, 10], dtype: i1 }
+body:
+  - for: { var: i, to: 4 }
+    body:
+      - for: { var: j, to: 8 }
+        body:
+          - use: ["x[i]", "x[i, j]", "x[i, j, 0:j]", "x[i, 0:j]", "x[i, j:8]", "x[0:i]",
+                  "x[i, 0:8]", "x[i, j, j:16]", "y[i, j:10]", "y[i, 1:j]", "x[i, j, 3]",
+                  "x[i, 0:4, 2]", "x[0:2, j]"]
+"#;
+        let p = crate::load_program(text, "one_run.yaml", &config, &[]).unwrap();
+        let ops = crate::engine::operands(&p.ops[2].kind);
+        let mut patterns = 0;
+        for o in ops {
+            let crate::program::Ref::Tensor(t) = o.base else {
+                unreachable!()
+            };
+            let shape = &p.tensors[t.index()].shape;
+            let Some(one) = OneRun::of(o, shape) else {
+                continue;
+            };
+            patterns += 1;
+            for i in 0..4 {
+                for j in 0..8 {
+                    let mut want = Vec::new();
+                    runs_of(o, shape, &[i, j], 1000, &mut want).unwrap();
+                    let got: Vec<_> = one.at(&[i, j], 1000).unwrap().into_iter().collect();
+                    assert_eq!(got, want, "{} at i={i} j={j}", o.text);
+                }
+            }
+        }
+        // all but the last two, which select several runs (a partial dimension outside an
+        // index)
+        assert_eq!(patterns, 11);
+    }
 
     fn cfg(lines: u64) -> MemoryConfig {
         MemoryConfig {
@@ -219,22 +1000,53 @@ mod tests {
     fn ties_leave_lower_address_first_and_touches_refresh() {
         let mut l2 = L2::new(cfg(2), 16, &[]);
         // lines 5 then 3 written in the same cycle 7: same stamp, so 3 (lower) leaves first
-        l2.commit_write(7, &[(5, 256)]);
-        l2.commit_write(7, &[(3, 256)]);
+        l2.commit_write(7, &whole(&[5]));
+        l2.commit_write(7, &whole(&[3]));
         assert_eq!(l2.order(), [3, 5]);
-        l2.commit_write(8, &[(9, 256)]);
+        l2.commit_write(8, &whole(&[9]));
         assert_eq!(l2.order(), [5, 9]);
         // a read at 9 touching 5 makes 9 the oldest; a miss on 1 then evicts 9
-        let lines = [(5, 256)];
+        let lines = whole(&[5]);
         let l = l2.lookup(&lines);
         assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
         l2.commit_read(9, 8, &lines, &l);
         assert_eq!(l2.order(), [9, 5]);
-        let lines = [(1, 100)];
+        // 100 bytes of line 1
+        let lines = [(256, 356)];
         let l = l2.lookup(&lines);
         l2.commit_read(10, 2, &lines, &l);
         assert_eq!(l2.order(), [5, 1]);
         assert_eq!(l2.stats.evicted_lines, 2);
+    }
+
+    #[test]
+    fn touches_split_segments_and_runs_join_them() {
+        let mut l2 = L2::new(cfg(8), 16, &[]);
+        // lines 0..6 written at 1: one segment
+        l2.commit_write(1, &[(0, 6 * 256)]);
+        assert_eq!(l2.order(), [0, 1, 2, 3, 4, 5]);
+        // line 4 read at 3 leaves from inside its segment (the right part, smaller, splits off)
+        let read = |l2: &mut L2, t: u64, line: u64| {
+            let runs = whole(&[line]);
+            let l = l2.lookup(&runs);
+            l2.commit_read(t, 1, &runs, &l);
+        };
+        read(&mut l2, 3, 4);
+        assert_eq!(l2.order(), [0, 1, 2, 3, 5, 4]);
+        // line 1 at 5: the left part splits off
+        read(&mut l2, 5, 1);
+        assert_eq!(l2.order(), [0, 2, 3, 5, 4, 1]);
+        // lines 2 and 3 at 7, one by one: 2 then 3 join at the end
+        read(&mut l2, 7, 2);
+        read(&mut l2, 7, 3);
+        assert_eq!(l2.order(), [0, 5, 4, 1, 2, 3]);
+        // a run of 8..12 at 9 fills the L2 (8 lines) and evicts the first two
+        l2.commit_write(9, &[(8 * 256, 12 * 256)]);
+        assert_eq!(l2.order(), [4, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(l2.stats.evicted_lines, 2);
+        // line 7 at 9 (same cycle, lower than 8): before the run, whose segment it joins
+        l2.commit_write(9, &whole(&[7]));
+        assert_eq!(l2.order(), [1, 2, 3, 7, 8, 9, 10, 11]);
     }
 
     #[test]
@@ -254,7 +1066,7 @@ mod tests {
         };
         // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
         assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
-        l2.commit_read(0, 8, &[(0, 256), (1, 256)], &miss);
+        l2.commit_read(0, 8, &whole(&[0, 1]), &miss);
         // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
         assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
         // at 8 it is over: alone again

@@ -169,7 +169,7 @@ pub struct Issue<'a> {
     pub flag_id: Option<u32>,
 }
 
-/// Watches a run. Every method has an empty default body, so an observer implements only what
+/// Watches a run. Every hook has an empty default body, so an observer implements only what
 /// it needs and an unused hook costs nothing (calls are monomorphised).
 ///
 /// Calls come in nondecreasing cycle order of the events they describe. `on_issue` is called
@@ -183,6 +183,13 @@ pub trait Observer {
     #[inline(always)]
     fn on_issue(&mut self, issue: &Issue<'_>) {
         let _ = issue;
+    }
+
+    /// Whether `on_issue` does anything. When it does not, the engine skips choosing operand
+    /// slots that only an [`Issue`] would report (true unless overridden; `()` says false).
+    #[inline(always)]
+    fn watches_issues(&self) -> bool {
+        true
     }
 
     #[inline(always)]
@@ -244,7 +251,12 @@ pub struct Release {
 }
 
 /// The observer that watches nothing.
-impl Observer for () {}
+impl Observer for () {
+    #[inline(always)]
+    fn watches_issues(&self) -> bool {
+        false
+    }
+}
 
 /// Two observers watching one run: both see every call, the first one first. Nest pairs for
 /// more (`(race, (trace, profile))`); still monomorphised, and `()` parts cost nothing.
@@ -253,6 +265,11 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn on_issue(&mut self, issue: &Issue<'_>) {
         self.0.on_issue(issue);
         self.1.on_issue(issue);
+    }
+
+    #[inline(always)]
+    fn watches_issues(&self) -> bool {
+        self.0.watches_issues() || self.1.watches_issues()
     }
 
     #[inline(always)]
@@ -284,6 +301,11 @@ impl<O: Observer> Observer for Option<O> {
     }
 
     #[inline(always)]
+    fn watches_issues(&self) -> bool {
+        self.as_ref().is_some_and(|o| o.watches_issues())
+    }
+
+    #[inline(always)]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         if let Some(o) = self {
             o.on_start(seq, start, complete);
@@ -310,6 +332,11 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn on_issue(&mut self, issue: &Issue<'_>) {
         (**self).on_issue(issue);
+    }
+
+    #[inline(always)]
+    fn watches_issues(&self) -> bool {
+        (**self).watches_issues()
     }
 
     #[inline(always)]

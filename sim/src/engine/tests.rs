@@ -901,6 +901,52 @@ fn runtime_errors_name_op_and_iteration() {
 }
 
 #[test]
+fn bounds_checks_are_left_out_only_where_they_cannot_fail() {
+    use super::compile::compile;
+    let big = Expr::Const(1 << 62);
+    let mut b = B::new();
+    let t = b.var("t");
+    let u = b.var("u");
+    let x = b.tensor("x", &[4, 64], Dtype::F16);
+    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let t1 = Expr::binary(BinOp::Add, Expr::Var(t), Expr::Const(1)).unwrap();
+    // t × 2^62 − t × 2^62: 0 as a linear form, but it overflows at t = 2
+    let tb = Expr::binary(BinOp::Mul, Expr::Var(t), big).unwrap();
+    let zero = Expr::binary(BinOp::Sub, tb.clone(), tb).unwrap();
+    let ops = vec![
+        // x[u] before u's loop: u's range is not known there
+        load(b.row(x, Expr::Var(u)), b.b(xb)),
+        for_(
+            t,
+            3,
+            vec![
+                load(b.row(x, Expr::Var(t)), b.b(xb)),
+                load(b.row(x, t1.clone()), b.b(xb)),
+                T::For {
+                    var: u,
+                    from: 0,
+                    to: t1,
+                    body: vec![load(b.row(x, Expr::Var(u)), b.b(xb))],
+                },
+                load(b.row(x, zero), b.b(xb)),
+            ],
+        ),
+    ];
+    let p = b.build(ops);
+    let c = compile(&p, &config(), &crate::Addresses::default())
+        .ok()
+        .unwrap();
+    // the gm sources of the five loads, in order: x[u] outside, x[t] (t in 0..=2), x[t + 1]
+    // (1..=3 of 4 rows), x[u] (u in 0..=2), the overflowing zero
+    let checks: Vec<bool> = c.opnds.iter().step_by(2).map(|o| o.check).collect();
+    assert_eq!(checks, [true, false, false, false, true]);
+    // the one left in still fails where it must
+    let e = run(&p, &config()).unwrap_err();
+    assert!(e.message.contains("overflow"), "{}", e.message);
+    assert_eq!(e.iteration, ", t=2");
+}
+
+#[test]
 fn zero_trip_loop_costs_nothing() {
     let mut b = B::new();
     let t = b.var("t");

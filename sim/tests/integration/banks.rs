@@ -261,3 +261,49 @@ fn keys_are_validated_with_every_problem_located() {
         .message
         .contains("needs vector.block_bytes"));
 }
+
+#[test]
+fn layouts_met_again_cost_what_they_cost_the_first_time() {
+    // Rows of x are 544 bytes apart, so row r starts in group 17 r mod 16 = r mod 16 and its
+    // overlap with y's groups, hence its cost, depends on r. A loop cycling through 12 rows (more
+    // than the engine remembers per op) three times costs what the 36 adds written out cost.
+    let program = |body: String| {
+        format!(
+            r#"
+kernel: rows
+core: t
+sync: manual
+buffers:
+  x: {{ scope: ub, shape: [12, 272], dtype: f16, at: 0 }}
+  y: {{ scope: ub, shape: [272], dtype: f16, at: 8192 }}
+  z: {{ scope: ub, shape: [272], dtype: f16, at: 16384 }}
+body:
+  - sstore: {{ dst: "x[0, 0]" }}
+  - sstore: {{ dst: "y[0]" }}
+  - sstore: {{ dst: "z[0]" }}
+{body}
+"#
+        )
+    };
+    let looped = program(
+        "  - for: { var: i, to: 36 }\n    body:\n      - vadd: { ins: [\"x[i % 12]\", y], out: z }"
+            .to_string(),
+    );
+    let unrolled = program(
+        (0..36)
+            .map(|i| format!("  - vadd: {{ ins: [\"x[{}]\", y], out: z }}", i % 12))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let (a, b) = (run(&config(true), &looped), run(&config(true), &unrolled));
+    assert_eq!(
+        (v_busy(&a), a.bank_conflict_cycles),
+        (v_busy(&b), b.bank_conflict_cycles)
+    );
+    // the rows do cost differently
+    let row = |r: usize| {
+        let one = program(format!("  - vadd: {{ ins: [\"x[{r}]\", y], out: z }}"));
+        run(&config(true), &one).bank_conflict_cycles
+    };
+    assert_ne!(row(0), row(8));
+}
