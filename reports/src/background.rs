@@ -4,7 +4,7 @@
 //! adding to it. A bounded channel of recycled batches keeps memory flat.
 
 use crossbeam::channel::{bounded, Receiver, Sender};
-use sim::engine::{Issue, Observer, Release, Span};
+use sim::engine::{CrossEvent, Issue, Observer, Release, Span};
 use sim::{OpId, Pipe};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -17,6 +17,7 @@ const IN_FLIGHT: usize = 4;
 enum Call {
     Issue {
         seq: u64,
+        core: u32,
         op: OpId,
         pipe: Pipe,
         cycle: u64,
@@ -32,6 +33,19 @@ enum Call {
     },
     Span(Span),
     Release(Release),
+    /// A counter increment: its sets are `sets[sets.0..sets.1]` of the batch.
+    Signal {
+        core: u32,
+        id: u32,
+        cycle: u64,
+        sets: (u32, u32),
+    },
+    Take {
+        core: u32,
+        id: u32,
+        cycle: u64,
+        wait_seq: u64,
+    },
 }
 
 #[derive(Default)]
@@ -39,6 +53,7 @@ struct Batch {
     calls: Vec<Call>,
     vars: Vec<i64>,
     slots: Vec<u32>,
+    sets: Vec<u64>,
 }
 
 impl Batch {
@@ -46,6 +61,7 @@ impl Batch {
         self.calls.clear();
         self.vars.clear();
         self.slots.clear();
+        self.sets.clear();
     }
 }
 
@@ -111,6 +127,7 @@ fn replay<O: Observer>(batch: &Batch, inner: &mut O) {
         match *call {
             Call::Issue {
                 seq,
+                core,
                 op,
                 pipe,
                 cycle,
@@ -119,6 +136,7 @@ fn replay<O: Observer>(batch: &Batch, inner: &mut O) {
                 slots,
             } => inner.on_issue(&Issue {
                 seq,
+                core,
                 op,
                 pipe,
                 cycle,
@@ -133,6 +151,28 @@ fn replay<O: Observer>(batch: &Batch, inner: &mut O) {
             } => inner.on_start(seq, start, complete),
             Call::Span(s) => inner.on_span(&s),
             Call::Release(r) => inner.on_release(&r),
+            Call::Signal {
+                core,
+                id,
+                cycle,
+                sets,
+            } => inner.on_cross(&CrossEvent::Signal {
+                core,
+                id,
+                cycle,
+                sets: &batch.sets[sets.0 as usize..sets.1 as usize],
+            }),
+            Call::Take {
+                core,
+                id,
+                cycle,
+                wait_seq,
+            } => inner.on_cross(&CrossEvent::Take {
+                core,
+                id,
+                cycle,
+                wait_seq,
+            }),
         }
     }
 }
@@ -146,6 +186,7 @@ impl<'scope, O: Observer + Send + 'scope> Observer for Background<'scope, O> {
         self.batch.slots.extend_from_slice(issue.slots);
         let call = Call::Issue {
             seq: issue.seq,
+            core: issue.core,
             op: issue.op,
             pipe: issue.pipe,
             cycle: issue.cycle,
@@ -173,6 +214,39 @@ impl<'scope, O: Observer + Send + 'scope> Observer for Background<'scope, O> {
     #[inline]
     fn on_release(&mut self, release: &Release) {
         self.push(Call::Release(*release));
+    }
+
+    #[inline]
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        let call = match *event {
+            CrossEvent::Signal {
+                core,
+                id,
+                cycle,
+                sets,
+            } => {
+                let s0 = self.batch.sets.len() as u32;
+                self.batch.sets.extend_from_slice(sets);
+                Call::Signal {
+                    core,
+                    id,
+                    cycle,
+                    sets: (s0, self.batch.sets.len() as u32),
+                }
+            }
+            CrossEvent::Take {
+                core,
+                id,
+                cycle,
+                wait_seq,
+            } => Call::Take {
+                core,
+                id,
+                cycle,
+                wait_seq,
+            },
+        };
+        self.push(call);
     }
 }
 
@@ -215,6 +289,7 @@ mod tests {
             let vars = [k as i64, -(k as i64)];
             let slots = [(k % 3) as u32];
             o.on_issue(&Issue {
+                core: 0,
                 seq: k,
                 op: OpId(k as u32 % 5),
                 pipe: Pipe::V,
@@ -224,6 +299,7 @@ mod tests {
                 flag_id: (k % 4 == 0).then_some(k as u32),
             });
             o.on_span(&Span {
+                core: 0,
                 pipe: Pipe::V,
                 from: k,
                 to: k + 1,
@@ -232,6 +308,7 @@ mod tests {
                 what: Activity::Work,
             });
             o.on_release(&Release {
+                core: 0,
                 set_seq: k,
                 wait_seq: k + 1,
                 cycle: k,

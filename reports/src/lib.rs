@@ -301,7 +301,7 @@ pub(crate) mod testutil {
     }
 
     pub fn result_clean() -> RunResult {
-        RunResult {
+        let mut r = RunResult {
             total_cycles: 1000,
             pipes: vec![
                 PipeStats {
@@ -360,11 +360,23 @@ pub(crate) mod testutil {
             ],
             overlap_cycles: 450,
             bank_conflict_cycles: None,
+            cores: vec![],
             findings: vec![],
             deadlock: None,
             stopped: None,
             memory: None,
-        }
+        };
+        // the one core of the run
+        r.cores.push(sim::engine::CoreRun {
+            block: 0,
+            core: sim::CoreId(0),
+            index: 0,
+            end_cycle: r.total_cycles,
+            pipes: r.pipes.clone(),
+            overlap_cycles: r.overlap_cycles,
+            bank_conflict_cycles: r.bank_conflict_cycles,
+        });
+        r
     }
 
     #[test]

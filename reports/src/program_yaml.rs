@@ -457,6 +457,14 @@ impl<'a> Printer<'a> {
             ]),
             OpKind::Barrier(BarrierTarget::All) => "all".into(),
             OpKind::Barrier(BarrierTarget::Pipe(p)) => p.yaml_name().into(),
+            OpKind::CrossSet { mode, pipe, id } => flow(&[
+                ("mode", mode.number().to_string()),
+                ("pipe", pipe.yaml_name().into()),
+                ("id", self.expr(id)),
+            ]),
+            OpKind::CrossWait { pipe, id } => {
+                flow(&[("id", self.expr(id)), ("pipe", pipe.yaml_name().into())])
+            }
             OpKind::For(_) | OpKind::If { .. } | OpKind::While { .. } => {
                 unreachable!("control ops are printed by op()")
             }

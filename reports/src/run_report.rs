@@ -646,14 +646,29 @@ pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
             id,
             op,
             cycle,
+            ..
         } => format!(
             "double set: flag {src}->{dst}#{id} set again at cycle {cycle} before a wait_flag \
              consumed it; the second set is lost ({})",
             op_ref(program, *op)
         ),
-        SyncFinding::UnpairedSet { src, dst, id, op } => format!(
+        SyncFinding::UnpairedSet {
+            src, dst, id, op, ..
+        } => format!(
             "unpaired set_flag: flag {src}->{dst}#{id} was still set when the kernel ended; \
              no wait_flag consumed it ({})",
+            op_ref(program, *op)
+        ),
+        SyncFinding::CrossOverflow {
+            core,
+            id,
+            count,
+            op,
+            cycle,
+            ..
+        } => format!(
+            "cross-core flag overflow: core {core}'s counter #{id} reached {count} at cycle \
+             {cycle}, above max_pending ({})",
             op_ref(program, *op)
         ),
     }
@@ -701,6 +716,7 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             id,
             op,
             cycle,
+            ..
         } => json!({
             "kind": "double_set",
             "flag": format!("{src}->{dst}#{id}"),
@@ -708,11 +724,29 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "op_kind": op_kind(program, *op),
             "cycle": cycle,
         }),
-        SyncFinding::UnpairedSet { src, dst, id, op } => json!({
+        SyncFinding::UnpairedSet {
+            src, dst, id, op, ..
+        } => json!({
             "kind": "unpaired_set_flag",
             "flag": format!("{src}->{dst}#{id}"),
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+        }),
+        SyncFinding::CrossOverflow {
+            core,
+            id,
+            count,
+            op,
+            cycle,
+            ..
+        } => json!({
+            "kind": "cross_core_overflow",
+            "core": core,
+            "flag": format!("cross#{id}"),
+            "count": count,
+            "op": op_path(program, *op),
+            "op_kind": op_kind(program, *op),
+            "cycle": cycle,
         }),
     }
 }
@@ -794,6 +828,10 @@ fn legend(reasons: &[Stall]) -> String {
             Stall::WaitFlag { .. } => (
                 "wait P#i",
                 "a wait_flag at the head of the queue waited for the flag from pipe P with id i",
+            ),
+            Stall::CrossWait { .. } => (
+                "cross_wait #i",
+                "a cross_wait at the head of the queue waited for its core's cross-core counter i",
             ),
             Stall::WaitMacro { .. } => (
                 "wait P#mmad_l1",
@@ -884,6 +922,7 @@ mod tests {
         let mut r = result_clean();
         r.findings = vec![
             SyncFinding::DoubleSet {
+                core: 0,
                 src: Pipe::Mte2,
                 dst: Pipe::V,
                 id: 0,
@@ -891,6 +930,7 @@ mod tests {
                 cycle: 700,
             },
             SyncFinding::UnpairedSet {
+                core: 0,
                 src: Pipe::V,
                 dst: Pipe::Mte3,
                 id: 1,
@@ -901,11 +941,13 @@ mod tests {
             cycle: 900,
             waiters: vec![
                 Waiter {
+                    core: 0,
                     pipe: Pipe::S,
                     op: OpId::new(0),
                     on: WaitOn::QueueFull(Pipe::V),
                 },
                 Waiter {
+                    core: 0,
                     pipe: Pipe::V,
                     op: OpId::new(4),
                     on: WaitOn::Flag {
@@ -1031,6 +1073,7 @@ mod tests {
     fn reports_survive_unknown_op_ids() {
         let mut r = result_clean();
         r.findings = vec![SyncFinding::UnpairedSet {
+            core: 0,
             src: Pipe::V,
             dst: Pipe::Mte3,
             id: 1,

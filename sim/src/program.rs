@@ -218,6 +218,30 @@ pub enum Quant {
     Tensor(Box<Operand>),
 }
 
+/// Which cores a `cross_set` signals (its `mode`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CrossMode {
+    /// Mode 0: once every core of the setter's type in the launch has set the id, each of
+    /// their counters increments (a barrier across blocks).
+    All,
+    /// Mode 1: once both vector cores of an AI core have set the id, both counters increment.
+    Pair,
+    /// Mode 2: a cube core's set increments its AI core's vector counters; the cube counter
+    /// increments once every vector core of the AI core has set.
+    Block,
+}
+
+impl CrossMode {
+    /// The number written in the program (0, 1, 2).
+    pub fn number(self) -> u32 {
+        match self {
+            CrossMode::All => 0,
+            CrossMode::Pair => 1,
+            CrossMode::Block => 2,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum BarrierTarget {
     Pipe(Pipe),
@@ -274,6 +298,19 @@ pub enum OpKind {
         id: Expr,
     },
     Barrier(BarrierTarget),
+    /// `cross_set: { mode, pipe, id }`: signals other cores of the launch (docs/timing.md,
+    /// "Cross-core flags"); runs on `pipe` once every earlier instruction of it has completed.
+    CrossSet {
+        mode: CrossMode,
+        pipe: Pipe,
+        id: Expr,
+    },
+    /// `cross_wait: { id, pipe }`: blocks `pipe` at its head until the core's counter `id` is
+    /// above 0, then decrements it.
+    CrossWait {
+        pipe: Pipe,
+        id: Expr,
+    },
     For(ForLoop),
     If {
         cond: Expr,
@@ -345,6 +382,34 @@ pub struct VectorOp {
     pub transpose: bool,
     /// Reduced dimensions (`vreduce_*`).
     pub dims: Vec<u32>,
+}
+
+/// A kernel as launched: one program per core type it runs (docs/programs.md, "Launch").
+/// A single-type kernel has one part; a mixed kernel (`aic:` and `aiv:`) has the cube part
+/// first, then the vector part. Every part declares the same params and gm tensors in the same
+/// order, so a `TensorId` names the same tensor in each, and the same `launch.blocks`.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub parts: Vec<Program>,
+}
+
+impl Kernel {
+    /// A single-type kernel.
+    pub fn single(program: Program) -> Kernel {
+        Kernel {
+            parts: vec![program],
+        }
+    }
+
+    /// Whether the kernel has an `aic` and an `aiv` part.
+    pub fn is_mixed(&self) -> bool {
+        self.parts.len() > 1
+    }
+
+    /// The first part: the only one of a single-type kernel.
+    pub fn first(&self) -> &Program {
+        &self.parts[0]
+    }
 }
 
 impl Program {
@@ -420,6 +485,8 @@ impl OpKind {
             OpKind::SetFlag { .. } => "set_flag",
             OpKind::WaitFlag { .. } => "wait_flag",
             OpKind::Barrier(_) => "barrier",
+            OpKind::CrossSet { .. } => "cross_set",
+            OpKind::CrossWait { .. } => "cross_wait",
             OpKind::For(_) => "for",
             OpKind::If { .. } => "if",
             OpKind::While { .. } => "while",

@@ -17,10 +17,11 @@ const PIPE_COLOURS: [(Pipe, &str, &str); 7] = [
 ];
 
 /// The colours of the states that are not a pipe's: (class, colour).
-const STATE_COLOURS: [(&str, &str); 5] = [
+const STATE_COLOURS: [(&str, &str); 6] = [
     ("drain", "#d55e00"),
     ("qfull", "#a6761d"),
     ("ball", "#5e3c99"),
+    ("xwait", "#1b9e77"),
     ("starved", "#d9d9d9"),
     ("idle", "#f3f3f3"),
 ];
@@ -35,6 +36,7 @@ pub(super) enum Kind {
     Drain,
     QueueFull,
     BarrierAll,
+    CrossWait,
     Starved,
     Idle,
 }
@@ -46,6 +48,7 @@ impl Kind {
             Stall::Drain => Kind::Drain,
             Stall::QueueFull(_) => Kind::QueueFull,
             Stall::BarrierAll => Kind::BarrierAll,
+            Stall::CrossWait { .. } => Kind::CrossWait,
         }
     }
 
@@ -57,6 +60,7 @@ impl Kind {
             Kind::Drain => "k-drain".into(),
             Kind::QueueFull => "k-qfull".into(),
             Kind::BarrierAll => "k-ball".into(),
+            Kind::CrossWait => "k-xwait".into(),
             Kind::Starved => "k-starved".into(),
             Kind::Idle => "k-idle".into(),
         }
@@ -70,6 +74,7 @@ impl Kind {
             Kind::Drain => "drain".into(),
             Kind::QueueFull => "queue_full".into(),
             Kind::BarrierAll => "barrier_all".into(),
+            Kind::CrossWait => "cross_wait".into(),
             Kind::Starved => "starved".into(),
             Kind::Idle => "idle".into(),
         }
@@ -88,6 +93,7 @@ impl Kind {
             Kind::Drain => "a set_flag or barrier waited for earlier instructions of its pipe to complete".into(),
             Kind::QueueFull => "S waited because a pipe's queue was full".into(),
             Kind::BarrierAll => "S waited in barrier: all for every pipe to finish".into(),
+            Kind::CrossWait => "a cross_wait waited for another core's cross_set".into(),
             Kind::Starved => "queue empty, more work will come".into(),
             Kind::Idle => "no more work will come (after the pipe's last instruction)".into(),
         }

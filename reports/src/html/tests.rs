@@ -18,6 +18,7 @@ fn count(haystack: &str, needle: &str) -> usize {
 fn timeline() -> Timeline {
     let mut t = Timeline::new(100);
     let span = |pipe, from, to, what| Span {
+        core: 0,
         pipe,
         from,
         to,
@@ -111,6 +112,7 @@ fn a_cut_timeline_says_what_it_shows() {
     let mut t = Timeline::new(2);
     for (pipe, from, to) in [(Pipe::V, 0, 10), (Pipe::Mte2, 0, 50), (Pipe::V, 20, 30)] {
         t.on_span(&Span {
+            core: 0,
             pipe,
             from,
             to,

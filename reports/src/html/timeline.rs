@@ -59,6 +59,7 @@ impl Timeline {
             .iter()
             .filter(move |s| s.from < end)
             .map(move |s| Span {
+                core: 0,
                 to: s.to.min(end),
                 ..*s
             })
@@ -231,6 +232,7 @@ mod tests {
 
     fn span(pipe: Pipe, from: u64, to: u64) -> Span {
         Span {
+            core: 0,
             pipe,
             from,
             to,
@@ -272,6 +274,7 @@ mod tests {
     fn stall_spans_are_kept_with_their_reason() {
         let mut t = Timeline::new(4);
         t.on_span(&Span {
+            core: 0,
             what: Activity::Stall(Stall::Drain),
             ..span(Pipe::Mte3, 3, 7)
         });

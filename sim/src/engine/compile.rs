@@ -136,6 +136,10 @@ pub(super) enum Kind {
     WaitFlag,
     /// `barrier: P`: waits until every earlier instruction of the pipe has completed.
     Barrier,
+    /// `cross_set`: waits like a set_flag, then signals (arg = mode << 32 | id).
+    CrossSet,
+    /// `cross_wait`: waits until the core's counter (arg = id) is above 0, then takes one.
+    CrossWait,
     /// The MTE1 part of an `mmad_l1`.
     Stage,
     /// The M part of an `mmad_l1`: waits until its MTE1 part has completed.
@@ -405,6 +409,17 @@ pub(super) enum SOp<'p> {
     BarrierAll {
         op: OpId,
     },
+    /// A cross_set executed by S.
+    CrossSet {
+        op: OpId,
+        mode: u8,
+        id: Val<'p>,
+    },
+    /// A cross_wait that blocks S.
+    CrossWait {
+        op: OpId,
+        id: Val<'p>,
+    },
     /// Sends the instruction `spec`.
     Send {
         spec: u32,
@@ -554,6 +569,19 @@ pub(super) fn compile<'p>(
         gm_base: Vec::new(),
         ranges: vec![None; program.vars.len()],
     };
+    // the launch variables are fixed for a core's run, within the launch's ranges
+    if let Some(v) = program.launch.block {
+        c.ranges[v.index()] = Some((0, i64::from(program.launch.blocks) - 1));
+    }
+    if let Some(v) = program.launch.subblock {
+        let per = crate::launch::aiv_per_aic(config);
+        let most = if crate::launch::is_vector(config, program.core) {
+            i64::from(per.max(1)) - 1
+        } else {
+            0
+        };
+        c.ranges[v.index()] = Some((0, most));
+    }
     if let Some(m) = &config.memory {
         // declaration order, each tensor from a line
         let mut at = 0u64;
@@ -736,6 +764,42 @@ impl<'p> Compiler<'p, '_> {
                 Ok(())
             }
             OpKind::Barrier(BarrierTarget::Pipe(p)) => self.send_sync(id, *p, Kind::Barrier, None),
+            OpKind::CrossSet {
+                mode,
+                pipe,
+                id: xid,
+            } => {
+                let mode = mode.number() as u8;
+                if *pipe == Pipe::S {
+                    self.emit(SOp::CrossSet {
+                        op: id,
+                        mode,
+                        id: Val::new(xid),
+                    });
+                    Ok(())
+                } else {
+                    self.need_pipe(id, *pipe)?;
+                    self.send_cross(
+                        id,
+                        *pipe,
+                        Kind::CrossSet,
+                        Val::new(xid),
+                        u64::from(mode) << 32,
+                    )
+                }
+            }
+            OpKind::CrossWait { pipe, id: xid } => {
+                if *pipe == Pipe::S {
+                    self.emit(SOp::CrossWait {
+                        op: id,
+                        id: Val::new(xid),
+                    });
+                    Ok(())
+                } else {
+                    self.need_pipe(id, *pipe)?;
+                    self.send_cross(id, *pipe, Kind::CrossWait, Val::new(xid), 0)
+                }
+            }
             OpKind::Load { src, dst, .. }
             | OpKind::Store { src, dst }
             | OpKind::Copy { src, dst }
@@ -947,6 +1011,34 @@ impl<'p> Compiler<'p, '_> {
         })
     }
 
+    /// Sends a cross-core set or wait on `pipe`: its id is evaluated at the send, its entry's
+    /// argument is `base | id`.
+    fn send_cross(
+        &mut self,
+        op: OpId,
+        pipe: Pipe,
+        kind: Kind,
+        id: Val<'p>,
+        base: u64,
+    ) -> Result<(), CompileError> {
+        self.send(Spec {
+            op,
+            pipe,
+            kind,
+            cost: Cost::Fixed {
+                work: 0,
+                startup: 0,
+            },
+            flag: Some((pipe, pipe, id)),
+            lo: 0,
+            hi: 0,
+            mem: NO_MEM,
+            plain: true,
+            costed_by_slots: false,
+            flag_base: base,
+        })
+    }
+
     /// Sends an instruction that works on the operands `lo..hi`.
     fn send_work(
         &mut self,
@@ -977,7 +1069,10 @@ impl<'p> Compiler<'p, '_> {
             .iter()
             .all(|o| o.slot.is_none() && !o.check);
         spec.costed_by_slots = matches!(spec.cost, Cost::Banked { .. } | Cost::BankedDyn { .. });
-        if let Some((src, dst, _)) = spec.flag {
+        if let (Some((src, dst, _)), false) = (
+            spec.flag,
+            matches!(spec.kind, Kind::CrossSet | Kind::CrossWait),
+        ) {
             let events = self.config.sync.event_ids as u64;
             spec.flag_base = (src.index() * Pipe::COUNT + dst.index()) as u64 * events;
         }

@@ -8,17 +8,20 @@ use super::compile::{
 };
 use super::memory::{runs_of, L2};
 use super::result::{
-    Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding, WaitOn,
-    Waiter,
+    CoreRun, Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding,
+    WaitOn, Waiter,
 };
-use super::{Activity, Issue, Observer, Release, Span};
+use super::{Activity, CrossEvent, Issue, Observer, Release, Span};
 use crate::config::{Config, UbBanks};
 use crate::expr::{EvalError, Expr};
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;
+use crate::launch::Slot;
 use crate::program::{ForLoop, OpKind, Program};
 use crate::types::Pipe;
 use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
@@ -154,6 +157,8 @@ struct PipeState {
     stage_wait: u64,
     /// Wait-flag stalls, indexed `src * event_ids + id`.
     wait_flag: Vec<u64>,
+    /// Cross-wait stalls, indexed by id.
+    cross_wait: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -210,6 +215,15 @@ enum Pending {
     BarrierAll {
         op: OpId,
     },
+    CrossSet {
+        op: OpId,
+        mode: u8,
+        id: u32,
+    },
+    CrossWait {
+        op: OpId,
+        id: u32,
+    },
     /// S has executed the whole program.
     Done,
 }
@@ -238,6 +252,10 @@ struct Cx<'o, O: Observer> {
     stopped: Option<Stopped>,
     /// The gm memory system, shared by every core (with a `memory` config section).
     l2: Option<L2>,
+    /// Cross-core signals fired by the step just taken, for the machine to schedule.
+    fired: Vec<Signal>,
+    /// Findings of the launch rather than of one core (cross-core overflows).
+    findings_late: Vec<SyncFinding>,
 }
 
 impl<O: Observer> Cx<'_, O> {
@@ -281,9 +299,12 @@ impl<O: Observer> Cx<'_, O> {
     }
 }
 
-/// The machine: the cores of the run (one today) and the run's global state.
+/// The machine: the cores of the launch, the cross-core signals between them and the run's
+/// global state.
 pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
-    core: Core<'p, 'c>,
+    cores: Vec<Core<'p, 'c>>,
+    slots: Vec<Slot>,
+    cross: Cross,
     cx: Cx<'o, O>,
 }
 
@@ -292,6 +313,21 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
 struct Core<'p, 'c> {
     program: &'p Program,
     c: &'c Compiled<'p>,
+    /// Its index in the launch (`RunResult::cores`).
+    slot: u32,
+    /// Whether the launch has other cores (run-time errors then name the block).
+    many: bool,
+    /// Set when a signal changed its counters (the machine recomputes its next event).
+    woken: bool,
+    /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
+    horizon: u64,
+    /// Cross-core counters per id, the cycle each last went from 0 to 1, and the signal
+    /// latency.
+    xcount: Vec<u32>,
+    xvisible: Vec<u64>,
+    xlatency: u64,
+    /// S's cross-wait stalls per id.
+    s_cross_wait: Vec<u64>,
     issue: u64,
     loop_cycles: u64,
     branch_cycles: u64,
@@ -344,16 +380,102 @@ struct Core<'p, 'c> {
     memos: RefCell<Vec<banks::Memo>>,
 }
 
+/// A `cross_set` that has fired and takes effect at `at`, ordered by (at, seq).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Signal {
+    at: u64,
+    seq: u64,
+    core: u32,
+    mode: u8,
+    id: u32,
+    op: u32,
+}
+
+/// The cross-core signals of a launch (docs/timing.md, "Cross-core flags"): those in flight,
+/// and the sets that arrived and wait for their partners' (modes 0 and 1, a vector core's
+/// mode 2). The counters themselves are the cores'.
+struct Cross {
+    ids: usize,
+    max_pending: u32,
+    in_flight: BinaryHeap<Reverse<Signal>>,
+    /// Arrived sets not yet part of a signal, per (core, mode, id): (seq, op).
+    arrived: Vec<VecDeque<(u64, u32)>>,
+    /// Per (part, id): the part's cores with a mode-0 set arrived.
+    ready: Vec<u32>,
+    /// The cores of each part.
+    part_cores: Vec<Vec<u32>>,
+    /// Per AI core: its cube core and its vector cores in the launch.
+    cube_of: Vec<Option<u32>>,
+    vectors_of: Vec<Vec<u32>>,
+    /// Whether a core's counter has been reported above `max_pending`.
+    overflowed: Vec<bool>,
+    /// Scratch: the sets of the signal being delivered.
+    sets: Vec<u64>,
+}
+
+impl Cross {
+    fn new(config: &Config, slots: &[Slot], parts: usize) -> Cross {
+        let (ids, max_pending) = config
+            .cross_core
+            .map_or((0, 0), |x| (x.flag_ids as usize, x.max_pending));
+        let ai_cores = slots.iter().map(|s| s.ai_core + 1).max().unwrap_or(0) as usize;
+        let mut part_cores = vec![Vec::new(); parts];
+        let mut cube_of = vec![None; ai_cores];
+        let mut vectors_of = vec![Vec::new(); ai_cores];
+        for (k, s) in slots.iter().enumerate() {
+            part_cores[s.part as usize].push(k as u32);
+            if s.vector {
+                vectors_of[s.ai_core as usize].push(k as u32);
+            } else {
+                cube_of[s.ai_core as usize] = Some(k as u32);
+            }
+        }
+        Cross {
+            ids,
+            max_pending,
+            in_flight: BinaryHeap::new(),
+            arrived: vec![VecDeque::new(); slots.len() * 3 * ids],
+            ready: vec![0; parts * ids],
+            part_cores,
+            cube_of,
+            vectors_of,
+            overflowed: vec![false; slots.len() * ids],
+            sets: Vec::new(),
+        }
+    }
+
+    fn next_at(&self) -> u64 {
+        self.in_flight.peek().map_or(INF, |Reverse(s)| s.at)
+    }
+
+    fn queue(&mut self, core: u32, mode: u8, id: u32) -> &mut VecDeque<(u64, u32)> {
+        &mut self.arrived[(core as usize * 3 + mode as usize) * self.ids + id as usize]
+    }
+}
+
 impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
+    /// A machine for the cores `slots`, core k running part `slots[k].part` of `parts`.
     pub(super) fn new(
-        program: &'p Program,
+        parts: &[(&'p Program, &'c Compiled<'p>)],
+        slots: Vec<Slot>,
         config: &Config,
-        c: &'c Compiled<'p>,
         limits: Limits,
         obs: &'o mut O,
     ) -> Self {
+        let gm_lines = parts.first().map_or(0, |p| p.1.gm_lines);
+        let many = slots.len() > 1;
+        let cores = slots
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let (program, c) = parts[s.part as usize];
+                Core::new(program, config, c, k as u32, s, many)
+            })
+            .collect();
         Machine {
-            core: Core::new(program, config, c),
+            cores,
+            cross: Cross::new(config, &slots, parts.len()),
+            slots,
             cx: Cx {
                 obs,
                 seq: 0,
@@ -363,51 +485,278 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 stopped: None,
                 l2: config.memory.map(|m| {
                     let warm: &[(u64, u64)] = match limits.l2 {
-                        super::L2Start::Warm => &[(0, c.gm_lines)],
+                        super::L2Start::Warm => &[(0, gm_lines)],
                         super::L2Start::Cold => &[],
                     };
-                    let mut l2 = L2::new(m, c.gm_lines, warm);
+                    let mut l2 = L2::new(m, gm_lines, warm);
                     l2.stats.start = limits.l2;
                     l2
                 }),
+                fired: Vec::new(),
+                findings_late: Vec::new(),
             },
         }
     }
 
-    /// Runs to the end (or to a deadlock). Within a core, the earliest event goes first:
-    /// pipes in [`Pipe`] order, then S.
+    /// Runs to the end (or to a deadlock). The earliest event of the launch goes first:
+    /// signals taking effect, then the cores in launch order; within a core, pipes in
+    /// [`Pipe`] order, then S.
     pub(super) fn run(self) -> Result<RunResult, RunError> {
-        let Machine { mut core, mut cx } = self;
+        let Machine {
+            mut cores,
+            slots,
+            mut cross,
+            mut cx,
+        } = self;
+        let mut tree = MinTree::new(cores.len());
+        for (k, core) in cores.iter_mut().enumerate() {
+            tree.set(k, core.key(0));
+        }
         loop {
-            if core.dirty != 0 {
-                core.refresh();
-            }
-            if matches!(core.pending, Pending::None) {
-                if core.s_time < core.pmin && cx.stopped.is_none() {
-                    if let Err(f) = core.run_s(&mut cx) {
-                        return Err(core.error(*f));
-                    }
-                    continue;
-                }
-            } else {
-                let sc = core.s_cand(cx.now);
-                if sc < core.pmin && cx.stopped.is_none() {
-                    core.fire(sc, &mut cx);
-                    continue;
-                }
-            }
-            if core.pmin == INF || cx.stopped.is_some() {
+            if cx.stopped.is_some() {
                 break;
             }
-            core.start(core.pmin_pipe, core.pmin, &mut cx);
+            let (key, k) = tree.min();
+            let at = cross.next_at();
+            if at != INF && at <= key {
+                if !cx.in_time(at, Some(at)) {
+                    break;
+                }
+                cx.now = at;
+                let Some(Reverse(sig)) = cross.in_flight.pop() else {
+                    unreachable!("a signal was due")
+                };
+                Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
+                for (j, core) in cores.iter_mut().enumerate() {
+                    if core.woken {
+                        core.woken = false;
+                        tree.set(j, core.key(at));
+                    }
+                }
+                continue;
+            }
+            if key == INF {
+                break;
+            }
+            // S may run ahead within its core only while no other core or signal is due
+            let horizon = tree.min_except(k).min(at);
+            let core = &mut cores[k];
+            if let Err(f) = core.step(horizon, &mut cx) {
+                return Err(core.error(*f));
+            }
+            for sig in cx.fired.drain(..) {
+                cross.in_flight.push(Reverse(sig));
+            }
+            tree.set(k, core.key(cx.now));
         }
-        Ok(core.finish(&mut cx))
+        // every core accounts up to the launch's end
+        let ends: Vec<u64> = cores.iter_mut().map(|c| c.end(&cx)).collect();
+        let total = ends.iter().copied().max().unwrap_or(0);
+        let mut findings = Vec::new();
+        let mut waiters = Vec::new();
+        let mut runs = Vec::new();
+        for ((core, slot), end) in cores.into_iter().zip(&slots).zip(ends) {
+            let (run, f, w) = core.finish(total, end, slot, &mut cx);
+            findings.extend(f);
+            waiters.extend(w);
+            runs.push(run);
+        }
+        findings.append(&mut cx.findings_late);
+        let first = runs.first().cloned();
+        Ok(RunResult {
+            total_cycles: total,
+            pipes: first.as_ref().map(|c| c.pipes.clone()).unwrap_or_default(),
+            overlap_cycles: first.as_ref().map_or(0, |c| c.overlap_cycles),
+            bank_conflict_cycles: first.and_then(|c| c.bank_conflict_cycles),
+            cores: runs,
+            findings,
+            deadlock: (!waiters.is_empty()).then_some(Deadlock {
+                cycle: total,
+                waiters,
+            }),
+            stopped: cx.stopped,
+            memory: cx.l2.as_ref().map(|l2| l2.stats),
+        })
+    }
+
+    /// Signal `sig` takes effect at `cx.now`: its set arrives, and every counter whose
+    /// condition it completes increments.
+    fn deliver(
+        cores: &mut [Core<'p, 'c>],
+        slots: &[Slot],
+        cross: &mut Cross,
+        cx: &mut Cx<'_, O>,
+        sig: Signal,
+    ) {
+        let me = slots[sig.core as usize];
+        let id = sig.id;
+        cross.sets.clear();
+        let mut targets: Vec<u32> = Vec::new();
+        match sig.mode {
+            0 => {
+                let part = me.part as usize;
+                let n = cross.part_cores[part].len() as u32;
+                let r = part * cross.ids + id as usize;
+                if cross.queue(sig.core, 0, id).is_empty() {
+                    cross.ready[r] += 1;
+                }
+                cross.queue(sig.core, 0, id).push_back((sig.seq, sig.op));
+                if cross.ready[r] == n {
+                    for j in cross.part_cores[part].clone() {
+                        let (seq, _) = cross.queue(j, 0, id).pop_front().expect("ready");
+                        cross.sets.push(seq);
+                        if cross.queue(j, 0, id).is_empty() {
+                            cross.ready[r] -= 1;
+                        }
+                        targets.push(j);
+                    }
+                }
+            }
+            1 => {
+                let pair = cross.vectors_of[me.ai_core as usize].clone();
+                cross.queue(sig.core, 1, id).push_back((sig.seq, sig.op));
+                if pair.len() > 1 && pair.iter().all(|&j| !cross.queue(j, 1, id).is_empty()) {
+                    for &j in &pair {
+                        let (seq, _) = cross.queue(j, 1, id).pop_front().expect("arrived");
+                        cross.sets.push(seq);
+                    }
+                    targets = pair;
+                }
+            }
+            _ if !me.vector => {
+                cross.sets.push(sig.seq);
+                targets = cross.vectors_of[me.ai_core as usize].clone();
+            }
+            _ => {
+                let vectors = cross.vectors_of[me.ai_core as usize].clone();
+                cross.queue(sig.core, 2, id).push_back((sig.seq, sig.op));
+                if let Some(cube) = cross.cube_of[me.ai_core as usize] {
+                    if vectors.iter().all(|&j| !cross.queue(j, 2, id).is_empty()) {
+                        for &j in &vectors {
+                            let (seq, _) = cross.queue(j, 2, id).pop_front().expect("arrived");
+                            cross.sets.push(seq);
+                        }
+                        targets.push(cube);
+                    }
+                }
+            }
+        }
+        for j in targets {
+            let core = &mut cores[j as usize];
+            let c = &mut core.xcount[id as usize];
+            if *c == 0 {
+                core.xvisible[id as usize] = cx.now;
+            }
+            *c += 1;
+            let count = *c;
+            core.woken = true;
+            core.dirty |= core.mask;
+            cx.obs.on_cross(&CrossEvent::Signal {
+                core: j,
+                id,
+                cycle: cx.now,
+                sets: &cross.sets,
+            });
+            let o = j as usize * cross.ids + id as usize;
+            if count > cross.max_pending && !cross.overflowed[o] {
+                cross.overflowed[o] = true;
+                cx.findings_late.push(SyncFinding::CrossOverflow {
+                    core: j,
+                    id,
+                    count,
+                    set_core: sig.core,
+                    op: OpId(sig.op),
+                    cycle: cx.now,
+                });
+            }
+        }
+    }
+}
+
+/// The cores' next event cycles with the earliest (ties: the lowest core) found in O(1) and
+/// updated in O(log cores): a tournament tree over a power-of-two number of leaves.
+struct MinTree {
+    leaves: usize,
+    keys: Vec<u64>,
+    /// `win[i]`: the winning leaf of node i (1 is the root; leaves at `leaves..`).
+    win: Vec<u32>,
+}
+
+impl MinTree {
+    fn new(n: usize) -> MinTree {
+        let leaves = n.next_power_of_two().max(1);
+        let mut win = vec![0; 2 * leaves];
+        for (i, w) in win.iter_mut().enumerate().skip(leaves) {
+            *w = (i - leaves) as u32;
+        }
+        let mut t = MinTree {
+            leaves,
+            keys: vec![INF; leaves],
+            win,
+        };
+        for i in (1..leaves).rev() {
+            t.win[i] = t.better(t.win[2 * i], t.win[2 * i + 1]);
+        }
+        t
+    }
+
+    #[inline(always)]
+    fn better(&self, a: u32, b: u32) -> u32 {
+        if self.keys[b as usize] < self.keys[a as usize] {
+            b
+        } else {
+            a
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, k: usize, key: u64) {
+        self.keys[k] = key;
+        let mut i = (k + self.leaves) / 2;
+        while i >= 1 {
+            self.win[i] = self.better(self.win[2 * i], self.win[2 * i + 1]);
+            i /= 2;
+        }
+    }
+
+    #[inline(always)]
+    fn min(&self) -> (u64, usize) {
+        let w = self.win[1] as usize;
+        (self.keys[w], w)
+    }
+
+    /// The earliest key of every core but `k`.
+    #[inline]
+    fn min_except(&self, k: usize) -> u64 {
+        let mut best = INF;
+        let mut i = k + self.leaves;
+        while i > 1 {
+            let sib = self.win[i ^ 1] as usize;
+            best = best.min(self.keys[sib]);
+            i /= 2;
+        }
+        best
     }
 }
 
 impl<'p, 'c> Core<'p, 'c> {
-    fn new(program: &'p Program, config: &Config, c: &'c Compiled<'p>) -> Self {
+    fn new(
+        program: &'p Program,
+        config: &Config,
+        c: &'c Compiled<'p>,
+        index: u32,
+        slot: &Slot,
+        many: bool,
+    ) -> Self {
         let events = config.sync.event_ids as usize;
+        let xids = config.cross_core.map_or(0, |x| x.flag_ids as usize);
+        let mut vars = vec![0; program.vars.len()];
+        if let Some(v) = program.launch.block {
+            vars[v.index()] = i64::from(slot.block);
+        }
+        if let Some(v) = program.launch.subblock {
+            vars[v.index()] = i64::from(slot.subblock);
+        }
         let depth = config.queue_depth as usize;
         let pipes = (0..NP)
             .map(|_| PipeState {
@@ -422,18 +771,27 @@ impl<'p, 'c> Core<'p, 'c> {
                 macro_wait: 0,
                 stage_wait: 0,
                 wait_flag: vec![0; NP * events],
+                cross_wait: vec![0; xids],
             })
             .collect();
         Core {
             program,
             c,
+            slot: index,
+            many,
+            woken: false,
+            horizon: INF,
+            xcount: vec![0; xids],
+            xvisible: vec![0; xids],
+            xlatency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
+            s_cross_wait: vec![0; xids],
             issue: config.scalar.issue_cycles as u64,
             loop_cycles: config.scalar.loop_cycles as u64,
             branch_cycles: config.scalar.branch_cycles as u64,
             latency: config.sync.flag_latency as u64,
             depth,
             events,
-            vars: vec![0; program.vars.len()],
+            vars,
             loops: vec![LoopRt::default(); c.loops.len()],
             pipes,
             mask: c.pipe_mask & !(1 << Pipe::S.index()),
@@ -478,6 +836,52 @@ impl<'p, 'c> Core<'p, 'c> {
             scratch: RefCell::new(Scratch::default()),
             memos: RefCell::new(vec![banks::Memo::default(); c.memos as usize]),
         }
+    }
+
+    // ----- the core's events -------------------------------------------------------------
+
+    /// The cycle of the core's next event (INF: none until a signal arrives, or done).
+    #[inline]
+    fn key(&mut self, now: u64) -> u64 {
+        if self.dirty != 0 {
+            self.refresh();
+        }
+        let s = match self.pending {
+            Pending::None => self.s_time,
+            _ => self.s_cand(now),
+        };
+        // a pipe goes before S in the same cycle
+        if s < self.pmin {
+            s
+        } else {
+            self.pmin
+        }
+    }
+
+    /// Processes the core's next event: S runs (ahead until `horizon`, the next event
+    /// elsewhere in the launch, at most), S carries out its pending action, or the earliest
+    /// pipe starts its head.
+    #[inline]
+    fn step<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
+        if self.dirty != 0 {
+            self.refresh();
+        }
+        if matches!(self.pending, Pending::None) {
+            if self.s_time < self.pmin {
+                self.horizon = horizon;
+                return self.run_s(cx);
+            }
+        } else {
+            let sc = self.s_cand(cx.now);
+            if sc < self.pmin {
+                self.fire(sc, cx);
+                return Ok(());
+            }
+        }
+        if self.pmin != INF {
+            self.start(self.pmin_pipe, self.pmin, cx);
+        }
+        Ok(())
     }
 
     // ----- pipes -------------------------------------------------------------------------
@@ -531,7 +935,15 @@ impl<'p, 'c> Core<'p, 'c> {
                     INF
                 }
             }
-            Kind::SetFlag | Kind::Barrier => base.max(ps.max_complete),
+            Kind::SetFlag | Kind::Barrier | Kind::CrossSet => base.max(ps.max_complete),
+            Kind::CrossWait => {
+                let id = (e.arg & 0xffff_ffff) as usize;
+                if self.xcount[id] > 0 {
+                    base.max(self.xvisible[id])
+                } else {
+                    INF
+                }
+            }
             Kind::WaitFlag => {
                 let f = &self.flags[e.arg as usize];
                 if f.set {
@@ -633,9 +1045,14 @@ impl<'p, 'c> Core<'p, 'c> {
                             id,
                         }
                     }
-                    Kind::SetFlag | Kind::Barrier => {
+                    Kind::SetFlag | Kind::Barrier | Kind::CrossSet => {
                         ps.drain += stall;
                         Stall::Drain
+                    }
+                    Kind::CrossWait => {
+                        let id = (e.arg & 0xffff_ffff) as u32;
+                        ps.cross_wait[id as usize] += stall;
+                        Stall::CrossWait { id }
                     }
                     Kind::MacroM => {
                         ps.macro_wait += stall;
@@ -651,6 +1068,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                 };
                 cx.obs.on_span(&Span {
+                    core: self.slot,
                     pipe: Pipe::ALL[p],
                     from: j,
                     to: t,
@@ -669,6 +1087,7 @@ impl<'p, 'c> Core<'p, 'c> {
         ps.max_complete = ps.max_complete.max(complete);
         self.dirty |= 1 << p;
         cx.obs.on_span(&Span {
+            core: self.slot,
             pipe: Pipe::ALL[p],
             from: t,
             to: t + work,
@@ -682,6 +1101,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 let f = &mut self.flags[e.arg as usize];
                 f.set = false;
                 cx.obs.on_release(&Release {
+                    core: self.slot,
                     set_seq: f.seq,
                     wait_seq: e.seq,
                     cycle: t,
@@ -705,6 +1125,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.dirty |= self.mask;
             }
             Kind::Work | Kind::GmMove => self.bank_conflict += e.arg,
+            Kind::CrossSet => self.cross_set(e.arg, e.op, t, e.seq, cx),
+            Kind::CrossWait => self.cross_take((e.arg & 0xffff_ffff) as u32, t, e.seq, cx),
             _ => {}
         }
         if last {
@@ -785,6 +1207,7 @@ impl<'p, 'c> Core<'p, 'c> {
         if f.set {
             let (src, dst, id) = self.flag_parts(idx);
             self.findings.push(SyncFinding::DoubleSet {
+                core: self.slot,
                 src,
                 dst,
                 id,
@@ -798,6 +1221,33 @@ impl<'p, 'c> Core<'p, 'c> {
             f.seq = seq;
         }
         self.dirty |= 1 << self.flags[idx as usize].dst;
+    }
+
+    /// A `cross_set` (`arg` = mode << 32 | id) fires at `t`: it takes effect `latency` later.
+    #[inline]
+    fn cross_set<O: Observer>(&mut self, arg: u64, op: u32, t: u64, seq: u64, cx: &mut Cx<'_, O>) {
+        cx.fired.push(Signal {
+            at: t + self.xlatency,
+            seq,
+            core: self.slot,
+            mode: (arg >> 32) as u8,
+            id: (arg & 0xffff_ffff) as u32,
+            op,
+        });
+    }
+
+    /// A `cross_wait` on counter `id` starts at `t`: it takes one increment.
+    #[inline]
+    fn cross_take<O: Observer>(&mut self, id: u32, t: u64, seq: u64, cx: &mut Cx<'_, O>) {
+        self.xcount[id as usize] -= 1;
+        cx.obs.on_cross(&CrossEvent::Take {
+            core: self.slot,
+            id,
+            cycle: t,
+            wait_seq: seq,
+        });
+        // another wait on the same counter may be queued on another pipe
+        self.dirty |= self.mask;
     }
 
     fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {
@@ -832,7 +1282,14 @@ impl<'p, 'c> Core<'p, 'c> {
                     INF
                 }
             }
-            Pending::SetFlag { .. } => self.s_time,
+            Pending::SetFlag { .. } | Pending::CrossSet { .. } => self.s_time,
+            Pending::CrossWait { id, .. } => {
+                if self.xcount[id as usize] > 0 {
+                    self.s_time.max(self.xvisible[id as usize])
+                } else {
+                    INF
+                }
+            }
             Pending::WaitFlag { flag, .. } => {
                 let f = &self.flags[flag as usize];
                 if f.set {
@@ -879,6 +1336,7 @@ impl<'p, 'c> Core<'p, 'c> {
         if stall > 0 {
             // the instruction gets the next sequence number
             cx.obs.on_span(&Span {
+                core: self.slot,
                 pipe: Pipe::S,
                 from: self.s_time,
                 to: t,
@@ -902,6 +1360,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         ring.push(entry, aux);
         cx.obs.on_issue(&Issue {
+            core: self.slot,
             seq,
             op: OpId(entry.op),
             pipe,
@@ -911,6 +1370,7 @@ impl<'p, 'c> Core<'p, 'c> {
             flag_id,
         });
         cx.obs.on_span(&Span {
+            core: self.slot,
             pipe: Pipe::S,
             from: t,
             to: t + self.issue,
@@ -947,12 +1407,14 @@ impl<'p, 'c> Core<'p, 'c> {
                     },
                 ),
                 Pending::BarrierAll { op } => (op, Stall::BarrierAll),
-                Pending::SetFlag { op, .. } => (op, Stall::Drain),
+                Pending::SetFlag { op, .. } | Pending::CrossSet { op, .. } => (op, Stall::Drain),
+                Pending::CrossWait { op, id } => (op, Stall::CrossWait { id }),
                 Pending::None | Pending::Done | Pending::Send(_) => {
                     unreachable!("fire without a pending action")
                 }
             };
             cx.obs.on_span(&Span {
+                core: self.slot,
                 pipe: Pipe::S,
                 from: self.s_time,
                 to: t,
@@ -977,6 +1439,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_time = t;
                 // the hand-off comes before the wait's own start, as on the other pipes
                 cx.obs.on_release(&Release {
+                    core: self.slot,
                     set_seq: self.flags[flag as usize].seq,
                     wait_seq: cx.seq,
                     cycle: t,
@@ -988,6 +1451,22 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_instr += 1;
                 self.s_time = t;
                 self.observe_s(cx, op, t, t, 0, None);
+            }
+            Pending::CrossSet { op, mode, id } => {
+                debug_assert_eq!(stall, 0);
+                self.s_instr += 1;
+                self.s_time = t;
+                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
+                self.cross_set(u64::from(mode) << 32 | u64::from(id), op.0, t, seq, cx);
+            }
+            Pending::CrossWait { op, id } => {
+                self.s_cross_wait[id as usize] += stall;
+                self.s_instr += 1;
+                self.s_time = t;
+                // the take comes before the wait's own start, as a flag's release does
+                let seq = cx.seq;
+                self.cross_take(id, t, seq, cx);
+                self.observe_s(cx, op, t, t, 0, Some(id));
             }
             Pending::None | Pending::Done | Pending::Send(_) => {
                 unreachable!("fire without a pending action")
@@ -1009,6 +1488,7 @@ impl<'p, 'c> Core<'p, 'c> {
     ) -> u64 {
         let seq = cx.next_seq();
         cx.obs.on_issue(&Issue {
+            core: self.slot,
             seq,
             op,
             pipe: Pipe::S,
@@ -1018,6 +1498,7 @@ impl<'p, 'c> Core<'p, 'c> {
             flag_id,
         });
         cx.obs.on_span(&Span {
+            core: self.slot,
             pipe: Pipe::S,
             from: start,
             to: complete,
@@ -1039,6 +1520,7 @@ impl<'p, 'c> Core<'p, 'c> {
             if self.dirty != 0
                 || !matches!(self.pending, Pending::None)
                 || self.s_time >= self.pmin
+                || self.s_time >= self.horizon
                 || cx.stopped.is_some()
             {
                 return Ok(());
@@ -1066,6 +1548,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                     if self.loop_cycles > 0 {
                         cx.obs.on_span(&Span {
+                            core: self.slot,
                             pipe: Pipe::S,
                             from: at,
                             to: self.s_time,
@@ -1096,6 +1579,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 if self.branch_cycles > 0 {
                     cx.obs.on_span(&Span {
+                        core: self.slot,
                         pipe: Pipe::S,
                         from: at,
                         to: self.s_time,
@@ -1158,6 +1642,22 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pending = Pending::BarrierAll { op };
                 self.pc += 1;
             }
+            SOp::CrossSet { op, mode, id } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
+                let id = self.cross_id(op, id)?;
+                self.pending = Pending::CrossSet { op, mode, id };
+                self.pc += 1;
+            }
+            SOp::CrossWait { op, id } => {
+                if !cx.count(self.s_time) {
+                    return Ok(());
+                }
+                let id = self.cross_id(op, id)?;
+                self.pending = Pending::CrossWait { op, id };
+                self.pc += 1;
+            }
             SOp::Send { spec } => {
                 if !cx.count(self.s_time) {
                     return Ok(());
@@ -1171,7 +1671,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 } else {
                     INF
                 };
-                if sc < self.pmin && cx.stopped.is_none() {
+                if sc < self.pmin && sc < self.horizon && cx.stopped.is_none() {
                     self.send(sc, out, cx);
                 } else {
                     self.pending = Pending::Send(out);
@@ -1260,12 +1760,18 @@ impl<'p, 'c> Core<'p, 'c> {
         let mut arg = conflict;
         let mut flag_id = None;
         if let Some((src, dst, id)) = sp.flag {
-            let v = self.eval(op, id)?;
-            if v < 0 || v as u64 >= self.events as u64 {
-                return Err(self.bad_flag(op, src, dst, v));
+            if matches!(sp.kind, Kind::CrossSet | Kind::CrossWait) {
+                let v = self.cross_id(op, id)?;
+                arg = sp.flag_base | u64::from(v);
+                flag_id = Some(v);
+            } else {
+                let v = self.eval(op, id)?;
+                if v < 0 || v as u64 >= self.events as u64 {
+                    return Err(self.bad_flag(op, src, dst, v));
+                }
+                arg = sp.flag_base + v as u64;
+                flag_id = Some(v as u32);
             }
-            arg = sp.flag_base + v as u64;
-            flag_id = Some(v as u32);
         }
         if sp.kind == Kind::MacroM {
             debug_assert!(self.macro_sent > 0);
@@ -1607,6 +2113,20 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok((idx, v as u32))
     }
 
+    /// The evaluated id of a cross-core op, checked against `cross_core.flag_ids`.
+    #[inline]
+    fn cross_id(&self, op: OpId, id: Val<'p>) -> R<u32> {
+        let v = self.eval(op, id)?;
+        let ids = self.xcount.len();
+        if v < 0 || v as u64 >= ids as u64 {
+            return Err(Box::new(Fail {
+                op,
+                message: format!("cross-core flag id {v} is outside 0..{ids}"),
+            }));
+        }
+        Ok(v as u32)
+    }
+
     #[cold]
     fn bad_flag(&self, op: OpId, src: Pipe, dst: Pipe, v: i64) -> Box<Fail> {
         Box::new(Fail {
@@ -1644,6 +2164,15 @@ impl<'p, 'c> Core<'p, 'c> {
             at = op.parent;
         }
         let mut iteration = String::new();
+        if self.many {
+            // which core: its launch variables
+            for var in [program.launch.subblock, program.launch.block]
+                .into_iter()
+                .flatten()
+            {
+                loops.push(var);
+            }
+        }
         for var in loops.iter().rev() {
             let name = program.var_name(*var);
             if !name.is_empty() {
@@ -1661,9 +2190,10 @@ impl<'p, 'c> Core<'p, 'c> {
 
     // ----- the end -----------------------------------------------------------------------
 
-    fn finish<O: Observer>(mut self, cx: &mut Cx<'_, O>) -> RunResult {
-        let stopped = cx.stopped;
-        if stopped.is_some() {
+    /// The cycle this core is done (or, deadlocked, stood still): the latest of S's stop,
+    /// every completion and every queue join. A stopped run's unstarted work is dropped first.
+    fn end<O: Observer>(&mut self, cx: &Cx<'_, O>) -> u64 {
+        if cx.stopped.is_some() {
             // what had not started at the limit never runs: S is done where it stood, and the
             // queues are empty (their pipes idle after their last work)
             for p in 0..NP {
@@ -1673,23 +2203,33 @@ impl<'p, 'c> Core<'p, 'c> {
             self.s_end = self.s_time;
         }
         let s_done = matches!(self.pending, Pending::Done);
-        let mut all_complete = 0;
-        let mut queued = false;
-        let mut last_join = 0;
+        let mut end = if s_done { self.s_end } else { self.s_time };
         for p in self.pipe_list() {
             let ps = &self.pipes[p];
-            all_complete = all_complete.max(ps.max_complete).max(ps.free);
-            queued |= ps.ring.len > 0;
+            end = end.max(ps.max_complete).max(ps.free);
             for e in ps.ring.iter() {
-                last_join = last_join.max(e.join);
+                end = end.max(e.join);
             }
         }
-        let s_stop = if s_done { self.s_end } else { self.s_time };
-        let total = s_stop.max(all_complete).max(last_join);
-        let deadlock = if s_done && !queued {
-            None
+        end
+    }
+
+    /// The core's accounting over `0..total` (the launch's end), its findings and, if it is
+    /// still waiting, its waiters.
+    fn finish<O: Observer>(
+        mut self,
+        total: u64,
+        end: u64,
+        slot: &Slot,
+        cx: &mut Cx<'_, O>,
+    ) -> (CoreRun, Vec<SyncFinding>, Vec<Waiter>) {
+        let stopped = cx.stopped;
+        let s_done = matches!(self.pending, Pending::Done);
+        let queued = self.pipe_list().any(|p| self.pipes[p].ring.len > 0);
+        let waiters = if s_done && !queued {
+            Vec::new()
         } else {
-            Some(self.deadlock(total))
+            self.deadlock()
         };
         self.sweep_overlap(total);
         let events = self.events as u64;
@@ -1699,6 +2239,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 let id = (idx as u64 % events) as u32;
                 let pair = idx / self.events;
                 self.findings.push(SyncFinding::UnpairedSet {
+                    core: self.slot,
                     src: Pipe::ALL[pair / NP],
                     dst: Pipe::ALL[pair % NP],
                     id,
@@ -1719,6 +2260,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         push_stall(&mut stalls, Stall::BarrierAll, self.s_barrier_all);
         self.wait_stalls(&mut stalls, &self.s_wait_flag.clone());
+        cross_stalls(&mut stalls, &self.s_cross_wait);
         let mut s_idle = 0;
         if s_done {
             s_idle = total - self.s_end;
@@ -1736,11 +2278,13 @@ impl<'p, 'c> Core<'p, 'c> {
                         id,
                     },
                 ),
+                Pending::CrossWait { op, id } => (op, Stall::CrossWait { id }),
                 _ => unreachable!("S deadlocked without waiting"),
             };
             add_stall(&mut stalls, reason, stall);
             if stall > 0 {
                 cx.obs.on_span(&Span {
+                    core: self.slot,
                     pipe: Pipe::S,
                     from: self.s_time,
                     to: total,
@@ -1763,6 +2307,7 @@ impl<'p, 'c> Core<'p, 'c> {
             let mut stalls = Vec::new();
             let wait = std::mem::take(&mut self.pipes[p].wait_flag);
             self.wait_stalls(&mut stalls, &wait);
+            cross_stalls(&mut stalls, &self.pipes[p].cross_wait);
             let ps = &self.pipes[p];
             push_stall(&mut stalls, Stall::Drain, ps.drain);
             push_stall(
@@ -1788,11 +2333,15 @@ impl<'p, 'c> Core<'p, 'c> {
                     },
                     Kind::MacroM => Stall::WaitMacro { src: Pipe::Mte1 },
                     Kind::Stage => Stall::WaitMacro { src: Pipe::M },
+                    Kind::CrossWait => Stall::CrossWait {
+                        id: (head.arg & 0xffff_ffff) as u32,
+                    },
                     _ => Stall::Drain,
                 };
                 add_stall(&mut stalls, reason, total - j);
                 if total > j {
                     cx.obs.on_span(&Span {
+                        core: self.slot,
                         pipe: Pipe::ALL[p],
                         from: j,
                         to: total,
@@ -1814,16 +2363,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 idle,
             });
         }
-        RunResult {
-            total_cycles: total,
+        let run = CoreRun {
+            block: slot.block,
+            core: slot.core,
+            index: slot.index,
+            end_cycle: end,
             pipes,
             overlap_cycles: self.overlap,
             bank_conflict_cycles: self.ub_banks.map(|_| self.bank_conflict),
-            findings: self.findings,
-            deadlock,
-            stopped,
-            memory: cx.l2.as_ref().map(|l2| l2.stats),
-        }
+        };
+        (run, self.findings, waiters)
     }
 
     fn pipe_list(&self) -> impl Iterator<Item = usize> {
@@ -1841,10 +2390,12 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
-    fn deadlock(&self, total: u64) -> Deadlock {
+    fn deadlock(&self) -> Vec<Waiter> {
+        let core = self.slot;
         let mut waiters = Vec::new();
         match self.pending {
             Pending::Send(Outgoing { pipe, entry, .. }) => waiters.push(Waiter {
+                core,
                 pipe: Pipe::S,
                 op: OpId(entry.op),
                 on: WaitOn::QueueFull(pipe),
@@ -1852,15 +2403,23 @@ impl<'p, 'c> Core<'p, 'c> {
             Pending::WaitFlag { op, flag, .. } => {
                 let (src, dst, id) = self.flag_parts(flag);
                 waiters.push(Waiter {
+                    core,
                     pipe: Pipe::S,
                     op,
                     on: WaitOn::Flag { src, dst, id },
                 });
             }
             Pending::BarrierAll { op } => waiters.push(Waiter {
+                core,
                 pipe: Pipe::S,
                 op,
                 on: WaitOn::BarrierAll,
+            }),
+            Pending::CrossWait { op, id } => waiters.push(Waiter {
+                core,
+                pipe: Pipe::S,
+                op,
+                on: WaitOn::Cross { id },
             }),
             _ => {}
         }
@@ -1877,18 +2436,25 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 Kind::MacroM => WaitOn::Macro { src: Pipe::Mte1 },
                 Kind::Stage => WaitOn::Macro { src: Pipe::M },
-                _ => unreachable!("only flag and macro waits can block forever"),
+                Kind::CrossWait => WaitOn::Cross {
+                    id: (head.arg & 0xffff_ffff) as u32,
+                },
+                _ => unreachable!("only flag, cross-core and macro waits can block forever"),
             };
             waiters.push(Waiter {
+                core,
                 pipe: Pipe::ALL[p],
                 op: OpId(head.op),
                 on,
             });
         }
-        Deadlock {
-            cycle: total,
-            waiters,
-        }
+        waiters
+    }
+}
+
+fn cross_stalls(stalls: &mut Vec<(Stall, u64)>, table: &[u64]) {
+    for (id, &c) in table.iter().enumerate() {
+        push_stall(stalls, Stall::CrossWait { id: id as u32 }, c);
     }
 }
 

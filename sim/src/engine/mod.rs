@@ -151,9 +151,12 @@ use crate::types::Pipe;
 /// One dynamic instruction, as S issues it.
 #[derive(Clone, Copy, Debug)]
 pub struct Issue<'a> {
-    /// Dense, increasing sequence number of the dynamic instruction; [`Observer::on_start`]
-    /// refers to it.
+    /// Dense, increasing sequence number of the dynamic instruction over the whole launch;
+    /// [`Observer::on_start`] refers to it.
     pub seq: u64,
+    /// The core of the launch that issues it: an index into [`RunResult::cores`] (0 in a
+    /// one-core run).
+    pub core: u32,
     pub op: OpId,
     /// The pipe that executes it (S for ops S executes itself; MTE1 then M for the two parts
     /// of an `mmad_l1`, which share the op).
@@ -165,7 +168,7 @@ pub struct Issue<'a> {
     /// The multi-buffer slot of each operand, in the order of [`operands`] (empty for flags,
     /// barriers and `scalar`).
     pub slots: &'a [u32],
-    /// The evaluated id of a `set_flag` / `wait_flag`.
+    /// The evaluated id of a `set_flag` / `wait_flag` / `cross_set` / `cross_wait`.
     pub flag_id: Option<u32>,
 }
 
@@ -210,6 +213,35 @@ pub trait Observer {
     fn on_release(&mut self, release: &Release) {
         let _ = release;
     }
+
+    /// A cross-core counter changed: incremented by the `cross_set`s that completed a signal,
+    /// or decremented by a `cross_wait` (docs/timing.md, "Cross-core flags").
+    #[inline(always)]
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        let _ = event;
+    }
+}
+
+/// A change of a cross-core counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrossEvent<'a> {
+    /// Counter `id` of `core` went up by one at `cycle`, because of the `cross_set`s `sets`
+    /// (their sequence numbers: one for a cube core's mode-2 set, every setter's for modes 0
+    /// and 1 and for the vector cores' mode-2 sets). Increments are consumed in order.
+    Signal {
+        core: u32,
+        id: u32,
+        cycle: u64,
+        sets: &'a [u64],
+    },
+    /// The `cross_wait` `wait_seq` of `core` consumed the oldest increment of counter `id`
+    /// at `cycle` (its start).
+    Take {
+        core: u32,
+        id: u32,
+        cycle: u64,
+        wait_seq: u64,
+    },
 }
 
 /// What a pipe spent a [`Span`] on.
@@ -231,6 +263,8 @@ pub enum Activity {
 /// `[from, to)` of `pipe`, spent on `what` for `op`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
+    /// The core of the launch (an index into [`RunResult::cores`]).
+    pub core: u32,
     pub pipe: Pipe,
     pub from: u64,
     pub to: u64,
@@ -245,6 +279,8 @@ pub struct Span {
 /// start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Release {
+    /// The core of both (flags never cross cores).
+    pub core: u32,
     pub set_seq: u64,
     pub wait_seq: u64,
     pub cycle: u64,
@@ -289,6 +325,12 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.on_release(release);
         self.1.on_release(release);
     }
+
+    #[inline(always)]
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        self.0.on_cross(event);
+        self.1.on_cross(event);
+    }
 }
 
 /// An observer the caller may or may not want (`--trace`, `--profile`): watches when `Some`.
@@ -325,6 +367,13 @@ impl<O: Observer> Observer for Option<O> {
             o.on_release(release);
         }
     }
+
+    #[inline(always)]
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        if let Some(o) = self {
+            o.on_cross(event);
+        }
+    }
 }
 
 /// An observer lent to a run, so the caller keeps it (and its findings) afterwards.
@@ -352,6 +401,11 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn on_release(&mut self, release: &Release) {
         (**self).on_release(release);
+    }
+
+    #[inline(always)]
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        (**self).on_cross(event);
     }
 }
 
@@ -391,15 +445,35 @@ pub fn run_placed<O: Observer>(
     limits: Limits,
     observer: &mut O,
 ) -> Result<RunResult, RunError> {
-    let compiled = compile::compile(program, config, addresses).map_err(|e| {
-        let op = e.op.unwrap_or(OpId(0));
-        RunError {
-            op,
-            path: e.op.map(|o| program.op(o).path.clone()).unwrap_or_default(),
-            message: e.message,
-            cycle: 0,
-            iteration: String::new(),
-        }
-    })?;
-    exec::Machine::new(program, config, &compiled, limits, observer).run()
+    run_launch(&[(program, addresses)], config, limits, observer)
+}
+
+/// Runs a launch: every core of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+/// parts, each with its addresses), `launch.blocks` blocks of them
+/// ([`crate::launch::slots`]), in one event loop. Parts must have been loaded together
+/// (the same gm tensors and blocks).
+pub fn run_launch<O: Observer>(
+    parts: &[(&Program, &Addresses)],
+    config: &Config,
+    limits: Limits,
+    observer: &mut O,
+) -> Result<RunResult, RunError> {
+    let mut compiled = Vec::with_capacity(parts.len());
+    for &(program, addresses) in parts {
+        compiled.push(compile::compile(program, config, addresses).map_err(|e| {
+            let op = e.op.unwrap_or(OpId(0));
+            RunError {
+                op,
+                path: e.op.map(|o| program.op(o).path.clone()).unwrap_or_default(),
+                message: e.message,
+                cycle: 0,
+                iteration: String::new(),
+            }
+        })?);
+    }
+    let programs: Vec<&Program> = parts.iter().map(|p| p.0).collect();
+    let slots = crate::launch::slots(&programs, config);
+    let with: Vec<(&Program, &compile::Compiled)> =
+        programs.iter().copied().zip(compiled.iter()).collect();
+    exec::Machine::new(&with, slots, config, limits, observer).run()
 }

@@ -1,31 +1,56 @@
 //! What a run produces: per-pipe cycle accounting, sync findings and, if the kernel hung, the
 //! deadlock. Plain data; reports render it.
 
-use crate::ids::OpId;
+use crate::ids::{CoreId, OpId};
 use crate::types::Pipe;
 use std::fmt;
 
 /// The outcome of one run. Cycle counts are exact integers; ratios are derived on demand.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunResult {
-    /// Cycles from 0 until S is done and every instruction has completed (or, after a
-    /// deadlock, until the cycle the engine found nothing could move).
+    /// Cycles from 0 until every core is done: its S has executed the whole program and every
+    /// instruction has completed (or, after a deadlock, until the cycle the engine found
+    /// nothing could move).
     pub total_cycles: u64,
-    /// One entry per pipe of the core, in [`Pipe`] order (S first).
+    /// The first core's pipes (`cores[0].pipes`: the only core of a one-core run), one entry
+    /// per pipe of the core, in [`Pipe`] order (S first).
     pub pipes: Vec<PipeStats>,
-    /// Cycles in which at least two non-S pipes were busy.
+    /// The first core's cycles in which at least two non-S pipes were busy.
     pub overlap_cycles: u64,
-    /// The vector work started in this run above its conflict-free work: the cycles UB bank
+    /// The first core's vector work started above its conflict-free work: the cycles UB bank
     /// conflicts added to V's busy time (docs/timing.md, "UB banks"). `None` when the config has
-    /// no `ub_banks` or the program's core has no vector pipe.
+    /// no `ub_banks` or the core has no vector pipe.
     pub bank_conflict_cycles: Option<u64>,
-    /// `double set` and `unpaired set_flag` reports, in the order they were found.
+    /// Every core of the launch, in (block, core type, index) order; one for a one-core run.
+    /// Each core's accounting covers the whole run, `0..total_cycles`.
+    pub cores: Vec<CoreRun>,
+    /// `double set`, `unpaired set_flag` and `cross-core flag overflow` reports, in the order
+    /// they were found (core by core for the first two).
     pub findings: Vec<SyncFinding>,
     pub deadlock: Option<Deadlock>,
     /// The run reached a limit and stopped there: what had not started by then never runs.
     pub stopped: Option<Stopped>,
     /// What the gm moves found in L2 and HBM; `None` when the config has no `memory`.
     pub memory: Option<MemoryStats>,
+}
+
+/// One core of a launch: which it is and its accounting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreRun {
+    /// `block`: 0..blocks.
+    pub block: u32,
+    /// Its core type (the part of a mixed kernel it runs).
+    pub core: CoreId,
+    /// Its index among the block's cores of that type: `subblock` for a mixed kernel's vector
+    /// cores, else 0.
+    pub index: u32,
+    /// The cycle its S finished and its last instruction completed (the deadlock cycle for
+    /// a core still waiting then).
+    pub end_cycle: u64,
+    /// One entry per pipe of the core, in [`Pipe`] order (S first), over `0..total_cycles`.
+    pub pipes: Vec<PipeStats>,
+    pub overlap_cycles: u64,
+    pub bank_conflict_cycles: Option<u64>,
 }
 
 /// The L2 at cycle 0 (`--l2 cold|warm`), when the config has a `memory` section.
@@ -172,12 +197,15 @@ pub enum Stall {
     QueueFull(Pipe),
     /// S: `barrier: all` waits for every pipe to finish.
     BarrierAll,
+    /// The head `cross_wait` waits for its core's cross-core counter `id` to be above 0.
+    CrossWait { id: u32 },
 }
 
 impl fmt::Display for Stall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Stall::WaitFlag { src, id } => write!(f, "wait_flag {src}#{id}"),
+            Stall::CrossWait { id } => write!(f, "cross_wait #{id}"),
             Stall::WaitMacro { src } => write!(f, "wait_flag {src}#mmad_l1"),
             Stall::Drain => f.write_str("drain"),
             Stall::QueueFull(p) => write!(f, "queue_full {p}"),
@@ -192,6 +220,8 @@ pub enum SyncFinding {
     /// A `set_flag` on a flag that was already set and not yet consumed; the second set is
     /// lost (flags are binary).
     DoubleSet {
+        /// The core ([`RunResult::cores`] index).
+        core: u32,
         src: Pipe,
         dst: Pipe,
         id: u32,
@@ -200,10 +230,22 @@ pub enum SyncFinding {
     },
     /// A flag still set when the kernel ended; `op` is the set_flag that set it.
     UnpairedSet {
+        core: u32,
         src: Pipe,
         dst: Pipe,
         id: u32,
         op: OpId,
+    },
+    /// A cross-core counter went above `cross_core.max_pending` (`count`): the hardware's
+    /// counter would overflow. `op` is the `cross_set` of core `set_core` that completed the
+    /// signal; reported once per core and id.
+    CrossOverflow {
+        core: u32,
+        id: u32,
+        count: u32,
+        set_core: u32,
+        op: OpId,
+        cycle: u64,
     },
 }
 
@@ -211,12 +253,14 @@ pub enum SyncFinding {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Deadlock {
     pub cycle: u64,
-    /// Every waiting pipe, in [`Pipe`] order.
+    /// Every waiting pipe, core by core, in [`Pipe`] order.
     pub waiters: Vec<Waiter>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Waiter {
+    /// The core ([`RunResult::cores`] index).
+    pub core: u32,
     pub pipe: Pipe,
     /// The op at the head of the pipe's queue (for S: the op it is executing).
     pub op: OpId,
@@ -225,10 +269,20 @@ pub struct Waiter {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitOn {
-    Flag { src: Pipe, dst: Pipe, id: u32 },
+    Flag {
+        src: Pipe,
+        dst: Pipe,
+        id: u32,
+    },
     QueueFull(Pipe),
     BarrierAll,
-    Macro { src: Pipe },
+    Macro {
+        src: Pipe,
+    },
+    /// A `cross_wait` on the core's counter `id`.
+    Cross {
+        id: u32,
+    },
 }
 
 impl fmt::Display for WaitOn {
@@ -238,6 +292,7 @@ impl fmt::Display for WaitOn {
             WaitOn::QueueFull(p) => write!(f, "full queue of {p}"),
             WaitOn::BarrierAll => f.write_str("barrier: all"),
             WaitOn::Macro { src } => write!(f, "mmad_l1 staging on {src}"),
+            WaitOn::Cross { id } => write!(f, "cross-core flag #{id}"),
         }
     }
 }
@@ -289,10 +344,14 @@ impl RunResult {
 
     /// The accounting identity: every cycle of every pipe is in exactly one state.
     pub fn check_accounting(&self) -> Result<(), String> {
-        for p in &self.pipes {
-            if p.accounted() != self.total_cycles {
+        let cores = self.cores.iter().map(|c| (c.block, c.index, &c.pipes[..]));
+        for (block, index, pipes) in std::iter::once((0, 0, &self.pipes[..])).chain(cores) {
+            for p in pipes {
+                if p.accounted() == self.total_cycles {
+                    continue;
+                }
                 return Err(format!(
-                    "pipe {}: busy {} + stalls {} + starved {} + idle {} = {} != total {}",
+                    "block {block} core {index} pipe {}: busy {} + stalls {} + starved {} + idle {} = {} != total {}",
                     p.pipe,
                     p.busy,
                     p.stalled(),

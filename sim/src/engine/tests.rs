@@ -576,6 +576,7 @@ fn unmatched_wait_deadlocks() {
     assert_eq!(
         d.waiters,
         vec![Waiter {
+            core: 0,
             pipe: Pipe::V,
             op: OpId(1),
             on: WaitOn::Flag {
@@ -644,6 +645,7 @@ fn double_and_unpaired_set() {
         r.findings,
         vec![
             SyncFinding::DoubleSet {
+                core: 0,
                 src: Pipe::S,
                 dst: Pipe::V,
                 id: 1,
@@ -651,6 +653,7 @@ fn double_and_unpaired_set() {
                 cycle: 0
             },
             SyncFinding::UnpairedSet {
+                core: 0,
                 src: Pipe::S,
                 dst: Pipe::V,
                 id: 1,

@@ -321,6 +321,7 @@ fn golden_double_and_unpaired_set() {
     assert_eq!(r.findings.len(), 2, "{:?}", r.findings);
     match &r.findings[0] {
         SyncFinding::DoubleSet {
+            core: 0,
             src,
             dst,
             id,
@@ -333,7 +334,13 @@ fn golden_double_and_unpaired_set() {
         f => panic!("expected a double set, got {f:?}"),
     }
     match &r.findings[1] {
-        SyncFinding::UnpairedSet { src, dst, id, op } => {
+        SyncFinding::UnpairedSet {
+            core: 0,
+            src,
+            dst,
+            id,
+            op,
+        } => {
             assert_eq!((*src, *dst, *id), (Pipe::V, Pipe::Mte3, 1));
             assert_eq!(path(*op), "body[4]");
         }
