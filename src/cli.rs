@@ -138,6 +138,9 @@ pub struct Input {
     /// Override a program param: `--param n=4096`. May be repeated.
     #[arg(long = "param", value_name = "NAME=INT", value_parser = parse_param)]
     pub params: Vec<(String, i64)>,
+    /// Launch the kernel on N blocks, replacing the program's `launch: { blocks }`.
+    #[arg(long, value_name = "N")]
+    pub blocks: Option<u32>,
 }
 
 /// How a program runs: the race checker and the limits.
@@ -199,6 +202,24 @@ pub struct ViewArgs {
     /// timeline, the memory maps, the profile with --profile (written only if the program ran).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// For a launch of many cores, add one core's detail to the text report: `B:TYPE:I`
+    /// (block, core type, index among the block's cores of that type), e.g. `3:aiv:1`.
+    #[arg(long, value_name = "B:TYPE:I", value_parser = parse_core)]
+    pub core: Option<(u32, String, u32)>,
+}
+
+fn parse_core(s: &str) -> Result<(u32, String, u32), String> {
+    let bad = || format!("`{s}` is not a core: write BLOCK:TYPE:INDEX, e.g. 3:aiv:1");
+    let mut it = s.split(':');
+    let (Some(b), Some(t), Some(i), None) = (it.next(), it.next(), it.next(), it.next()) else {
+        return Err(bad());
+    };
+    let b = b.trim().parse::<u32>().map_err(|_| bad())?;
+    let i = i.trim().parse::<u32>().map_err(|_| bad())?;
+    if t.trim().is_empty() {
+        return Err(bad());
+    }
+    Ok((b, t.trim().to_string(), i))
 }
 
 fn parse_window(s: &str) -> Result<reports::TraceWindow, String> {

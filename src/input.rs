@@ -175,10 +175,25 @@ pub fn load_program(
     path: &Path,
     config: &Config,
     params: &[(String, i64)],
+    blocks: Option<u32>,
 ) -> Result<(Program, Source), Rejected> {
     let source = read(path, "program")?;
-    match sim::load_program(&source.text, &source.name, config, params) {
+    match sim::load::load_launched(&source.text, &source.name, config, params, blocks) {
         Ok(p) => Ok((p, source)),
+        Err(error) => Err(Rejected::Load { error, source }),
+    }
+}
+
+/// Reads and loads a kernel: a single-type program, or a mixed kernel's parts.
+pub fn load_kernel(
+    path: &Path,
+    config: &Config,
+    params: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<(sim::Kernel, Source), Rejected> {
+    let source = read(path, "program")?;
+    match sim::load::load_launched(&source.text, &source.name, config, params, blocks) /* MERGE-LOADER */ {
+        Ok(k) => Ok((sim::Kernel::single(k), source)),
         Err(error) => Err(Rejected::Load { error, source }),
     }
 }

@@ -143,7 +143,7 @@ fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
 /// The config, then the program: the first that cannot be read or loaded stops it.
 fn try_load(input: &Input) -> Result<(Config, Program, input::Source), Rejected> {
     let config = input::load_config(&input.config)?;
-    let (program, src) = input::load_program(&input.program, &config, &input.params)?;
+    let (program, src) = input::load_program(&input.program, &config, &input.params, input.blocks)?;
     Ok((config, program, src))
 }
 
@@ -399,7 +399,24 @@ fn run(
     format: RunFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
-    let (config, program, src) = load(input)?;
+    let config = input::load_config(&input.config).map_err(|r| r.report())?;
+    let (kernel, src) = input::load_kernel(&input.program, &config, &input.params, input.blocks)
+        .map_err(|r| r.report())?;
+    let cores = sim::launch::slots(&kernel.parts.iter().collect::<Vec<_>>(), &config);
+    let core = match &views.core {
+        None => None,
+        Some((b, t, i)) => Some(find_core(&config, &cores, *b, t, *i, &src)?),
+    };
+    if cores.len() > 1 || kernel.is_mixed() {
+        return run_launch(
+            &config, &kernel, args, run_args, views, core, format, out, &src,
+        );
+    }
+    let program = kernel
+        .parts
+        .into_iter()
+        .next()
+        .expect("a kernel has a part");
     let mut opts = args.pipeline(run_args, VALIDATE);
     let unwatched = views.trace.is_none() && !views.profile && views.html.is_none();
     let plain = Views {
@@ -478,6 +495,86 @@ fn run(
         out,
         &src,
     )
+}
+
+/// `--core B:TYPE:I`: the index of that core in the launch, or an error naming the range.
+fn find_core(
+    config: &Config,
+    cores: &[sim::launch::Slot],
+    block: u32,
+    ty: &str,
+    index: u32,
+    src: &input::Source,
+) -> Result<usize, Exit> {
+    if let Some(k) = cores
+        .iter()
+        .position(|s| s.block == block && config.core(s.core).name == ty && s.index == index)
+    {
+        return Ok(k);
+    }
+    let blocks = cores.last().map_or(0, |s| s.block + 1);
+    let mut types: Vec<String> = Vec::new();
+    for s in cores {
+        let per = cores
+            .iter()
+            .filter(|o| o.block == s.block && o.core == s.core)
+            .count();
+        let t = format!("{} (index 0..{per})", config.core(s.core).name);
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    Err(Exit::input(format!(
+        "--core {block}:{ty}:{index}: {} has no such core; its launch has blocks 0..{blocks} of {}",
+        src.name,
+        types.join(", ")
+    )))
+}
+
+/// `run` of a launch of more than one core (many blocks, or a mixed kernel): every part
+/// planned and synchronised on its own, all cores in one run. The trace, the profile, the HTML
+/// page and `--level best` are one-core views today, refused here.
+#[allow(clippy::too_many_arguments)]
+fn run_launch(
+    config: &Config,
+    kernel: &sim::Kernel,
+    args: &PlanArgs,
+    run_args: &RunArgs,
+    views: &ViewArgs,
+    core: Option<usize>,
+    format: RunFormat,
+    out: Option<&Path>,
+    src: &input::Source,
+) -> Result<(), Exit> {
+    let refused = [
+        (views.trace.is_some(), "--trace"),
+        (views.profile, "--profile"),
+        (views.html.is_some(), "--html"),
+        (args.level == LevelArg::Best, "--level best"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(on, _)| *on) {
+        return Err(Exit::input(format!(
+            "{flag}: {} launches more than one core, and {flag} shows one core's run; \
+             run it with --blocks 1 (a single-type kernel), or drop {flag}",
+            src.name
+        )));
+    }
+    let opts = args.pipeline(run_args, VALIDATE);
+    let sim = pipeline::simulate_kernel(kernel, config, &opts)
+        .map_err(|f| failed(&f, kernel.first(), config, src, ""))?;
+    let mut report: reports::Run = (&sim).into();
+    report.core = core;
+    output::emit(out, &format.render(config, &report))?;
+    let n = report_problems(&sim, "");
+    if n > 0 {
+        err_line!(
+            "error: {}: the run found {n} problem{}; see the report",
+            src.name,
+            if n == 1 { "" } else { "s" }
+        );
+        return Err(Exit(1));
+    }
+    Ok(())
 }
 
 /// What `run` writes besides its report.

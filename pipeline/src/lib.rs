@@ -19,7 +19,7 @@ use planner::{
 use sim::engine::{Limits, Observer};
 use sim::program::SyncMode;
 use sim::race::RaceChecker;
-use sim::{BufferId, Config, CoreId, Hazard, OpId, Program, RunError, RunResult, Space};
+use sim::{BufferId, Config, CoreId, Hazard, Kernel, OpId, Program, RunError, RunResult, Space};
 
 /// How to plan, synchronise and run.
 #[derive(Clone, Debug)]
@@ -93,12 +93,32 @@ pub struct Simulation {
     /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
     /// paths, so reports name what the user wrote).
     pub program: Program,
+    /// The other parts of a mixed kernel (its `aiv` part), each planned and synchronised on
+    /// its own; empty for a single-type kernel. The fields above are the first part's.
+    pub others: Vec<Prepared>,
     pub result: RunResult,
     /// `None` when the race checker did not run.
     pub hazards: Option<Vec<Hazard>>,
 }
 
 impl Simulation {
+    /// The program and plan of part `part` (0: the fields above).
+    pub fn part(&self, part: usize) -> (&Program, &Planned) {
+        match part {
+            0 => (&self.program, &self.planned),
+            i => (&self.others[i - 1].program, &self.others[i - 1].planned),
+        }
+    }
+
+    /// The program core `core` of the launch ran ([`RunResult::cores`] index).
+    pub fn program_of(&self, config: &Config, core: usize) -> &Program {
+        let parts: Vec<&Program> = std::iter::once(&self.program)
+            .chain(self.others.iter().map(|p| &p.program))
+            .collect();
+        let slots = sim::launch::slots(&parts, config);
+        self.part(slots.get(core).map_or(0, |s| s.part as usize)).0
+    }
+
     /// Whether the run found something a user must fix: a hazard, a sync finding, a deadlock.
     pub fn has_findings(&self) -> bool {
         self.result.has_findings() || self.hazards.as_ref().is_some_and(|h| !h.is_empty())
@@ -158,6 +178,55 @@ pub fn simulate_observed<O: Observer>(
     run_prepared(prepared, config, opts, observer)
 }
 
+/// Plans, synchronises and runs every part of a kernel together: one launch of
+/// `launch.blocks` blocks, with the race checker across its cores when `opts.race_check`.
+pub fn simulate_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    opts: &Options,
+) -> Result<Simulation, Failure> {
+    let mut parts = Vec::with_capacity(kernel.parts.len());
+    for p in &kernel.parts {
+        parts.push(prepare(p, config, opts)?);
+    }
+    run_prepared_kernel(parts, config, opts, &mut ())
+}
+
+/// Runs prepared parts (a kernel's, in order) as one launch; see [`run_prepared`].
+pub fn run_prepared_kernel<O: Observer>(
+    mut parts: Vec<Prepared>,
+    config: &Config,
+    opts: &Options,
+    observer: &mut O,
+) -> Result<Simulation, Failure> {
+    if parts.len() == 1 {
+        return run_prepared(parts.remove(0), config, opts, observer);
+    }
+    let addresses: Vec<sim::Addresses> = parts.iter().map(|p| p.planned.plan.addresses()).collect();
+    let launch: Vec<(&Program, &sim::Addresses)> =
+        parts.iter().map(|p| &p.program).zip(&addresses).collect();
+    let (result, hazards) = if opts.race_check && false {
+        unreachable!("MERGE-RACE")
+    } else {
+        let result = sim::engine::run_launch(&launch, config, opts.limits, observer)
+            .map_err(Failure::Run)?;
+        (result, None)
+    };
+    result.check_accounting().map_err(Failure::Accounting)?;
+    let mut rest = parts.split_off(1);
+    let first = parts.pop().expect("a kernel has a part");
+    rest.shrink_to_fit();
+    Ok(Simulation {
+        planned: first.planned,
+        auto_sync: first.auto_sync,
+        serialised: first.serialised,
+        program: first.program,
+        others: rest,
+        result,
+        hazards,
+    })
+}
+
 /// A planned and synchronised program, ready to run: what an observer that names ops (a
 /// trace, a profile) is built from before the run starts.
 #[derive(Clone, Debug)]
@@ -213,6 +282,7 @@ pub fn run_prepared<O: Observer>(
         auto_sync,
         serialised,
         program,
+        others: Vec::new(),
         result,
         hazards,
     })

@@ -56,6 +56,7 @@ mod check_doc;
 mod compare;
 mod explain;
 mod html;
+mod launch;
 mod plan_doc;
 mod profile;
 mod program_yaml;
@@ -71,6 +72,7 @@ pub use compare::{
 };
 pub use explain::plan_explain;
 pub use html::{compare_html, run_html, slot_rects, Timeline};
+pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use plan_doc::{plan_json, plan_text, plan_yaml};
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::program_yaml;

@@ -26,6 +26,40 @@ pub struct Run<'a> {
     pub best: Option<&'a BestLevel>,
     /// With `--profile`: the per-op profile, most expensive first.
     pub profile: Option<&'a [crate::ProfileRow]>,
+    /// The other parts of a mixed kernel (empty for a single-type kernel).
+    pub others: &'a [pipeline::Prepared],
+    /// `--core`: the launch core whose detail the text report shows.
+    pub core: Option<usize>,
+}
+
+impl Run<'_> {
+    /// The program core `core` of the launch ran.
+    pub fn program_of(&self, config: &Config, core: u32) -> &Program {
+        if self.others.is_empty() {
+            return self.program;
+        }
+        let parts: Vec<&Program> = std::iter::once(self.program)
+            .chain(self.others.iter().map(|p| &p.program))
+            .collect();
+        let slots = sim::launch::slots(&parts, config);
+        match slots.get(core as usize).map_or(0, |s| s.part as usize) {
+            0 => self.program,
+            i => &self.others[i - 1].program,
+        }
+    }
+
+    /// Whether the launch has more than one core.
+    pub fn is_launch(&self) -> bool {
+        self.result.cores.len() > 1
+    }
+
+    /// How a finding or waiter of core `core` is named: nothing in a one-core run.
+    fn who(&self, config: &Config, core: u32) -> String {
+        match self.result.cores.get(core as usize) {
+            Some(c) if self.is_launch() => format!("{}: ", crate::core_name(config, c)),
+            _ => String::new(),
+        }
+    }
 }
 
 /// `run --level best`: levels 2, 1 and 0 planned, synchronised and run; the report shows the
@@ -111,6 +145,8 @@ impl<'a> Run<'a> {
             serialised: &[],
             best: None,
             profile: None,
+            others: &[],
+            core: None,
         }
     }
 }
@@ -126,6 +162,8 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             serialised: &s.serialised,
             best: None,
             profile: None,
+            others: &s.others,
+            core: None,
         }
     }
 }
@@ -257,10 +295,24 @@ pub fn warnings_text(warnings: &[Warning]) -> String {
 /// made of it (`sync: manual` with the inserted ops): the header then says `sync auto` and what
 /// was inserted.
 pub fn run_text(config: &Config, run: &Run) -> String {
-    let (program, plan, result) = (run.program, run.plan, run.result);
+    let (program, plan, launch) = (run.program, run.plan, run.result);
     let (hazards, auto_sync) = (run.hazards, run.auto_sync);
-    let total = result.total_cycles;
+    let total = launch.total_cycles;
+    // a launch of many cores: its summary, then one core's detail when `--core` asks
+    let view = run
+        .core
+        .filter(|_| run.is_launch())
+        .map(|k| crate::core_view(launch, k));
+    let result = view.as_ref().unwrap_or(launch);
+    let detail = !run.is_launch() || view.is_some();
     let mut out = header(program, config);
+    for p in run.others {
+        out.push_str(&format!(
+            "config  {} (part {})\n",
+            config.core_label(p.program.core),
+            config.core(p.program.core).name
+        ));
+    }
     out.push_str(&format!("sync    {}\n", sync_name(program, auto_sync)));
     if let Some(stats) = auto_sync {
         out.push_str(&format!("syncs   {}\n", syncs_summary(stats)));
@@ -290,9 +342,33 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     for line in used {
         out.push_str(&format!("plan    {line}\n"));
     }
+    for p in run.others {
+        let core = &config.core(p.program.core).name;
+        for s in p.planned.plan.scopes.iter().filter(|s| s.used > 0) {
+            out.push_str(&format!(
+                "plan    {core}: {} {} of {} bytes ({})\n",
+                s.space.report_name(),
+                s.used,
+                s.capacity,
+                s.mode.name()
+            ));
+        }
+    }
     out.push('\n');
-
-    let pipes = sorted_pipes(result);
+    if run.is_launch() {
+        out.push_str(&crate::launch_text(config, launch, program.launch.blocks));
+    }
+    if let (Some(k), true) = (run.core, run.is_launch()) {
+        out.push_str(&format!(
+            "core    {}\n\n",
+            crate::core_name(config, &launch.cores[k])
+        ));
+    }
+    let pipes = if detail {
+        sorted_pipes(result)
+    } else {
+        Vec::new()
+    };
     let reasons = stall_reasons(result);
     let mut columns = vec![
         ("pipe".to_string(), Align::Left),
@@ -320,8 +396,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         ]);
         table.row(row);
     }
-    out.push_str(&table.render(""));
-    out.push('\n');
+    if detail {
+        out.push_str(&table.render(""));
+        out.push('\n');
+    }
 
     let mut summary = Table::new(vec![
         (String::new(), Align::Left),
@@ -337,6 +415,71 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             config.clock_mhz
         ),
     ]);
+    if detail {
+        summary_detail(&mut summary, result, total);
+    }
+    // the header row of this table is empty; drop it
+    let rendered = summary.render("");
+    out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
+    if let Some(m) = &result.memory {
+        out.push_str(&memory_line(m));
+    }
+    out.push('\n');
+
+    if detail {
+        out.push_str(&legend(&reasons));
+    }
+
+    match hazards {
+        None => out.push_str("\nrace check: not run (--no-race-check)\n"),
+        Some([]) => out.push_str("\nrace check: no hazards\n"),
+        Some(hs) => {
+            out.push_str(&format!("\nhazards ({}):\n", hs.len()));
+            for h in hs {
+                out.push_str(&format!("  {h}\n"));
+            }
+        }
+    }
+    if !launch.findings.is_empty() {
+        out.push('\n');
+        out.push_str(&format!("sync findings ({}):\n", launch.findings.len()));
+        for f in &launch.findings {
+            let core = finding_core(f);
+            out.push_str(&format!(
+                "  {}{}\n",
+                run.who(config, core),
+                finding_text(run.program_of(config, core), f)
+            ));
+        }
+    }
+    if let Some(d) = &launch.deadlock {
+        out.push('\n');
+        out.push_str(&deadlock_text_of(config, run, d));
+    }
+    out.push_str(&warnings_text(&warnings(run)));
+    if let Some(stopped) = &result.stopped {
+        out.push_str(&format!(
+            "\nstopped: {stopped}; the figures above cover the cycles up to there\n"
+        ));
+    }
+    if let Some(rows) = run.profile {
+        out.push('\n');
+        out.push_str(&crate::profile_text(rows, total, 0));
+    }
+    out
+}
+
+/// The core a finding is about.
+fn finding_core(f: &SyncFinding) -> u32 {
+    match f {
+        SyncFinding::DoubleSet { core, .. }
+        | SyncFinding::UnpairedSet { core, .. }
+        | SyncFinding::CrossOverflow { core, .. } => *core,
+    }
+}
+
+/// The per-core rows of the summary: overlap, pipe bound, efficiency, bank conflicts.
+fn summary_detail(summary: &mut Table, result: &RunResult, total: u64) {
     summary.row(vec![
         "overlap".into(),
         format!("{} %", crate::percent(result.overlap_cycles, total)),
@@ -368,48 +511,6 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             "cycles of V busy (ub_banks)".into(),
         ]);
     }
-    // the header row of this table is empty; drop it
-    let rendered = summary.render("");
-    out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
-    if let Some(m) = &result.memory {
-        out.push_str(&memory_line(m));
-    }
-    out.push('\n');
-
-    out.push_str(&legend(&reasons));
-
-    match hazards {
-        None => out.push_str("\nrace check: not run (--no-race-check)\n"),
-        Some([]) => out.push_str("\nrace check: no hazards\n"),
-        Some(hs) => {
-            out.push_str(&format!("\nhazards ({}):\n", hs.len()));
-            for h in hs {
-                out.push_str(&format!("  {h}\n"));
-            }
-        }
-    }
-    if !result.findings.is_empty() {
-        out.push('\n');
-        out.push_str(&format!("sync findings ({}):\n", result.findings.len()));
-        for f in &result.findings {
-            out.push_str(&format!("  {}\n", finding_text(program, f)));
-        }
-    }
-    if let Some(d) = &result.deadlock {
-        out.push('\n');
-        out.push_str(&deadlock_text(program, d));
-    }
-    out.push_str(&warnings_text(&warnings(run)));
-    if let Some(stopped) = &result.stopped {
-        out.push_str(&format!(
-            "\nstopped: {stopped}; the figures above cover the cycles up to there\n"
-        ));
-    }
-    if let Some(rows) = run.profile {
-        out.push('\n');
-        out.push_str(&crate::profile_text(rows, total, 0));
-    }
-    out
 }
 
 /// One hazard: its kind, memory, overlapping bytes, both accesses and the one-line message.
@@ -469,22 +570,55 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         Some((pipe, cycles)) => json!({ "pipe": pipe.report_name(), "cycles": cycles }),
         None => Value::Null,
     };
+    let name = |core: u32| {
+        result
+            .cores
+            .get(core as usize)
+            .map_or(String::new(), |c| crate::core_name(config, c))
+    };
     let findings: Vec<Value> = result
         .findings
         .iter()
-        .map(|f| finding_json(program, f))
+        .map(|f| {
+            let core = finding_core(f);
+            let mut v = finding_json(run.program_of(config, core), f);
+            if let Value::Object(m) = &mut v {
+                m.insert("core".into(), json!(name(core)));
+            }
+            v
+        })
         .collect();
     let deadlock = match &result.deadlock {
         Some(d) => json!({
             "cycle": d.cycle,
-            "waiters": d.waiters.iter().map(|w| json!({
-                "pipe": w.pipe.report_name(),
-                "waits_on": w.on.to_string(),
-                "op": op_path(program, w.op),
-                "op_kind": op_kind(program, w.op),
-            })).collect::<Vec<_>>(),
+            "waiters": d.waiters.iter().map(|w| {
+                let p = run.program_of(config, w.core);
+                json!({
+                    "core": name(w.core),
+                    "pipe": w.pipe.report_name(),
+                    "waits_on": w.on.to_string(),
+                    "op": op_path(p, w.op),
+                    "op_kind": op_kind(p, w.op),
+                })
+            }).collect::<Vec<_>>(),
         }),
         None => Value::Null,
+    };
+    // a mixed kernel's parts: each core type's plan
+    let parts = if run.others.is_empty() {
+        Value::Null
+    } else {
+        let mut v = vec![json!({
+            "core": config.core(program.core).name,
+            "plan": crate::plan_json(program, plan),
+        })];
+        for p in run.others {
+            v.push(json!({
+                "core": config.core(p.program.core).name,
+                "plan": crate::plan_json(&p.program, &p.planned.plan),
+            }));
+        }
+        Value::Array(v)
     };
     let doc = json!({
         "schema": crate::SCHEMA,
@@ -511,6 +645,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
         "plan": crate::plan_json(program, plan),
+        "launch": crate::launch_json(config, result, program.launch.blocks, parts),
     });
     debug_assert!(doc
         .as_object()
@@ -520,7 +655,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 22] = [
+pub const RUN_KEYS: [&str; 23] = [
     "kernel",
     "config",
     "sync",
@@ -543,6 +678,7 @@ pub const RUN_KEYS: [&str; 22] = [
     "warnings",
     "profile",
     "plan",
+    "launch",
 ];
 
 /// What the gm moves found in L2 and HBM (docs/json.md, `memory`).
@@ -672,6 +808,46 @@ pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
             op_ref(program, *op)
         ),
     }
+}
+
+/// The deadlock section of a run, whose waiters may be on different cores.
+fn deadlock_text_of(config: &Config, run: &Run, d: &Deadlock) -> String {
+    if !run.is_launch() {
+        return deadlock_text(run.program, d);
+    }
+    let mut out = format!(
+        "DEADLOCK at cycle {}: nothing can move, and {} pipe{} wait{}:\n",
+        d.cycle,
+        d.waiters.len(),
+        if d.waiters.len() == 1 { "" } else { "s" },
+        if d.waiters.len() == 1 { "s" } else { "" },
+    );
+    let mut t = Table::new(vec![
+        ("core".into(), Align::Left),
+        ("pipe".into(), Align::Left),
+        ("waits on".into(), Align::Left),
+        ("op".into(), Align::Left),
+    ]);
+    for w in &d.waiters {
+        let core = &run.result.cores[w.core as usize];
+        t.row(vec![
+            crate::core_name(config, core),
+            w.pipe.report_name().to_string(),
+            w.on.to_string(),
+            op_ref(run.program_of(config, w.core), w.op),
+        ]);
+    }
+    out.push_str(&t.render("  "));
+    if d.waiters
+        .iter()
+        .any(|w| matches!(w.on, WaitOn::Cross { .. }))
+    {
+        out.push_str(
+            "hint: a cross_wait on #id completes only after the cross_set that signals this \
+             core's counter id: check the other core type's sets, their mode and id\n",
+        );
+    }
+    out
 }
 
 /// The deadlock section: the cycle, then one line per waiting pipe.
