@@ -1,6 +1,7 @@
 //! Integration tests of the `sim` crate: one binary, one module per scenario.
 
 mod banks;
+mod cross_core;
 mod golden;
 mod load_errors;
 mod memory;
