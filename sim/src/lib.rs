@@ -30,7 +30,7 @@ pub use config::Config;
 pub use diag::{Diagnostic, LoadError};
 pub use engine::{run, run_observed, run_placed, Observer, RunError, RunResult};
 pub use ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
-pub use load::{load_config, load_program};
+pub use load::{load_config, load_kernel, load_launched, load_program};
 pub use program::{Kernel, Program};
 pub use race::{Hazard, HazardKind};
 pub use types::{Dtype, Pipe, Space, VecOp};

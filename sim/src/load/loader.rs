@@ -167,6 +167,8 @@ pub(super) struct Loader<'a, 'f> {
     pub mmad_l1_at: Option<String>,
     /// The program has a `launch`: `block`, `blocks` and `subblock` are its, not the user's.
     pub launch_names: bool,
+    /// The program is one part of a mixed kernel (`aic:` and `aiv:`).
+    pub mixed: bool,
 }
 
 impl Loader<'_, '_> {

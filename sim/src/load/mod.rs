@@ -15,7 +15,7 @@ mod reader;
 
 use crate::config::Config;
 use crate::diag::{Diagnostic, LoadError};
-use crate::program::Program;
+use crate::program::{Kernel, Program};
 use crate::yaml::{self, Seg};
 use reader::Reader;
 
@@ -66,8 +66,32 @@ pub fn load_launched(
 ) -> Result<Program, LoadError> {
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
+    if program::is_mixed(&root) {
+        r.error_hint(
+            "",
+            "this is a mixed kernel (aic: and aiv: parts), which loads as a kernel, not a program",
+            Some("load it with load_kernel".into()),
+        );
+        return finish(&root, r, None);
+    }
     let prog = program::program(&mut r, &root, config, params, blocks);
     finish(&root, r, prog)
+}
+
+/// Parses and validates a kernel against `config`: a single-type program (one part) or a
+/// mixed kernel with `aic:` and `aiv:` parts (docs/programs.md, "Mixed kernels"). `params`
+/// are `--param` overrides; `blocks` (`--blocks`) replaces `launch.blocks`.
+pub fn load_kernel(
+    text: &str,
+    file: &str,
+    config: &Config,
+    params: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<Kernel, LoadError> {
+    let mut r = Reader::new(file);
+    let root = parse(text, &mut r)?;
+    let kernel = program::kernel(&mut r, &root, config, params, blocks);
+    finish(&root, r, kernel)
 }
 
 fn parse(text: &str, r: &mut Reader) -> Result<yaml::Node, LoadError> {
@@ -218,3 +242,6 @@ mod tests {
 
 #[cfg(test)]
 mod program_tests;
+
+#[cfg(test)]
+mod kernel_tests;

@@ -9,7 +9,8 @@ use crate::expr::Expr;
 use crate::footprint::{selected_shape, Bases, Sel};
 use crate::ids::{BufferId, OpId};
 use crate::program::{
-    BarrierTarget, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp, VectorOp,
+    BarrierTarget, CrossMode, Index, Layout, Mmad, Op, OpKind, Operand, Quant, Ref, VecForm, VecOp,
+    VectorOp,
 };
 use crate::types::{Pipe, Space};
 use crate::yaml::{Node, Value};
@@ -28,6 +29,8 @@ const LEAF_OPS: &[&str] = &[
     "set_flag",
     "wait_flag",
     "barrier",
+    "cross_set",
+    "cross_wait",
 ];
 
 pub(super) fn is_op(key: &str) -> bool {
@@ -153,6 +156,7 @@ impl Loader<'_, '_> {
             "use" => self.use_op(value, &opath),
             "set_flag" | "wait_flag" => self.flag_op(key, value, &opath),
             "barrier" => self.barrier(value, &opath),
+            "cross_set" | "cross_wait" => self.cross_op(key, value, &opath),
             _ => match VecOp::parse(key) {
                 Some(op) => self.vector(op, value, &opath),
                 None => None,
@@ -1298,6 +1302,111 @@ impl Loader<'_, '_> {
                     .error_hint(opath, format!("unknown pipe \"{s}\""), hint);
                 None
             }
+        }
+    }
+
+    /// `cross_set: { mode, pipe, id }` and `cross_wait: { id, pipe }` (pipe `s` by default):
+    /// cross-core flags. Allowed in `sync: auto` programs, whose pass only adds flags within a
+    /// core.
+    fn cross_op(&mut self, key: &str, value: &Node, opath: &str) -> Built {
+        let set = key == "cross_set";
+        let f = if set {
+            self.r
+                .map(value, opath, key, &["mode", "pipe", "id"], &[])?
+        } else {
+            self.r.map(value, opath, key, &["id"], &["pipe"])?
+        };
+        let cross = self.config.cross_core;
+        if cross.is_none() {
+            self.r.error_hint(
+                opath,
+                format!(
+                    "{key} needs cross-core flags, but config {} has no cross_core section",
+                    self.config.name
+                ),
+                Some("add cross_core: { flag_ids, max_pending, latency } to the config".into()),
+            );
+        }
+        let mode = if set {
+            f.get("mode")
+                .and_then(|n| self.cross_mode(n, &f.path("mode")))
+        } else {
+            Some(CrossMode::All)
+        };
+        let pipe = match f.get("pipe") {
+            Some(n) => self.pipe(n, &f.path("pipe")),
+            None => Some(Pipe::S),
+        };
+        let id = f
+            .get("id")
+            .and_then(|n| self.expr(n, &f.path("id"), true, false));
+        let (mode, pipe, id, cross) = (mode?, pipe?, id?, cross?);
+        let n = i64::from(cross.flag_ids);
+        if let Some((lo, hi)) = id.bounds(&self.ranges) {
+            if lo < 0 || hi >= n {
+                let what = self.reach("cross-core flag id", &id, if lo < 0 { lo } else { hi });
+                self.r.error_hint(
+                    &f.path("id"),
+                    format!(
+                        "{what} is outside 0..{n} (cross_core.flag_ids of config {})",
+                        self.config.name
+                    ),
+                    Some(format!("use ids 0 to {}", n - 1)),
+                );
+                return None;
+            }
+        }
+        let kind = if set {
+            OpKind::CrossSet { mode, pipe, id }
+        } else {
+            OpKind::CrossWait { pipe, id }
+        };
+        Some((kind, Some(pipe)))
+    }
+
+    /// A `cross_set` mode: 0 (every core of the type), 1 (the vector cores of an AI core, on
+    /// a split chip's vector core) or 2 (an AI core's cube and vector cores, in a mixed kernel).
+    fn cross_mode(&mut self, node: &Node, path: &str) -> Option<CrossMode> {
+        let number = self.const_int(node, path)?;
+        let mode = match number {
+            0 => CrossMode::All,
+            1 => CrossMode::Pair,
+            2 => CrossMode::Block,
+            _ => {
+                self.r.error_hint(
+                    path,
+                    format!("cross_set mode {number} is not 0, 1 or 2"),
+                    Some("0: every core of this type in the launch; 1: the vector cores of one AI core; 2: the cube and vector cores of one AI core".into()),
+                );
+                return None;
+            }
+        };
+        let core = self.core_id;
+        let name = self.core.map_or("?", |c| c.name.as_str());
+        match mode {
+            CrossMode::Pair if core.is_some_and(|c| !crate::launch::is_vector(self.config, c)) => {
+                let msg = format!(
+                    "cross_set mode 1 pairs the vector cores of an AI core, but core {name} is not the split chip's vector core"
+                );
+                self.r.error_hint(
+                    path,
+                    msg,
+                    Some(
+                        "mode 1 runs on aiv cores of a chip with aiv_per_aic; use mode 0 or 2"
+                            .into(),
+                    ),
+                );
+                None
+            }
+            CrossMode::Block if !self.mixed => {
+                self.r.error_hint(
+                    path,
+                    format!("cross_set mode 2 signals between the aic and aiv parts of a mixed kernel, but this program runs on core {name} alone"),
+                    Some("write the kernel with aic: and aiv: parts, or use mode 0".into()),
+                );
+                None
+            }
+            _ => Some(mode),
         }
     }
 }

@@ -11,7 +11,8 @@ use crate::expr::Expr;
 use crate::ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
 use crate::limits;
 use crate::program::{
-    Block, Buffer, ForLoop, Launch, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View, ViewKind,
+    Block, Buffer, ForLoop, Kernel, Launch, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View,
+    ViewKind,
 };
 use crate::types::{Pipe, Space};
 use crate::written::Written;
@@ -33,6 +34,138 @@ pub(crate) fn program(
         &["kernel", "body"],
         &["core", "sync", "params", "launch", "gm", "buffers", "views"],
     )?;
+    build(r, &f, None, config, overrides, blocks_override)
+}
+
+/// Whether `root` is a mixed kernel: it has an `aic:` or an `aiv:` key.
+pub(crate) fn is_mixed(root: &Node) -> bool {
+    match &root.value {
+        Value::Map(entries) => entries.iter().any(|(k, _)| k == "aic" || k == "aiv"),
+        _ => false,
+    }
+}
+
+/// The two parts of a mixed kernel (docs/programs.md, "Mixed kernels"): each a program of its
+/// core type, built from the shared top level (kernel, sync, params, launch, gm) and the part's
+/// buffers, views and body. The shared top level is read once per part, so a problem in it
+/// is reported by both builds: the second build's copies of the first's are dropped.
+pub(crate) fn kernel(
+    r: &mut Reader,
+    root: &Node,
+    config: &Config,
+    overrides: &[(String, i64)],
+    blocks_override: Option<u32>,
+) -> Option<Kernel> {
+    if !is_mixed(root) {
+        return program(r, root, config, overrides, blocks_override).map(Kernel::single);
+    }
+    let f = r.map(
+        root,
+        "",
+        "a mixed kernel",
+        &["kernel"],
+        &[
+            "sync", "params", "launch", "gm", "aic", "aiv", "core", "body", "buffers", "views",
+        ],
+    )?;
+    for key in ["core", "body", "buffers", "views"] {
+        if f.has(key) {
+            let hint = if key == "core" {
+                "each part runs on its own core type: drop core:"
+            } else {
+                "a mixed kernel's buffers:, views: and body: go under aic: and aiv:"
+            };
+            r.error_hint(
+                key,
+                format!("{key}: beside aic:/aiv: in a mixed kernel"),
+                Some(hint.into()),
+            );
+        }
+    }
+    let present = if f.has("aic") { "aic" } else { "aiv" };
+    for (key, other) in [("aic", "aiv"), ("aiv", "aic")] {
+        if !f.has(key) {
+            r.error_hint(
+                other,
+                format!("a mixed kernel has {other}: but no {key}: part"),
+                Some("a mixed kernel has both an aic: (cube) and an aiv: (vector) part; a single-type program has core: and body:".into()),
+            );
+        }
+    }
+    let split = config.chip.is_some_and(|c| c.aiv_per_aic > 0)
+        && config.core_named("aic").is_some()
+        && config.core_named("aiv").is_some();
+    if !split {
+        r.error_hint(
+            present,
+            format!(
+                "a mixed kernel needs a split chip, but config {} is not one",
+                config.name
+            ),
+            Some("the config needs core types aic and aiv and chip: { aic, aiv_per_aic } with aiv_per_aic of 1 or more".into()),
+        );
+    }
+    let mut parts = Vec::new();
+    for name in ["aic", "aiv"] {
+        let part = f.get(name).and_then(|n| {
+            r.map(
+                n,
+                name,
+                &format!("the {name} part"),
+                &["body"],
+                &["buffers", "views"],
+            )
+        });
+        let spec = Part {
+            name,
+            core: config.core_named(name),
+            fields: part,
+        };
+        let mut sub = Reader::new(r.file);
+        let built = build(
+            &mut sub,
+            &f,
+            Some(&spec),
+            config,
+            overrides,
+            blocks_override,
+        );
+        for d in sub.diags {
+            let own = d.path == name || d.path.starts_with(&format!("{name}."));
+            if own || !r.diags.contains(&d) {
+                r.diags.push(d);
+            }
+        }
+        parts.push(built);
+    }
+    let parts: Option<Vec<Program>> = parts.into_iter().collect();
+    Some(Kernel { parts: parts? })
+}
+
+/// One part of a mixed kernel: its name (`aic`, `aiv`, the prefix of its paths), its core
+/// type, and its fields (`None` when missing or not a mapping, reported already).
+struct Part<'n> {
+    name: &'static str,
+    core: Option<CoreId>,
+    fields: Option<Fields<'n>>,
+}
+
+/// A program from the top-level fields `f`: of a single-type program (`part` is `None`), or
+/// with `part`'s core type, buffers, views and body.
+fn build(
+    r: &mut Reader,
+    f: &Fields,
+    part: Option<&Part>,
+    config: &Config,
+    overrides: &[(String, i64)],
+    blocks_override: Option<u32>,
+) -> Option<Program> {
+    // where the buffers, views and body are, and the prefix of their paths
+    let (own, prefix) = match part {
+        Some(p) => (p.fields.as_ref(), p.name),
+        None => (Some(f), ""),
+    };
+    let get = |key: &str| own.and_then(|o| o.get(key));
     let mut l = Loader {
         r,
         config,
@@ -55,20 +188,27 @@ pub(crate) fn program(
         touched: Vec::new(),
         mmad_l1_at: None,
         launch_names: false,
+        mixed: part.is_some(),
     };
     // big generated programs are mostly flat: sizing the two big vectors once saves copying
     // and faulting in tens of megabytes as they double
-    if let Some(crate::yaml::Value::Seq(items)) = f.get("body").map(|n| &n.value) {
+    if let Some(crate::yaml::Value::Seq(items)) = get("body").map(|n| &n.value) {
         l.ops.reserve(items.len());
     }
-    if let Some(crate::yaml::Value::Map(items)) = f.get("buffers").map(|n| &n.value) {
+    if let Some(crate::yaml::Value::Map(items)) = get("buffers").map(|n| &n.value) {
         l.buffers.reserve(items.len());
     }
     let kernel = f
         .get("kernel")
         .and_then(|n| l.r.string(n, "kernel", "a kernel name"))
         .map(str::to_string);
-    l.core(&f);
+    match part {
+        Some(p) => {
+            l.core_id = p.core;
+            l.core = p.core.map(|c| config.core(c));
+        }
+        None => l.core(f),
+    }
     if let Some(n) = f.get("sync") {
         match l.r.string(n, "sync", "auto or manual") {
             Some("auto") => l.sync = SyncMode::Auto,
@@ -97,24 +237,25 @@ pub(crate) fn program(
     };
     l.scopes.push();
     let mut body = Block::default();
-    if let Some(n) = f.get("buffers") {
-        body.buffers = l.buffers(n, "buffers", top);
+    if let Some(n) = get("buffers") {
+        body.buffers = l.buffers(n, &join(prefix, "buffers"), top);
     }
-    if let Some(n) = f.get("views") {
-        body.views = l.views(n, "views", top);
+    if let Some(n) = get("views") {
+        body.views = l.views(n, &join(prefix, "views"), top);
     }
-    if let Some(n) = f.get("body") {
+    if let Some(n) = get("body") {
+        let path = join(prefix, "body");
         let inner = match n.value {
             // `body: { buffers:, views:, body: [...] }`
-            Value::Map(_) => l.block_map(n, "body", top),
-            _ => l.ops_list(n, "body", top),
+            Value::Map(_) => l.block_map(n, &path, top),
+            _ => l.ops_list(n, &path, top),
         };
         body.buffers.extend(inner.buffers);
         body.views.extend(inner.views);
         body.ops = inner.ops;
     }
     l.scopes.pop();
-    l.whole_program_checks();
+    l.whole_program_checks(prefix);
     Some(Program {
         kernel: kernel?,
         core: l.core_id?,
@@ -235,8 +376,16 @@ impl<'a> Loader<'a, '_> {
             path = "--blocks".to_string();
         }
         let core = self.core;
-        let per_aic = match (self.config.chip, core) {
-            (Some(chip), Some(c)) if c.name == "aiv" => chip.aiv_per_aic.max(1),
+        let is_aiv = core.is_some_and(|c| c.name == "aiv");
+        // blocks per AI core: a single-type aiv launch runs one block per vector core, a mixed
+        // kernel one per AI core
+        let per_aic = match self.config.chip {
+            Some(chip) if is_aiv && !self.mixed => chip.aiv_per_aic.max(1),
+            _ => 1,
+        };
+        // the values of `subblock`: a vector core's index in its AI core
+        let subblocks = match self.config.chip {
+            Some(chip) if is_aiv => chip.aiv_per_aic.max(1),
             _ => 1,
         };
         let most = match self.config.chip {
@@ -247,13 +396,18 @@ impl<'a> Loader<'a, '_> {
         if !(1..=most).contains(&value) {
             let hint = match self.config.chip {
                 Some(chip) => format!(
-                    "config {} has {} AI cores{}: at most {most} blocks of this core type",
+                    "config {} has {} AI cores{}: at most {most} blocks of {}",
                     self.config.name,
                     chip.aic,
                     if per_aic > 1 {
                         format!(" of {per_aic} vector cores")
                     } else {
                         String::new()
+                    },
+                    if self.mixed {
+                        "a mixed kernel"
+                    } else {
+                        "this core type"
                     }
                 ),
                 None => format!("at most {most} blocks"),
@@ -272,7 +426,7 @@ impl<'a> Loader<'a, '_> {
         if let Some((block, subblock)) = vars {
             self.declare_unchecked("blocks", Entity::Param(value), &path);
             self.ranges[block.index()] = Some((0, value - 1));
-            self.ranges[subblock.index()] = Some((0, i64::from(per_aic) - 1));
+            self.ranges[subblock.index()] = Some((0, i64::from(subblocks) - 1));
         }
         Some(value as u32)
     }
@@ -1302,7 +1456,9 @@ impl<'a> Loader<'a, '_> {
 
     // ----- whole program -----------------------------------------------------------------
 
-    fn whole_program_checks(&mut self) {
+    /// Checks over the whole program; problems of no one place are reported at `at` (the
+    /// document, or a mixed kernel's part).
+    fn whole_program_checks(&mut self, at: &str) {
         use crate::limits::{show, MAX_BUFFERS, MAX_OPS, MAX_TOTAL_SLOT_BYTES};
         let counts = [
             ("buffers", self.buffers.len(), MAX_BUFFERS),
@@ -1311,7 +1467,7 @@ impl<'a> Loader<'a, '_> {
         for (what, n, max) in counts {
             if n > max {
                 self.r.error(
-                    "",
+                    at,
                     format!(
                         "the program has {n} {what}, more than npusim plans (at most {})",
                         show(max as u64)
@@ -1326,7 +1482,7 @@ impl<'a> Loader<'a, '_> {
         });
         if total.is_none_or(|t| t > MAX_TOTAL_SLOT_BYTES) {
             self.r.error_hint(
-                "",
+                at,
                 format!(
                     "the program's buffers need more bytes in all than npusim plans (at most {})",
                     show(MAX_TOTAL_SLOT_BYTES)
