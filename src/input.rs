@@ -192,8 +192,8 @@ pub fn load_kernel(
     blocks: Option<u32>,
 ) -> Result<(sim::Kernel, Source), Rejected> {
     let source = read(path, "program")?;
-    match sim::load::load_launched(&source.text, &source.name, config, params, blocks) /* MERGE-LOADER */ {
-        Ok(k) => Ok((sim::Kernel::single(k), source)),
+    match sim::load::load_kernel(&source.text, &source.name, config, params, blocks) {
+        Ok(k) => Ok((k, source)),
         Err(error) => Err(Rejected::Load { error, source }),
     }
 }

@@ -53,7 +53,11 @@ fn a_mode_2_hand_off_from_the_cube_core_releases_both_vector_cores() {
     );
     assert_eq!(r.total_cycles, 18);
     assert_eq!(r.cores.len(), 3);
-    let names: Vec<(u32, u32, u32)> = r.cores.iter().map(|c| (c.block, c.core.0, c.index)).collect();
+    let names: Vec<(u32, u32, u32)> = r
+        .cores
+        .iter()
+        .map(|c| (c.block, c.core.0, c.index))
+        .collect();
     let (aic, aiv) = (r.cores[0].core, r.cores[1].core);
     assert_eq!(names, vec![(0, aic.0, 0), (0, aiv.0, 0), (0, aiv.0, 1)]);
     assert_eq!(s_of(&r.cores[0]), (2, 5, vec![], 13));
@@ -127,7 +131,12 @@ fn a_counter_above_max_pending_is_an_overflow_finding() {
     );
     assert_eq!(r.total_cycles, 26);
     assert_eq!(s_of(&r.cores[0]), (10, 26, vec![], 0));
-    let set = k.first().ops.iter().position(|o| o.kind.name() == "cross_set").unwrap();
+    let set = k
+        .first()
+        .ops
+        .iter()
+        .position(|o| o.kind.name() == "cross_set")
+        .unwrap();
     assert_eq!(
         r.findings,
         vec![SyncFinding::CrossOverflow {
@@ -155,7 +164,12 @@ fn two_cores_waiting_for_each_other_deadlock_naming_both() {
     assert_eq!(r.total_cycles, 2);
     let d = r.deadlock.as_ref().expect("a deadlock");
     assert_eq!(d.cycle, 2);
-    let wait_op = k.first().ops.iter().position(|o| o.kind.name() == "cross_wait").unwrap();
+    let wait_op = k
+        .first()
+        .ops
+        .iter()
+        .position(|o| o.kind.name() == "cross_wait")
+        .unwrap();
     let who: Vec<(u32, Pipe, usize, WaitOn)> = d
         .waiters
         .iter()
