@@ -184,6 +184,10 @@ pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
                     | OpKind::SetFlag { .. }
                     | OpKind::WaitFlag { .. }
                     | OpKind::Barrier(_)
+                    // cross-core flags: pipe instructions without operands, kept in place;
+                    // their ids are not the pass's event ids
+                    | OpKind::CrossSet { .. }
+                    | OpKind::CrossWait { .. }
             )
         {
             continue;

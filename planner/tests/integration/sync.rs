@@ -36,6 +36,12 @@ pub fn listing(p: &Program) -> String {
                 }
                 OpKind::Barrier(BarrierTarget::All) => "barrier all".to_string(),
                 OpKind::Barrier(BarrierTarget::Pipe(q)) => format!("barrier {q}"),
+                OpKind::CrossSet { mode, pipe, id } => {
+                    format!("cross_set {} {pipe} #{}", mode.number(), id.display(&name))
+                }
+                OpKind::CrossWait { pipe, id } => {
+                    format!("cross_wait {pipe} #{}", id.display(&name))
+                }
                 OpKind::For(ForLoop { var, .. }) => format!("for {}:", p.var_name(*var)),
                 OpKind::While { .. } => "while:".to_string(),
                 OpKind::If { .. } => "if:".to_string(),
@@ -398,4 +404,42 @@ body:
     for level in [2, 1, 0] {
         clean(&p, level);
     }
+}
+
+#[test]
+fn cross_core_flags_stay_in_place_and_are_not_the_pass_s_own() {
+    // cross_set/cross_wait are pipe instructions without operands: the pass orders the memory
+    // accesses around them, keeps them where they are, and does not count their ids among
+    // its event ids (the flags it inserts still start at #0)
+    let p = load(
+        r#"
+kernel: crossed
+core: aiv
+gm: { x: { shape: [1024], dtype: f16 }, z: { shape: [1024], dtype: f16 } }
+buffers: { a: { scope: ub, shape: [1024], dtype: f16 }, b: { scope: ub, shape: [1024], dtype: f16 } }
+body:
+  - cross_set: { mode: 0, pipe: mte3, id: 0 }
+  - cross_wait: { id: 0 }
+  - load: { src: x, dst: a }
+  - vadds: { ins: [a], out: b, scalar: 1 }
+  - store: { src: b, dst: z }
+  - cross_set: { mode: 0, pipe: mte3, id: 3 }
+  - cross_wait: { id: 3, pipe: mte2 }
+"#,
+    );
+    let (synced, _) = clean(&p, 2);
+    insta::assert_snapshot!(listing(&synced.program), @r"
+    cross_set 0 MTE3 #0
+    cross_wait S #0
+    load x ->a
+    set_flag MTE2->V #0
+    wait_flag MTE2->V #0
+    vadds a ->b
+    set_flag V->MTE3 #0
+    wait_flag V->MTE3 #0
+    store b ->z
+    cross_set 0 MTE3 #3
+    cross_wait MTE2 #3
+    barrier all
+    ");
 }

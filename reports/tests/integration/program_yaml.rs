@@ -370,6 +370,7 @@ fn every_op_kind_and_field_round_trips() {
         ("all_vector", ALL_VECTOR),
         ("all_cube", ALL_CUBE),
         ("l1_macro", MMAD_L1),
+        ("cross_flags", CROSS_FLAGS),
     ] {
         let p =
             sim::load_program(src, name, &config, &[]).unwrap_or_else(|e| panic!("{name}: {e:?}"));
@@ -377,6 +378,19 @@ fn every_op_kind_and_field_round_trips() {
         check_round_trip(&p, &plan, &config, name);
     }
 }
+
+const CROSS_FLAGS: &str = r#"
+kernel: cross_flags
+core: aiv
+sync: manual
+body:
+  - for: { var: i, to: 3 }
+    body:
+      - cross_set: { mode: 0, pipe: mte3, id: "i + 1" }
+      - cross_wait: { id: "i + 1", pipe: mte2 }
+  - cross_set: { mode: 0, pipe: s, id: 0 }
+  - cross_wait: { id: 0 }
+"#;
 
 const ALL_VECTOR: &str = r#"
 kernel: all_vector

@@ -21,9 +21,22 @@ fn builtin() -> Config {
     .expect("the built-in config loads")
 }
 
+/// The config a program fixture is loaded with: the built-in one, without its `chip` or
+/// `cross_core` section for the fixtures about those.
+fn config_for(name: &str) -> Config {
+    let mut cfg = builtin();
+    match name {
+        "mixed_needs_split_chip.yaml" => cfg.chip = None,
+        "cross_no_cross_core_section.yaml" => cfg.cross_core = None,
+        _ => {}
+    }
+    cfg
+}
+
+/// Loads a program fixture as a kernel: a single-type program or a mixed one.
 fn program_errors(name: &str, params: &[(&str, i64)]) -> Vec<Diagnostic> {
     let params: Vec<(String, i64)> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    match sim::load_program(&fixture(name), name, &builtin(), &params) {
+    match sim::load_kernel(&fixture(name), name, &config_for(name), &params, None) {
         Ok(_) => panic!("{name} loaded, but it has an error"),
         Err(e) => e.diagnostics,
     }
@@ -697,6 +710,155 @@ fn several_problems_are_reported_at_once() {
 }
 
 #[test]
+fn cross_set_mode_out_of_range() {
+    program_case(
+        "cross_mode_out_of_range.yaml",
+        Want {
+            path: "body[0].cross_set.mode",
+            at: (6, 24),
+            words: &["cross_set mode 3 is not 0, 1 or 2"],
+            hint: Some("1: the vector cores of one AI core"),
+        },
+    );
+}
+
+#[test]
+fn cross_set_mode_1_on_the_cube_core() {
+    program_case(
+        "cross_mode_1_on_cube.yaml",
+        Want {
+            path: "body[0].cross_set.mode",
+            at: (6, 24),
+            words: &["mode 1 pairs the vector cores", "core aic is not"],
+            hint: Some("use mode 0 or 2"),
+        },
+    );
+}
+
+#[test]
+fn cross_set_mode_2_in_a_single_type_program() {
+    program_case(
+        "cross_mode_2_single_type.yaml",
+        Want {
+            path: "body[0].cross_set.mode",
+            at: (6, 24),
+            words: &[
+                "mode 2 signals between the aic and aiv parts",
+                "core aiv alone",
+            ],
+            hint: Some("aic: and aiv: parts"),
+        },
+    );
+}
+
+#[test]
+fn cross_flag_id_outside_flag_ids() {
+    program_case(
+        "cross_id_out_of_range.yaml",
+        Want {
+            path: "body[1].cross_wait.id",
+            at: (7, 23),
+            words: &[
+                "cross-core flag id block + 10 (can reach 11) is outside 0..11",
+                "cross_core.flag_ids of config ascend910b",
+            ],
+            hint: Some("use ids 0 to 10"),
+        },
+    );
+}
+
+#[test]
+fn cross_op_without_a_cross_core_section() {
+    program_case(
+        "cross_no_cross_core_section.yaml",
+        Want {
+            path: "body[0].cross_set",
+            at: (6, 16),
+            words: &["cross_set needs cross-core flags", "no cross_core section"],
+            hint: Some("add cross_core: { flag_ids, max_pending, latency }"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_with_core_beside_its_parts() {
+    program_case(
+        "mixed_core_beside_parts.yaml",
+        Want {
+            path: "core",
+            at: (3, 7),
+            words: &["core: beside aic:/aiv: in a mixed kernel"],
+            hint: Some("drop core:"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_missing_a_part() {
+    program_case(
+        "mixed_missing_part.yaml",
+        Want {
+            path: "aiv",
+            at: (5, 3),
+            words: &["a mixed kernel has aiv: but no aic: part"],
+            hint: Some("both an aic: (cube) and an aiv: (vector) part"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_blocks_count_ai_cores() {
+    program_case(
+        "mixed_blocks_over_ai_cores.yaml",
+        Want {
+            path: "launch.blocks",
+            at: (3, 19),
+            words: &["25 blocks is out of range"],
+            hint: Some("24 AI cores: at most 24 blocks of a mixed kernel"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_needs_a_split_chip() {
+    program_case(
+        "mixed_needs_split_chip.yaml",
+        Want {
+            path: "aic",
+            at: (4, 3),
+            words: &["a mixed kernel needs a split chip"],
+            hint: Some("chip: { aic, aiv_per_aic }"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_part_problem_path_starts_with_the_part() {
+    program_case(
+        "mixed_part_problem_is_prefixed.yaml",
+        Want {
+            path: "aiv.buffers.xb.scope",
+            at: (10, 18),
+            words: &["scope l1 is not on core aiv"],
+            hint: Some("core aiv has scopes: ub"),
+        },
+    );
+}
+
+#[test]
+fn mixed_kernel_shared_problem_is_reported_once() {
+    program_case(
+        "mixed_shared_problem_once.yaml",
+        Want {
+            path: "gm.x.dtype",
+            at: (4, 28),
+            words: &["unknown dtype \"f23\""],
+            hint: None,
+        },
+    );
+}
+
+#[test]
 fn every_fixture_is_rejected_with_located_diagnostics() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -767,7 +929,7 @@ fn mutated_inputs_never_panic() {
         let result = if name.starts_with("config_") {
             sim::load_config(&mutated, name).map(|_| ())
         } else {
-            sim::load_program(&mutated, name, &cfg, &[]).map(|_| ())
+            sim::load_kernel(&mutated, name, &cfg, &[], None).map(|_| ())
         };
         if let Err(e) = result {
             assert!(!e.diagnostics.is_empty());
