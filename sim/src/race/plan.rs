@@ -52,6 +52,11 @@ pub(super) enum Ctl {
     BarrierAll,
     /// Two instructions: an MTE1 part, then an M part.
     MmadL1,
+    /// A `cross_set`: drains its pipe and publishes what it knows to the counters it
+    /// increments.
+    CrossSet,
+    /// A `cross_wait`: learns what the increment it takes carries.
+    CrossWait,
 }
 
 #[derive(Clone, Debug)]
@@ -106,6 +111,8 @@ pub(super) fn plans(program: &Program) -> Plans<'_> {
             OpKind::Barrier(crate::program::BarrierTarget::All) => Ctl::BarrierAll,
             OpKind::Barrier(_) => Ctl::Barrier,
             OpKind::MmadL1(_) => Ctl::MmadL1,
+            OpKind::CrossSet { .. } => Ctl::CrossSet,
+            OpKind::CrossWait { .. } => Ctl::CrossWait,
             _ => Ctl::Work,
         };
         let lo = out.accs.len() as u32;
