@@ -205,8 +205,12 @@ pub fn run_prepared_kernel<O: Observer>(
     let addresses: Vec<sim::Addresses> = parts.iter().map(|p| p.planned.plan.addresses()).collect();
     let launch: Vec<(&Program, &sim::Addresses)> =
         parts.iter().map(|p| &p.program).zip(&addresses).collect();
-    let (result, hazards) = if opts.race_check && false {
-        unreachable!("MERGE-RACE")
+    let (result, hazards) = if opts.race_check {
+        let mut checker = RaceChecker::for_launch(&launch, config);
+        let mut both = (&mut checker, observer);
+        let result = sim::engine::run_launch(&launch, config, opts.limits, &mut both)
+            .map_err(Failure::Run)?;
+        (result, Some(checker.into_hazards()))
     } else {
         let result = sim::engine::run_launch(&launch, config, opts.limits, observer)
             .map_err(Failure::Run)?;

@@ -1,22 +1,27 @@
 //! The race checker as an engine [`Observer`]: clocks at issue and start, accesses checked and
 //! recorded at start (see the model in [`super`]).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::clock::Clock;
+use super::clock::{max_of, min_of, Clock, Global};
 use super::plan::{plans, Ctl, Plans};
 use super::table::{Rec, Table, NO_ALT, PRUNE_MIN};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
 use crate::config::Config;
-use crate::engine::{Issue, Observer};
+use crate::engine::{CrossEvent, Issue, Observer};
 use crate::ids::OpId;
 use crate::program::Program;
-use crate::types::Pipe;
+use crate::types::{Pipe, Space};
 
 const NP: usize = Pipe::COUNT;
 const S: usize = 0;
 const M: usize = 2;
+/// On-chip memories per core (the scopes).
+const SC: usize = Space::COUNT;
+/// The most increments a cross-core counter's queue keeps apart; more are merged into the
+/// newest entry, which then knows what all of them know (conservative).
+const COUNTER_CAP: usize = 64;
 
 /// What an instruction does to the clocks when it starts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -31,10 +36,12 @@ enum Kind {
     Stage,
     /// The M part of an `mmad_l1`.
     MacroM,
+    CrossSet,
+    CrossWait,
 }
 
 /// An instruction issued and not yet started.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Pending {
     seq: u64,
     /// Its index on its pipe.
@@ -99,15 +106,18 @@ impl VarSlab {
     }
 }
 
-/// The race checker: an [`Observer`] that finds every pair of conflicting accesses that
-/// happens-before does not order (see [`super`] for the model). Run it with
-/// [`crate::engine::run_placed`] and the same [`Addresses`], or use [`super::check`].
-pub struct RaceChecker<'p> {
+/// One kernel part of the launch (the program, or a mixed kernel's `aic` / `aiv` part).
+struct Part<'p> {
     program: &'p Program,
     plans: Plans<'p>,
     offsets: Vec<Vec<u64>>,
     slot_bytes: Vec<u64>,
-    events: usize,
+}
+
+/// The clocks and queues of one core of the launch.
+struct CoreState {
+    /// The index of its part.
+    part: usize,
     /// Instructions issued per pipe (the next index).
     issued: [u64; NP],
     /// What S knows; `s_clock[S]` counts S's own ops, all complete.
@@ -121,43 +131,147 @@ pub struct RaceChecker<'p> {
     stages: VecDeque<Clock>,
     /// The clock of the set_flag that set each flag, until its wait consumes it.
     flags: Vec<Option<Clock>>,
+}
+
+impl CoreState {
+    /// A lower bound on the clock of every instruction of pipe `p` that has not started:
+    /// the pipe's own knowledge joined with what S knew when it sent the oldest one.
+    fn lower_bound(&self, p: usize) -> Clock {
+        if p == S {
+            return self.s_clock.clone();
+        }
+        let mut f = self.known[p].clone();
+        match self.pending[p].front() {
+            Some(pd) => f.join(&pd.snap),
+            None => f.join(&self.s_clock),
+        }
+        f
+    }
+
+    /// The smallest sequence number issued on this core and not started.
+    fn oldest_pending(&self) -> u64 {
+        self.pending
+            .iter()
+            .filter_map(|q| q.front().map(|p| p.seq))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+}
+
+/// The race checker: an [`Observer`] that finds every pair of conflicting accesses that
+/// happens-before does not order (see [`super`] for the model). Run it with
+/// [`crate::engine::run_placed`] and the same [`Addresses`] ([`RaceChecker::new`]), or with
+/// [`crate::engine::run_launch`] and the same parts ([`RaceChecker::for_launch`]), or use
+/// [`super::check`] / [`super::check_launch`].
+pub struct RaceChecker<'p> {
+    parts: Vec<Part<'p>>,
+    cores: Vec<CoreState>,
+    /// How reports name each core (`block 1 aiv 0`), when the launch has more than one.
+    names: Vec<String>,
+    events: usize,
+    /// Each core's on-chip memories (`core * SC + scope`), then gm's tensors, shared.
     tables: Vec<Table>,
     vars: VarSlab,
     hazards: Vec<Hazard>,
-    seen: HashSet<(u32, u8, u32, u8)>,
+    /// (first part, op, pipe; second part, op, pipe; across cores).
+    seen: HashSet<(u32, u32, u8, u32, u32, u8, bool)>,
     found: Vec<Rec>,
     records: usize,
     peak_records: usize,
+    /// With more than one core: the core and pipe of each instruction issued and not started.
+    at: HashMap<u64, (u32, u8)>,
+    /// The published clock of each `cross_set` started whose signal has not been delivered.
+    sets: HashMap<u64, Global>,
+    /// Per (core, counter id): what each outstanding increment carries, oldest first (with
+    /// how many increments an entry stands for).
+    counters: HashMap<(u32, u32), VecDeque<(Global, u32)>>,
+    /// The last signal's sets and clock: one signal reaches several cores in a row.
+    last_sets: Vec<u64>,
+    last_signal: Option<Global>,
+    /// The increment a `cross_wait` took, until the wait starts (right after).
+    take: Option<(u64, Global)>,
 }
 
 impl<'p> RaceChecker<'p> {
     /// A checker for one run of `program` (loaded against `config`) with its buffers placed at
-    /// `addresses`.
+    /// `addresses`: every core of its launch ([`crate::launch::slots`]; one unless it has a
+    /// `launch` section).
     pub fn new(program: &'p Program, config: &Config, addresses: &Addresses) -> Self {
-        let plans = plans(program);
-        let tables = (0..plans.table_pipes.len())
-            .map(|t| {
-                let mut table = Table::new();
-                table.pipes = plans.table_pipes[t];
-                table.written = plans.table_written[t];
-                table
+        Self::for_launch(&[(program, addresses)], config)
+    }
+
+    /// A checker for a launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// parts, each with its addresses), as [`crate::engine::run_launch`] runs it: the cores
+    /// are [`crate::launch::slots`], and hazards name them by their index there.
+    pub fn for_launch(parts: &[(&'p Program, &Addresses)], config: &Config) -> Self {
+        let programs: Vec<&Program> = parts.iter().map(|p| p.0).collect();
+        let slots = crate::launch::slots(&programs, config);
+        let parts: Vec<Part<'p>> = parts
+            .iter()
+            .map(|&(program, addresses)| Part {
+                program,
+                plans: plans(program),
+                offsets: addresses.offsets.clone(),
+                slot_bytes: addresses.slot_bytes.clone(),
             })
             .collect();
+        let ncores = slots.len().max(1);
+        let part_of = |c: usize| slots.get(c).map_or(0, |s| s.part as usize);
+        let tensors = parts
+            .iter()
+            .map(|p| p.program.tensors.len())
+            .max()
+            .unwrap_or(0);
+        let mut tables = Vec::with_capacity(ncores * SC + tensors);
+        for c in 0..ncores {
+            let plans = &parts[part_of(c)].plans;
+            for m in 0..SC {
+                let mut table = Table::new();
+                table.pipes = plans.table_pipes[m];
+                table.written = plans.table_written[m];
+                tables.push(table);
+            }
+        }
+        for t in 0..tensors {
+            let mut table = Table::new();
+            for part in &parts {
+                table.pipes |= part.plans.table_pipes.get(SC + t).copied().unwrap_or(0);
+                table.written |= part
+                    .plans
+                    .table_written
+                    .get(SC + t)
+                    .copied()
+                    .unwrap_or(false);
+            }
+            tables.push(table);
+        }
         let events = (config.sync.event_ids as usize).max(1);
-        let width = plans.depth;
+        let width = parts.iter().map(|p| p.plans.depth).max().unwrap_or(0);
+        let cores = (0..ncores)
+            .map(|c| CoreState {
+                part: part_of(c),
+                issued: [0; NP],
+                s_clock: Clock::ZERO,
+                known: Default::default(),
+                pending: Default::default(),
+                accs: Default::default(),
+                stages: VecDeque::new(),
+                flags: vec![None; NP * NP * events],
+            })
+            .collect();
+        let names = if slots.len() > 1 {
+            slots
+                .iter()
+                .map(|s| crate::launch::name(config, s))
+                .collect()
+        } else {
+            Vec::new()
+        };
         RaceChecker {
-            program,
-            plans,
-            offsets: addresses.offsets.clone(),
-            slot_bytes: addresses.slot_bytes.clone(),
+            parts,
+            cores,
+            names,
             events,
-            issued: [0; NP],
-            s_clock: Clock::ZERO,
-            known: [Clock::ZERO; NP],
-            pending: Default::default(),
-            accs: Default::default(),
-            stages: VecDeque::new(),
-            flags: vec![None; NP * NP * events],
             tables,
             vars: VarSlab {
                 width,
@@ -169,6 +283,12 @@ impl<'p> RaceChecker<'p> {
             found: Vec::new(),
             records: 0,
             peak_records: 0,
+            at: HashMap::new(),
+            sets: HashMap::new(),
+            counters: HashMap::new(),
+            last_sets: Vec::new(),
+            last_signal: None,
+            take: None,
         }
     }
 
@@ -193,13 +313,24 @@ impl<'p> RaceChecker<'p> {
         self.peak_records
     }
 
-    /// Queues an access resolved at issue, with a snapshot of the op's loop variables.
-    #[inline]
-    fn push_acc(&mut self, p: usize, op: usize, vars: &[i64], mut acc: Acc) {
-        acc.vars = self
-            .vars
-            .alloc(self.plans.ops[op].loop_vars.iter().map(|v| vars[v.index()]));
-        self.accs[p].push_back(acc);
+    /// The table of memory `mem` ([`Memory::index`] in a part) for core `c`.
+    #[inline(always)]
+    fn table_of(&self, c: usize, mem: usize) -> usize {
+        if mem < SC {
+            c * SC + mem
+        } else {
+            self.cores.len() * SC + (mem - SC)
+        }
+    }
+
+    /// The memory of table `t` and the core owning it (`None`: gm, every core's).
+    fn memory_of(&self, t: usize) -> (usize, Option<usize>) {
+        let on_chip = self.cores.len() * SC;
+        if t < on_chip {
+            (t % SC, Some(t / SC))
+        } else {
+            (SC + t - on_chip, None)
+        }
     }
 
     fn flag_index(&self, src: Pipe, dst: Pipe, id: Option<u32>) -> u32 {
@@ -207,64 +338,96 @@ impl<'p> RaceChecker<'p> {
         ((src.index() * NP + dst.index()) * self.events + id) as u32
     }
 
-    /// A lower bound on the clock of every instruction that has not started on any pipe in
-    /// `mask`: each pipe's own knowledge joined with what S knew when it sent the oldest one.
-    fn floor(&self, mask: u8) -> Clock {
-        let mut floor = Clock([u64::MAX; NP]);
-        for p in 0..NP {
-            if mask & (1 << p) == 0 {
-                continue;
-            }
-            let f = if p == S {
-                self.s_clock
-            } else {
-                let mut f = self.known[p];
-                match self.pending[p].front() {
-                    Some(pd) => f.join(&pd.snap),
-                    None => f.join(&self.s_clock),
+    /// A lower bound on the clock of every instruction not started on a pipe able to access
+    /// table `t` (of its core, or of any core for gm), as a flat clock over the cores; and,
+    /// for gm with more than one core, per core what its own such pipes all know of it.
+    fn floor(&self, t: usize) -> (Vec<u64>, Vec<[u64; NP]>) {
+        let (mem, owner) = self.memory_of(t);
+        let n = self.cores.len();
+        let mut floor = vec![u64::MAX; n * NP];
+        let mut own = Vec::new();
+        let cores = match owner {
+            Some(c) => c..c + 1,
+            None => 0..n,
+        };
+        for c in cores {
+            let core = &self.cores[c];
+            let mask = self.parts[core.part]
+                .plans
+                .table_pipes
+                .get(mem)
+                .copied()
+                .unwrap_or(0);
+            let mut mine = [u64::MAX; NP];
+            for p in 0..NP {
+                if mask & (1 << p) == 0 {
+                    continue;
                 }
-                f
-            };
-            floor.meet(&f);
+                let f = core.lower_bound(p);
+                f.meet_into(c, &mut floor);
+                for (m, v) in mine.iter_mut().zip(f.l) {
+                    *m = (*m).min(v);
+                }
+            }
+            if owner.is_none() && n > 1 {
+                own.push(mine);
+            }
         }
-        floor
-    }
-
-    /// The smallest sequence number issued and not started.
-    fn oldest_pending(&self) -> u64 {
-        self.pending
-            .iter()
-            .filter_map(|q| q.front().map(|p| p.seq))
-            .min()
-            .unwrap_or(u64::MAX)
+        (floor, own)
     }
 
     /// Drops the records of table `t` that every pipe able to access it is known to have
-    /// passed.
+    /// passed. With more than one core, a gm record its own core has passed matters only to
+    /// the other cores: of those with the same core, op, pipe, direction and bytes, only the
+    /// newest is kept (whoever does not know an older one does not know the newest either).
     fn prune(&mut self, t: usize) {
-        let floor = self.floor(self.tables[t].pipes);
+        let (floor, own) = self.floor(t);
         let vars = &mut self.vars;
         let mut dropped = 0;
         self.tables[t].retain(
-            |r| !ordered(r, &floor),
+            |r| !ordered_flat(r, &floor),
             |r| {
                 vars.free(r.vars);
                 dropped += 1;
             },
         );
+        if !own.is_empty() {
+            let settled = |r: &Rec| {
+                let k = &own[r.core as usize];
+                k[r.pipe as usize] > r.idx || (r.alt != NO_ALT && k[M] > r.alt)
+            };
+            let mut newest: HashMap<(u32, u32, u8, bool, u64, u64), u64> = HashMap::new();
+            for i in 0..self.tables[t].len() {
+                let r = self.tables[t].get(i);
+                if settled(r) {
+                    let e = newest
+                        .entry((r.core, r.op, r.pipe, r.write, r.lo, r.hi))
+                        .or_insert(r.idx);
+                    *e = (*e).max(r.idx);
+                }
+            }
+            self.tables[t].retain(
+                |r| !settled(r) || newest[&(r.core, r.op, r.pipe, r.write, r.lo, r.hi)] == r.idx,
+                |r| {
+                    vars.free(r.vars);
+                    dropped += 1;
+                },
+            );
+        }
         self.records -= dropped;
         let table = &mut self.tables[t];
         table.prune_at = (2 * table.len()).max(PRUNE_MIN);
     }
 
-    /// Checks one access of the instruction `(pipe, pd)` started with clock `k` against the
-    /// table, records hazards, and records the access.
-    fn access(&mut self, pipe: usize, pd: &Pending, k: &Clock, a: Acc) {
+    /// Checks one access of the instruction `(c, pipe, pd)` started with clock `k` against
+    /// the table, records hazards, and records the access.
+    fn access(&mut self, c: usize, pipe: usize, pd: &Pending, k: &Clock, a: Acc) {
         let t = a.table as usize;
         let table = &self.tables[t];
         let (lo_i, hi_i) = table.candidates(a.lo, a.hi);
         self.found.clear();
-        // the one record this access may replace (same op, pipe and direction, inside it)
+        let core = c as u32;
+        // the one record this access may replace (same core, op, pipe and direction, inside it)
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
         for i in lo_i..hi_i {
@@ -273,6 +436,7 @@ impl<'p> RaceChecker<'p> {
                 continue;
             }
             if r.op == pd.op
+                && r.core == core
                 && r.pipe as usize == pipe
                 && r.write == a.write
                 && r.lo >= a.lo
@@ -284,13 +448,13 @@ impl<'p> RaceChecker<'p> {
                     more_subsumed = true;
                 }
             }
-            if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k) {
+            if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k, core) {
                 continue;
             }
             self.found.push(*r);
         }
         if !self.found.is_empty() {
-            self.report(pipe, pd, &a);
+            self.report(c, pipe, pd, &a);
         }
         let rec = Rec {
             lo: a.lo,
@@ -299,15 +463,19 @@ impl<'p> RaceChecker<'p> {
             idx: pd.idx,
             alt: a.alt,
             op: pd.op,
+            vars: a.vars,
+            core,
             pipe: pipe as u8,
             write: a.write,
-            vars: a.vars,
         };
-        // A later access of the same op, pipe and direction covering an older one reports
-        // every hazard the older one would (pipe knowledge is a prefix), in the same program
-        // order as long as nothing issued before it is still waiting to start.
+        // A later access of the same core, op, pipe and direction covering an older one
+        // reports every hazard the older one would (pipe knowledge is a prefix), in the same
+        // program order as long as nothing its core issued before it is still waiting to
+        // start (across cores, the order of a hazard's sides is the cores').
         if let Some(i) = subsumed {
-            if !more_subsumed && self.tables[t].get(i).lo == a.lo && self.oldest_pending() > pd.seq
+            if !more_subsumed
+                && self.tables[t].get(i).lo == a.lo
+                && self.cores[c].oldest_pending() > pd.seq
             {
                 let old = self.tables[t].get(i).vars;
                 self.vars.free(old);
@@ -323,14 +491,15 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
-    /// Records the hazards between access `a` and the records in `found`, once per op pair,
-    /// the earliest record first.
+    /// Records the hazards between access `a` and the records in `found`, once per op pair
+    /// (and whether across cores), the earliest record first.
     #[cold]
-    fn report(&mut self, pipe: usize, pd: &Pending, a: &Acc) {
+    fn report(&mut self, c: usize, pipe: usize, pd: &Pending, a: &Acc) {
         let mut found = std::mem::take(&mut self.found);
         found.sort_by_key(|r| (r.seq, r.write, r.lo));
         for r in &found {
             let other = HazardSide {
+                core: r.core as usize,
                 seq: r.seq,
                 op: r.op,
                 pipe: r.pipe as usize,
@@ -338,18 +507,35 @@ impl<'p> RaceChecker<'p> {
                 vars: r.vars,
             };
             let this = HazardSide {
+                core: c,
                 seq: pd.seq,
                 op: pd.op,
                 pipe,
                 write: a.write,
                 vars: a.vars,
             };
-            let (first, second) = if other.seq < this.seq {
+            // one core: program order; across cores there is none, so the lower core first
+            let cross = other.core != this.core;
+            let other_first = if cross {
+                other.core < this.core
+            } else {
+                other.seq < this.seq
+            };
+            let (first, second) = if other_first {
                 (other, this)
             } else {
                 (this, other)
             };
-            let key = (first.op, first.pipe as u8, second.op, second.pipe as u8);
+            let part = |s: &HazardSide| self.cores[s.core].part as u32;
+            let key = (
+                part(&first),
+                first.op,
+                first.pipe as u8,
+                part(&second),
+                second.op,
+                second.pipe as u8,
+                cross,
+            );
             if !self.seen.insert(key) {
                 continue;
             }
@@ -358,11 +544,13 @@ impl<'p> RaceChecker<'p> {
                 (false, true) => HazardKind::War,
                 _ => HazardKind::Waw,
             };
-            let memory = Memory::from_index(a.table as usize);
+            let (mem, _) = self.memory_of(a.table as usize);
+            let memory = Memory::from_index(mem);
+            let program = self.parts[self.cores[c].part].program;
             self.hazards.push(Hazard {
                 kind,
                 memory,
-                memory_label: memory.label(self.program),
+                memory_label: memory.label(program),
                 lo: r.lo.max(a.lo),
                 hi: r.hi.min(a.hi),
                 first: self.side(&first),
@@ -374,18 +562,21 @@ impl<'p> RaceChecker<'p> {
     }
 
     fn side(&self, s: &HazardSide) -> HazardAccess {
-        let program = self.program;
+        let part = &self.parts[self.cores[s.core].part];
+        let program = part.program;
         let id = OpId(s.op);
         let op = program.op(id);
         let vars = self.vars.get(s.vars);
         HazardAccess {
+            core: s.core as u32,
+            core_name: self.names.get(s.core).cloned(),
             seq: s.seq,
             op: id,
             pipe: Pipe::ALL[s.pipe],
             write: s.write,
             path: op.path.clone(),
             name: op.kind.name(),
-            vars: self.plans.ops[id.index()]
+            vars: part.plans.ops[id.index()]
                 .loop_vars
                 .iter()
                 .zip(vars)
@@ -394,9 +585,32 @@ impl<'p> RaceChecker<'p> {
                 .collect(),
         }
     }
+
+    /// The published clock a cross-core signal made of the `cross_set`s `sets` carries.
+    fn signal(&mut self, sets: &[u64]) -> Option<Global> {
+        if sets == self.last_sets.as_slice() {
+            return self.last_signal.clone();
+        }
+        let mut out: Option<Global> = None;
+        for s in sets {
+            let Some(g) = self.sets.remove(s) else {
+                debug_assert!(false, "race checker: a signal of a cross_set never started");
+                continue;
+            };
+            out = Some(match out {
+                None => g,
+                Some(o) => max_of(&o, &g),
+            });
+        }
+        self.last_sets.clear();
+        self.last_sets.extend_from_slice(sets);
+        self.last_signal = out.clone();
+        out
+    }
 }
 
 struct HazardSide {
+    core: usize,
     seq: u64,
     op: u32,
     pipe: usize,
@@ -404,38 +618,57 @@ struct HazardSide {
     vars: u32,
 }
 
-/// Whether the access `r` is known complete under clock `k` (it happens before).
+/// Whether the access `r` is known complete under clock `k` of core `core` (it happens
+/// before).
 #[inline(always)]
-fn ordered(r: &Rec, k: &Clock) -> bool {
-    k.knows(r.pipe as usize, r.idx) || (r.alt != NO_ALT && k.knows(M, r.alt))
+fn ordered(r: &Rec, k: &Clock, core: u32) -> bool {
+    if r.core == core {
+        k.knows(r.pipe as usize, r.idx) || (r.alt != NO_ALT && k.knows(M, r.alt))
+    } else {
+        let c = r.core as usize;
+        k.knows_remote(c, r.pipe as usize, r.idx)
+            || (r.alt != NO_ALT && k.knows_remote(c, M, r.alt))
+    }
+}
+
+/// Whether the access `r` is known complete under the flat clock `k`.
+#[inline(always)]
+fn ordered_flat(r: &Rec, k: &[u64]) -> bool {
+    let base = r.core as usize * NP;
+    k[base + r.pipe as usize] > r.idx || (r.alt != NO_ALT && k[base + M] > r.alt)
 }
 
 impl Observer for RaceChecker<'_> {
     fn on_issue(&mut self, issue: &Issue<'_>) {
+        let c = issue.core as usize;
         let p = issue.pipe.index();
-        let idx = self.issued[p];
-        self.issued[p] += 1;
+        let flag_index = |src, dst| self.flag_index(src, dst, issue.flag_id);
+        let core = &self.cores[c];
+        let part = &self.parts[core.part];
+        let idx = core.issued[p];
         let op = issue.op.index();
-        let plan = &self.plans.ops[op];
+        let plan = &part.plans.ops[op];
         let kind = match plan.ctl {
             Ctl::Work => Kind::Work,
             Ctl::Barrier => Kind::Barrier,
             Ctl::BarrierAll => Kind::BarrierAll,
-            Ctl::SetFlag { src, dst } => Kind::SetFlag(self.flag_index(src, dst, issue.flag_id)),
-            Ctl::WaitFlag { src, dst } => Kind::WaitFlag(self.flag_index(src, dst, issue.flag_id)),
+            Ctl::SetFlag { src, dst } => Kind::SetFlag(flag_index(src, dst)),
+            Ctl::WaitFlag { src, dst } => Kind::WaitFlag(flag_index(src, dst)),
             Ctl::MmadL1 if issue.pipe == Pipe::M => Kind::MacroM,
             Ctl::MmadL1 => Kind::Stage,
+            Ctl::CrossSet => Kind::CrossSet,
+            Ctl::CrossWait => Kind::CrossWait,
         };
         // S sends an mmad_l1's M part right after its MTE1 part: it is M's next instruction
         let alt = if kind == Kind::Stage {
-            self.issued[M]
+            core.issued[M]
         } else {
             NO_ALT
         };
         let mut nacc = 0;
         for ai in plan.lo..plan.hi {
-            let acc = &self.plans.accs[ai as usize];
-            let table = acc.table as usize;
+            let acc = &part.plans.accs[ai as usize];
+            let table = self.table_of(c, acc.table as usize);
             if !self.tables[table].written {
                 continue;
             }
@@ -452,103 +685,185 @@ impl Observer for RaceChecker<'_> {
                 continue;
             };
             let (blo, bhi) = ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8));
-            let (write, k, nroots) = (acc.write, acc.k, acc.roots.len());
-            let mut acc = Acc {
+            let mut a = Acc {
                 table: table as u32,
                 lo: blo,
                 hi: bhi,
-                write,
+                write: acc.write,
                 alt,
                 vars: 0,
             };
-            if nroots == 0 {
-                self.push_acc(p, op, issue.vars, acc);
+            let loop_vars = &plan.loop_vars;
+            let mut push = |a: Acc| {
+                let mut a = a;
+                a.vars = self
+                    .vars
+                    .alloc(loop_vars.iter().map(|v| issue.vars[v.index()]));
+                self.cores[c].accs[p].push_back(a);
+            };
+            if acc.roots.is_empty() {
+                push(a);
                 nacc += 1;
             } else {
-                let slot = issue.slots.get(k).copied().unwrap_or(0) as usize;
+                let slot = issue.slots.get(acc.k).copied().unwrap_or(0) as usize;
                 // a `select` may be any of its buffers: check all (conservative)
-                for ri in 0..nroots {
-                    let b = self.plans.accs[ai as usize].roots[ri].index();
-                    let Some(&base) = self.offsets.get(b).and_then(|o| o.get(slot)) else {
+                for root in &acc.roots {
+                    let b = root.index();
+                    let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
                         continue; // not placed
                     };
                     debug_assert!(
-                        self.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
+                        part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
                         "an operand of {} ends past its slot",
-                        self.program.op(issue.op).path
+                        part.program.op(issue.op).path
                     );
-                    acc.lo = base + blo;
-                    acc.hi = base + bhi;
-                    self.push_acc(p, op, issue.vars, acc);
+                    a.lo = base + blo;
+                    a.hi = base + bhi;
+                    push(a);
                     nacc += 1;
                 }
             }
         }
+        let core = &mut self.cores[c];
+        core.issued[p] += 1;
         // S's ops are complete before S sends anything after them: `s_clock[S]` counts them
-        self.pending[p].push_back(Pending {
+        let snap = core.s_clock.clone();
+        core.pending[p].push_back(Pending {
             seq: issue.seq,
             idx,
-            snap: self.s_clock,
+            snap,
             kind,
             op: issue.op.0,
             nacc,
         });
+        if self.cores.len() > 1 {
+            self.at.insert(issue.seq, (c as u32, p as u8));
+        }
     }
 
     fn on_start(&mut self, seq: u64, _start: u64, _complete: u64) {
         // pipes start in issue order: the instruction is the head of its pipe's queue
-        let Some(p) = (0..NP).find(|&p| self.pending[p].front().is_some_and(|pd| pd.seq == seq))
-        else {
+        let found = if self.cores.len() == 1 {
+            let q = &self.cores[0].pending;
+            (0..NP)
+                .find(|&p| q[p].front().is_some_and(|pd| pd.seq == seq))
+                .map(|p| (0, p))
+        } else {
+            self.at.remove(&seq).map(|(c, p)| (c as usize, p as usize))
+        };
+        let Some((c, p)) = found else {
             debug_assert!(false, "race checker: start of an instruction never issued");
             return;
         };
-        let pd = self.pending[p].pop_front().expect("found above");
-        let mut k = if p == S { self.s_clock } else { self.known[p] };
+        let ncores = self.cores.len();
+        let core = &mut self.cores[c];
+        let pd = core.pending[p]
+            .pop_front()
+            .expect("race checker: a pipe starts in issue order");
+        debug_assert_eq!(pd.seq, seq);
+        let mut k = if p == S {
+            core.s_clock.clone()
+        } else {
+            core.known[p].clone()
+        };
         k.join(&pd.snap);
         if pd.kind == Kind::MacroM {
             // the M part starts after its MTE1 part has completed
-            let stage = self
+            let stage = core
                 .stages
                 .pop_front()
                 .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
             k.join(&stage);
         }
         for _ in 0..pd.nacc {
-            let a = self.accs[p].pop_front().expect("accesses queued at issue");
-            self.access(p, &pd, &k, a);
+            let a = self.cores[c].accs[p]
+                .pop_front()
+                .expect("accesses queued at issue");
+            self.access(c, p, &pd, &k, a);
         }
+        let core = &mut self.cores[c];
         // Everything known before an instruction starts is known before every later
         // instruction of its pipe starts (a pipe starts in order).
         match pd.kind {
             Kind::Work | Kind::MacroM => {}
-            Kind::Stage => self.stages.push_back(k),
+            Kind::Stage => core.stages.push_back(k.clone()),
             Kind::Barrier => k.advance(p, pd.idx),
             Kind::BarrierAll => {
                 // every instruction issued so far has completed
                 for q in 0..NP {
-                    k.advance(q, self.issued[q]);
+                    k.advance(q, core.issued[q]);
                 }
             }
             Kind::SetFlag(f) => {
                 // a set_flag drains its pipe first: a barrier that also tells the waiter
                 k.advance(p, pd.idx);
-                let flag = &mut self.flags[f as usize];
+                let flag = &mut core.flags[f as usize];
                 // a second set before the wait does not count (engine: double set)
                 if flag.is_none() {
-                    *flag = Some(k);
+                    *flag = Some(k.clone());
                 }
             }
-            Kind::WaitFlag(f) => match self.flags[f as usize].take() {
+            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
                 Some(set) => k.join(&set),
                 None => debug_assert!(false, "race checker: a wait started before its set"),
             },
+            Kind::CrossSet => {
+                // it too drains its pipe first, and tells the cores its signal reaches
+                k.advance(p, pd.idx);
+                self.sets.insert(pd.seq, k.publish(c, ncores));
+            }
+            Kind::CrossWait => match self.take.take() {
+                Some((wait, g)) if wait == pd.seq => k.take(c, &g),
+                _ => debug_assert!(false, "race checker: a cross_wait started without a take"),
+            },
         }
+        let core = &mut self.cores[c];
         if p == S {
             // S's ops are sequential: this one is complete before S does anything else
             k.advance(S, pd.idx + 1);
-            self.s_clock = k;
+            core.s_clock = k;
         } else {
-            self.known[p] = k;
+            core.known[p] = k;
+        }
+    }
+
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        match *event {
+            CrossEvent::Signal { core, id, sets, .. } => {
+                let Some(g) = self.signal(sets) else {
+                    return;
+                };
+                let q = self.counters.entry((core, id)).or_default();
+                let full = q.len() >= COUNTER_CAP;
+                match q.back_mut() {
+                    // too many outstanding: the newest entry stands for several increments
+                    // and knows only what all of them know
+                    Some((last, n)) if full => {
+                        *last = min_of(last, &g);
+                        *n += 1;
+                    }
+                    _ => q.push_back((g, 1)),
+                }
+            }
+            CrossEvent::Take {
+                core, id, wait_seq, ..
+            } => {
+                let q = self.counters.entry((core, id)).or_default();
+                let Some((g, n)) = q.front_mut() else {
+                    debug_assert!(false, "race checker: a take of an empty counter");
+                    return;
+                };
+                let g = g.clone();
+                *n -= 1;
+                if *n == 0 {
+                    q.pop_front();
+                }
+                debug_assert!(
+                    self.take.is_none(),
+                    "race checker: a take not followed by its wait"
+                );
+                self.take = Some((wait_seq, g));
+            }
         }
     }
 }

@@ -80,7 +80,7 @@ pub use checker::RaceChecker;
 
 use crate::addresses::Addresses;
 use crate::config::Config;
-use crate::engine::{run_placed, Limits, RunError, RunResult};
+use crate::engine::{run_launch, run_placed, Limits, RunError, RunResult};
 pub use crate::footprint::Memory;
 use crate::ids::OpId;
 use crate::program::Program;
@@ -116,6 +116,11 @@ impl fmt::Display for HazardKind {
 /// One side of a hazard: a dynamic instance of an op's access.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct HazardAccess {
+    /// The core of the launch that made it: an index into [`RunResult::cores`] (and
+    /// [`crate::launch::slots`]); `op` is an op of that core's part.
+    pub core: u32,
+    /// How reports name the core (`block 1 aiv 0`), in a launch of more than one core.
+    pub core_name: Option<String>,
     /// The dynamic instruction's sequence number ([`crate::engine::Issue::seq`]).
     pub seq: u64,
     pub op: OpId,
@@ -133,6 +138,9 @@ pub struct HazardAccess {
 impl fmt::Display for HazardAccess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rw = if self.write { "write" } else { "read" };
+        if let Some(core) = &self.core_name {
+            write!(f, "{core} ")?;
+        }
         write!(
             f,
             "{} {rw} ({} {}",
@@ -182,7 +190,8 @@ pub struct RaceRun {
     pub hazards: Vec<Hazard>,
 }
 
-/// Runs `program` with its buffers at `addresses` and checks it for races.
+/// Runs `program` with its buffers at `addresses` (every core of its launch) and checks it for
+/// races.
 pub fn check(
     program: &Program,
     config: &Config,
@@ -190,6 +199,22 @@ pub fn check(
 ) -> Result<RaceRun, RunError> {
     let mut checker = RaceChecker::new(program, config, addresses);
     let result = run_placed(program, config, addresses, Limits::default(), &mut checker)?;
+    Ok(RaceRun {
+        result,
+        hazards: checker.into_hazards(),
+    })
+}
+
+/// Runs a launch of `parts` (one program, or a mixed kernel's `aic` and `aiv` parts, each with
+/// its addresses; see [`crate::engine::run_launch`]) and checks it for races, within a core
+/// and across its cores.
+pub fn check_launch(
+    parts: &[(&Program, &Addresses)],
+    config: &Config,
+    limits: Limits,
+) -> Result<RaceRun, RunError> {
+    let mut checker = RaceChecker::for_launch(parts, config);
+    let result = run_launch(parts, config, limits, &mut checker)?;
     Ok(RaceRun {
         result,
         hazards: checker.into_hazards(),

@@ -52,6 +52,11 @@ pub(super) enum Ctl {
     BarrierAll,
     /// Two instructions: an MTE1 part, then an M part.
     MmadL1,
+    /// A `cross_set`: drains its pipe and publishes what it knows to the counters it
+    /// increments.
+    CrossSet,
+    /// A `cross_wait`: learns what the increment it takes carries.
+    CrossWait,
 }
 
 #[derive(Clone, Debug)]
@@ -106,9 +111,8 @@ pub(super) fn plans(program: &Program) -> Plans<'_> {
             OpKind::Barrier(crate::program::BarrierTarget::All) => Ctl::BarrierAll,
             OpKind::Barrier(_) => Ctl::Barrier,
             OpKind::MmadL1(_) => Ctl::MmadL1,
-            // cross-core flags order this core against others, which the checker (one core)
-            // does not model: an instruction of its pipe that accesses nothing
-            OpKind::CrossSet { .. } | OpKind::CrossWait { .. } => Ctl::Work,
+            OpKind::CrossSet { .. } => Ctl::CrossSet,
+            OpKind::CrossWait { .. } => Ctl::CrossWait,
             _ => Ctl::Work,
         };
         let lo = out.accs.len() as u32;

@@ -22,13 +22,15 @@ pub(super) struct Rec {
     /// M part completed implies knowing the MTE1 part completed), else [`NO_ALT`].
     pub alt: u64,
     pub op: u32,
-    pub pipe: u8,
-    pub write: bool,
     /// The loop-variable values, a slot of the checker's variable slab.
     pub vars: u32,
+    /// The core of the launch that made it (gm is shared by every core).
+    pub core: u32,
+    pub pipe: u8,
+    pub write: bool,
 }
 
-/// The recent accesses of one memory.
+/// The recent accesses of one memory (of one core, or gm's, shared by the cores).
 #[derive(Clone, Debug)]
 pub(super) struct Table {
     recs: Vec<Rec>,
@@ -133,9 +135,10 @@ mod tests {
             idx: seq,
             alt: NO_ALT,
             op: 0,
+            vars: 0,
+            core: 0,
             pipe: 0,
             write: true,
-            vars: 0,
         }
     }
 

@@ -628,6 +628,8 @@ fn hazard_display_names_memory_range_and_both_sides() {
         lo: 0,
         hi: 0x8000,
         first: race::HazardAccess {
+            core: 0,
+            core_name: None,
             seq: 7,
             op: sim::OpId(4),
             pipe: Pipe::V,
@@ -637,6 +639,8 @@ fn hazard_display_names_memory_range_and_both_sides() {
             vars: vec![("t".into(), 3)],
         },
         second: race::HazardAccess {
+            core: 0,
+            core_name: None,
             seq: 9,
             op: sim::OpId(5),
             pipe: Pipe::Mte3,
@@ -650,5 +654,15 @@ fn hazard_display_names_memory_range_and_both_sides() {
         h.to_string(),
         "RAW hazard in UB [0x0000, 0x8000): V write (body[0].for.body[2] vadd, t=3) / MTE3 read \
          (body[0].for.body[3] store, t=3)"
+    );
+    // in a launch of several cores, each side says which core
+    let mut h = h;
+    h.first.core_name = Some("block 0 aiv 0".into());
+    h.second.core = 1;
+    h.second.core_name = Some("block 1 aiv 0".into());
+    assert_eq!(
+        h.to_string(),
+        "RAW hazard in UB [0x0000, 0x8000): block 0 aiv 0 V write (body[0].for.body[2] vadd, t=3) \
+         / block 1 aiv 0 MTE3 read (body[0].for.body[3] store, t=3)"
     );
 }
