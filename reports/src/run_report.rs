@@ -521,6 +521,8 @@ pub fn hazard_json(h: &Hazard) -> Value {
             vars.insert(k.clone(), json!(v));
         }
         json!({
+            "core": a.core,
+            "core_name": a.core_name,
             "pipe": a.pipe.report_name(),
             "access": if a.write { "write" } else { "read" },
             "op": a.path,

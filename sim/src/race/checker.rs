@@ -867,3 +867,181 @@ impl Observer for RaceChecker<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{check, check_launch, Hazard, HazardKind};
+    use crate::addresses::Addresses;
+    use crate::config::Config;
+    use crate::engine::Limits;
+    use crate::expr::Expr;
+    use crate::program::{CrossMode, OpKind, Program};
+    use crate::types::Pipe;
+
+    fn config() -> Config {
+        let name = "ascend910b";
+        crate::load_config(crate::builtin::builtin(name).unwrap(), name).expect("config loads")
+    }
+
+    /// A one-type (aiv) launch of `blocks` blocks of `body` after a load of gm `x` into UB `b`,
+    /// with gm `y` (two rows of 64 f32) and UB `c` (no addresses: only gm is checked).
+    fn launched(body: &str, blocks: u32) -> Program {
+        let text = format!(
+            "kernel: k\ncore: aiv\nsync: manual\nlaunch: {{ blocks: {blocks} }}\ngm:\n  x: {{ shape: [64], dtype: f32 }}\n  y: {{ shape: [2, 64], dtype: f32 }}\nbuffers:\n  b: {{ scope: ub, shape: [64], dtype: f32 }}\n  c: {{ scope: ub, shape: [64], dtype: f32 }}\nbody:\n  - load: {{ src: x, dst: b }}\n{body}"
+        );
+        crate::load::load_launched(&text, "k.yaml", &config(), &[], Some(blocks))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The loader may not parse `cross_set` / `cross_wait` yet: `barrier: mte3` stands for
+    /// `cross_set: { mode: 0, pipe: mte3, id: 0 }` and `barrier: mte2` for
+    /// `cross_wait: { pipe: mte2, id: 0 }`.
+    fn with_cross(mut program: Program) -> Program {
+        for op in &mut program.ops {
+            match op.kind {
+                OpKind::Barrier(crate::program::BarrierTarget::Pipe(Pipe::Mte3)) => {
+                    op.kind = OpKind::CrossSet {
+                        mode: CrossMode::All,
+                        pipe: Pipe::Mte3,
+                        id: Expr::Const(0),
+                    };
+                    op.pipe = Some(Pipe::Mte3);
+                }
+                OpKind::Barrier(crate::program::BarrierTarget::Pipe(Pipe::Mte2)) => {
+                    op.kind = OpKind::CrossWait {
+                        pipe: Pipe::Mte2,
+                        id: Expr::Const(0),
+                    };
+                    op.pipe = Some(Pipe::Mte2);
+                }
+                _ => {}
+            }
+        }
+        program
+    }
+
+    fn hazards(program: &Program) -> Vec<Hazard> {
+        let run = check(program, &config(), &Addresses::default()).expect("runs");
+        assert!(run.result.deadlock.is_none(), "{:?}", run.result.deadlock);
+        assert_eq!(run.result.cores.len(), 2);
+        run.hazards
+    }
+
+    #[test]
+    fn blocks_writing_their_own_rows_do_not_race() {
+        let p = launched("  - store: { src: b, dst: \"y[block]\" }\n", 2);
+        assert_eq!(hazards(&p), vec![]);
+    }
+
+    #[test]
+    fn blocks_writing_the_same_bytes_race_and_the_hazard_names_both_cores() {
+        let p = launched("  - store: { src: b, dst: \"y[0]\" }\n", 2);
+        let h = hazards(&p);
+        assert_eq!(h.len(), 1, "{h:#?}");
+        let h = &h[0];
+        assert_eq!(h.kind, HazardKind::Waw);
+        assert_eq!(h.memory_label, "GM y");
+        assert_eq!((h.lo, h.hi), (0, 256));
+        assert_eq!((h.first.core, h.second.core), (0, 1));
+        assert_eq!(h.first.core_name.as_deref(), Some("block 0 aiv 0"));
+        assert_eq!(h.second.core_name.as_deref(), Some("block 1 aiv 0"));
+        assert_eq!(h.first.pipe, Pipe::Mte3);
+        assert_eq!(
+            h.to_string(),
+            "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (body[1] store) / \
+             block 1 aiv 0 MTE3 write (body[1] store)"
+        );
+    }
+
+    #[test]
+    fn a_cross_core_flag_orders_a_producer_before_its_consumer() {
+        // each block writes its row, signals (mode 0: once both have), waits, reads the other's
+        let ordered = with_cross(launched(
+            "  - store: { src: b, dst: \"y[block]\" }\n  - barrier: mte3\n  - barrier: mte2\n  - load: { src: \"y[1 - block]\", dst: c }\n",
+            2,
+        ));
+        assert!(matches!(ordered.ops[2].kind, OpKind::CrossSet { .. }));
+        assert!(matches!(ordered.ops[3].kind, OpKind::CrossWait { .. }));
+        assert_eq!(hazards(&ordered), vec![]);
+
+        // without the wait the reads race with the other block's writes
+        let unordered = with_cross(launched(
+            "  - store: { src: b, dst: \"y[block]\" }\n  - barrier: mte3\n  - load: { src: \"y[1 - block]\", dst: c }\n",
+            2,
+        ));
+        let h = hazards(&unordered);
+        let pairs: Vec<(HazardKind, u32, &str, u32, &str)> = h
+            .iter()
+            .map(|h| {
+                (
+                    h.kind,
+                    h.first.core,
+                    h.first.name,
+                    h.second.core,
+                    h.second.name,
+                )
+            })
+            .collect();
+        // core 0's store of row 0 / core 1's load of it; core 0's load of row 1 / core 1's
+        // store of it (across cores the lower core comes first)
+        assert_eq!(
+            pairs,
+            vec![
+                (HazardKind::Raw, 0, "store", 1, "load"),
+                (HazardKind::War, 0, "load", 1, "store"),
+            ],
+            "{h:#?}"
+        );
+        assert!(h.iter().all(|h| h.memory_label == "GM y"));
+    }
+
+    #[test]
+    fn the_wait_orders_only_what_the_set_drained() {
+        // the set is on MTE2 here, so it does not drain the store on MTE3: still a race
+        let mut p = launched(
+            "  - store: { src: b, dst: \"y[block]\" }\n  - barrier: mte3\n  - barrier: mte2\n  - load: { src: \"y[1 - block]\", dst: c }\n",
+            2,
+        );
+        p = with_cross(p);
+        p.ops[2].kind = OpKind::CrossSet {
+            mode: CrossMode::All,
+            pipe: Pipe::Mte2,
+            id: Expr::Const(0),
+        };
+        p.ops[2].pipe = Some(Pipe::Mte2);
+        let h = hazards(&p);
+        assert!(!h.is_empty());
+        assert!(h.iter().all(|h| h.first.core != h.second.core));
+    }
+
+    #[test]
+    fn a_long_launch_keeps_few_records() {
+        // each block rewrites its row many times while a V wait issued before each store is
+        // still pending when it starts (so its record cannot simply replace the last one): no
+        // core ever learns of the other's writes, yet the records stay bounded
+        let p = launched(
+            "  - for: { var: i, to: 2000 }\n    body:\n      - wait_flag: { src: mte2, dst: v, id: 0 }\n      - store: { src: b, dst: \"y[block]\" }\n      - barrier: mte3\n      - load: { src: x, dst: c }\n      - set_flag: { src: mte2, dst: v, id: 0 }\n",
+            2,
+        );
+        let config = config();
+        let addresses = Addresses::default();
+        let mut checker = super::RaceChecker::for_launch(&[(&p, &addresses)], &config);
+        let result = crate::engine::run_launch(
+            &[(&p, &addresses)],
+            &config,
+            Limits::default(),
+            &mut checker,
+        )
+        .expect("runs");
+        assert!(result.deadlock.is_none());
+        assert_eq!(checker.hazards(), &[]);
+        assert!(
+            checker.peak_records() <= 2 * super::PRUNE_MIN,
+            "peak {} records",
+            checker.peak_records()
+        );
+        // check_launch is the same run
+        let run = check_launch(&[(&p, &addresses)], &config, Limits::default()).expect("runs");
+        assert_eq!(run.hazards, vec![]);
+    }
+}

@@ -100,7 +100,10 @@ impl Clock {
     }
 }
 
-/// `a = max(a, b)` componentwise, sharing a vector when one dominates.
+/// `a = max(a, b)` componentwise, sharing a vector when one dominates (never in a one-core
+/// run: kept out of line).
+#[cold]
+#[inline(never)]
 fn join_remote(a: &mut Option<Global>, b: &Global) {
     let Some(x) = a else {
         *a = Some(b.clone());

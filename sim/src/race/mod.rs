@@ -33,26 +33,46 @@
 //! - `barrier: all` on S: everything issued before it completes before anything after it;
 //! - an `mmad_l1`'s M part starts after its MTE1 part completes.
 //!
+//! - across the cores of a launch, only cross-core flags: a `cross_set` on P waits for every
+//!   earlier P instruction of its core, so it orders them (and what P knew) before the counter
+//!   increments its signal makes (`CrossEvent::Signal`: for modes 0 and 1, every set the signal
+//!   gathered), and an increment before the `cross_wait` that takes it (`CrossEvent::Take`,
+//!   oldest first), which orders it before every later instruction of the wait's pipe (or of S).
+//!   Launch start orders nothing (no access precedes it) and launch end nothing after it.
+//!
 //! Pipe order alone orders nothing: a pipe is pipelined, so two instructions on one pipe with
 //! no barrier or set_flag between them are concurrent. A pair within one instruction (an
 //! in-place vector op) is never a hazard.
 //!
-//! **Hazards.** Of two unordered conflicting accesses, the one issued first (program order) is
-//! "first": write then read is RAW, read then write WAR, write then write WAW. Each ordered pair
-//! of ops (and parts) is reported once, at the first dynamic occurrence found, with both ops'
-//! loop variables, the memory and the overlapping bytes. Hazards come in the order found, which
-//! is the engine's deterministic order.
+//! **Cores.** Each core of a launch has its own on-chip memories, so only gm accesses of two
+//! cores can conflict (per tensor, as above). A hazard's sides name their cores
+//! ([`HazardAccess::core`], an index into [`RunResult::cores`]; `core_name` in a launch of more
+//! than one core).
+//!
+//! **Hazards.** Of two unordered conflicting accesses of one core, the one issued first
+//! (program order) is "first"; of two cores, which have no common program order, the lower
+//! core's: write then read is RAW, read then write WAR, write then write WAW. Each ordered pair
+//! of ops (and parts) of a kernel part is reported once, at the first dynamic occurrence found,
+//! with both ops' loop variables, the memory and the overlapping bytes: once within a core and
+//! once across cores (not once per pair of cores). Hazards come in the order found, which is
+//! the engine's deterministic order.
 //!
 //! # Implementation and invariants
 //!
-//! Vector clocks (`clock.rs`): component p counts a prefix of pipe p's instructions (in issue
-//! order, which is p's start order) known complete. Knowledge about a pipe is always a prefix
+//! Vector clocks (`clock.rs`): component (c, p) counts a prefix of core c's pipe p's
+//! instructions (in issue order, which is p's start order) known complete; a core's clock
+//! keeps its own pipes inline and the other cores' as a shared vector that exists only once a
+//! cross-core signal brought news of them, so a one-core run costs what it did. Knowledge about a pipe is always a prefix
 //! because every instruction that publishes it (barrier, set_flag, barrier all) waits for all
 //! earlier instructions of its pipe; the one non-prefix fact (an M part knows its own MTE1 part)
 //! rides on the MTE1 part's accesses as a second epoch: they are known complete once the M part
 //! is. An instruction's clock is its pipe's accumulated knowledge joined with what S knew when
 //! it sent it; knowledge accumulates along a pipe because a pipe starts its instructions in
-//! order. A `set_flag` stores its clock in its flag, the matching `wait_flag` joins it.
+//! order. A `set_flag` stores its clock in its flag, the matching `wait_flag` joins it. A
+//! `cross_set` publishes its clock (flat, over every core) until its signal is delivered; each
+//! counter keeps the join of its signals' sets per outstanding increment, in order (past 64
+//! outstanding, the newest entry stands for the rest and knows only what all of them know:
+//! conservative); a `cross_wait` joins the one it takes.
 //!
 //! Accesses are checked and recorded when their instruction starts ([`Observer::on_start`]),
 //! which the engine calls in nondecreasing cycle order: if A happens before B, A's start was
@@ -65,7 +85,12 @@
 //! (a lower bound on the clock of every instruction not yet started); a new access of the same
 //! op, pipe and direction covering an old one at the same start replaces it when everything
 //! issued before it has started (it then reports every hazard the old one would, in the same
-//! program order). Nothing grows with the number of dynamic instructions.
+//! program order). With several cores, a gm record every pipe of its own core has passed
+//! matters only to the other cores, so of those with the same core, op, pipe, direction and
+//! bytes only the newest is kept (whoever does not know an older one does not know it either).
+//! Nothing grows with the number of dynamic instructions; across cores that never learn of
+//! each other's accesses, gm records are bounded by the distinct byte ranges each core's ops
+//! touch (what a shadow memory would hold), not by how often they touch them.
 //!
 //! [`Observer::on_start`]: crate::engine::Observer::on_start
 
