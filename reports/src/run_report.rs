@@ -817,43 +817,23 @@ fn deadlock_text_of(config: &Config, run: &Run, d: &Deadlock) -> String {
     if !run.is_launch() {
         return deadlock_text(run.program, d);
     }
-    let mut out = format!(
-        "DEADLOCK at cycle {}: nothing can move, and {} pipe{} wait{}:\n",
-        d.cycle,
-        d.waiters.len(),
-        if d.waiters.len() == 1 { "" } else { "s" },
-        if d.waiters.len() == 1 { "s" } else { "" },
-    );
-    let mut t = Table::new(vec![
-        ("core".into(), Align::Left),
-        ("pipe".into(), Align::Left),
-        ("waits on".into(), Align::Left),
-        ("op".into(), Align::Left),
-    ]);
-    for w in &d.waiters {
-        let core = &run.result.cores[w.core as usize];
-        t.row(vec![
-            crate::core_name(config, core),
-            w.pipe.report_name().to_string(),
-            w.on.to_string(),
-            op_ref(run.program_of(config, w.core), w.op),
-        ]);
-    }
-    out.push_str(&t.render("  "));
-    if d.waiters
-        .iter()
-        .any(|w| matches!(w.on, WaitOn::Cross { .. }))
-    {
-        out.push_str(
-            "hint: a cross_wait on #id completes only after the cross_set that signals this \
-             core's counter id: check the other core type's sets, their mode and id\n",
-        );
-    }
-    out
+    let core =
+        |w: &sim::engine::Waiter| crate::core_name(config, &run.result.cores[w.core as usize]);
+    deadlock_section(d, Some(&core), |w| run.program_of(config, w.core))
 }
 
 /// The deadlock section: the cycle, then one line per waiting pipe.
 pub fn deadlock_text(program: &Program, d: &Deadlock) -> String {
+    deadlock_section(d, None, |_| program)
+}
+
+/// The deadlock section, with a core column when `core` names each waiter's core (a launch
+/// of many cores); `program` gives the program a waiter's op belongs to.
+fn deadlock_section<'p>(
+    d: &Deadlock,
+    core: Option<&dyn Fn(&sim::engine::Waiter) -> String>,
+    program: impl Fn(&sim::engine::Waiter) -> &'p Program,
+) -> String {
     let mut out = format!(
         "DEADLOCK at cycle {}: nothing can move, and {} pipe{} wait{}:\n",
         d.cycle,
@@ -861,17 +841,25 @@ pub fn deadlock_text(program: &Program, d: &Deadlock) -> String {
         if d.waiters.len() == 1 { "" } else { "s" },
         if d.waiters.len() == 1 { "s" } else { "" },
     );
-    let mut t = Table::new(vec![
+    let mut columns = vec![
         ("pipe".into(), Align::Left),
         ("waits on".into(), Align::Left),
         ("op".into(), Align::Left),
-    ]);
+    ];
+    if core.is_some() {
+        columns.insert(0, ("core".into(), Align::Left));
+    }
+    let mut t = Table::new(columns);
     for w in &d.waiters {
-        t.row(vec![
+        let mut row = vec![
             w.pipe.report_name().to_string(),
             w.on.to_string(),
-            op_ref(program, w.op),
-        ]);
+            op_ref(program(w), w.op),
+        ];
+        if let Some(name) = core {
+            row.insert(0, name(w));
+        }
+        t.row(row);
     }
     out.push_str(&t.render("  "));
     if d.waiters
@@ -881,6 +869,15 @@ pub fn deadlock_text(program: &Program, d: &Deadlock) -> String {
         out.push_str(
             "hint: a wait_flag on SRC->DST#id completes only after a set_flag with the same \
              src, dst and id; check that every wait has a set earlier in program order\n",
+        );
+    }
+    if d.waiters
+        .iter()
+        .any(|w| matches!(w.on, WaitOn::Cross { .. }))
+    {
+        out.push_str(
+            "hint: a cross_wait on #id completes only after the cross_set that signals this \
+             core's counter id: check the other core type's sets, their mode and id\n",
         );
     }
     out
@@ -1181,7 +1178,8 @@ mod tests {
                 "best_level",
                 "warnings",
                 "profile",
-                "plan"
+                "plan",
+                "launch",
             ]
         );
         let pipes: Vec<&String> = j["pipes"].as_object().unwrap().keys().collect();
