@@ -193,6 +193,10 @@ pub fn failed(
             Exit(2)
         }
         Failure::Run(e) => run_failed(e, src),
+        Failure::CrossSync(e) => {
+            err_line!("error: {}: {e}", src.name);
+            Exit(2)
+        }
         Failure::InvalidPlan(violations) => {
             err_line!("error: {INVALID_PLAN}:");
             for v in violations {
@@ -243,6 +247,18 @@ pub fn failure_diagnostics(
             (vec![read_before_write(program, *buffer, *op, src)], 2)
         }
         Failure::Run(e) => (vec![run_error_diagnostic(e, src)], 2),
+        Failure::CrossSync(e) => (
+            e.problems
+                .iter()
+                .map(|m| {
+                    let mut d = Diagnostic::error(&src.name, "", m.clone());
+                    d.hint =
+                        Some("write the cross-core flags by hand (cross_set / cross_wait)".into());
+                    d
+                })
+                .collect(),
+            2,
+        ),
         Failure::InvalidPlan(violations) => (
             violations
                 .iter()

@@ -64,6 +64,10 @@ pub enum Failure {
     /// (bad input).
     #[error(transparent)]
     Run(RunError),
+    /// `sync: auto` cannot place a mixed kernel's cross-core flags (bad input: the user writes
+    /// them by hand).
+    #[error(transparent)]
+    CrossSync(planner::CrossSyncError),
     /// The engine's accounting identity does not hold: an npusim bug.
     #[error("the accounting identity does not hold: {0}")]
     Accounting(String),
@@ -96,6 +100,9 @@ pub struct Simulation {
     /// The other parts of a mixed kernel (its `aiv` part), each planned and synchronised on
     /// its own; empty for a single-type kernel. The fields above are the first part's.
     pub others: Vec<Prepared>,
+    /// The cross-core hand-offs `sync: auto` synchronised (a mixed kernel without hand-written
+    /// cross-core ops); empty otherwise.
+    pub handoffs: Vec<planner::Handoff>,
     pub result: RunResult,
     /// `None` when the race checker did not run.
     pub hazards: Option<Vec<Hazard>>,
@@ -185,11 +192,25 @@ pub fn simulate_kernel(
     config: &Config,
     opts: &Options,
 ) -> Result<Simulation, Failure> {
-    let mut parts = Vec::with_capacity(kernel.parts.len());
-    for p in &kernel.parts {
+    let (parts, handoffs) = prepare_kernel(kernel, config, opts)?;
+    let mut sim = run_prepared_kernel(parts, config, opts, &mut ())?;
+    sim.handoffs = handoffs;
+    Ok(sim)
+}
+
+/// Inserts a mixed kernel's cross-core flags (`sync: auto`, [`planner::synchronize_kernel`]),
+/// then plans and synchronises every part on its own: the first half of [`simulate_kernel`].
+pub fn prepare_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    opts: &Options,
+) -> Result<(Vec<Prepared>, Vec<planner::Handoff>), Failure> {
+    let crossed = planner::synchronize_kernel(kernel, config).map_err(Failure::CrossSync)?;
+    let mut parts = Vec::with_capacity(crossed.kernel.parts.len());
+    for p in &crossed.kernel.parts {
         parts.push(prepare(p, config, opts)?);
     }
-    run_prepared_kernel(parts, config, opts, &mut ())
+    Ok((parts, crossed.handoffs))
 }
 
 /// Runs prepared parts (a kernel's, in order) as one launch; see [`run_prepared`].
@@ -226,6 +247,7 @@ pub fn run_prepared_kernel<O: Observer>(
         serialised: first.serialised,
         program: first.program,
         others: rest,
+        handoffs: Vec::new(),
         result,
         hazards,
     })
@@ -287,6 +309,7 @@ pub fn run_prepared<O: Observer>(
         serialised,
         program,
         others: Vec::new(),
+        handoffs: Vec::new(),
         result,
         hazards,
     })

@@ -4,6 +4,7 @@
 //!
 //! Invariant: nothing here touches files or the terminal.
 
+pub mod cross;
 pub mod inplace;
 pub mod liveness;
 pub mod pack;
@@ -15,6 +16,7 @@ pub mod sync;
 mod test_support;
 pub mod validate;
 
+pub use cross::{synchronize_kernel, CrossSyncError, CrossSynced, Handoff};
 pub use inplace::{inplace_pairs, InplacePair, InplaceResult};
 pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use pipeline::{plan_program, PlanFailure, Planned};

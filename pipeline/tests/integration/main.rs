@@ -2,6 +2,7 @@
 //! command line, `compare` and the tests of the other crates all call. One module per scenario.
 
 mod compare;
+mod cross_sync;
 mod failures;
 mod observers;
 mod properties;
