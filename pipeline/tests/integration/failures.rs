@@ -91,11 +91,14 @@ fn a_plan_is_checked_by_the_validator_when_asked() {
     for entry in std::fs::read_dir(crate::root().join("programs")).unwrap() {
         let path = entry.unwrap().path();
         let file = format!("programs/{}", path.file_name().unwrap().to_string_lossy());
-        let p = load(&file);
-        for level in [2, 1, 0] {
-            let mut o = opts().plan;
-            o.max_level = level;
-            pipeline::plan(&p, &config(), &o, true).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let k = sim::load_kernel(&text, &file, &config(), &[], None).unwrap();
+        for p in &k.parts {
+            for level in [2, 1, 0] {
+                let mut o = opts().plan;
+                o.max_level = level;
+                pipeline::plan(p, &config(), &o, true).unwrap_or_else(|e| panic!("{file}: {e}"));
+            }
         }
     }
 }

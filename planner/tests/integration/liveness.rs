@@ -1,6 +1,6 @@
 //! Liveness of the shipped programs, derived by hand from their YAML.
 
-use crate::{buf, config, load, shipped_programs};
+use crate::{buf, config, load, shipped_parts, shipped_programs};
 use planner::{liveness, Interval, LivenessMode};
 
 fn life(l: &planner::Liveness, p: &sim::Program, name: &str) -> Vec<(usize, usize)> {
@@ -12,8 +12,7 @@ fn life(l: &planner::Liveness, p: &sim::Program, name: &str) -> Vec<(usize, usiz
 
 #[test]
 fn every_shipped_program_has_a_lifetime_per_written_buffer() {
-    for (name, text) in shipped_programs() {
-        let p = sim::load_program(&text, &name, &config(), &[]).unwrap();
+    for (name, p) in shipped_parts() {
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
             let l = liveness(&p, mode).unwrap_or_else(|e| panic!("{name}: {e}"));
             for (i, e) in l.entries.iter().enumerate() {
@@ -120,13 +119,7 @@ use crate::oracle;
 use sim::Program;
 
 fn oracle_programs() -> Vec<(String, Program)> {
-    let mut out: Vec<(String, Program)> = shipped_programs()
-        .into_iter()
-        .map(|(n, t)| {
-            let p = sim::load_program(&t, &n, &config(), &[]).unwrap();
-            (n, p)
-        })
-        .collect();
+    let mut out: Vec<(String, Program)> = shipped_parts();
     let head = "kernel: k\ncore: aiv\nsync: manual\nparams: { n: 256 }\n\
         gm:\n  x: { shape: [4, n], dtype: f16 }\n  y: { shape: [4, n], dtype: f16 }\n";
     let bodies = [

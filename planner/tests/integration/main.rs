@@ -44,6 +44,37 @@ pub fn shipped_programs() -> Vec<(String, String)> {
     out
 }
 
+/// Every part of every shipped program, loaded: (`file` for a single-type program, `file aic`
+/// and `file aiv` for a mixed kernel's parts, program). Each part is planned and synchronised
+/// on its own, so what holds per program holds per part.
+pub fn shipped_parts() -> Vec<(String, Program)> {
+    let mut out = Vec::new();
+    for (name, text) in shipped_programs() {
+        for (name, p) in kernel_parts(&name, &text) {
+            out.push((name, p));
+        }
+    }
+    out
+}
+
+/// A program file's parts, named as [`shipped_parts`] names them.
+pub fn kernel_parts(name: &str, text: &str) -> Vec<(String, Program)> {
+    let config = config();
+    let k = sim::load_kernel(text, name, &config, &[], None).unwrap_or_else(|e| panic!("{e}"));
+    let mixed = k.parts.len() > 1;
+    k.parts
+        .into_iter()
+        .map(|p| {
+            let n = if mixed {
+                format!("{name} {}", config.core(p.core).name)
+            } else {
+                name.to_string()
+            };
+            (n, p)
+        })
+        .collect()
+}
+
 pub fn buf(p: &Program, name: &str) -> sim::BufferId {
     sim::BufferId::new(p.buffers.iter().position(|b| b.name == name).unwrap())
 }

@@ -20,6 +20,33 @@ pub fn sync_run(program: &Program, config: &Config, level: u8) -> (Synced, RunRe
     (synced, run.result, run.hazards)
 }
 
+/// [`sync_run`] for a whole kernel (a launch of one part or a mixed kernel): cross-core flags
+/// (`sync: auto`), then each part planned at `level` and synchronised on its own, then one run of
+/// every core with the race checker across them.
+pub fn sync_run_kernel(
+    kernel: &sim::Kernel,
+    config: &Config,
+    level: u8,
+) -> (Vec<Synced>, RunResult, Vec<Hazard>) {
+    let opts = PlanOptions {
+        max_level: level,
+        ..PlanOptions::default()
+    };
+    let crossed = planner::synchronize_kernel(kernel, config).unwrap_or_else(|e| panic!("{e}"));
+    let mut synced = Vec::new();
+    let mut addresses = Vec::new();
+    for p in &crossed.kernel.parts {
+        let planned = plan_program(p, config, &opts).unwrap_or_else(|e| panic!("{e:?}"));
+        synced.push(synchronize(p, config, &planned.plan));
+        addresses.push(planned.plan.addresses());
+    }
+    let parts: Vec<(&Program, &sim::Addresses)> =
+        synced.iter().map(|s| &s.program).zip(&addresses).collect();
+    let run = sim::race::check_launch(&parts, config, sim::engine::Limits::default())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    (synced, run.result, run.hazards)
+}
+
 /// The program as an indented list of ops, sync ops spelled out: what a reader checks.
 pub fn listing(p: &Program) -> String {
     fn block(p: &Program, b: &Block, depth: usize, out: &mut String) {
@@ -200,6 +227,18 @@ fn every_shipped_program_runs_race_free_at_every_level_and_under_pressure() {
     let config = config();
     let mut squeezed = std::collections::BTreeSet::new();
     for (name, text) in super::shipped_programs() {
+        let kernel = sim::load_kernel(&text, &name, &config, &[], None).unwrap();
+        if kernel.parts.len() > 1 || kernel.parts[0].launch.blocks > 1 {
+            // a launch runs as one: every core, the cross-core flags, the checker across cores
+            for level in [2, 1, 0] {
+                let (synced, result, hazards) = sync_run_kernel(&kernel, &config, level);
+                let ctx = format!("{name} level {level}\n{}", listing(&synced[0].program));
+                assert!(hazards.is_empty(), "{ctx}\n{hazards:#?}");
+                assert!(!result.has_findings(), "{ctx}\n{:?}", result.findings);
+                assert!(result.deadlock.is_none(), "{ctx}");
+            }
+            continue;
+        }
         let p = load(&text);
         for level in [2, 1, 0] {
             let (synced, result, hazards) = sync_run(&p, &config, level);

@@ -2,7 +2,7 @@
 //! liveness modes and at a capacity that forces reuse; hand-made bad plans of small programs are
 //! each rejected with the right violation.
 
-use crate::{buf, config, load, shipped_programs};
+use crate::{buf, config, load, shipped_parts};
 use planner::validate::Occurrence;
 use planner::{plan_program, validate, LivenessMode, Plan, PlanOptions, Violation};
 use sim::{Program, Space};
@@ -60,8 +60,7 @@ body:
 fn every_shipped_plan_validates_at_every_level_and_under_reuse() {
     let config = config();
     let mut reused = 0;
-    for (name, text) in shipped_programs() {
-        let p = sim::load_program(&text, &name, &config, &[]).unwrap();
+    for (name, p) in shipped_parts() {
         for liveness in [LivenessMode::Precise, LivenessMode::Scoped] {
             for max_level in [2u8, 1, 0] {
                 let opts = PlanOptions {
