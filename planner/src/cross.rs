@@ -49,7 +49,7 @@ pub struct CrossSynced {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "sync: auto cannot place the cross-core flags of this kernel:\n  - {}\n  write the \
-     cross-core flags by hand (cross_set / cross_wait, docs/programs.md \"Cross-core ops\"): \
+     cross-core flags by hand (cross_set / cross_wait, docs/programs.md \"Cross-core flags\"): \
      the pass leaves a kernel that has any to you",
     problems.join("\n  - ")
 )]
