@@ -208,7 +208,12 @@ pub fn synchronize_kernel(kernel: &Kernel, config: &Config) -> Result<CrossSynce
                     .iter()
                     .map(|&(part, i, k)| {
                         let verb = if part == p { "writes" } else { "reads" };
-                        format!("{} {i} {verb} it {k} times", part_name(part))
+                        let n = if k == 1 {
+                            "once".to_string()
+                        } else {
+                            format!("{k} times")
+                        };
+                        format!("{} {i} {verb} it {n}", part_name(part))
                     })
                     .collect();
                 problems.push(format!(

@@ -201,7 +201,7 @@ fn counts_that_differ_between_the_cores_of_a_block_are_refused() {
     let err = pipeline::simulate_kernel(&kernel_text(&text), &config(), &opts()).unwrap_err();
     let msg = err.to_string();
     assert!(
-        msg.contains("gm.w: in block 0, aic 0 writes it 1 times, aiv 0 reads it 2 times, aiv 1 reads it 2 times"),
+        msg.contains("gm.w: in block 0, aic 0 writes it once, aiv 0 reads it 2 times, aiv 1 reads it 2 times"),
         "{msg}"
     );
 }
