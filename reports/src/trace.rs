@@ -161,6 +161,10 @@ struct CoreTrace {
     pending: [VecDeque<Pending>; NP],
     /// The work span of each pipe's instruction about to start.
     work: [(u64, u64); NP],
+    /// The instruction of that span (`None` once started).
+    work_seq: [Option<u64>; NP],
+    /// Earlier chunks of that instruction (an `mmad_l1` part), each written as a slice.
+    chunks: [u32; NP],
     held: Vec<Held>,
     /// `{"ph":"C","pid":K,"name":"ub live bytes","ts":` per scope of its part.
     counter_heads: Vec<Vec<u8>>,
@@ -176,6 +180,8 @@ impl CoreTrace {
             part,
             pending: Default::default(),
             work: [(0, 0); NP],
+            work_seq: [None; NP],
+            chunks: [0; NP],
             held: Vec::new(),
             counter_heads: scopes
                 .iter()
@@ -750,6 +756,27 @@ impl<'p, W: Write> Trace<'p, W> {
         (0..self.cores.len()).find_map(|c| (0..NP).find(|&p| is(c, p)).map(|p| (c, p)))
     }
 
+    /// Writes chunk `i` (not the last) of an `mmad_l1` part of `op` on core `c`'s pipe `p`,
+    /// `[from, to)`: a slice of its own, the part's stalls between its chunks beside it.
+    fn chunk_slice(&mut self, c: usize, p: usize, op: usize, (from, to): (u64, u64), i: u32) {
+        let Some((a, b)) = self.window.clip(from, to) else {
+            return;
+        };
+        self.begin();
+        self.slice_head(c, p, a, b);
+        let info = &self.parts[self.cores[c].part].ops[op];
+        self.buf.extend_from_slice(&info.name);
+        self.buf.extend_from_slice(&info.op);
+        self.buf.extend_from_slice(b",\"chunk\":");
+        num(&mut self.buf, i);
+        self.buf.extend_from_slice(b",\"start\":");
+        num(&mut self.buf, from);
+        self.buf.extend_from_slice(b",\"end\":");
+        num(&mut self.buf, to);
+        self.buf.extend_from_slice(b"}}");
+        self.maybe_drain();
+    }
+
     /// Writes a held `cross_set` slice, with a flow out when `flow`.
     fn write_cross_set(&mut self, i: usize, flow: bool) {
         let x = &mut self.cross_sets[i];
@@ -874,8 +901,21 @@ impl<W: Write> Observer for Trace<'_, W> {
             }
         }
         if span.what == Activity::Work {
-            self.cores[c].work[span.pipe.index()] = (span.from, span.to);
-            self.last_work = (c, span.pipe.index());
+            let p = span.pipe.index();
+            let core = &mut self.cores[c];
+            if span.seq.is_some() && core.work_seq[p] == span.seq {
+                // the instruction's work so far was an earlier chunk of an `mmad_l1` part
+                let (from, to) = core.work[p];
+                let i = core.chunks[p];
+                core.chunks[p] += 1;
+                self.chunk_slice(c, p, span.op.index(), (from, to), i);
+            } else {
+                core.chunks[p] = 0;
+            }
+            let core = &mut self.cores[c];
+            core.work[p] = (span.from, span.to);
+            core.work_seq[p] = span.seq;
+            self.last_work = (c, p);
             return;
         }
         let Some((a, b)) = self.window.clip(span.from, span.to) else {
@@ -986,6 +1026,8 @@ impl<W: Write> Observer for Trace<'_, W> {
         let core = &mut self.cores[c];
         let pd = core.pending[p].pop_front().expect("found above");
         let (from, to) = core.work[p];
+        core.work_seq[p] = None;
+        let chunks = core.chunks[p];
         let part = core.part;
         debug_assert_eq!(from, start);
         let info = &self.parts[part].ops[pd.op as usize];
@@ -1036,6 +1078,11 @@ impl<W: Write> Observer for Trace<'_, W> {
             num(&mut self.buf, to);
             self.buf.extend_from_slice(b",\"complete\":");
             num(&mut self.buf, complete);
+            if chunks > 0 {
+                // the last chunk of an `mmad_l1` part; the earlier ones have slices of their own
+                self.buf.extend_from_slice(b",\"chunks\":");
+                num(&mut self.buf, chunks + 1);
+            }
             self.buf.push(b'}');
             if let Some((w, s)) = self.flow_in {
                 if w == seq {
