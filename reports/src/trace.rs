@@ -33,8 +33,8 @@
 //! Writing is the only IO here, into the writer the caller gives; the first write error is
 //! kept and returned by [`Trace::finish`].
 
-use planner::liveness::OpPos;
-use planner::Planned;
+use planner::liveness::{Interval, OpPos};
+use planner::{PlacedBy, Planned};
 use sim::engine::{Activity, CrossEvent, Issue, Observer, Release, Span, Stall};
 use sim::footprint::{Bases, Footprint};
 use sim::launch::Slot;
@@ -813,24 +813,67 @@ fn barrier_name(t: &sim::program::BarrierTarget) -> String {
 
 /// Per position, the bytes of each scope the plan holds for the storage entries live there
 /// (every slot): the counters' values. Its maximum per scope is the plan's `peak_live`.
+///
+/// Counted as the planner counts: the two buffers of an applied in-place pair are one storage
+/// entry, live over both their lifetimes (so once at the op where one dies and the other is
+/// written), at its slots' bytes.
 pub fn live_bytes(planned: &Planned, scopes: &[Space]) -> Vec<u64> {
     let n = scopes.len();
-    let positions = planned.live.positions;
-    let mut delta = vec![0i128; (positions + 1) * n];
-    for e in &planned.live.entries {
-        let Some(&b) = e.buffers.first() else {
+    let live = &planned.live;
+    let positions = live.positions;
+    let buffer = |b: BufferId| planned.plan.buffers.get(b.index());
+    // liveness entries merged by the applied in-place pairs, as the planner merges them
+    let mut rep: Vec<usize> = (0..live.entries.len()).collect();
+    let find = |rep: &[usize], mut e: usize| {
+        while rep[e] != e {
+            e = rep[e];
+        }
+        e
+    };
+    for &(gen, kill) in &planned.applied {
+        let fixed = |b: BufferId| buffer(b).is_none_or(|bp| bp.placed_by == PlacedBy::Fixed);
+        let (Some(&g), Some(&k)) = (
+            live.entry_of.get(gen.index()),
+            live.entry_of.get(kill.index()),
+        ) else {
             continue;
         };
-        let Some(bp) = planned.plan.buffers.get(b.index()) else {
+        if fixed(gen) || fixed(kill) || g >= rep.len() || k >= rep.len() {
+            continue;
+        }
+        let (g, k) = (find(&rep, g), find(&rep, k));
+        if g != k {
+            rep[g] = k;
+        }
+    }
+    // per merged entry: its scope, its bytes (every slot) and its lifetimes
+    let mut merged: Vec<Option<(usize, u64, Vec<Interval>)>> = vec![None; rep.len()];
+    for (i, e) in live.entries.iter().enumerate() {
+        let Some(bp) = e.buffers.first().and_then(|&b| buffer(b)) else {
             continue;
         };
         let Some(s) = scopes.iter().position(|&s| s == bp.scope) else {
             continue;
         };
-        let bytes = bp.bytes as i128 * bp.offsets.len() as i128;
-        for iv in &e.lifetime {
-            delta[iv.first * n + s] += bytes;
-            delta[(iv.last + 1) * n + s] -= bytes;
+        let bytes = bp.bytes.saturating_mul(bp.offsets.len() as u64);
+        let m = merged[find(&rep, i)].get_or_insert_with(|| (s, 0, Vec::new()));
+        m.1 = m.1.max(bytes);
+        m.2.extend_from_slice(&e.lifetime);
+    }
+    let mut delta = vec![0i128; (positions + 1) * n];
+    for (s, bytes, mut lifetime) in merged.into_iter().flatten() {
+        // the union of the members' lifetimes: a position they share counts once
+        lifetime.sort();
+        let mut union: Vec<Interval> = Vec::new();
+        for iv in lifetime {
+            match union.last_mut() {
+                Some(u) if iv.first <= u.last + 1 => u.last = u.last.max(iv.last),
+                _ => union.push(iv),
+            }
+        }
+        for iv in union.iter().filter(|iv| iv.last < positions) {
+            delta[iv.first * n + s] += i128::from(bytes);
+            delta[(iv.last + 1) * n + s] -= i128::from(bytes);
         }
     }
     let mut live = vec![0u64; positions * n];
