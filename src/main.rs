@@ -560,9 +560,14 @@ fn run_launch(
         ),
     ];
     if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
+        // a mixed kernel has a cube and a vector core in every block
+        let one = if kernel.is_mixed() {
+            ""
+        } else {
+            "run it with --blocks 1, or "
+        };
         return Err(Exit::input(format!(
-            "{flag}: {} launches more than one core, and {why}; \
-             run it with --blocks 1 (a single-type kernel), or drop {flag} \
+            "{flag}: {} launches more than one core, and {why}; {one}drop {flag} \
              (--trace and --profile show every core of a launch)",
             src.name
         )));
