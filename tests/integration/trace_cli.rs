@@ -645,10 +645,10 @@ fn a_launch_window_keeps_only_its_cycles() {
 
 #[test]
 fn a_small_two_core_trace_snapshot() {
-    // tests/fixtures/cross_blocks.yaml: two blocks meeting at a mode-0 cross-core barrier, 73
-    // lines; one arrow into each block's cross_wait, both from block 1's cross_set, the later
-    // of the two sets (block 0's has none)
-    let program = root().join("tests/fixtures/cross_blocks.yaml");
+    // tests/fixtures/launch/cross_blocks.yaml: two blocks meeting at a mode-0 cross-core
+    // barrier, 73 lines; one arrow into each block's cross_wait, both from block 1's
+    // cross_set, the later of the two sets (block 0's has none)
+    let program = root().join("tests/fixtures/launch/cross_blocks.yaml");
     let (_, trace, text) = traced(&program, &[]);
     let t = check_well_formed("cross_blocks", &trace);
     assert_eq!(t.cross_flows, 2);
