@@ -138,9 +138,8 @@ struct Held {
     event: Option<Vec<u8>>,
 }
 
-/// A `cross_set` whose increments are not all taken yet.
+/// A `cross_set` whose increments are not all taken yet (by its sequence number).
 struct CrossSet {
-    seq: u64,
     /// The cycle it fired (its start): which set of a gathered signal came last.
     start: u64,
     /// Its rendered slice without its closing brace until it is written; `None` outside the
@@ -214,6 +213,14 @@ pub struct TracePart<'a, 'p> {
 /// Bytes buffered before they are handed to the writer (small enough to stay in cache).
 const CHUNK: usize = 1 << 16;
 
+/// Untaken increments of one cross-core counter whose sets are remembered. A correct program
+/// holds at most `cross_core.max_pending` (the run reports more as an overflow); past this,
+/// increments get no arrow, so a runaway producer does not make the trace's memory grow.
+const CROSS_CAP: usize = 1 << 10;
+
+/// The set of increments past [`CROSS_CAP`]: none, no arrow.
+const NO_SET: u64 = u64::MAX;
+
 /// The observer that writes the trace.
 pub struct Trace<'p, W: Write> {
     out: W,
@@ -233,10 +240,11 @@ pub struct Trace<'p, W: Write> {
     spare: Vec<Vec<i64>>,
     /// Rendered held slices no longer held, for reuse.
     spare_events: Vec<Vec<u8>>,
-    /// `cross_set`s with increments not yet taken, in the order they started.
-    cross_sets: Vec<CrossSet>,
-    /// Per (core, counter id): the set behind each increment not yet taken, oldest first.
-    increments: BTreeMap<(u32, u32), VecDeque<u64>>,
+    /// `cross_set`s with increments not yet taken, by sequence number.
+    cross_sets: BTreeMap<u64, CrossSet>,
+    /// Per (core, counter id): the set behind each increment not yet taken, oldest first, and
+    /// how many increments the entry stands for (more than one only past [`CROSS_CAP`]).
+    increments: BTreeMap<(u32, u32), VecDeque<(u64, u32)>>,
 }
 
 /// Contiguous busy cycles of S that are not its own instructions.
@@ -443,7 +451,7 @@ impl<'p, W: Write> Trace<'p, W> {
             stall_names: Vec::new(),
             spare: Vec::new(),
             spare_events: Vec::new(),
-            cross_sets: Vec::new(),
+            cross_sets: BTreeMap::new(),
             increments: BTreeMap::new(),
         };
         t.header(programs.first().copied(), &slots, config);
@@ -516,7 +524,7 @@ impl<'p, W: Write> Trace<'p, W> {
         }
         // cross-core sets none of whose increments was taken
         let sets = std::mem::take(&mut self.cross_sets);
-        for x in sets {
+        for x in sets.into_values() {
             if let Some(e) = x.event {
                 self.begin();
                 self.buf.extend_from_slice(&e);
@@ -777,15 +785,16 @@ impl<'p, W: Write> Trace<'p, W> {
         self.maybe_drain();
     }
 
-    /// Writes a held `cross_set` slice, with a flow out when `flow`.
-    fn write_cross_set(&mut self, i: usize, flow: bool) {
-        let x = &mut self.cross_sets[i];
+    /// Writes the held slice of `cross_set` `seq`, with a flow out when `flow`.
+    fn write_cross_set(&mut self, seq: u64, flow: bool) {
+        let Some(x) = self.cross_sets.get_mut(&seq) else {
+            return;
+        };
         x.written = true;
         let Some(e) = x.event.take() else {
             return;
         };
         x.flowing = flow;
-        let seq = x.seq;
         begin(&mut self.buf, &mut self.events);
         self.buf.extend_from_slice(&e);
         if flow {
@@ -1008,27 +1017,39 @@ impl<W: Write> Observer for Trace<'_, W> {
                 // signals in (cycle, seq) order, and every set has the same latency)
                 let last = sets
                     .iter()
-                    .filter_map(|&s| self.cross_sets.iter().find(|x| x.seq == s))
-                    .max_by_key(|x| (x.start, x.seq))
-                    .map(|x| x.seq)
+                    .filter_map(|s| self.cross_sets.get(s).map(|x| (x.start, *s)))
+                    .max()
+                    .map(|(_, s)| s)
                     .or_else(|| sets.iter().copied().max());
                 let Some(last) = last else {
                     return;
                 };
                 // the others released nothing themselves: written as they are, no arrow
                 for &s in sets.iter().filter(|&&s| s != last) {
-                    if let Some(i) = self.cross_sets.iter().position(|x| x.seq == s) {
-                        self.write_cross_set(i, false);
-                        self.cross_sets.remove(i);
+                    self.write_cross_set(s, false);
+                    self.cross_sets.remove(&s);
+                }
+                let q = self.increments.entry((core, id)).or_default();
+                if q.len() < CROSS_CAP {
+                    q.push_back((last, 1));
+                    if let Some(x) = self.cross_sets.get_mut(&last) {
+                        x.outstanding += 1;
                     }
+                    return;
                 }
-                if let Some(x) = self.cross_sets.iter_mut().find(|x| x.seq == last) {
-                    x.outstanding += 1;
+                // a runaway counter: its increments past the cap get no arrow
+                match q.back_mut() {
+                    Some((NO_SET, n)) => *n = n.saturating_add(1),
+                    _ => q.push_back((NO_SET, 1)),
                 }
-                self.increments
-                    .entry((core, id))
-                    .or_default()
-                    .push_back(last);
+                if self
+                    .cross_sets
+                    .get(&last)
+                    .is_some_and(|x| x.outstanding == 0)
+                {
+                    self.write_cross_set(last, false);
+                    self.cross_sets.remove(&last);
+                }
             }
             CrossEvent::Take {
                 core,
@@ -1036,27 +1057,30 @@ impl<W: Write> Observer for Trace<'_, W> {
                 cycle,
                 wait_seq,
             } => {
-                let Some(set) = self
-                    .increments
-                    .get_mut(&(core, id))
-                    .and_then(VecDeque::pop_front)
-                else {
+                let Some(q) = self.increments.get_mut(&(core, id)) else {
                     return;
                 };
-                let Some(i) = self.cross_sets.iter().position(|x| x.seq == set) else {
+                let Some(front) = q.front_mut() else {
                     return;
                 };
-                let inside = self.window.clip(cycle, cycle).is_some();
-                if !self.cross_sets[i].written {
-                    self.write_cross_set(i, inside);
+                let set = front.0;
+                front.1 -= 1;
+                if front.1 == 0 {
+                    q.pop_front();
                 }
-                let x = &mut self.cross_sets[i];
+                let inside = self.window.clip(cycle, cycle).is_some();
+                if self.cross_sets.get(&set).is_some_and(|x| !x.written) {
+                    self.write_cross_set(set, inside);
+                }
+                let Some(x) = self.cross_sets.get_mut(&set) else {
+                    return;
+                };
                 if x.flowing && inside {
                     self.flow_in = Some((wait_seq, set));
                 }
                 x.outstanding = x.outstanding.saturating_sub(1);
                 if x.outstanding == 0 {
-                    self.cross_sets.remove(i);
+                    self.cross_sets.remove(&set);
                 }
             }
         }
@@ -1078,14 +1102,16 @@ impl<W: Write> Observer for Trace<'_, W> {
         let Some(vals) = pd.vals else {
             if cross_set {
                 // outside the window, but which set of a signal came last still counts
-                self.cross_sets.push(CrossSet {
+                self.cross_sets.insert(
                     seq,
-                    start: from,
-                    event: None,
-                    outstanding: 0,
-                    flowing: false,
-                    written: true,
-                });
+                    CrossSet {
+                        start: from,
+                        event: None,
+                        outstanding: 0,
+                        flowing: false,
+                        written: true,
+                    },
+                );
             }
             return;
         };
@@ -1149,14 +1175,16 @@ impl<W: Write> Observer for Trace<'_, W> {
         }
         self.spare.push(vals);
         if cross_set {
-            self.cross_sets.push(CrossSet {
+            self.cross_sets.insert(
                 seq,
-                start: from,
-                written: event.is_none(),
-                event,
-                outstanding: 0,
-                flowing: false,
-            });
+                CrossSet {
+                    start: from,
+                    written: event.is_none(),
+                    event,
+                    outstanding: 0,
+                    flowing: false,
+                },
+            );
             return;
         }
         if let Some(key) = set_key {
@@ -1191,5 +1219,62 @@ mod tests {
         assert_eq!(w.clip(9, 9), None);
         assert_eq!(w.clip(20, 20), None);
         assert_eq!(TraceWindow::ALL.clip(0, 0), Some((0, 0)));
+    }
+
+    #[test]
+    fn a_runaway_cross_core_counter_keeps_the_trace_bounded() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "built-in",
+        )
+        .unwrap();
+        let text = "kernel: k\ncore: aiv\nlaunch: { blocks: 2 }\nbody:\n  \
+                    - cross_set: { mode: 0, pipe: s, id: 0 }\n  - cross_wait: { id: 0 }\n";
+        let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
+        let planned =
+            planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
+        let mut t = Trace::new(
+            &program,
+            &program,
+            &planned,
+            &config,
+            TraceWindow::ALL,
+            Vec::new(),
+        );
+        assert_eq!(t.cores.len(), 2);
+        // many more increments than any correct program holds, none taken
+        let n = 3 * CROSS_CAP as u64;
+        for k in 0..n {
+            t.on_cross(&CrossEvent::Signal {
+                core: 1,
+                id: 0,
+                cycle: k,
+                sets: &[k],
+            });
+        }
+        let q = &t.increments[&(1, 0)];
+        assert_eq!(q.len(), CROSS_CAP + 1);
+        assert_eq!(q.back(), Some(&(NO_SET, (n as usize - CROSS_CAP) as u32)));
+        // every take is of a known increment, in order; the late ones draw nothing
+        for k in 0..n {
+            t.on_cross(&CrossEvent::Take {
+                core: 1,
+                id: 0,
+                cycle: n + k,
+                wait_seq: n + k,
+            });
+        }
+        assert!(t.increments[&(1, 0)].is_empty());
+        assert!(t.cross_sets.is_empty());
+        let out = t.finish().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let names: Vec<&str> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["block 0 aiv 0", "block 1 aiv 0"]);
     }
 }
