@@ -548,8 +548,9 @@ fn find_core(
 }
 
 /// `run` of a launch of more than one core (many blocks, or a mixed kernel): every part
-/// planned and synchronised on its own, all cores in one run. The trace, the profile, the HTML
-/// page and `--level best` are one-core views today, refused here.
+/// planned and synchronised on its own, all cores in one run. The trace has a process per
+/// core, the profile sums over the cores; the HTML page and `--level best` are one-core
+/// views, refused here.
 #[allow(clippy::too_many_arguments)]
 fn run_launch(
     config: &Config,
@@ -563,25 +564,108 @@ fn run_launch(
     src: &input::Source,
 ) -> Result<(), Exit> {
     let refused = [
-        (views.trace.is_some(), "--trace"),
-        (views.profile, "--profile"),
-        (views.html.is_some(), "--html"),
-        (args.level == LevelArg::Best, "--level best"),
+        (
+            views.html.is_some(),
+            "--html",
+            "the HTML page shows one core's run",
+        ),
+        (
+            args.level == LevelArg::Best,
+            "--level best",
+            "--level best compares one core's runs level by level",
+        ),
     ];
-    if let Some((_, flag)) = refused.iter().find(|(on, _)| *on) {
+    if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
+        // a mixed kernel has a cube and a vector core in every block
+        let one = if kernel.is_mixed() {
+            ""
+        } else {
+            "run it with --blocks 1, or "
+        };
         return Err(Exit::input(format!(
-            "{flag}: {} launches more than one core, and {flag} shows one core's run; \
-             run it with --blocks 1 (a single-type kernel), or drop {flag}",
+            "{flag}: {} launches more than one core, and {why}; {one}drop {flag} \
+             (--trace and --profile show every core of a launch)",
             src.name
         )));
     }
     let opts = args.pipeline(run_args, VALIDATE);
-    let sim = pipeline::simulate_kernel(kernel, config, &opts)
-        .map_err(|f| failed(&f, kernel.first(), config, src, ""))?;
-    let mut report: reports::Run = (&sim).into();
+    let mut prepared = Vec::with_capacity(kernel.parts.len());
+    for part in &kernel.parts {
+        // a part that cannot be planned is reported against its own ops
+        let p = pipeline::prepare(part, config, &opts)
+            .map_err(|f| failed(&f, part, config, src, ""))?;
+        prepared.push(p);
+    }
+    let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
+    if views.trace.is_none() && !views.profile {
+        // no observer beside the race checker: the run pays for nothing it does not show
+        let sim = pipeline::run_prepared_kernel(prepared, config, &opts, &mut ())
+            .map_err(|f| failed(&f))?;
+        return report_launch(config, &sim, core, None, format, out, src);
+    }
+    let mut file = views
+        .trace
+        .as_deref()
+        .map(output::StreamFile::create)
+        .transpose()?;
+    let window = views.trace_window.unwrap_or(reports::TraceWindow::ALL);
+    // the views name the ops of the programs that run, which the run consumes: copies
+    let ran: Vec<Program> = prepared.iter().map(|p| p.program.clone()).collect();
+    let ran_parts: Vec<&Program> = ran.iter().collect();
+    let profiler = views
+        .profile
+        .then(|| reports::Profiler::for_launch(&ran_parts, config));
+    let (sim, written, profiler) = std::thread::scope(|scope| {
+        // the trace is formatted and written on a thread of its own, beside the run
+        let trace = file.as_mut().map(|f| {
+            let parts: Vec<reports::TracePart> = kernel
+                .parts
+                .iter()
+                .zip(&ran)
+                .zip(&prepared)
+                .map(|((original, program), p)| reports::TracePart {
+                    original,
+                    program,
+                    planned: &p.planned,
+                })
+                .collect();
+            let t = reports::Trace::for_launch(&parts, config, window, f.writer());
+            reports::Background::spawn(scope, t)
+        });
+        let mut observers = (trace, profiler);
+        let sim = pipeline::run_prepared_kernel(prepared, config, &opts, &mut observers);
+        let (trace, profiler) = observers;
+        let written = trace.map(|bg| bg.finish().finish().map(|_| ()));
+        (sim, written, profiler)
+    });
+    let sim = sim.map_err(|f| failed(&f))?;
+    if let Some(Err(e)) = written {
+        let path = views.trace.as_deref().expect("a trace has a file");
+        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
+    }
+    if let Some(f) = file {
+        f.commit()?;
+    }
+    let rows = profiler.map(|p| p.rows_of(&ran_parts));
+    report_launch(config, &sim, core, rows.as_deref(), format, out, src)
+}
+
+/// Prints a launch's report (with `--core`'s detail and the profile rows, if any) and its
+/// problems.
+fn report_launch(
+    config: &Config,
+    sim: &Simulation,
+    core: Option<usize>,
+    profile: Option<&[reports::ProfileRow]>,
+    format: RunFormat,
+    out: Option<&Path>,
+    src: &input::Source,
+) -> Result<(), Exit> {
+    let mut report: reports::Run = sim.into();
     report.core = core;
+    report.profile = profile;
     output::emit(out, &format.render(config, &report))?;
-    let n = report_problems(&sim, "");
+    let n = report_problems(sim, "");
     if n > 0 {
         err_line!(
             "error: {}: the run found {n} problem{}; see the report",

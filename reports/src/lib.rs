@@ -80,7 +80,7 @@ pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
 };
-pub use trace::{live_bytes, Trace, TraceWindow};
+pub use trace::{live_bytes, Trace, TracePart, TraceWindow};
 
 /// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare
 /// entry, check): the value of their first key, `schema`. It changes when a change could break a

@@ -5,16 +5,23 @@
 //!
 //! Built from the engine's spans ([`sim::engine::Span`]), so its figures reconcile exactly
 //! with the run report: over all rows, busy + issue = the pipes' busy cycles added up, and the
-//! stalls add up to the pipes' stalls, cause by cause.
+//! stalls add up to the pipes' stalls, cause by cause. In a launch of many cores an op's row
+//! sums what every core that runs it did (a mixed kernel's two parts have ops of their own,
+//! their paths prefixed `aic.` / `aiv.`), so the rows add up to the pipes of every core.
 
 use serde_json::{json, Map, Value};
 use sim::engine::{Activity, Issue, Observer, Span, Stall};
 use sim::program::{OpKind, Program};
-use sim::{OpId, Pipe};
+use sim::{Config, OpId, Pipe};
 
 /// Collects the profile while the engine runs: dense per-op counters, no strings.
 #[derive(Clone, Debug)]
 pub struct Profiler {
+    /// The part each core of the launch runs (empty: every core runs part 0).
+    part_of: Vec<u32>,
+    /// Per part, the index of its first op in the counters below (parts' ops one after the
+    /// other).
+    base: Vec<usize>,
     count: Vec<u64>,
     busy: Vec<u64>,
     issue: Vec<u64>,
@@ -24,29 +31,71 @@ pub struct Profiler {
 }
 
 impl Profiler {
+    /// A profile of a run of `program` (every core of its launch runs it).
     pub fn new(program: &Program) -> Profiler {
-        let n = program.ops.len();
+        Profiler::of_parts(&[program], Vec::new())
+    }
+
+    /// A profile of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// parts, in order), the cores as [`sim::launch::slots`] numbers them.
+    pub fn for_launch(parts: &[&Program], config: &Config) -> Profiler {
+        let part_of = sim::launch::slots(parts, config)
+            .iter()
+            .map(|s| s.part)
+            .collect();
+        Profiler::of_parts(parts, part_of)
+    }
+
+    fn of_parts(parts: &[&Program], part_of: Vec<u32>) -> Profiler {
+        let mut base = Vec::with_capacity(parts.len());
+        let mut n = 0;
+        for p in parts {
+            base.push(n);
+            n += p.ops.len();
+        }
         Profiler {
+            part_of,
+            base,
             count: vec![0; n],
             busy: vec![0; n],
             issue: vec![0; n],
             stalls: vec![Vec::new(); n],
-            macro_op: program
-                .ops
+            macro_op: parts
                 .iter()
+                .flat_map(|p| p.ops.iter())
                 .map(|op| matches!(op.kind, OpKind::MmadL1(_)))
                 .collect(),
         }
     }
 
+    /// The counters' index of `op` of the part core `core` runs.
+    #[inline(always)]
+    fn at(&self, core: u32, op: OpId) -> usize {
+        let part = self.part_of.get(core as usize).map_or(0, |&p| p as usize);
+        self.base.get(part).copied().unwrap_or(0) + op.index()
+    }
+
     /// The rows of ops that ran or cost anything, most expensive first (ties in program
     /// order).
     pub fn rows(&self, program: &Program) -> Vec<ProfileRow> {
-        let mut rows: Vec<ProfileRow> = (0..self.count.len())
-            .filter(|&i| self.count[i] > 0 || self.busy[i] > 0 || !self.stalls[i].is_empty())
-            .map(|i| {
-                let op = program.op(OpId(i as u32));
-                let mut stalls = self.stalls[i].clone();
+        self.rows_of(&[program])
+    }
+
+    /// [`Profiler::rows`] of a launch of `parts` (as given to [`Profiler::for_launch`]):
+    /// ties in part order, then program order.
+    pub fn rows_of(&self, parts: &[&Program]) -> Vec<ProfileRow> {
+        let mut rows = Vec::new();
+        for (part, program) in parts.iter().enumerate() {
+            let base = self.base.get(part).copied().unwrap_or(0);
+            for (i, op) in program.ops.iter().enumerate() {
+                let k = base + i;
+                if k >= self.count.len() {
+                    break;
+                }
+                if self.count[k] == 0 && self.busy[k] == 0 && self.stalls[k].is_empty() {
+                    continue;
+                }
+                let mut stalls = self.stalls[k].clone();
                 stalls.sort();
                 // a flag names its pipes; an inserted op's path already starts with its kind
                 let kind = match &op.kind {
@@ -61,20 +110,26 @@ impl Profiler {
                     Some(rest) => format!("{kind}{rest}"),
                     None => format!("{kind} {}", op.path),
                 };
-                ProfileRow {
+                rows.push(ProfileRow {
+                    part: part as u32,
                     op: OpId(i as u32),
                     label,
                     path: op.path.clone(),
                     kind: op.kind.name(),
                     pipe: op.pipe.unwrap_or(Pipe::S),
-                    count: self.count[i],
-                    busy: self.busy[i],
-                    issue: self.issue[i],
+                    count: self.count[k],
+                    busy: self.busy[k],
+                    issue: self.issue[k],
                     stalls,
-                }
-            })
-            .collect();
-        rows.sort_by(|a, b| b.cost().cmp(&a.cost()).then(a.op.cmp(&b.op)));
+                });
+            }
+        }
+        rows.sort_by(|a, b| {
+            b.cost()
+                .cmp(&a.cost())
+                .then(a.part.cmp(&b.part))
+                .then(a.op.cmp(&b.op))
+        });
         rows
     }
 }
@@ -82,7 +137,7 @@ impl Profiler {
 impl Observer for Profiler {
     #[inline]
     fn on_issue(&mut self, issue: &Issue<'_>) {
-        let i = issue.op.index();
+        let i = self.at(issue.core, issue.op);
         if !(self.macro_op[i] && issue.pipe == Pipe::Mte1) {
             self.count[i] += 1;
         }
@@ -90,7 +145,7 @@ impl Observer for Profiler {
 
     #[inline]
     fn on_span(&mut self, span: &Span) {
-        let i = span.op.index();
+        let i = self.at(span.core, span.op);
         let len = span.to - span.from;
         match span.what {
             Activity::Work => self.busy[i] += len,
@@ -113,6 +168,10 @@ impl Observer for Profiler {
 /// One static op's figures.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileRow {
+    /// The part of the kernel the op is in (0 for a single-type kernel; 0 = `aic`, 1 = `aiv`
+    /// in a mixed one).
+    pub part: u32,
+    /// The op, in its part's program.
     pub op: OpId,
     /// How the text table names it: `vadd body[2]`, `set_flag V->MTE2 (inserted after ...)`.
     pub label: String,
@@ -122,7 +181,8 @@ pub struct ProfileRow {
     /// The pipe that executes it (S for scalar and control ops; `mmad_l1` is M, with its
     /// MTE1 staging in `busy` too).
     pub pipe: Pipe,
-    /// Dynamic executions (loop iterations for a loop, evaluations for an `if`).
+    /// Dynamic executions (loop iterations for a loop, evaluations for an `if`), summed over
+    /// the cores that run it.
     pub count: u64,
     /// Cycles its pipe was busy with it (S's loop or branch cycles for control ops).
     pub busy: u64,
@@ -169,9 +229,11 @@ pub fn profile_json(rows: &[ProfileRow]) -> Value {
     )
 }
 
-/// The profile as a text table (the `limit` most expensive rows; 0: all), with the total
-/// of the run for the percentages.
-pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> String {
+/// The profile as a text table (the `limit` most expensive rows; 0: all). Percentages are of
+/// the cycles of the run's `cores` cores: `cores` × the run's `total_cycles` (a row of a
+/// launch sums over its cores).
+pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, cores: usize, limit: usize) -> String {
+    let all = total_cycles.saturating_mul(cores.max(1) as u64);
     let shown = if limit == 0 {
         rows.len()
     } else {
@@ -197,7 +259,7 @@ pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> Str
             .map(|(s, c)| format!("{s} {c}"))
             .unwrap_or_else(|| "-".into());
         t.row(vec![
-            format!("{} ({}%)", r.cost(), crate::percent(r.cost(), total_cycles)),
+            format!("{} ({}%)", r.cost(), crate::percent(r.cost(), all)),
             r.busy.to_string(),
             r.issue.to_string(),
             r.stalled().to_string(),
@@ -207,10 +269,17 @@ pub fn profile_text(rows: &[ProfileRow], total_cycles: u64, limit: usize) -> Str
             top,
         ]);
     }
-    let mut out = format!(
-        "profile: {} ops, most expensive first (cost = busy + issue + stalled, cycles; % of the run)\n",
-        rows.len()
-    );
+    let mut out = if cores > 1 {
+        format!(
+            "profile: {} ops, most expensive first (cost = busy + issue + stalled, cycles summed over the launch's {cores} cores; % of {cores} x the run)\n",
+            rows.len()
+        )
+    } else {
+        format!(
+            "profile: {} ops, most expensive first (cost = busy + issue + stalled, cycles; % of the run)\n",
+            rows.len()
+        )
+    };
     out.push_str(&t.render("  "));
     if shown < rows.len() {
         out.push_str(&format!(

@@ -464,7 +464,7 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     }
     if let Some(rows) = run.profile {
         out.push('\n');
-        out.push_str(&crate::profile_text(rows, total, 0));
+        out.push_str(&crate::profile_text(rows, total, launch.cores.len(), 0));
     }
     out
 }

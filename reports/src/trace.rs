@@ -1,31 +1,46 @@
 //! The timeline (`run --trace FILE`): Chrome trace event JSON, streamed by an observer while
 //! the engine runs, so memory does not grow with the run (docs/trace.md).
 //!
-//! One process per core (`block 0 aiv 0`), one thread per pipe in [`Pipe`] order with its
-//! report name; an `X` slice per instruction on its pipe covering its work (`[start, start +
-//! work)`: flags and barriers have none and are zero-length), S's contiguous issue / loop /
-//! branch cycles as one `scalar` slice, every stall as an `X` slice of category `stall` named
-//! by its cause, a flow (v2: `bind_id` + `flow_out` / `flow_in` on the two slices) from each
-//! `set_flag` to the `wait_flag` that consumed its flag, and a counter per on-chip scope of the
-//! bytes the plan holds live at the op S is at. One cycle is one microsecond of `ts`; the clock
-//! is in the metadata. A window `[A, B)` keeps what overlaps it, clipped to it (the real cycles
-//! stay in the args).
+//! One process per core of the launch, named as the reports name it (`block 3 aiv 1`,
+//! [`sim::launch::name`]; pid = the core's index in [`sim::launch::slots`] order), one thread
+//! per pipe in [`Pipe`] order with its report name; an `X` slice per instruction on its pipe
+//! covering its work (`[start, start + work)`: flags and barriers have none and are
+//! zero-length), S's contiguous issue / loop / branch cycles as one `scalar` slice, every stall
+//! as an `X` slice of category `stall` named by its cause, a flow (v2: `bind_id` + `flow_out` /
+//! `flow_in` on the two slices) from each `set_flag` to the `wait_flag` that consumed its flag
+//! and from a `cross_set` to each `cross_wait` that took an increment it released, and a
+//! counter per on-chip scope per core of the bytes the plan holds live at the op that core's S
+//! is at. One cycle is one microsecond of `ts`; the clock is in the metadata. A window
+//! `[A, B)` keeps what overlaps it, clipped to it (the real cycles stay in the args).
 //!
 //! The slices of a pipe are exactly the spans the engine accounts ([`sim::engine::Span`]):
-//! per pipe, slice durations of category `op`/`scalar` add up to `busy` and of category
-//! `stall` to the stalls (without a window). A `set_flag` slice is held back until its flag is
-//! consumed, so the flow can be attached to it; everything else is written as it happens.
+//! per core and pipe, slice durations of category `op`/`scalar` add up to `busy` and of
+//! category `stall` to the stalls (without a window). A `set_flag` slice is held back until
+//! its flag is consumed, and a `cross_set` slice until an increment it released is taken, so
+//! the flow can be attached to it; everything else is written as it happens.
+//!
+//! **Which `cross_set` a `cross_wait` comes from.** The engine's counters are FIFO: a
+//! `cross_wait` of counter `id` on core `c` takes the oldest increment of that counter
+//! ([`CrossEvent::Take`]), and every increment was made by one signal ([`CrossEvent::Signal`]),
+//! which names the sets it gathered (one for a cube core's mode-2 set; every setter's for
+//! modes 0 and 1 and for the vector cores' mode-2 sets). The arrow comes from the set that
+//! completed the signal: the last of its sets to fire (the latest start; among sets that fired
+//! in the same cycle, the latest issued, the order in which the engine delivers them), the one
+//! the wait actually waited for. So there is exactly one arrow per take, and a set that
+//! released several counters (a cube core's mode-2 set, a mode-0 barrier) has one arrow to
+//! each wait that took them; the other sets of a gathered signal have none.
 //!
 //! Writing is the only IO here, into the writer the caller gives; the first write error is
 //! kept and returned by [`Trace::finish`].
 
-use planner::liveness::OpPos;
-use planner::Planned;
-use sim::engine::{Activity, Issue, Observer, Release, Span, Stall};
+use planner::liveness::{Interval, OpPos};
+use planner::{PlacedBy, Planned};
+use sim::engine::{Activity, CrossEvent, Issue, Observer, Release, Span, Stall};
 use sim::footprint::{Bases, Footprint};
+use sim::launch::Slot;
 use sim::program::{ForLoop, OpKind, Program, Ref};
 use sim::{BufferId, Config, Pipe, Space};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Write};
 
 const NP: usize = Pipe::COUNT;
@@ -85,11 +100,24 @@ struct OpInfo<'p> {
     pos: Option<usize>,
     /// `(src, dst)` of a `set_flag` / `wait_flag`, and whether it is the set.
     flag: Option<(Pipe, Pipe, bool)>,
+    /// A `cross_set`: its slice is held until an increment it released is taken.
+    cross_set: bool,
     /// Whether an operand's range depends on loop variables.
     dynamic: bool,
     /// A move (load, store, copy, fixpipe): its `bytes` are its destination's, operand 1, as
     /// the engine charges it; other ops report their largest operand.
     is_move: bool,
+}
+
+/// What is static about one part of the kernel (one program): its ops, where its buffers'
+/// slots are, and its live-bytes table.
+struct PartInfo<'p> {
+    ops: Vec<OpInfo<'p>>,
+    offsets: Vec<Vec<u64>>,
+    /// Live bytes per position, `scopes.len()` values per position.
+    live: Vec<u64>,
+    /// The scopes with a counter.
+    scopes: Vec<Space>,
 }
 
 /// An instruction S sent that has not started yet.
@@ -110,8 +138,88 @@ struct Held {
     event: Option<Vec<u8>>,
 }
 
+/// A `cross_set` whose increments are not all taken yet (by its sequence number).
+struct CrossSet {
+    /// The cycle it fired (its start): which set of a gathered signal came last.
+    start: u64,
+    /// Its rendered slice without its closing brace until it is written; `None` outside the
+    /// window or once written.
+    event: Option<Vec<u8>>,
+    /// Increments of signals it completed that no `cross_wait` has taken yet.
+    outstanding: u32,
+    /// Whether its slice was written with a flow out (its later takes get a flow in).
+    flowing: bool,
+    /// Whether its slice has been written (or there is none to write).
+    written: bool,
+}
+
+/// What the trace follows on one core of the launch.
+struct CoreTrace {
+    /// The part of the kernel it runs.
+    part: usize,
+    pending: [VecDeque<Pending>; NP],
+    /// The work span of each pipe's instruction about to start.
+    work: [(u64, u64); NP],
+    /// The instruction of that span (`None` once started).
+    work_seq: [Option<u64>; NP],
+    /// Earlier chunks of that instruction (an `mmad_l1` part), each written as a slice.
+    chunks: [u32; NP],
+    held: Vec<Held>,
+    /// `{"ph":"C","pid":K,"name":"ub live bytes","ts":` per scope of its part.
+    counter_heads: Vec<Vec<u8>>,
+    current: Vec<u64>,
+    counters_started: bool,
+    /// S's current run of contiguous issue / loop / branch cycles, written as one slice.
+    s_run: Option<SRun>,
+}
+
+impl CoreTrace {
+    fn new(pid: usize, part: usize, scopes: &[Space]) -> CoreTrace {
+        CoreTrace {
+            part,
+            pending: Default::default(),
+            work: [(0, 0); NP],
+            work_seq: [None; NP],
+            chunks: [0; NP],
+            held: Vec::new(),
+            counter_heads: scopes
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{{\"ph\":\"C\",\"pid\":{pid},\"name\":\"{} live bytes\",\"ts\":",
+                        s.yaml_name()
+                    )
+                    .into_bytes()
+                })
+                .collect(),
+            current: vec![0; scopes.len()],
+            counters_started: false,
+            s_run: None,
+        }
+    }
+}
+
+/// One part of a kernel, as [`Trace::for_launch`] reads it.
+#[derive(Clone, Copy)]
+pub struct TracePart<'a, 'p> {
+    /// The part as loaded: the program whose op positions the plan's lifetimes use.
+    pub original: &'a Program,
+    /// The part that runs (the synchronised one).
+    pub program: &'p Program,
+    /// Its plan.
+    pub planned: &'a Planned,
+}
+
 /// Bytes buffered before they are handed to the writer (small enough to stay in cache).
 const CHUNK: usize = 1 << 16;
+
+/// Untaken increments of one cross-core counter whose sets are remembered. A correct program
+/// holds at most `cross_core.max_pending` (the run reports more as an overflow); past this,
+/// increments get no arrow, so a runaway producer does not make the trace's memory grow.
+const CROSS_CAP: usize = 1 << 10;
+
+/// The set of increments past [`CROSS_CAP`]: none, no arrow.
+const NO_SET: u64 = u64::MAX;
 
 /// The observer that writes the trace.
 pub struct Trace<'p, W: Write> {
@@ -119,28 +227,24 @@ pub struct Trace<'p, W: Write> {
     error: Option<io::Error>,
     buf: Vec<u8>,
     window: TraceWindow,
-    ops: Vec<OpInfo<'p>>,
-    offsets: Vec<Vec<u64>>,
-    pending: [VecDeque<Pending>; NP],
-    /// The work span of each pipe's instruction about to start.
-    work: [(u64, u64); NP],
-    held: Vec<Held>,
+    parts: Vec<PartInfo<'p>>,
+    /// Every core of the launch, in [`sim::launch::slots`] order (its index is its pid).
+    cores: Vec<CoreTrace>,
+    /// The core and pipe of the last `Work` span: the instruction the next start is of.
+    last_work: (usize, usize),
     /// `(wait seq, set seq)`: the next start of `wait seq` gets a flow in.
     flow_in: Option<(u64, u64)>,
     events: usize,
-    /// Live bytes per position, `scopes.len()` values per position.
-    live: Vec<u64>,
-    /// `{"ph":"C","pid":0,"name":"ub live bytes","ts":` per scope.
-    counter_heads: Vec<Vec<u8>>,
-    current: Vec<u64>,
-    counters_started: bool,
     /// Stall reasons rendered once: `,"cat":"stall","name":"wait_flag MTE2#0"`.
     stall_names: Vec<(Stall, Vec<u8>)>,
     spare: Vec<Vec<i64>>,
-    /// Rendered `set_flag` slices no longer held, for reuse.
+    /// Rendered held slices no longer held, for reuse.
     spare_events: Vec<Vec<u8>>,
-    /// S's current run of contiguous issue / loop / branch cycles, written as one slice.
-    s_run: Option<SRun>,
+    /// `cross_set`s with increments not yet taken, by sequence number.
+    cross_sets: BTreeMap<u64, CrossSet>,
+    /// Per (core, counter id): the set behind each increment not yet taken, oldest first, and
+    /// how many increments the entry stands for (more than one only past [`CROSS_CAP`]).
+    increments: BTreeMap<(u32, u32), VecDeque<(u64, u32)>>,
 }
 
 /// Contiguous busy cycles of S that are not its own instructions.
@@ -160,18 +264,19 @@ fn num(buf: &mut Vec<u8>, n: impl itoa::Integer) {
     buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
-impl<'p, W: Write> Trace<'p, W> {
-    /// A trace of `program` (the program that runs: the synchronised one), planned by
-    /// `planned` for `original` (the program as loaded, whose op positions the plan's
-    /// lifetimes use), written to `out`.
-    pub fn new(
-        original: &Program,
-        program: &'p Program,
-        planned: &Planned,
-        config: &Config,
-        window: TraceWindow,
-        out: W,
-    ) -> Trace<'p, W> {
+/// Starts an event: the separator from the previous one.
+#[inline(always)]
+fn begin(buf: &mut Vec<u8>, events: &mut usize) {
+    if *events > 0 {
+        buf.extend_from_slice(b",\n");
+    }
+    *events += 1;
+}
+
+impl<'p> PartInfo<'p> {
+    /// What the trace names of `program` (the program that runs: the synchronised one),
+    /// planned by `planned` for `original` (the program as loaded).
+    fn new(original: &Program, program: &'p Program, planned: &Planned) -> PartInfo<'p> {
         let bases = Bases::of(program);
         // inserted sync ops have paths of their own; the others keep the original's
         let by_path: HashMap<&str, usize> = original
@@ -235,6 +340,9 @@ impl<'p, W: Write> Trace<'p, W> {
                         (format!("wait_flag {src}->{dst}"), Some((*src, *dst, false)))
                     }
                     OpKind::Barrier(t) => (format!("barrier {}", barrier_name(t)), None),
+                    OpKind::CrossSet { mode, .. } => {
+                        (format!("cross_set mode {}", mode.number()), None)
+                    }
                     k => (k.name().to_string(), None),
                 };
                 let quoted = json(&name);
@@ -258,6 +366,7 @@ impl<'p, W: Write> Trace<'p, W> {
                     operands,
                     pos,
                     flag,
+                    cross_set: matches!(op.kind, OpKind::CrossSet { .. }),
                 }
             })
             .collect();
@@ -277,77 +386,119 @@ impl<'p, W: Write> Trace<'p, W> {
                 o.clone_from(&b.offsets);
             }
         }
+        PartInfo {
+            ops,
+            offsets,
+            live,
+            scopes,
+        }
+    }
+}
+
+impl<'p, W: Write> Trace<'p, W> {
+    /// A trace of `program` (the program that runs: the synchronised one), planned by
+    /// `planned` for `original` (the program as loaded, whose op positions the plan's
+    /// lifetimes use), written to `out`: [`Trace::for_launch`] of one part.
+    pub fn new(
+        original: &Program,
+        program: &'p Program,
+        planned: &Planned,
+        config: &Config,
+        window: TraceWindow,
+        out: W,
+    ) -> Trace<'p, W> {
+        let part = TracePart {
+            original,
+            program,
+            planned,
+        };
+        Trace::for_launch(&[part], config, window, out)
+    }
+
+    /// A trace of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// parts, in order: every core of [`sim::launch::slots`] gets a process), written to
+    /// `out`.
+    pub fn for_launch(
+        parts: &[TracePart<'_, 'p>],
+        config: &Config,
+        window: TraceWindow,
+        out: W,
+    ) -> Trace<'p, W> {
+        let infos: Vec<PartInfo<'p>> = parts
+            .iter()
+            .map(|p| PartInfo::new(p.original, p.program, p.planned))
+            .collect();
+        let programs: Vec<&Program> = parts.iter().map(|p| p.program).collect();
+        let slots = sim::launch::slots(&programs, config);
+        let cores = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| {
+                let part = s.part as usize;
+                infos.get(part).map(|i| CoreTrace::new(k, part, &i.scopes))
+            })
+            .collect();
         let mut t = Trace {
             out,
             error: None,
             buf: Vec::with_capacity(CHUNK + 4096),
             window,
-            ops,
-            offsets,
-            pending: Default::default(),
-            work: [(0, 0); NP],
-            held: Vec::new(),
+            parts: infos,
+            cores,
+            last_work: (0, 0),
             flow_in: None,
             events: 0,
-            live,
-            counter_heads: scopes
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{{\"ph\":\"C\",\"pid\":0,\"name\":\"{} live bytes\",\"ts\":",
-                        s.yaml_name()
-                    )
-                    .into_bytes()
-                })
-                .collect(),
-            current: vec![0; scopes.len()],
-            counters_started: false,
             stall_names: Vec::new(),
             spare: Vec::new(),
             spare_events: Vec::new(),
-            s_run: None,
+            cross_sets: BTreeMap::new(),
+            increments: BTreeMap::new(),
         };
-        t.header(program, config);
+        t.header(programs.first().copied(), &slots, config);
         t
     }
 
-    /// The metadata and the track names and order.
-    fn header(&mut self, program: &Program, config: &Config) {
-        let core = config.core(program.core);
+    /// The metadata and the processes' and tracks' names and order.
+    fn header(&mut self, first: Option<&Program>, slots: &[Slot], config: &Config) {
         let window = if self.window == TraceWindow::ALL {
             "null".to_string()
         } else {
             format!("[{},{}]", self.window.from, self.window.to)
         };
+        let (kernel, label) = first.map_or((String::new(), String::new()), |p| {
+            (p.kernel.clone(), config.core_label(p.core))
+        });
         let head = format!(
             "{{\"metadata\":{{\"generator\":\"npusim\",\"kernel\":{},\"config\":{},\
              \"clock_mhz\":{},\"time_unit\":\"1 us of ts = 1 cycle of the core clock\",\
              \"window\":{window}}},\n\"traceEvents\":[\n",
-            json(&program.kernel),
-            json(&config.core_label(program.core)),
+            json(&kernel),
+            json(&label),
             config.clock_mhz,
         );
         self.buf.extend_from_slice(head.as_bytes());
-        let process = format!("block 0 {} 0", core.name);
-        let mut meta = vec![
-            format!(
-                "{{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
-                json(&process)
-            ),
-            "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":0}}"
-                .to_string(),
-        ];
-        for p in Pipe::ALL.into_iter().filter(|p| core.pipes.contains(p)) {
+        let mut meta = Vec::new();
+        for (k, slot) in slots.iter().enumerate().take(self.cores.len()) {
+            let core = config.core(slot.core);
             meta.push(format!(
-                "{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
-                p.index(),
-                p.report_name()
+                "{{\"ph\":\"M\",\"pid\":{k},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+                json(&sim::launch::name(config, slot))
             ));
             meta.push(format!(
-                "{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{}}}}}",
-                p.index(),
-                p.index()
+                "{{\"ph\":\"M\",\"pid\":{k},\"name\":\"process_sort_index\",\"args\":{{\"sort_index\":{k}}}}}"
             ));
+            for p in Pipe::ALL.into_iter().filter(|p| core.pipes.contains(p)) {
+                meta.push(format!(
+                    "{{\"ph\":\"M\",\"pid\":{k},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
+                    p.index(),
+                    p.report_name()
+                ));
+                meta.push(format!(
+                    "{{\"ph\":\"M\",\"pid\":{k},\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{}}}}}",
+                    p.index(),
+                    p.index()
+                ));
+            }
         }
         for m in meta {
             self.begin();
@@ -357,11 +508,24 @@ impl<'p, W: Write> Trace<'p, W> {
 
     /// Ends the document and hands back the writer, or the first write error.
     pub fn finish(mut self) -> io::Result<W> {
-        self.flush_s_run();
+        for c in 0..self.cores.len() {
+            self.flush_s_run(c);
+        }
         // sets whose flag nobody consumed (or consumed after the run stopped)
-        let held = std::mem::take(&mut self.held);
-        for h in held {
-            if let Some(e) = h.event {
+        for c in 0..self.cores.len() {
+            let held = std::mem::take(&mut self.cores[c].held);
+            for h in held {
+                if let Some(e) = h.event {
+                    self.begin();
+                    self.buf.extend_from_slice(&e);
+                    self.buf.push(b'}');
+                }
+            }
+        }
+        // cross-core sets none of whose increments was taken
+        let sets = std::mem::take(&mut self.cross_sets);
+        for x in sets.into_values() {
+            if let Some(e) = x.event {
                 self.begin();
                 self.buf.extend_from_slice(&e);
                 self.buf.push(b'}');
@@ -386,10 +550,7 @@ impl<'p, W: Write> Trace<'p, W> {
     /// Starts an event: the separator from the previous one.
     #[inline(always)]
     fn begin(&mut self) {
-        if self.events > 0 {
-            self.buf.extend_from_slice(b",\n");
-        }
-        self.events += 1;
+        begin(&mut self.buf, &mut self.events);
     }
 
     /// Hands the buffered bytes to the writer once there is a chunk of them.
@@ -409,38 +570,40 @@ impl<'p, W: Write> Trace<'p, W> {
         self.buf.clear();
     }
 
-    /// The live-bytes counters at cycle `t` when S reaches position `pos`.
-    fn counters(&mut self, pos: usize, t: u64) {
-        let n = self.current.len();
+    /// The live-bytes counters of core `c` at cycle `t` when its S reaches position `pos`.
+    fn counters(&mut self, c: usize, pos: usize, t: u64) {
+        let core = &mut self.cores[c];
+        let live = &self.parts[core.part].live;
+        let n = core.current.len();
         if n == 0 || t >= self.window.to {
             return;
         }
-        let start = !self.counters_started && t >= self.window.from;
+        let start = !core.counters_started && t >= self.window.from;
         for s in 0..n {
-            let v = self.live[pos * n + s];
-            if v == self.current[s] && !start {
+            let v = live.get(pos * n + s).copied().unwrap_or(0);
+            if v == core.current[s] && !start {
                 continue;
             }
-            self.current[s] = v;
+            core.current[s] = v;
             if t >= self.window.from {
-                self.begin();
-                self.buf.extend_from_slice(&self.counter_heads[s]);
+                begin(&mut self.buf, &mut self.events);
+                self.buf.extend_from_slice(&core.counter_heads[s]);
                 num(&mut self.buf, t);
                 self.buf.extend_from_slice(b",\"args\":{\"bytes\":");
                 num(&mut self.buf, v);
                 self.buf.extend_from_slice(b"}}");
             }
         }
-        self.counters_started |= start;
+        core.counters_started |= start;
         self.maybe_drain();
     }
 
     /// What the args of an instruction need from its issue: its loop variables' values and
     /// its operands' slots.
-    fn snapshot(&mut self, issue: &Issue<'_>) -> Vec<i64> {
+    fn snapshot(&mut self, part: usize, issue: &Issue<'_>) -> Vec<i64> {
         let mut v = self.spare.pop().unwrap_or_default();
         v.clear();
-        let info = &self.ops[issue.op.index()];
+        let info = &self.parts[part].ops[issue.op.index()];
         v.extend(info.vars.iter().map(|(_, var)| issue.vars[*var]));
         // exactly one slot per operand, so the variables after them are found
         let n = info.operands.len();
@@ -452,10 +615,11 @@ impl<'p, W: Write> Trace<'p, W> {
         v
     }
 
-    /// Appends the dynamic args of an instruction of `op` (`,"iteration":{..},"operands":
-    /// [..],"bytes":N`) from its snapshot.
-    fn args(&mut self, op: usize, vals: &[i64]) {
-        let info = &self.ops[op];
+    /// Appends the dynamic args of an instruction of `op` of part `part` (`,"iteration":
+    /// {..},"operands":[..],"bytes":N`) from its snapshot.
+    fn args(&mut self, part: usize, op: usize, vals: &[i64]) {
+        let part = &self.parts[part];
+        let info = &part.ops[op];
         let a = &mut self.buf;
         let nv = info.vars.len();
         if nv > 0 {
@@ -490,7 +654,7 @@ impl<'p, W: Write> Trace<'p, W> {
                 let slot = vals.get(nv + k).copied().unwrap_or(0);
                 a.extend_from_slice(b" slot ");
                 num(a, slot);
-                base = self.offsets[b.index()]
+                base = part.offsets[b.index()]
                     .get(slot as usize)
                     .copied()
                     .unwrap_or(0);
@@ -517,11 +681,12 @@ impl<'p, W: Write> Trace<'p, W> {
         num(a, bytes);
     }
 
-    /// `{"ph":"X","pid":0,"tid":P,"ts":A,"dur":D` for `[from, to)` clipped to the window.
+    /// `{"ph":"X","pid":C,"tid":P,"ts":A,"dur":D` for `[from, to)` clipped to the window.
     #[inline(always)]
-    fn slice_head(&mut self, p: usize, a: u64, b: u64) {
-        self.buf
-            .extend_from_slice(b"{\"ph\":\"X\",\"pid\":0,\"tid\":");
+    fn slice_head(&mut self, c: usize, p: usize, a: u64, b: u64) {
+        self.buf.extend_from_slice(b"{\"ph\":\"X\",\"pid\":");
+        num(&mut self.buf, c);
+        self.buf.extend_from_slice(b",\"tid\":");
         num(&mut self.buf, p);
         self.buf.extend_from_slice(b",\"ts\":");
         num(&mut self.buf, a);
@@ -551,18 +716,18 @@ impl<'p, W: Write> Trace<'p, W> {
         }
     }
 
-    /// Writes S's pending run of issue / loop / branch cycles as one `scalar` slice: S sends
-    /// one instruction per `issue_cycles`, so a slice each would double the file for nothing
-    /// a reader looks at.
-    fn flush_s_run(&mut self) {
-        let Some(r) = self.s_run.take() else {
+    /// Writes core `c`'s pending run of S's issue / loop / branch cycles as one `scalar`
+    /// slice: S sends one instruction per `issue_cycles`, so a slice each would double the
+    /// file for nothing a reader looks at.
+    fn flush_s_run(&mut self, c: usize) {
+        let Some(r) = self.cores[c].s_run.take() else {
             return;
         };
         let Some((a, b)) = self.window.clip(r.from, r.to) else {
             return;
         };
         self.begin();
-        self.slice_head(Pipe::S.index(), a, b);
+        self.slice_head(c, Pipe::S.index(), a, b);
         self.buf
             .extend_from_slice(b",\"cat\":\"scalar\",\"name\":\"scalar\",\"args\":{\"sends\":");
         num(&mut self.buf, r.sends);
@@ -571,7 +736,8 @@ impl<'p, W: Write> Trace<'p, W> {
         self.buf.extend_from_slice(b",\"ifs\":");
         num(&mut self.buf, r.branches);
         self.buf.extend_from_slice(b",\"first\":");
-        let first = &self.ops[r.first as usize].stall;
+        let part = self.cores[c].part;
+        let first = &self.parts[part].ops[r.first as usize].stall;
         // `,"args":{"op":"body[2]"` minus its `,"args":{"op":` prefix
         self.buf.extend_from_slice(&first[14..]);
         self.cut(r.from, r.to, a, b);
@@ -581,6 +747,64 @@ impl<'p, W: Write> Trace<'p, W> {
 
     fn flag_key(src: Pipe, dst: Pipe, id: u32) -> usize {
         (src.index() * NP + dst.index()) * 65_536 + id as usize
+    }
+
+    /// The core and pipe whose next instruction to start is `seq`: the last `Work` span's
+    /// (the engine reports an instruction's work just before its start), else any.
+    fn started(&self, seq: u64) -> Option<(usize, usize)> {
+        let is = |c: usize, p: usize| {
+            self.cores[c].pending[p]
+                .front()
+                .is_some_and(|x| x.seq == seq)
+        };
+        let (c, p) = self.last_work;
+        if c < self.cores.len() && is(c, p) {
+            return Some((c, p));
+        }
+        (0..self.cores.len()).find_map(|c| (0..NP).find(|&p| is(c, p)).map(|p| (c, p)))
+    }
+
+    /// Writes chunk `i` (not the last) of an `mmad_l1` part of `op` on core `c`'s pipe `p`,
+    /// `[from, to)`: a slice of its own, the part's stalls between its chunks beside it.
+    fn chunk_slice(&mut self, c: usize, p: usize, op: usize, (from, to): (u64, u64), i: u32) {
+        let Some((a, b)) = self.window.clip(from, to) else {
+            return;
+        };
+        self.begin();
+        self.slice_head(c, p, a, b);
+        let info = &self.parts[self.cores[c].part].ops[op];
+        self.buf.extend_from_slice(&info.name);
+        self.buf.extend_from_slice(&info.op);
+        self.buf.extend_from_slice(b",\"chunk\":");
+        num(&mut self.buf, i);
+        self.buf.extend_from_slice(b",\"start\":");
+        num(&mut self.buf, from);
+        self.buf.extend_from_slice(b",\"end\":");
+        num(&mut self.buf, to);
+        self.buf.extend_from_slice(b"}}");
+        self.maybe_drain();
+    }
+
+    /// Writes the held slice of `cross_set` `seq`, with a flow out when `flow`.
+    fn write_cross_set(&mut self, seq: u64, flow: bool) {
+        let Some(x) = self.cross_sets.get_mut(&seq) else {
+            return;
+        };
+        x.written = true;
+        let Some(e) = x.event.take() else {
+            return;
+        };
+        x.flowing = flow;
+        begin(&mut self.buf, &mut self.events);
+        self.buf.extend_from_slice(&e);
+        if flow {
+            self.buf.extend_from_slice(b",\"bind_id\":\"0x");
+            self.buf.extend_from_slice(format!("{seq:x}").as_bytes());
+            self.buf.extend_from_slice(b"\",\"flow_out\":true");
+        }
+        self.buf.push(b'}');
+        self.spare_events.push(e);
+        self.maybe_drain();
     }
 }
 
@@ -598,24 +822,67 @@ fn barrier_name(t: &sim::program::BarrierTarget) -> String {
 
 /// Per position, the bytes of each scope the plan holds for the storage entries live there
 /// (every slot): the counters' values. Its maximum per scope is the plan's `peak_live`.
+///
+/// Counted as the planner counts: the two buffers of an applied in-place pair are one storage
+/// entry, live over both their lifetimes (so once at the op where one dies and the other is
+/// written), at its slots' bytes.
 pub fn live_bytes(planned: &Planned, scopes: &[Space]) -> Vec<u64> {
     let n = scopes.len();
-    let positions = planned.live.positions;
-    let mut delta = vec![0i128; (positions + 1) * n];
-    for e in &planned.live.entries {
-        let Some(&b) = e.buffers.first() else {
+    let live = &planned.live;
+    let positions = live.positions;
+    let buffer = |b: BufferId| planned.plan.buffers.get(b.index());
+    // liveness entries merged by the applied in-place pairs, as the planner merges them
+    let mut rep: Vec<usize> = (0..live.entries.len()).collect();
+    let find = |rep: &[usize], mut e: usize| {
+        while rep[e] != e {
+            e = rep[e];
+        }
+        e
+    };
+    for &(gen, kill) in &planned.applied {
+        let fixed = |b: BufferId| buffer(b).is_none_or(|bp| bp.placed_by == PlacedBy::Fixed);
+        let (Some(&g), Some(&k)) = (
+            live.entry_of.get(gen.index()),
+            live.entry_of.get(kill.index()),
+        ) else {
             continue;
         };
-        let Some(bp) = planned.plan.buffers.get(b.index()) else {
+        if fixed(gen) || fixed(kill) || g >= rep.len() || k >= rep.len() {
+            continue;
+        }
+        let (g, k) = (find(&rep, g), find(&rep, k));
+        if g != k {
+            rep[g] = k;
+        }
+    }
+    // per merged entry: its scope, its bytes (every slot) and its lifetimes
+    let mut merged: Vec<Option<(usize, u64, Vec<Interval>)>> = vec![None; rep.len()];
+    for (i, e) in live.entries.iter().enumerate() {
+        let Some(bp) = e.buffers.first().and_then(|&b| buffer(b)) else {
             continue;
         };
         let Some(s) = scopes.iter().position(|&s| s == bp.scope) else {
             continue;
         };
-        let bytes = bp.bytes as i128 * bp.offsets.len() as i128;
-        for iv in &e.lifetime {
-            delta[iv.first * n + s] += bytes;
-            delta[(iv.last + 1) * n + s] -= bytes;
+        let bytes = bp.bytes.saturating_mul(bp.offsets.len() as u64);
+        let m = merged[find(&rep, i)].get_or_insert_with(|| (s, 0, Vec::new()));
+        m.1 = m.1.max(bytes);
+        m.2.extend_from_slice(&e.lifetime);
+    }
+    let mut delta = vec![0i128; (positions + 1) * n];
+    for (s, bytes, mut lifetime) in merged.into_iter().flatten() {
+        // the union of the members' lifetimes: a position they share counts once
+        lifetime.sort();
+        let mut union: Vec<Interval> = Vec::new();
+        for iv in lifetime {
+            match union.last_mut() {
+                Some(u) if iv.first <= u.last + 1 => u.last = u.last.max(iv.last),
+                _ => union.push(iv),
+            }
+        }
+        for iv in union.iter().filter(|iv| iv.last < positions) {
+            delta[iv.first * n + s] += i128::from(bytes);
+            delta[(iv.last + 1) * n + s] -= i128::from(bytes);
         }
     }
     let mut live = vec![0u64; positions * n];
@@ -631,11 +898,16 @@ pub fn live_bytes(planned: &Planned, scopes: &[Space]) -> Vec<u64> {
 
 impl<W: Write> Observer for Trace<'_, W> {
     fn on_issue(&mut self, issue: &Issue<'_>) {
-        if let Some(pos) = self.ops[issue.op.index()].pos {
-            self.counters(pos, issue.cycle);
+        let c = issue.core as usize;
+        let Some(core) = self.cores.get(c) else {
+            return;
+        };
+        let part = core.part;
+        if let Some(pos) = self.parts[part].ops[issue.op.index()].pos {
+            self.counters(c, pos, issue.cycle);
         }
-        let vals = (issue.cycle < self.window.to).then(|| self.snapshot(issue));
-        self.pending[issue.pipe.index()].push_back(Pending {
+        let vals = (issue.cycle < self.window.to).then(|| self.snapshot(part, issue));
+        self.cores[c].pending[issue.pipe.index()].push_back(Pending {
             seq: issue.seq,
             op: issue.op.0,
             flag_id: issue.flag_id,
@@ -644,6 +916,10 @@ impl<W: Write> Observer for Trace<'_, W> {
     }
 
     fn on_span(&mut self, span: &Span) {
+        let c = span.core as usize;
+        if c >= self.cores.len() {
+            return;
+        }
         if span.pipe == Pipe::S {
             match span.what {
                 Activity::Issue | Activity::Loop | Activity::Branch => {
@@ -652,7 +928,7 @@ impl<W: Write> Observer for Trace<'_, W> {
                         Activity::Loop => (0, 1, 0),
                         _ => (0, 0, 1),
                     };
-                    match &mut self.s_run {
+                    match &mut self.cores[c].s_run {
                         Some(r) if r.to == span.from => {
                             r.to = span.to;
                             r.sends += s;
@@ -660,8 +936,8 @@ impl<W: Write> Observer for Trace<'_, W> {
                             r.branches += b;
                         }
                         _ => {
-                            self.flush_s_run();
-                            self.s_run = Some(SRun {
+                            self.flush_s_run(c);
+                            self.cores[c].s_run = Some(SRun {
                                 from: span.from,
                                 to: span.to,
                                 first: span.op.0,
@@ -673,11 +949,25 @@ impl<W: Write> Observer for Trace<'_, W> {
                     }
                     return;
                 }
-                _ => self.flush_s_run(),
+                _ => self.flush_s_run(c),
             }
         }
         if span.what == Activity::Work {
-            self.work[span.pipe.index()] = (span.from, span.to);
+            let p = span.pipe.index();
+            let core = &mut self.cores[c];
+            if span.seq.is_some() && core.work_seq[p] == span.seq {
+                // the instruction's work so far was an earlier chunk of an `mmad_l1` part
+                let (from, to) = core.work[p];
+                let i = core.chunks[p];
+                core.chunks[p] += 1;
+                self.chunk_slice(c, p, span.op.index(), (from, to), i);
+            } else {
+                core.chunks[p] = 0;
+            }
+            let core = &mut self.cores[c];
+            core.work[p] = (span.from, span.to);
+            core.work_seq[p] = span.seq;
+            self.last_work = (c, p);
             return;
         }
         let Some((a, b)) = self.window.clip(span.from, span.to) else {
@@ -685,22 +975,26 @@ impl<W: Write> Observer for Trace<'_, W> {
         };
         let op = span.op.index();
         self.begin();
-        self.slice_head(span.pipe.index(), a, b);
+        self.slice_head(c, span.pipe.index(), a, b);
         if let Activity::Stall(reason) = span.what {
             let i = self.stall_name(reason);
             self.buf.extend_from_slice(&self.stall_names[i].1);
         }
-        self.buf.extend_from_slice(&self.ops[op].stall);
+        let part = self.cores[c].part;
+        self.buf.extend_from_slice(&self.parts[part].ops[op].stall);
         self.cut(span.from, span.to, a, b);
         self.buf.extend_from_slice(b"}}");
         self.maybe_drain();
     }
 
     fn on_release(&mut self, release: &Release) {
-        let Some(i) = self.held.iter().position(|h| h.seq == release.set_seq) else {
+        let Some(core) = self.cores.get_mut(release.core as usize) else {
             return;
         };
-        let h = self.held.swap_remove(i);
+        let Some(i) = core.held.iter().position(|h| h.seq == release.set_seq) else {
+            return;
+        };
+        let h = core.held.swap_remove(i);
         if let Some(e) = h.event {
             self.begin();
             self.buf.extend_from_slice(&e);
@@ -716,52 +1010,148 @@ impl<W: Write> Observer for Trace<'_, W> {
         }
     }
 
+    fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        match *event {
+            CrossEvent::Signal { core, id, sets, .. } => {
+                // the set that completed the signal: the last to fire (the engine delivers
+                // signals in (cycle, seq) order, and every set has the same latency)
+                let last = sets
+                    .iter()
+                    .filter_map(|s| self.cross_sets.get(s).map(|x| (x.start, *s)))
+                    .max()
+                    .map(|(_, s)| s)
+                    .or_else(|| sets.iter().copied().max());
+                let Some(last) = last else {
+                    return;
+                };
+                // the others released nothing themselves: written as they are, no arrow
+                for &s in sets.iter().filter(|&&s| s != last) {
+                    self.write_cross_set(s, false);
+                    self.cross_sets.remove(&s);
+                }
+                let q = self.increments.entry((core, id)).or_default();
+                if q.len() < CROSS_CAP {
+                    q.push_back((last, 1));
+                    if let Some(x) = self.cross_sets.get_mut(&last) {
+                        x.outstanding += 1;
+                    }
+                    return;
+                }
+                // a runaway counter: its increments past the cap get no arrow
+                match q.back_mut() {
+                    Some((NO_SET, n)) => *n = n.saturating_add(1),
+                    _ => q.push_back((NO_SET, 1)),
+                }
+                if self
+                    .cross_sets
+                    .get(&last)
+                    .is_some_and(|x| x.outstanding == 0)
+                {
+                    self.write_cross_set(last, false);
+                    self.cross_sets.remove(&last);
+                }
+            }
+            CrossEvent::Take {
+                core,
+                id,
+                cycle,
+                wait_seq,
+            } => {
+                let Some(q) = self.increments.get_mut(&(core, id)) else {
+                    return;
+                };
+                let Some(front) = q.front_mut() else {
+                    return;
+                };
+                let set = front.0;
+                front.1 -= 1;
+                if front.1 == 0 {
+                    q.pop_front();
+                }
+                let inside = self.window.clip(cycle, cycle).is_some();
+                if self.cross_sets.get(&set).is_some_and(|x| !x.written) {
+                    self.write_cross_set(set, inside);
+                }
+                let Some(x) = self.cross_sets.get_mut(&set) else {
+                    return;
+                };
+                if x.flowing && inside {
+                    self.flow_in = Some((wait_seq, set));
+                }
+                x.outstanding = x.outstanding.saturating_sub(1);
+                if x.outstanding == 0 {
+                    self.cross_sets.remove(&set);
+                }
+            }
+        }
+    }
+
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
-        let Some(p) = (0..NP).find(|&p| self.pending[p].front().is_some_and(|x| x.seq == seq))
-        else {
+        let Some((c, p)) = self.started(seq) else {
             return;
         };
-        let pd = self.pending[p].pop_front().expect("found above");
-        let (from, to) = self.work[p];
+        let core = &mut self.cores[c];
+        let pd = core.pending[p].pop_front().expect("found above");
+        let (from, to) = core.work[p];
+        core.work_seq[p] = None;
+        let chunks = core.chunks[p];
+        let part = core.part;
         debug_assert_eq!(from, start);
+        let info = &self.parts[part].ops[pd.op as usize];
+        let cross_set = info.cross_set;
         let Some(vals) = pd.vals else {
+            if cross_set {
+                // outside the window, but which set of a signal came last still counts
+                self.cross_sets.insert(
+                    seq,
+                    CrossSet {
+                        start: from,
+                        event: None,
+                        outstanding: 0,
+                        flowing: false,
+                        written: true,
+                    },
+                );
+            }
             return;
         };
-        let info = &self.ops[pd.op as usize];
         let set_key = match info.flag {
             Some((src, dst, true)) => Some(Self::flag_key(src, dst, pd.flag_id.unwrap_or(0))),
             _ => None,
         };
         let mut event = None;
         if let Some((a, b)) = self.window.clip(from, to) {
-            // a set_flag's slice is held until its wait: rendered apart from the stream
-            let mut held = match set_key {
-                Some(_) => {
-                    let mut v = self.spare_events.pop().unwrap_or_default();
-                    v.clear();
-                    std::mem::swap(&mut v, &mut self.buf);
-                    Some(v)
-                }
-                None => {
-                    self.begin();
-                    None
-                }
+            // a set_flag's or cross_set's slice is held until its wait: rendered apart from
+            // the stream
+            let mut held = if set_key.is_some() || cross_set {
+                let mut v = self.spare_events.pop().unwrap_or_default();
+                v.clear();
+                std::mem::swap(&mut v, &mut self.buf);
+                Some(v)
+            } else {
+                self.begin();
+                None
             };
-            self.slice_head(p, a, b);
-            let info = &self.ops[pd.op as usize];
+            self.slice_head(c, p, a, b);
+            let info = &self.parts[part].ops[pd.op as usize];
             self.buf.extend_from_slice(&info.name);
             if let Some(id) = pd.flag_id {
                 self.buf.extend_from_slice(b" #");
                 num(&mut self.buf, id);
             }
             self.buf.extend_from_slice(&info.op);
-            self.args(pd.op as usize, &vals);
+            self.args(part, pd.op as usize, &vals);
             self.buf.extend_from_slice(b",\"start\":");
             num(&mut self.buf, from);
             self.buf.extend_from_slice(b",\"end\":");
             num(&mut self.buf, to);
             self.buf.extend_from_slice(b",\"complete\":");
             num(&mut self.buf, complete);
+            if chunks > 0 {
+                // the last chunk of an `mmad_l1` part; the earlier ones have slices of their own
+                self.buf.extend_from_slice(b",\"chunks\":");
+                num(&mut self.buf, chunks + 1);
+            }
             self.buf.push(b'}');
             if let Some((w, s)) = self.flow_in {
                 if w == seq {
@@ -784,9 +1174,23 @@ impl<W: Write> Observer for Trace<'_, W> {
             }
         }
         self.spare.push(vals);
+        if cross_set {
+            self.cross_sets.insert(
+                seq,
+                CrossSet {
+                    start: from,
+                    written: event.is_none(),
+                    event,
+                    outstanding: 0,
+                    flowing: false,
+                },
+            );
+            return;
+        }
         if let Some(key) = set_key {
-            if !self.held.iter().any(|h| h.key == key) {
-                self.held.push(Held { seq, key, event });
+            let core = &mut self.cores[c];
+            if !core.held.iter().any(|h| h.key == key) {
+                core.held.push(Held { seq, key, event });
                 return;
             }
             // a second set of a flag still set: the engine ignores it; nothing consumes it
@@ -815,5 +1219,62 @@ mod tests {
         assert_eq!(w.clip(9, 9), None);
         assert_eq!(w.clip(20, 20), None);
         assert_eq!(TraceWindow::ALL.clip(0, 0), Some((0, 0)));
+    }
+
+    #[test]
+    fn a_runaway_cross_core_counter_keeps_the_trace_bounded() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "built-in",
+        )
+        .unwrap();
+        let text = "kernel: k\ncore: aiv\nlaunch: { blocks: 2 }\nbody:\n  \
+                    - cross_set: { mode: 0, pipe: s, id: 0 }\n  - cross_wait: { id: 0 }\n";
+        let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
+        let planned =
+            planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
+        let mut t = Trace::new(
+            &program,
+            &program,
+            &planned,
+            &config,
+            TraceWindow::ALL,
+            Vec::new(),
+        );
+        assert_eq!(t.cores.len(), 2);
+        // many more increments than any correct program holds, none taken
+        let n = 3 * CROSS_CAP as u64;
+        for k in 0..n {
+            t.on_cross(&CrossEvent::Signal {
+                core: 1,
+                id: 0,
+                cycle: k,
+                sets: &[k],
+            });
+        }
+        let q = &t.increments[&(1, 0)];
+        assert_eq!(q.len(), CROSS_CAP + 1);
+        assert_eq!(q.back(), Some(&(NO_SET, (n as usize - CROSS_CAP) as u32)));
+        // every take is of a known increment, in order; the late ones draw nothing
+        for k in 0..n {
+            t.on_cross(&CrossEvent::Take {
+                core: 1,
+                id: 0,
+                cycle: n + k,
+                wait_seq: n + k,
+            });
+        }
+        assert!(t.increments[&(1, 0)].is_empty());
+        assert!(t.cross_sets.is_empty());
+        let out = t.finish().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let names: Vec<&str> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["block 0 aiv 0", "block 1 aiv 0"]);
     }
 }
