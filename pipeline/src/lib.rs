@@ -180,16 +180,112 @@ pub fn simulate_observed<O: Observer>(
 
 /// Plans, synchronises and runs every part of a kernel together: one launch of
 /// `launch.blocks` blocks, with the race checker across its cores when `opts.race_check`.
+/// Each part is planned with [`part_options`].
 pub fn simulate_kernel(
     kernel: &Kernel,
     config: &Config,
     opts: &Options,
 ) -> Result<Simulation, Failure> {
-    let mut parts = Vec::with_capacity(kernel.parts.len());
-    for p in &kernel.parts {
-        parts.push(prepare(p, config, opts)?);
-    }
+    let parts = prepare_kernel(kernel, config, opts).map_err(|e| e.failure)?;
     run_prepared_kernel(parts, config, opts, &mut ())
+}
+
+/// A failure of one part of a kernel: the part (its index in [`Kernel::parts`]: 0 for a
+/// single-type kernel, 0 = `aic` and 1 = `aiv` in a mixed one) whose program the failure's
+/// ids (buffers, ops) belong to, and the failure.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("part {part}: {failure}")]
+pub struct PartFailure {
+    pub part: usize,
+    pub failure: Failure,
+}
+
+/// The options part `part` of `kernel` is planned with: `opts`, except that a mixed kernel's
+/// capacity overrides apply only to the parts whose core has the scope (`--capacity ub=...`
+/// is the vector part's, `--capacity l1=...` the cube part's). A single-type kernel keeps
+/// them all, so that one naming a scope its core lacks is refused ([`plan`]).
+pub fn part_options(kernel: &Kernel, part: usize, config: &Config, opts: &Options) -> Options {
+    let mut o = opts.clone();
+    if kernel.is_mixed() {
+        let core = config.core(kernel.parts[part].core);
+        o.plan
+            .capacities
+            .retain(|(space, _)| core.scope(*space).is_some());
+    }
+    o
+}
+
+/// The capacity overrides of a mixed kernel that name a scope no part's core has, as the
+/// failure of its first part (`NoSuchScope` with the first part's core); `None` when every
+/// override is some part's, or for a single-type kernel ([`plan`] checks those).
+fn missing_scopes(kernel: &Kernel, config: &Config, opts: &Options) -> Option<PartFailure> {
+    if !kernel.is_mixed() {
+        return None;
+    }
+    let missing: Vec<Space> = opts
+        .plan
+        .capacities
+        .iter()
+        .map(|(space, _)| *space)
+        .filter(|space| {
+            kernel
+                .parts
+                .iter()
+                .all(|p| config.core(p.core).scope(*space).is_none())
+        })
+        .collect();
+    (!missing.is_empty()).then(|| PartFailure {
+        part: 0,
+        failure: Failure::NoSuchScope {
+            core: kernel.first().core,
+            scopes: missing,
+        },
+    })
+}
+
+/// Plans and synchronises every part of a kernel, each with [`part_options`], in order: the
+/// first half of [`simulate_kernel`]. The first part that fails stops it, named in the error.
+pub fn prepare_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    opts: &Options,
+) -> Result<Vec<Prepared>, PartFailure> {
+    if let Some(e) = missing_scopes(kernel, config, opts) {
+        return Err(e);
+    }
+    let mut parts = Vec::with_capacity(kernel.parts.len());
+    for (part, p) in kernel.parts.iter().enumerate() {
+        let o = part_options(kernel, part, config, opts);
+        parts.push(prepare(p, config, &o).map_err(|failure| PartFailure { part, failure })?);
+    }
+    Ok(parts)
+}
+
+/// Plans every part of a kernel, each with [`part_options`] (the plan options of `opts`),
+/// and, when `validate`, checks each plan with the validator: what `npusim plan` and `check`
+/// do. The first part that fails stops it, named in the error.
+pub fn plan_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    opts: &PlanOptions,
+    validate: bool,
+) -> Result<Vec<Planned>, PartFailure> {
+    let all = Options {
+        plan: opts.clone(),
+        validate,
+        ..Options::default()
+    };
+    if let Some(e) = missing_scopes(kernel, config, &all) {
+        return Err(e);
+    }
+    let mut out = Vec::with_capacity(kernel.parts.len());
+    for (part, p) in kernel.parts.iter().enumerate() {
+        let o = part_options(kernel, part, config, &all);
+        out.push(
+            plan(p, config, &o.plan, validate).map_err(|failure| PartFailure { part, failure })?,
+        );
+    }
+    Ok(out)
 }
 
 /// Runs prepared parts (a kernel's, in order) as one launch; see [`run_prepared`].
@@ -296,6 +392,9 @@ pub fn run_prepared<O: Observer>(
 #[derive(Clone, Debug)]
 pub struct Level {
     pub level: u8,
+    /// The kernel part an overflow is of (its index in [`Kernel::parts`]); 0 for a level
+    /// that ran, and for a single program.
+    pub part: usize,
     pub outcome: LevelOutcome,
 }
 
@@ -324,7 +423,45 @@ pub fn compare(
             Err(Failure::Overflow(e)) => LevelOutcome::Overflow(e),
             Err(e) => return Err(e),
         };
-        out.push(Level { level, outcome });
+        out.push(Level {
+            level,
+            part: 0,
+            outcome,
+        });
+    }
+    Ok(out)
+}
+
+/// [`compare`] of a kernel: every part planned and synchronised ([`prepare_kernel`]), then
+/// all run together as one launch ([`run_prepared_kernel`]), once per level. An overflow of
+/// any part is that level's outcome (with the part); any other failure stops the comparison.
+pub fn compare_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    levels: &[u8],
+    opts: &Options,
+) -> Result<Vec<Level>, PartFailure> {
+    let mut out = Vec::with_capacity(levels.len());
+    for &level in levels {
+        let mut o = opts.clone();
+        o.plan.max_level = level;
+        let (part, outcome) = match prepare_kernel(kernel, config, &o) {
+            Ok(parts) => {
+                let sim = run_prepared_kernel(parts, config, &o, &mut ())
+                    .map_err(|failure| PartFailure { part: 0, failure })?;
+                (0, LevelOutcome::Ran(Box::new(sim)))
+            }
+            Err(PartFailure {
+                part,
+                failure: Failure::Overflow(e),
+            }) => (part, LevelOutcome::Overflow(e)),
+            Err(e) => return Err(e),
+        };
+        out.push(Level {
+            level,
+            part,
+            outcome,
+        });
     }
     Ok(out)
 }
