@@ -67,15 +67,17 @@ mod trace;
 pub use background::Background;
 pub use check_doc::{check_json, diagnostic_json, Check};
 pub use compare::{
-    compare_entry, compare_json, compare_levels, compare_text, reused_buffers, CompareLevel,
-    CompareOutcome,
+    compare_entry, compare_json, compare_levels, compare_text, kernel_compare_text, reused_buffers,
+    CompareLevel, CompareOutcome,
 };
 pub use explain::plan_explain;
 pub use html::{compare_html, run_html, slot_rects, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
-pub use plan_doc::{plan_json, plan_text, plan_yaml};
+pub use plan_doc::{
+    kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
+};
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
-pub use program_yaml::program_yaml;
+pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
