@@ -8,6 +8,7 @@ mod compare_cli;
 mod double_buffers;
 mod hostile;
 mod html_cli;
+mod kernel_cli;
 mod outputs;
 mod pack_cli;
 mod plan_cli;
