@@ -368,3 +368,42 @@ fn run_locates_a_parts_overflow_in_that_part() {
     let line = line_of(MIXED, "dst: wb }");
     assert!(err.contains(&format!("{MIXED}:{line}:7]")), "{err}");
 }
+
+#[test]
+fn a_deadlock_names_each_waiting_core_and_its_parts_op() {
+    // the mixed kernel without its cross_set: the vector cores wait for a tile never announced
+    let text = std::fs::read_to_string(root().join(MIXED)).unwrap();
+    let dead: String = text
+        .lines()
+        .filter(|l| !l.contains("cross_set"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = root().join("target/cli-test-scratch/kernel");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("no_cross_set.yaml");
+    std::fs::write(&file, dead).unwrap();
+    let f = file.to_string_lossy().into_owned();
+    for (command, context) in [("run", ""), ("compare", "level 2: ")] {
+        let mut args = vec![command, f.as_str(), "--blocks", "1"];
+        if command == "compare" {
+            args.extend(["--levels", "2"]);
+        }
+        let o = npusim(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let err = stderr(&o);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("finding: {context}deadlock at cycle ")))
+            .unwrap_or_else(|| panic!("{command}: no deadlock line in\n{err}"));
+        // aiv.body[1] is the vector part's cross_wait; both vector cores of block 0 wait there
+        for core in ["block 0 aiv 0", "block 0 aiv 1"] {
+            assert!(
+                line.contains(&format!(
+                    "{core}: MTE2 waits on cross-core flag #0 (aiv.body[1] cross_wait)"
+                )),
+                "{command}: {line}"
+            );
+        }
+        assert!(!line.contains("aic.body"), "{command}: {line}");
+    }
+}
