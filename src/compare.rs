@@ -1,9 +1,12 @@
-//! `npusim compare`: plan, synchronise and run one program once per reuse level, and print the
-//! levels side by side (`reports::compare_text`) or as a list of run documents.
+//! `npusim compare`: plan, synchronise and run one kernel once per reuse level, and print the
+//! levels side by side (`reports::kernel_compare_text`) or as a list of run documents. A
+//! launch of many cores, or a mixed kernel, runs whole at every level: each part planned and
+//! synchronised on its own, all cores in one run.
 
 use crate::cli::{Input, PlanCommon, RunArgs, RunFormat};
-use crate::{failed, load, output, pretty, report_problems, Exit, VALIDATE};
+use crate::{load, output, part_failed, part_prefix, pretty, report_problems, Exit, VALIDATE};
 use pipeline::LevelOutcome;
+use reports::CompareOutcome;
 use std::path::Path;
 
 pub struct CompareArgs<'a> {
@@ -22,19 +25,35 @@ pub struct CompareArgs<'a> {
 /// a level overflowed or its run found something (hazard, sync finding, deadlock); 2 on bad
 /// input (the first level that hits it stops the comparison).
 pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
-    let (config, program, src) = load(args.input)?;
+    let (config, kernel, src) = load(args.input)?;
+    let parts: Vec<&sim::Program> = kernel.parts.iter().collect();
+    let cores = sim::launch::slots(&parts, &config).len();
+    if args.html.is_some() && cores > 1 {
+        return Err(Exit::input(format!(
+            "--html: {} launches more than one core, and the HTML page shows one core's runs; \
+             compare it with --blocks 1 (a single-type kernel), or drop --html",
+            src.name
+        )));
+    }
     let opts = args.plan.at_level(2).pipeline(args.run, VALIDATE);
-    let levels = pipeline::compare(&program, &config, args.levels, &opts)
-        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
-    let views = reports::compare_levels(&levels);
+    let levels = pipeline::compare_kernel(&kernel, &config, args.levels, &opts)
+        .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
+    let mut views = reports::compare_levels(&levels);
+    // a mixed kernel's overflow names its part
+    for (view, l) in views.iter_mut().zip(&levels) {
+        if let CompareOutcome::Overflow(message) = &mut view.outcome {
+            message.insert_str(0, &part_prefix(&config, &kernel, l.part));
+        }
+    }
+    let program = kernel.first();
     let text = match args.format {
-        RunFormat::Text => reports::compare_text(&program, &config, &views),
-        RunFormat::Json => pretty(&reports::compare_json(&program, &config, &views)),
+        RunFormat::Text => reports::kernel_compare_text(&parts, &config, &views),
+        RunFormat::Json => pretty(&reports::compare_json(program, &config, &views)),
     };
 
     let page = args
         .html
-        .map(|_| reports::compare_html(&program, &config, &views));
+        .map(|_| reports::compare_html(program, &config, &views));
 
     // the comparison is complete even when a level overflowed or found problems, and it is
     // where they are shown: write it, then list the problems on stderr
@@ -46,9 +65,12 @@ pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
     let mut bad_levels = Vec::new();
     for l in &levels {
         let n = match &l.outcome {
-            LevelOutcome::Ran(sim) => report_problems(sim, &format!("level {}: ", l.level)),
+            LevelOutcome::Ran(sim) => {
+                report_problems(&config, sim, &format!("level {}: ", l.level))
+            }
             LevelOutcome::Overflow(e) => {
-                err_line!("error: {}: level {}: {e}", src.name, l.level);
+                let part = part_prefix(&config, &kernel, l.part);
+                err_line!("error: {}: level {}: {part}{e}", src.name, l.level);
                 1
             }
         };

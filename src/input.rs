@@ -4,7 +4,7 @@
 use crate::Exit;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use sim::diag::{did_you_mean, Severity};
-use sim::{Config, Diagnostic, LoadError, Program};
+use sim::{Config, Diagnostic, LoadError};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -168,20 +168,6 @@ pub fn config_source(arg: &str) -> Result<Source, Rejected> {
 pub fn load_config(arg: &str) -> Result<Config, Rejected> {
     let source = config_source(arg)?;
     sim::load_config(&source.text, &source.name).map_err(|error| Rejected::Load { error, source })
-}
-
-/// Loads and validates the program at `path` against `config`.
-pub fn load_program(
-    path: &Path,
-    config: &Config,
-    params: &[(String, i64)],
-    blocks: Option<u32>,
-) -> Result<(Program, Source), Rejected> {
-    let source = read(path, "program")?;
-    match sim::load::load_launched(&source.text, &source.name, config, params, blocks) {
-        Ok(p) => Ok((p, source)),
-        Err(error) => Err(Rejected::Load { error, source }),
-    }
 }
 
 /// Reads and loads a kernel: a single-type program, or a mixed kernel's parts.

@@ -35,7 +35,7 @@ use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunForma
 use input::Rejected;
 use pipeline::{Failure, Simulation};
 use reports::table::{Align, Table};
-use sim::{Config, Diagnostic, Program, RunError};
+use sim::{Config, Diagnostic, Kernel, Program, RunError};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -136,15 +136,119 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(input: &Input) -> Result<(Config, Program, input::Source), Exit> {
+fn load(input: &Input) -> Result<(Config, Kernel, input::Source), Exit> {
     try_load(input).map_err(|r| r.report())
 }
 
-/// The config, then the program: the first that cannot be read or loaded stops it.
-fn try_load(input: &Input) -> Result<(Config, Program, input::Source), Rejected> {
+/// The config, then the kernel (a single-type program, or a mixed kernel's parts): the first
+/// that cannot be read or loaded stops it.
+fn try_load(input: &Input) -> Result<(Config, Kernel, input::Source), Rejected> {
     let config = input::load_config(&input.config)?;
-    let (program, src) = input::load_program(&input.program, &config, &input.params, input.blocks)?;
-    Ok((config, program, src))
+    let (kernel, src) = input::load_kernel(&input.program, &config, &input.params, input.blocks)?;
+    Ok((config, kernel, src))
+}
+
+/// How messages name part `part` of `kernel`: `aiv: ` in a mixed kernel, nothing in a
+/// single-type one.
+pub fn part_prefix(config: &Config, kernel: &Kernel, part: usize) -> String {
+    if kernel.is_mixed() {
+        format!("{}: ", config.core(kernel.parts[part].core).name)
+    } else {
+        String::new()
+    }
+}
+
+/// Every part of `kernel` with its plan, as the plan documents read them.
+pub fn plan_parts<'a>(
+    config: &'a Config,
+    kernel: &'a Kernel,
+    planned: &'a [planner::Planned],
+) -> Vec<reports::PlanPart<'a>> {
+    kernel
+        .parts
+        .iter()
+        .zip(planned)
+        .map(|(program, p)| reports::PlanPart {
+            core: &config.core(program.core).name,
+            program,
+            plan: &p.plan,
+        })
+        .collect()
+}
+
+/// [`failed`] for a failure of one part of a kernel: located in that part's program, with
+/// the part named (`aiv: `) after `context` in a mixed kernel.
+pub fn part_failed(
+    e: &pipeline::PartFailure,
+    kernel: &Kernel,
+    config: &Config,
+    src: &input::Source,
+    context: &str,
+) -> Exit {
+    if let Some(messages) = kernel_no_such_scope(&e.failure, kernel, config) {
+        for message in messages {
+            err_line!("error: {message}");
+        }
+        return Exit(2);
+    }
+    let context = format!("{context}{}", part_prefix(config, kernel, e.part));
+    failed(&e.failure, &kernel.parts[e.part], config, src, &context)
+}
+
+/// [`failure_diagnostics`] for a failure of one part of a kernel (see [`part_failed`]).
+pub fn part_failure_diagnostics(
+    e: &pipeline::PartFailure,
+    kernel: &Kernel,
+    config: &Config,
+    src: &input::Source,
+) -> (Vec<Diagnostic>, u8) {
+    if let Some(messages) = kernel_no_such_scope(&e.failure, kernel, config) {
+        let problems = messages
+            .into_iter()
+            .map(|m| Diagnostic::error("", "", m))
+            .collect();
+        return (problems, 2);
+    }
+    let (mut problems, code) = failure_diagnostics(&e.failure, &kernel.parts[e.part], config, src);
+    let prefix = part_prefix(config, kernel, e.part);
+    for d in &mut problems {
+        d.message.insert_str(0, &prefix);
+    }
+    (problems, code)
+}
+
+/// A mixed kernel's `--capacity` for a scope neither part's core has: one message per scope,
+/// naming each part's scopes. `None` for any other failure, and for a single-type kernel
+/// (whose message is [`no_such_scope`]'s).
+fn kernel_no_such_scope(f: &Failure, kernel: &Kernel, config: &Config) -> Option<Vec<String>> {
+    let Failure::NoSuchScope { scopes, .. } = f else {
+        return None;
+    };
+    if !kernel.is_mixed() {
+        return None;
+    }
+    let has: Vec<String> = kernel
+        .parts
+        .iter()
+        .map(|p| {
+            let core = config.core(p.core);
+            let names: Vec<&str> = core.scopes.iter().map(|s| s.space.yaml_name()).collect();
+            format!("{} has {}", core.name, names.join(", "))
+        })
+        .collect();
+    Some(
+        scopes
+            .iter()
+            .map(|space| {
+                format!(
+                    "--capacity {}=...: no part of the mixed kernel has a {} scope ({})",
+                    space.yaml_name(),
+                    space.yaml_name(),
+                    has.join("; ")
+                )
+            })
+            .collect(),
+    )
 }
 
 /// `--level best` needs runs: `check` and `plan` refuse it.
@@ -360,51 +464,94 @@ fn plan(
     format: PlanFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
-    let (config, program, src) = load(input)?;
+    let (config, kernel, src) = load(input)?;
     no_best(args)?;
-    let planned = pipeline::plan(&program, &config, &args.options(), VALIDATE)
-        .map_err(|f| failed(&f, &program, &config, &src, ""))?;
+    let planned = pipeline::plan_kernel(&kernel, &config, &args.options(), VALIDATE)
+        .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
     if let Some(name) = explain {
-        let Some(b) = program.buffers.iter().position(|b| b.name == name) else {
-            let names: Vec<&str> = program.buffers.iter().map(|b| b.name.as_str()).collect();
-            let hint = sim::diag::did_you_mean(name, names.iter().copied())
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
-            return Err(Exit::input(format!(
-                "--explain {name}: {} has no buffer `{name}`{hint}",
-                src.name
-            )));
-        };
-        let text = reports::plan_explain(&program, &planned, sim::BufferId::new(b));
-        return output::emit(out, &text);
+        return output::emit(out, &explain_text(&config, &kernel, &planned, name, &src)?);
     }
-    let plan = &planned.plan;
     if show_sync {
-        let synced = planner::synchronize(&program, &config, plan);
-        let mut text = reports::program_yaml(&synced.program, &config, plan);
-        // what the pass could not overlap goes above the program, as comments
-        if !synced.serialised.is_empty() {
-            let at = text.find("\nkernel:").map_or(0, |i| i + 1);
-            let notes: String = synced
-                .serialised
-                .iter()
-                .map(|s| {
-                    format!(
-                        "# warning: multi-buffer `{}` is serialised: {}\n",
-                        s.buffer, s.message
-                    )
-                })
-                .collect();
-            text.insert_str(at, &notes);
-        }
-        return output::emit(out, &text);
+        return output::emit(out, &synchronised_text(&config, &kernel, &planned));
     }
+    let parts = plan_parts(&config, &kernel, &planned);
     let text = match format {
-        PlanFormat::Text => reports::plan_text(&program, plan),
-        PlanFormat::Yaml => reports::plan_yaml(&program, plan),
-        PlanFormat::Json => pretty(&reports::plan_json(&program, plan)),
+        PlanFormat::Text => reports::kernel_plan_text(&parts),
+        PlanFormat::Yaml => reports::kernel_plan_yaml(&parts),
+        PlanFormat::Json => pretty(&reports::kernel_plan_json(&parts)),
     };
     output::emit(out, &text)
+}
+
+/// `plan --explain NAME`: why the buffer got its address; in a mixed kernel, in every part
+/// that declares a buffer of that name, each headed `== PART ==`.
+fn explain_text(
+    config: &Config,
+    kernel: &Kernel,
+    planned: &[planner::Planned],
+    name: &str,
+    src: &input::Source,
+) -> Result<String, Exit> {
+    let mut sections = Vec::new();
+    for (program, p) in kernel.parts.iter().zip(planned) {
+        if let Some(b) = program.buffers.iter().position(|b| b.name == name) {
+            let text = reports::plan_explain(program, p, sim::BufferId::new(b));
+            sections.push(if kernel.is_mixed() {
+                format!("== {} ==\n\n{text}", config.core(program.core).name)
+            } else {
+                text
+            });
+        }
+    }
+    if !sections.is_empty() {
+        return Ok(sections.join("\n"));
+    }
+    let names: Vec<&str> = kernel
+        .parts
+        .iter()
+        .flat_map(|p| p.buffers.iter().map(|b| b.name.as_str()))
+        .collect();
+    let hint = sim::diag::did_you_mean(name, names.iter().copied())
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default();
+    Err(Exit::input(format!(
+        "--explain {name}: {} has no buffer `{name}`{hint}",
+        src.name
+    )))
+}
+
+/// `plan --show-sync`: every part synchronised under its plan and printed as one `sync:
+/// manual` kernel; what the pass could not overlap goes above it, as comments (a mixed
+/// kernel's name their part).
+fn synchronised_text(config: &Config, kernel: &Kernel, planned: &[planner::Planned]) -> String {
+    let synced: Vec<planner::Synced> = kernel
+        .parts
+        .iter()
+        .zip(planned)
+        .map(|(program, p)| planner::synchronize(program, config, &p.plan))
+        .collect();
+    let parts: Vec<(&Program, &planner::Plan)> = synced
+        .iter()
+        .zip(planned)
+        .map(|(s, p)| (&s.program, &p.plan))
+        .collect();
+    let mut text = reports::kernel_yaml(&parts, config);
+    let notes: String = synced
+        .iter()
+        .enumerate()
+        .flat_map(|(part, s)| {
+            let prefix = part_prefix(config, kernel, part);
+            s.serialised.iter().map(move |x| {
+                format!(
+                    "# warning: {prefix}multi-buffer `{}` is serialised: {}\n",
+                    x.buffer, x.message
+                )
+            })
+        })
+        .collect();
+    let at = text.find("\nkernel:").map_or(0, |i| i + 1);
+    text.insert_str(at, &notes);
+    text
 }
 
 fn run(
@@ -589,13 +736,9 @@ fn run_launch(
         )));
     }
     let opts = args.pipeline(run_args, VALIDATE);
-    let mut prepared = Vec::with_capacity(kernel.parts.len());
-    for part in &kernel.parts {
-        // a part that cannot be planned is reported against its own ops
-        let p = pipeline::prepare(part, config, &opts)
-            .map_err(|f| failed(&f, part, config, src, ""))?;
-        prepared.push(p);
-    }
+    // a part that cannot be planned is reported against its own ops
+    let prepared = pipeline::prepare_kernel(kernel, config, &opts)
+        .map_err(|e| part_failed(&e, kernel, config, src, ""))?;
     let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
     if views.trace.is_none() && !views.profile {
         // no observer beside the race checker: the run pays for nothing it does not show
@@ -624,7 +767,7 @@ fn run_launch(
                 .zip(&ran)
                 .zip(&prepared)
                 .map(|((original, program), p)| reports::TracePart {
-                    original,
+                    original: p.planned_program.as_ref().unwrap_or(original),
                     program,
                     planned: &p.planned,
                 })
@@ -665,7 +808,7 @@ fn report_launch(
     report.core = core;
     report.profile = profile;
     output::emit(out, &format.render(config, &report))?;
-    let n = report_problems(sim, "");
+    let n = report_problems(config, sim, "");
     if n > 0 {
         err_line!(
             "error: {}: the run found {n} problem{}; see the report",
@@ -708,7 +851,7 @@ fn report_run(
     if let (Some(path), Some(page)) = (views.args.html.as_deref(), &page) {
         output::emit(Some(path), page)?;
     }
-    let n = report_problems(sim, "");
+    let n = report_problems(config, sim, "");
     if n > 0 {
         err_line!(
             "error: {}: the run found {n} problem{}; see the report",
@@ -773,17 +916,32 @@ fn best_level(
 }
 
 /// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with
-/// `context` after its kind (`hazard: level 0: ...`), and returns how many there were.
-fn report_problems(sim: &Simulation, context: &str) -> usize {
-    let program = &sim.program;
+/// `context` after its kind (`hazard: level 0: ...`), and returns how many there were. In a
+/// launch of more than one core, a finding and a waiter name their core (`block 1 aiv 0: `)
+/// and the op of that core's part.
+pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usize {
     let result = &sim.result;
+    let who = |core: u32| match result.cores.get(core as usize) {
+        Some(c) if result.cores.len() > 1 => format!("{}: ", reports::core_name(config, c)),
+        _ => String::new(),
+    };
     let hazards = sim.hazards.as_deref().unwrap_or_default();
     for h in hazards {
         err_line!("hazard: {context}{h}");
     }
     let mut n = hazards.len() + result.findings.len();
     for f in &result.findings {
-        err_line!("finding: {context}{}", reports::finding_text(program, f));
+        let core = match f {
+            sim::engine::SyncFinding::DoubleSet { core, .. }
+            | sim::engine::SyncFinding::UnpairedSet { core, .. }
+            | sim::engine::SyncFinding::CrossOverflow { core, .. } => *core,
+        };
+        let program = sim.program_of(config, core as usize);
+        err_line!(
+            "finding: {context}{}{}",
+            who(core),
+            reports::finding_text(program, f)
+        );
     }
     if let Some(stopped) = &result.stopped {
         n += 1;
@@ -795,8 +953,10 @@ fn report_problems(sim: &Simulation, context: &str) -> usize {
             .waiters
             .iter()
             .map(|w| {
+                let program = sim.program_of(config, w.core as usize);
                 format!(
-                    "{} waits on {} ({})",
+                    "{}{} waits on {} ({})",
+                    who(w.core),
                     w.pipe,
                     w.on,
                     reports::op_ref(program, w.op)

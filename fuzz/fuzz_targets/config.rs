@@ -4,9 +4,12 @@
 //! tiny fixed programs (a vector pipeline in UB, a cube pipeline through L1 and L0C, a plain
 //! load and store through the first scope gm reaches) are written for each of its core types,
 //! loaded against it and, when they load, planned and simulated with the race checker and the
-//! validator on. The programs are small and their loops constant, so every run is short; what
-//! varies is the config's numbers (capacities, alignments, rates, latencies, queue depth,
-//! event ids), which is what this target is after.
+//! validator on. A split chip's config (core types `aic` and `aiv`, a `chip` section) also gets
+//! a tiny mixed kernel on two blocks: the cube part hands a tile to the vector cores through gm
+//! with a cross-core flag, run as one launch. The programs are small and their loops constant,
+//! so every run is short; what varies is the config's numbers (capacities, alignments, rates,
+//! latencies, queue depth, event ids, AI cores, cross-core latency), which is what this target
+//! is after.
 //!
 //! Crashes are panics, hangs, memory blow-ups and the pipeline's "npusim bug" failures
 //! (`Failure::is_internal`), which this target turns into panics.
@@ -31,14 +34,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for program in programs(&config) {
-        let Ok(program) = sim::load_program(&program, "tiny.yaml", &config, &[]) else {
+        let Ok(kernel) = sim::load_kernel(&program, "tiny.yaml", &config, &[], None) else {
             continue;
         };
         let opts = Options {
             validate: true,
             ..Default::default()
         };
-        if let Err(e) = pipeline::simulate(&program, &config, &opts) {
+        if let Err(e) = pipeline::simulate_kernel(&kernel, &config, &opts) {
             if e.is_internal() {
                 panic!("internal failure (an npusim bug): {e}");
             }
@@ -127,8 +130,45 @@ body:
             ));
         }
     }
+    out.push(MIXED.to_string());
     out
 }
+
+/// A mixed kernel on two blocks: each cube core writes its tile to gm and sets a mode-2 cross
+/// flag; each vector core waits for it and adds its half of the tile's rows to x. Loads only on
+/// a split chip with these scopes (the loader refuses it otherwise, and it is skipped).
+const MIXED: &str = r#"kernel: tiny_mixed
+launch: { blocks: 2 }
+params: { tm: 32, N: 64, K: 32, half: 16 }
+gm:
+  a: { shape: [64, K], dtype: f16 }
+  b: { shape: [K, N], dtype: f16 }
+  x: { shape: [64, N], dtype: f16 }
+  ws: { shape: [64, N], dtype: f16 }
+  y: { shape: [64, N], dtype: f16 }
+aic:
+  buffers:
+    a1: { scope: l1, shape: [tm, K], dtype: f16 }
+    b1: { scope: l1, shape: [K, N], dtype: f16 }
+    c0: { scope: l0c, shape: [tm, N], dtype: f32 }
+  body:
+    - load: { src: "a[block * tm : (block + 1) * tm]", dst: a1, layout: nz }
+    - load: { src: b, dst: b1, layout: nz }
+    - mmad_l1: { a: a1, b: b1, c: c0, m: tm, n: N, k: K, init: 1 }
+    - fixpipe: { src: c0, dst: "ws[block * tm : (block + 1) * tm]", quant: true }
+    - cross_set: { mode: 2, pipe: fix, id: 0 }
+aiv:
+  buffers:
+    wb: { scope: ub, shape: [half, N], dtype: f16 }
+    xb: { scope: ub, shape: [half, N], dtype: f16 }
+    yb: { scope: ub, shape: [half, N], dtype: f16 }
+  body:
+    - load: { src: "x[block * tm + subblock * half : block * tm + (subblock + 1) * half]", dst: xb }
+    - cross_wait: { id: 0, pipe: mte2 }
+    - load: { src: "ws[block * tm + subblock * half : block * tm + (subblock + 1) * half]", dst: wb }
+    - vadd: { ins: [wb, xb], out: yb }
+    - store: { src: yb, dst: "y[block * tm + subblock * half : block * tm + (subblock + 1) * half]" }
+"#;
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
     edge_numbers::mutate(data, size, max_size, seed)

@@ -1,11 +1,13 @@
 //! `program`: arbitrary bytes as a kernel program.
 //!
-//! bytes → UTF-8 (invalid input is skipped) → `sim::load_program` against the built-in default
-//! config; a program written for another core type (the golden tests' core `t`, the HIVM
-//! conformance core `mix`) is loaded against the config it was written for instead, so the seeds
-//! from `sim/tests/golden` and `planner/tests/conformance` run too. A program that loads is
-//! planned at reuse levels 2, 1 and 0 with the independent validator, planned once more with
-//! the exact placement fallback, then simulated with the race checker and the validator on.
+//! bytes → UTF-8 (invalid input is skipped) → `sim::load_kernel` against the built-in default
+//! config, as the command line loads it: a single-type program, a launch of many blocks, or a
+//! mixed kernel with `aic:` and `aiv:` parts; a program written for another core type (the
+//! golden tests' core `t`, the HIVM conformance core `mix`) is loaded against the config it was
+//! written for instead, so the seeds from `sim/tests/golden` and `planner/tests/conformance` run
+//! too. Every part of a kernel that loads is planned at reuse levels 2, 1 and 0 with the
+//! independent validator, planned once more with the exact placement fallback, then the whole
+//! launch (every part, every core) is simulated with the race checker and the validator on.
 //!
 //! Crashes are panics, hangs (-timeout), memory blow-ups (-rss_limit_mb) and the pipeline's own
 //! "npusim bug" failures (`Failure::is_internal`: a plan that fails its validator, a run that
@@ -60,15 +62,15 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut loaded = None;
     for config in configs() {
-        if let Ok(program) = sim::load_program(text, "fuzz.yaml", config, &[]) {
-            loaded = Some((program, config));
+        if let Ok(kernel) = sim::load_kernel(text, "fuzz.yaml", config, &[], None) {
+            loaded = Some((kernel, config));
             break;
         }
     }
-    let Some((program, config)) = loaded else {
+    let Some((kernel, config)) = loaded else {
         if verbose() {
             for config in configs() {
-                if let Err(e) = sim::load_program(text, "fuzz.yaml", config, &[]) {
+                if let Err(e) = sim::load_kernel(text, "fuzz.yaml", config, &[], None) {
                     eprintln!("not loaded against {}: {e}", config.name);
                 }
             }
@@ -80,14 +82,14 @@ fuzz_target!(|data: &[u8]| {
             max_level: level,
             ..Default::default()
         };
-        check(pipeline::plan(&program, config, &opts, true).map(drop));
+        check(plan(&kernel, config, &opts));
     }
     let exact = PlanOptions {
         placement: PlacementMode::Exact,
         exact_time_limit: Duration::from_millis(20),
         ..Default::default()
     };
-    check(pipeline::plan(&program, config, &exact, true).map(drop));
+    check(plan(&kernel, config, &exact));
 
     let opts = Options {
         validate: true,
@@ -98,10 +100,15 @@ fuzz_target!(|data: &[u8]| {
         },
         ..Default::default()
     };
-    let r = pipeline::simulate(&program, config, &opts);
+    let r = pipeline::simulate_kernel(&kernel, config, &opts);
     if verbose() {
         match &r {
-            Ok(s) => eprintln!("ran on {}: {} cycles", config.name, s.result.total_cycles),
+            Ok(s) => eprintln!(
+                "ran on {}: {} cycles, {} cores",
+                config.name,
+                s.result.total_cycles,
+                s.result.cores.len()
+            ),
             Err(e) => eprintln!("stopped on {}: {e}", config.name),
         }
     }
@@ -112,6 +119,13 @@ fuzz_target!(|data: &[u8]| {
 fn verbose() -> bool {
     static VERBOSE: OnceLock<bool> = OnceLock::new();
     *VERBOSE.get_or_init(|| std::env::var_os("NPUSIM_FUZZ_VERBOSE").is_some_and(|v| v == "1"))
+}
+
+/// Every part of `kernel` planned with the validator, as `npusim plan` plans it.
+fn plan(kernel: &sim::Kernel, config: &Config, opts: &PlanOptions) -> Result<(), Failure> {
+    pipeline::plan_kernel(kernel, config, opts, true)
+        .map(drop)
+        .map_err(|e| e.failure)
 }
 
 /// Bad input may fail; an npusim bug may not.

@@ -187,30 +187,139 @@ pub fn simulate_observed<O: Observer>(
 
 /// Plans, synchronises and runs every part of a kernel together: one launch of
 /// `launch.blocks` blocks, with the race checker across its cores when `opts.race_check`.
+/// Each part is planned with [`part_options`].
 pub fn simulate_kernel(
     kernel: &Kernel,
     config: &Config,
     opts: &Options,
 ) -> Result<Simulation, Failure> {
-    let (parts, handoffs) = prepare_kernel(kernel, config, opts)?;
-    let mut sim = run_prepared_kernel(parts, config, opts, &mut ())?;
-    sim.handoffs = handoffs;
-    Ok(sim)
+    let parts = prepare_kernel(kernel, config, opts).map_err(|e| e.failure)?;
+    run_prepared_kernel(parts, config, opts, &mut ())
+}
+
+/// A failure of one part of a kernel: the part (its index in [`Kernel::parts`]: 0 for a
+/// single-type kernel, 0 = `aic` and 1 = `aiv` in a mixed one) whose program the failure's
+/// ids (buffers, ops) belong to, and the failure.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("part {part}: {failure}")]
+pub struct PartFailure {
+    pub part: usize,
+    pub failure: Failure,
+}
+
+/// The options part `part` of `kernel` is planned with: `opts`, except that a mixed kernel's
+/// capacity overrides apply only to the parts whose core has the scope (`--capacity ub=...`
+/// is the vector part's, `--capacity l1=...` the cube part's). A single-type kernel keeps
+/// them all, so that one naming a scope its core lacks is refused ([`plan`]).
+pub fn part_options(kernel: &Kernel, part: usize, config: &Config, opts: &Options) -> Options {
+    let mut o = opts.clone();
+    if kernel.is_mixed() {
+        let core = config.core(kernel.parts[part].core);
+        o.plan
+            .capacities
+            .retain(|(space, _)| core.scope(*space).is_some());
+    }
+    o
+}
+
+/// The capacity overrides of a mixed kernel that name a scope no part's core has, as the
+/// failure of its first part (`NoSuchScope` with the first part's core); `None` when every
+/// override is some part's, or for a single-type kernel ([`plan`] checks those).
+fn missing_scopes(kernel: &Kernel, config: &Config, opts: &Options) -> Option<PartFailure> {
+    if !kernel.is_mixed() {
+        return None;
+    }
+    let missing: Vec<Space> = opts
+        .plan
+        .capacities
+        .iter()
+        .map(|(space, _)| *space)
+        .filter(|space| {
+            kernel
+                .parts
+                .iter()
+                .all(|p| config.core(p.core).scope(*space).is_none())
+        })
+        .collect();
+    (!missing.is_empty()).then(|| PartFailure {
+        part: 0,
+        failure: Failure::NoSuchScope {
+            core: kernel.first().core,
+            scopes: missing,
+        },
+    })
 }
 
 /// Inserts a mixed kernel's cross-core flags (`sync: auto`, [`planner::synchronize_kernel`]),
-/// then plans and synchronises every part on its own: the first half of [`simulate_kernel`].
+/// then plans and synchronises every part, each with [`part_options`], in order: the first half
+/// of [`simulate_kernel`]. The first part that fails stops it, named in the error.
 pub fn prepare_kernel(
     kernel: &Kernel,
     config: &Config,
     opts: &Options,
-) -> Result<(Vec<Prepared>, Vec<planner::Handoff>), Failure> {
-    let crossed = planner::synchronize_kernel(kernel, config).map_err(Failure::CrossSync)?;
-    let mut parts = Vec::with_capacity(crossed.kernel.parts.len());
-    for p in &crossed.kernel.parts {
-        parts.push(prepare(p, config, opts)?);
+) -> Result<Vec<Prepared>, PartFailure> {
+    if let Some(e) = missing_scopes(kernel, config, opts) {
+        return Err(e);
     }
-    Ok((parts, crossed.handoffs))
+    // the cross-core flags first (a mixed kernel with `sync: auto`): each part is then
+    // planned and synchronised with its cross-core ops in place
+    let crossed = planner::synchronize_kernel(kernel, config).map_err(|e| PartFailure {
+        part: 0,
+        failure: Failure::CrossSync(e),
+    })?;
+    let mut parts = Vec::with_capacity(kernel.parts.len());
+    for (part, p) in crossed.kernel.parts.iter().enumerate() {
+        let o = part_options(kernel, part, config, opts);
+        match prepare(p, config, &o) {
+            Ok(mut prepared) => {
+                if !crossed.handoffs.is_empty() {
+                    prepared.planned_program = Some(p.clone());
+                }
+                parts.push(prepared)
+            }
+            Err(failure) => {
+                // the failure's ids are the crossed program's; the caller names ops of the
+                // kernel as loaded, where the same failure (planning ignores cross-core ops)
+                // has that program's ids
+                let failure = match prepare(&kernel.parts[part], config, &o) {
+                    Err(original) if !crossed.handoffs.is_empty() => original,
+                    _ => failure,
+                };
+                return Err(PartFailure { part, failure });
+            }
+        }
+    }
+    if let Some(first) = parts.first_mut() {
+        first.handoffs = crossed.handoffs;
+    }
+    Ok(parts)
+}
+
+/// Plans every part of a kernel, each with [`part_options`] (the plan options of `opts`),
+/// and, when `validate`, checks each plan with the validator: what `npusim plan` and `check`
+/// do. The first part that fails stops it, named in the error.
+pub fn plan_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    opts: &PlanOptions,
+    validate: bool,
+) -> Result<Vec<Planned>, PartFailure> {
+    let all = Options {
+        plan: opts.clone(),
+        validate,
+        ..Options::default()
+    };
+    if let Some(e) = missing_scopes(kernel, config, &all) {
+        return Err(e);
+    }
+    let mut out = Vec::with_capacity(kernel.parts.len());
+    for (part, p) in kernel.parts.iter().enumerate() {
+        let o = part_options(kernel, part, config, &all);
+        out.push(
+            plan(p, config, &o.plan, validate).map_err(|failure| PartFailure { part, failure })?,
+        );
+    }
+    Ok(out)
 }
 
 /// Runs prepared parts (a kernel's, in order) as one launch; see [`run_prepared`].
@@ -247,7 +356,7 @@ pub fn run_prepared_kernel<O: Observer>(
         serialised: first.serialised,
         program: first.program,
         others: rest,
-        handoffs: Vec::new(),
+        handoffs: first.handoffs,
         result,
         hazards,
     })
@@ -262,6 +371,12 @@ pub struct Prepared {
     pub serialised: Vec<Serialised>,
     /// The program that will run (the synchronised one for `sync: auto`).
     pub program: Program,
+    /// The cross-core hand-offs `sync: auto` synchronised ([`prepare_kernel`] puts a mixed
+    /// kernel's on its first part); empty otherwise.
+    pub handoffs: Vec<planner::Handoff>,
+    /// The program that was planned, when it is not the one loaded: a mixed kernel's part with
+    /// the cross-core ops of `sync: auto` in place (the plan's op positions are its).
+    pub planned_program: Option<Program>,
 }
 
 /// Plans and synchronises the program: the first half of [`simulate`].
@@ -273,6 +388,8 @@ pub fn prepare(program: &Program, config: &Config, opts: &Options) -> Result<Pre
         auto_sync: (program.sync == SyncMode::Auto).then_some(synced.stats),
         serialised: synced.serialised,
         program: synced.program,
+        handoffs: Vec::new(),
+        planned_program: None,
     })
 }
 
@@ -289,6 +406,8 @@ pub fn run_prepared<O: Observer>(
         auto_sync,
         serialised,
         program,
+        handoffs,
+        planned_program: _,
     } = prepared;
     let addresses = planned.plan.addresses();
     let (result, hazards) = if opts.race_check {
@@ -309,7 +428,7 @@ pub fn run_prepared<O: Observer>(
         serialised,
         program,
         others: Vec::new(),
-        handoffs: Vec::new(),
+        handoffs,
         result,
         hazards,
     })
@@ -319,6 +438,9 @@ pub fn run_prepared<O: Observer>(
 #[derive(Clone, Debug)]
 pub struct Level {
     pub level: u8,
+    /// The kernel part an overflow is of (its index in [`Kernel::parts`]); 0 for a level
+    /// that ran, and for a single program.
+    pub part: usize,
     pub outcome: LevelOutcome,
 }
 
@@ -347,7 +469,45 @@ pub fn compare(
             Err(Failure::Overflow(e)) => LevelOutcome::Overflow(e),
             Err(e) => return Err(e),
         };
-        out.push(Level { level, outcome });
+        out.push(Level {
+            level,
+            part: 0,
+            outcome,
+        });
+    }
+    Ok(out)
+}
+
+/// [`compare`] of a kernel: every part planned and synchronised ([`prepare_kernel`]), then
+/// all run together as one launch ([`run_prepared_kernel`]), once per level. An overflow of
+/// any part is that level's outcome (with the part); any other failure stops the comparison.
+pub fn compare_kernel(
+    kernel: &Kernel,
+    config: &Config,
+    levels: &[u8],
+    opts: &Options,
+) -> Result<Vec<Level>, PartFailure> {
+    let mut out = Vec::with_capacity(levels.len());
+    for &level in levels {
+        let mut o = opts.clone();
+        o.plan.max_level = level;
+        let (part, outcome) = match prepare_kernel(kernel, config, &o) {
+            Ok(parts) => {
+                let sim = run_prepared_kernel(parts, config, &o, &mut ())
+                    .map_err(|failure| PartFailure { part: 0, failure })?;
+                (0, LevelOutcome::Ran(Box::new(sim)))
+            }
+            Err(PartFailure {
+                part,
+                failure: Failure::Overflow(e),
+            }) => (part, LevelOutcome::Overflow(e)),
+            Err(e) => return Err(e),
+        };
+        out.push(Level {
+            level,
+            part,
+            outcome,
+        });
     }
     Ok(out)
 }

@@ -1,7 +1,7 @@
 //! The check document (`npusim check --format json`, docs/json.md): whether a program loads and
 //! plans, and every problem found, each with its place.
 
-use planner::Plan;
+use crate::PlanPart;
 use serde_json::{json, Value};
 use sim::diag::{Diagnostic, Severity};
 use sim::Program;
@@ -11,31 +11,34 @@ use sim::Program;
 pub struct Check<'a> {
     /// The program file as named on the command line.
     pub file: &'a str,
-    /// The program, when it loaded.
-    pub program: Option<&'a Program>,
-    /// Its plan, when it planned.
-    pub plan: Option<&'a Plan>,
+    /// The kernel's parts (one for a single-type program), when it loaded; empty otherwise.
+    pub parts: &'a [&'a Program],
+    /// Every part with its plan, when every part planned.
+    pub plan: Option<&'a [PlanPart<'a>]>,
     /// Every problem, in the order the text form shows them: errors, and warnings (the plan's
     /// warnings come last).
     pub problems: &'a [Diagnostic],
 }
 
 /// The check document: `schema`, `file`, `ok` (no problem is an error), `kernel`, `ops`,
-/// `buffers` (`null` when the program did not load), `problems` ([`diagnostic_json`] each) and
-/// `plan` (the plan document, `null` when the program did not plan).
+/// `buffers` (`null` when the program did not load; a mixed kernel's ops and buffers are
+/// those of both parts together), `problems` ([`diagnostic_json`] each) and `plan` (the
+/// kernel's plan document, [`crate::kernel_plan_json`]; `null` when it did not plan).
 pub fn check_json(check: &Check) -> Value {
     let ok = check.problems.iter().all(|d| d.severity != Severity::Error);
-    let program = check.program;
+    let loaded = !check.parts.is_empty();
+    let sum =
+        |f: fn(&Program) -> usize| loaded.then(|| check.parts.iter().map(|p| f(p)).sum::<usize>());
     json!({
         "schema": crate::SCHEMA,
         "file": check.file,
         "ok": ok,
-        "kernel": program.map(|p| p.kernel.as_str()),
-        "ops": program.map(|p| p.ops.len()),
-        "buffers": program.map(|p| p.buffers.len()),
+        "kernel": check.parts.first().map(|p| p.kernel.as_str()),
+        "ops": sum(|p| p.ops.len()),
+        "buffers": sum(|p| p.buffers.len()),
         "problems": check.problems.iter().map(diagnostic_json).collect::<Vec<_>>(),
-        "plan": match (program, check.plan) {
-            (Some(program), Some(plan)) => crate::plan_json(program, plan),
+        "plan": match (loaded, check.plan) {
+            (true, Some(parts)) => crate::kernel_plan_json(parts),
             _ => Value::Null,
         },
     })
@@ -69,10 +72,15 @@ mod tests {
     #[test]
     fn a_clean_check_holds_the_plan() {
         let (program, plan) = (program_db(), plan_db());
+        let part = PlanPart {
+            core: "aiv",
+            program: &program,
+            plan: &plan,
+        };
         let doc = check_json(&Check {
             file: "p.yaml",
-            program: Some(&program),
-            plan: Some(&plan),
+            parts: &[&program],
+            plan: Some(&[part]),
             problems: &[],
         });
         let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
@@ -90,6 +98,36 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_kernel_counts_both_parts_and_holds_the_kernels_plan() {
+        let (program, plan) = (program_db(), plan_db());
+        let mut other = program_db();
+        other.ops.truncate(2);
+        let parts = [
+            PlanPart {
+                core: "aic",
+                program: &other,
+                plan: &plan,
+            },
+            PlanPart {
+                core: "aiv",
+                program: &program,
+                plan: &plan,
+            },
+        ];
+        let doc = check_json(&Check {
+            file: "k.yaml",
+            parts: &[&other, &program],
+            plan: Some(&parts),
+            problems: &[],
+        });
+        assert_eq!(doc["ok"], true);
+        assert_eq!(doc["ops"], 2 + 6);
+        assert_eq!(doc["buffers"], 3 + 3);
+        assert_eq!(doc["plan"], crate::kernel_plan_json(&parts));
+        assert_eq!(doc["plan"]["parts"][1]["core"], "aiv");
+    }
+
+    #[test]
     fn problems_keep_their_place_and_warnings_do_not_fail() {
         let mut located = Diagnostic::error("p.yaml", "body[0].vadd.out", "unknown buffer \"zbb\"")
             .with_hint("did you mean \"zb\"?");
@@ -102,7 +140,7 @@ mod tests {
         let doc = |problems: &[Diagnostic]| {
             check_json(&Check {
                 file: "p.yaml",
-                program: None,
+                parts: &[],
                 plan: None,
                 problems,
             })

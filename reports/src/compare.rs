@@ -3,7 +3,7 @@
 
 use crate::run_report::Run;
 use crate::table::{Align, Table};
-use planner::Plan;
+use planner::{Plan, SyncStats};
 use serde_json::{json, Map, Value};
 use sim::{Config, Program, Space};
 use std::collections::BTreeSet;
@@ -83,6 +83,33 @@ pub fn compare_entry(program: &Program, config: &Config, level: &CompareLevel) -
 
 /// The comparison as text. `program` is the program as loaded (its `sync` mode is the user's).
 pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel]) -> String {
+    kernel_compare_text(&[program], config, levels)
+}
+
+/// Every part's plan and sync-pass statistics in a run: the first part's, then the others'.
+fn part_plans<'r>(r: &'r Run) -> Vec<(&'r Plan, Option<&'r SyncStats>)> {
+    std::iter::once((r.plan, r.auto_sync))
+        .chain(
+            r.others
+                .iter()
+                .map(|p| (&p.planned.plan, p.auto_sync.as_ref())),
+        )
+        .collect()
+}
+
+/// The comparison of a kernel as text: `parts` are the kernel's parts as loaded (one for a
+/// single-type program; their `sync` mode is the user's). For a mixed kernel, every part's
+/// scopes get a column (`aic L1 bytes`, `aiv UB bytes`) and `reused`, `set/wait` and
+/// `barriers` add up the parts. For a launch of more than one core, `cycles` is the launch's
+/// (until its last core ends), `overlap %` the first core's, and the stalls table shows the
+/// first core of each core type, with a `core` column.
+pub fn kernel_compare_text(parts: &[&Program], config: &Config, levels: &[CompareLevel]) -> String {
+    let Some(&program) = parts.first() else {
+        return String::new();
+    };
+    let mixed = parts.len() > 1;
+    let cores = sim::launch::slots(parts, config).len();
+    let launch = cores > 1;
     let runs: Vec<&Run> = levels
         .iter()
         .filter_map(|l| match &l.outcome {
@@ -91,7 +118,21 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
         })
         .collect();
     let mut out = crate::run_report::header(program, config);
+    for p in &parts[1..] {
+        out.push_str(&format!(
+            "config  {} (part {})\n",
+            config.core_label(p.core),
+            config.core(p.core).name
+        ));
+    }
     out.push_str(&format!("sync    {}\n", program.sync.name()));
+    if launch {
+        let blocks = program.launch.blocks;
+        out.push_str(&format!(
+            "launch  {blocks} block{}, {cores} cores\n",
+            if blocks == 1 { "" } else { "s" }
+        ));
+    }
     out.push_str(&format!(
         "levels  {}\n\n",
         levels
@@ -101,10 +142,21 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
             .join(", ")
     ));
 
-    // scopes any level uses, in scope order
-    let scopes: Vec<Space> = runs
+    // (part, scope) of every scope any level uses, in part and then scope order
+    let scopes: Vec<(usize, Space)> = runs
         .iter()
-        .flat_map(|r| r.plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space))
+        .flat_map(|r| {
+            part_plans(r)
+                .into_iter()
+                .enumerate()
+                .flat_map(|(i, (plan, _))| {
+                    plan.scopes
+                        .iter()
+                        .filter(|s| s.used > 0)
+                        .map(move |s| (i, s.space))
+                })
+                .collect::<Vec<_>>()
+        })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -116,11 +168,15 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
         .min();
 
     let mut columns = vec![("level".to_string(), Align::Left)];
-    columns.extend(
-        scopes
-            .iter()
-            .map(|s| (format!("{} bytes", s.report_name()), Align::Right)),
-    );
+    columns.extend(scopes.iter().map(|&(part, s)| {
+        let name = if mixed {
+            let core = parts.get(part).map_or(program.core, |p| p.core);
+            format!("{} {} bytes", config.core(core).name, s.report_name())
+        } else {
+            format!("{} bytes", s.report_name())
+        };
+        (name, Align::Right)
+    }));
     columns.extend([
         ("reused".to_string(), Align::Right),
         ("set/wait".to_string(), Align::Right),
@@ -141,15 +197,26 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
                 row.push(format!("overflow: {first}"));
             }
             CompareOutcome::Ran(r) => {
-                row.extend(
-                    scopes
-                        .iter()
-                        .map(|s| r.plan.scope(*s).map_or(0, |sp| sp.used).to_string()),
-                );
-                let stats = r.auto_sync.copied().unwrap_or_default();
+                let plans = part_plans(r);
+                row.extend(scopes.iter().map(|&(part, s)| {
+                    plans
+                        .get(part)
+                        .and_then(|(plan, _)| plan.scope(s))
+                        .map_or(0, |sp| sp.used)
+                        .to_string()
+                }));
+                let mut stats = SyncStats::default();
+                for (_, st) in &plans {
+                    let st = st.copied().unwrap_or_default();
+                    stats.set_flags += st.set_flags;
+                    stats.wait_flags += st.wait_flags;
+                    stats.barriers += st.barriers;
+                    stats.barrier_alls += st.barrier_alls;
+                }
+                let reused: usize = plans.iter().map(|(plan, _)| reused_buffers(plan)).sum();
                 let total = r.result.total_cycles;
                 row.extend([
-                    reused_buffers(r.plan).to_string(),
+                    reused.to_string(),
                     format!("{}/{}", stats.set_flags, stats.wait_flags),
                     (stats.barriers + stats.barrier_alls).to_string(),
                     total.to_string(),
@@ -168,32 +235,53 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
     }
     out.push_str(&table.render(""));
 
-    let mut stalls = Table::new(vec![
-        ("level".into(), Align::Left),
-        ("pipe".into(), Align::Left),
-        ("cause".into(), Align::Left),
-        ("cycles".into(), Align::Right),
-        ("% of total".into(), Align::Right),
+    let mut stall_columns = vec![("level".to_string(), Align::Left)];
+    if launch {
+        stall_columns.push(("core".to_string(), Align::Left));
+    }
+    stall_columns.extend([
+        ("pipe".to_string(), Align::Left),
+        ("cause".to_string(), Align::Left),
+        ("cycles".to_string(), Align::Right),
+        ("% of total".to_string(), Align::Right),
     ]);
+    let mut stalls = Table::new(stall_columns);
     let mut any = false;
     for l in levels {
         let CompareOutcome::Ran(r) = &l.outcome else {
             continue;
         };
-        let mut pipes: Vec<_> = r.result.pipes.iter().collect();
-        pipes.sort_by_key(|p| p.pipe);
-        for p in pipes {
-            let mut causes: Vec<_> = p.stalls.iter().filter(|(_, c)| *c > 0).collect();
-            causes.sort_by_key(|(s, _)| *s);
-            for (cause, cycles) in causes {
-                any = true;
-                stalls.row(vec![
-                    l.level.to_string(),
-                    p.pipe.report_name().to_string(),
-                    cause.to_string(),
-                    cycles.to_string(),
-                    crate::percent(*cycles, r.result.total_cycles),
-                ]);
+        // a launch: the first core of each core type; one core: its pipes
+        let mut shown: Vec<(Option<String>, &[sim::engine::PipeStats])> = Vec::new();
+        if launch {
+            let mut types = Vec::new();
+            for c in &r.result.cores {
+                if !types.contains(&c.core) {
+                    types.push(c.core);
+                    shown.push((Some(crate::core_name(config, c)), &c.pipes));
+                }
+            }
+        } else {
+            shown.push((None, &r.result.pipes));
+        }
+        for (core, pipes) in shown {
+            let mut pipes: Vec<_> = pipes.iter().collect();
+            pipes.sort_by_key(|p| p.pipe);
+            for p in pipes {
+                let mut causes: Vec<_> = p.stalls.iter().filter(|(_, c)| *c > 0).collect();
+                causes.sort_by_key(|(s, _)| *s);
+                for (cause, cycles) in causes {
+                    any = true;
+                    let mut row = vec![l.level.to_string()];
+                    row.extend(core.clone());
+                    row.extend([
+                        p.pipe.report_name().to_string(),
+                        cause.to_string(),
+                        cycles.to_string(),
+                        crate::percent(*cycles, r.result.total_cycles),
+                    ]);
+                    stalls.row(row);
+                }
             }
         }
     }
@@ -205,7 +293,7 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
         out.push_str("stalls by pipe and cause: none\n");
     }
     out.push('\n');
-    out.push_str(&legend(!scopes.is_empty()));
+    out.push_str(&legend(!scopes.is_empty(), mixed, launch));
     out
 }
 
@@ -282,10 +370,15 @@ pub fn reused_buffers(plan: &Plan) -> usize {
     reused.iter().filter(|r| **r).count()
 }
 
-fn legend(has_scopes: bool) -> String {
+fn legend(has_scopes: bool, mixed: bool, launch: bool) -> String {
     let mut lines: Vec<(&str, &str)> =
         vec![("level", "the highest reuse level the planner may use")];
-    if has_scopes {
+    if has_scopes && mixed {
+        lines.push((
+            "P X bytes",
+            "bytes used in scope X of part P: the end of its highest planned slot",
+        ));
+    } else if has_scopes {
         lines.push((
             "X bytes",
             "bytes used in scope X: the end of its highest planned slot",
@@ -325,6 +418,20 @@ fn legend(has_scopes: bool) -> String {
             "cycles a pipe waited, per cause (busy, starved and idle cycles are not stalls)",
         ),
     ]);
+    if mixed {
+        lines.push((
+            "parts",
+            "reused, set/wait and barriers add up the parts; each part is planned and \
+             synchronised on its own",
+        ));
+    }
+    if launch {
+        lines.push((
+            "launch",
+            "cycles: the whole launch, until its last core ends; overlap % and the stalls: the \
+             first core (stalls: of each core type); `npusim run --core B:TYPE:I` shows any core",
+        ));
+    }
     crate::table::legend(&lines)
 }
 
@@ -332,7 +439,6 @@ fn legend(has_scopes: bool) -> String {
 mod tests {
     use super::*;
     use crate::testutil::*;
-    use planner::SyncStats;
     use planner::{BufferPlan, PlacedBy};
     use sim::BufferId;
 

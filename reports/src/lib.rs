@@ -10,7 +10,7 @@
 //! | document | function | printed by |
 //! |---|---|---|
 //! | run | [`run_json`] | `run --format json` |
-//! | plan | [`plan_json`], [`plan_yaml`] | `plan --format json\|yaml`; also the `plan` of a run and of a check document, `schema` included |
+//! | plan | [`plan_json`], [`plan_yaml`]; of a kernel [`kernel_plan_json`], [`kernel_plan_yaml`] | `plan --format json\|yaml`; also the `plan` of a run and of a check document, `schema` included |
 //! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
 //! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
 //!
@@ -40,7 +40,9 @@
 //!
 //! Plan document ([`plan_json`]): `schema`, `kernel`, `config`, `level`, `liveness`, `scopes`
 //! {scope: {`capacity`, `required`, `used`, `peak_live`, `mode`}}, `buffers` {name: {`scope`,
-//! `bytes`, `offsets`, `level`}}, `warnings`.
+//! `bytes`, `offsets`, `level`}}, `warnings`. A mixed kernel's ([`kernel_plan_json`]):
+//! `schema`, `kernel`, `level`, `liveness`, `parts` [{`core`, `plan`: the part's plan
+//! document}]; a single-type kernel's is the plan document.
 //!
 //! Comparison entry ([`compare_entry`]), one shape for every level: `schema`, `level`,
 //! `overflow` (`null`, or HIVM's message when the level's plan overflowed), then the run
@@ -48,8 +50,9 @@
 //! program's `kernel`, `config`, `sync`, `race_check` `false` and `null` for the rest.
 //!
 //! Check document ([`check_json`]): `schema`, `file`, `ok`, `kernel`, `ops`, `buffers`
-//! (`null` when the program did not load), `problems` [{`severity`, `file`, `line`, `column`,
-//! `path`, `message`, `help`}], `plan` (`null` when it did not plan).
+//! (`null` when the program did not load; a mixed kernel's: both parts'), `problems`
+//! [{`severity`, `file`, `line`, `column`, `path`, `message`, `help`}], `plan` (the kernel's
+//! plan document; `null` when it did not plan).
 
 mod background;
 mod check_doc;
@@ -67,15 +70,17 @@ mod trace;
 pub use background::Background;
 pub use check_doc::{check_json, diagnostic_json, Check};
 pub use compare::{
-    compare_entry, compare_json, compare_levels, compare_text, reused_buffers, CompareLevel,
-    CompareOutcome,
+    compare_entry, compare_json, compare_levels, compare_text, kernel_compare_text, reused_buffers,
+    CompareLevel, CompareOutcome,
 };
 pub use explain::plan_explain;
 pub use html::{compare_html, run_html, slot_rects, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
-pub use plan_doc::{plan_json, plan_text, plan_yaml};
+pub use plan_doc::{
+    kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
+};
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
-pub use program_yaml::program_yaml;
+pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,

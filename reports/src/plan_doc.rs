@@ -53,9 +53,87 @@ pub fn plan_yaml(program: &Program, plan: &Plan) -> String {
     sim::yaml::to_string(&plan_json(program, plan))
 }
 
+/// One planned part of a kernel, as the kernel's plan documents read it.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanPart<'a> {
+    /// The name of the part's core type (`aic`, `aiv`): the part's name in a mixed kernel.
+    pub core: &'a str,
+    pub program: &'a Program,
+    pub plan: &'a Plan,
+}
+
+/// The plan document of a kernel (docs/json.md): for a single-type kernel (one part) the plan
+/// document of [`plan_json`], unchanged; for a mixed kernel `schema`, `kernel`, `level`,
+/// `liveness`, then `parts`: one `{core, plan}` per part in kernel order (`aic`, then `aiv`),
+/// `plan` being that part's plan document, `schema` included (the shape of the run
+/// document's `launch.parts`).
+pub fn kernel_plan_json(parts: &[PlanPart]) -> Value {
+    match parts {
+        [one] => plan_json(one.program, one.plan),
+        _ => {
+            let first = parts.first().map(|p| p.plan);
+            json!({
+                "schema": crate::SCHEMA,
+                "kernel": first.map(|p| p.kernel.as_str()),
+                "level": first.map(|p| p.level),
+                "liveness": first.map(|p| p.liveness.name()),
+                "parts": parts
+                    .iter()
+                    .map(|p| json!({ "core": p.core, "plan": plan_json(p.program, p.plan) }))
+                    .collect::<Vec<_>>(),
+            })
+        }
+    }
+}
+
+/// [`kernel_plan_json`] as YAML.
+pub fn kernel_plan_yaml(parts: &[PlanPart]) -> String {
+    sim::yaml::to_string(&kernel_plan_json(parts))
+}
+
+/// The plan of a kernel as readable tables: for a single-type kernel [`plan_text`]; for a
+/// mixed kernel one section per part headed `== aic ==` / `== aiv ==` (the part's
+/// [`plan_text`] without the legend), then the legend once.
+pub fn kernel_plan_text(parts: &[PlanPart]) -> String {
+    if let [one] = parts {
+        return plan_text(one.program, one.plan);
+    }
+    let mut out = String::new();
+    for p in parts {
+        out.push_str(&format!("== {} ==\n\n", p.core));
+        out.push_str(&tables(p.program, p.plan));
+        out.push_str(&warnings_lines(p.plan));
+        out.push('\n');
+    }
+    out.push_str(&legend_lines());
+    out
+}
+
 /// The plan as readable tables: one row per scope, then one row per buffer (grouped by scope,
 /// in declaration order), then the warnings.
 pub fn plan_text(program: &Program, plan: &Plan) -> String {
+    let mut out = tables(program, plan);
+    out.push_str(&legend_lines());
+    out.push('\n');
+    out.push_str(&warnings_lines(plan));
+    out
+}
+
+/// `warnings: none`, or `warnings:` and one indented line per warning.
+fn warnings_lines(plan: &Plan) -> String {
+    if plan.warnings.is_empty() {
+        return "warnings: none\n".into();
+    }
+    let mut out = "warnings:\n".to_string();
+    for w in &plan.warnings {
+        out.push_str(&format!("  {w}\n"));
+    }
+    out
+}
+
+/// The header lines and the scope and buffer tables of [`plan_text`], each followed by a blank
+/// line.
+fn tables(program: &Program, plan: &Plan) -> String {
     let mut out = String::new();
     out.push_str(&format!("kernel   {}\n", plan.kernel));
     out.push_str(&format!("config   {}\n", plan.config));
@@ -130,16 +208,6 @@ pub fn plan_text(program: &Program, plan: &Plan) -> String {
         out.push_str(&buffers.render(""));
     }
     out.push('\n');
-    out.push_str(&legend_lines());
-    out.push('\n');
-    if plan.warnings.is_empty() {
-        out.push_str("warnings: none\n");
-    } else {
-        out.push_str("warnings:\n");
-        for w in &plan.warnings {
-            out.push_str(&format!("  {w}\n"));
-        }
-    }
     out
 }
 
@@ -235,6 +303,68 @@ mod tests {
     fn text_document() {
         let (program, plan) = (program_db(), plan_db());
         insta::assert_snapshot!(plan_text(&program, &plan));
+    }
+
+    #[test]
+    fn a_single_part_kernel_prints_the_plan_document_unchanged() {
+        let (program, plan) = (program_db(), plan_db());
+        let one = [PlanPart {
+            core: "aiv",
+            program: &program,
+            plan: &plan,
+        }];
+        assert_eq!(kernel_plan_json(&one), plan_json(&program, &plan));
+        assert_eq!(kernel_plan_yaml(&one), plan_yaml(&program, &plan));
+        assert_eq!(kernel_plan_text(&one), plan_text(&program, &plan));
+    }
+
+    #[test]
+    fn a_mixed_kernel_lists_its_parts() {
+        // two parts; the second with a warning and its own level, as a plan of another core
+        let (program, plan) = (program_db(), plan_db());
+        let mut other = plan_db();
+        other.config = "ascend910b/aic".into();
+        other.warnings = vec!["DMA buffers reused".into()];
+        let parts = [
+            PlanPart {
+                core: "aic",
+                program: &program,
+                plan: &other,
+            },
+            PlanPart {
+                core: "aiv",
+                program: &program,
+                plan: &plan,
+            },
+        ];
+        let doc = kernel_plan_json(&parts);
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["schema", "kernel", "level", "liveness", "parts"]);
+        assert_eq!(doc["schema"], crate::SCHEMA);
+        assert_eq!(doc["kernel"], "vec_add_db");
+        assert_eq!(doc["level"], plan.level);
+        assert_eq!(doc["liveness"], "precise");
+        assert_eq!(
+            doc["parts"],
+            json!([
+                { "core": "aic", "plan": plan_json(&program, &other) },
+                { "core": "aiv", "plan": plan_json(&program, &plan) },
+            ])
+        );
+        assert_eq!(doc["parts"][0]["plan"]["config"], "ascend910b/aic");
+
+        let text = kernel_plan_text(&parts);
+        let aic = text.find("== aic ==\n").expect("an aic section");
+        let aiv = text.find("== aiv ==\n").expect("an aiv section");
+        assert!(aic == 0 && aic < aiv, "{text}");
+        // each section its own warnings; the legend once, at the end
+        assert!(
+            text[..aiv].contains("warnings:\n  DMA buffers reused\n"),
+            "{text}"
+        );
+        assert!(text[aiv..].contains("warnings: none\n"), "{text}");
+        assert_eq!(text.matches("capacity   bytes the scope holds").count(), 1);
+        assert!(text.ends_with(&legend_lines()), "{text}");
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! when the planner made the buffer a multi-buffer), and loads back into a program that runs
 //! with exactly the same cycles.
 //!
+//! A mixed kernel prints as one document with its `aic:` and `aiv:` parts, each part's body
+//! synchronised and pinned on its own; a launch prints its `launch: { blocks }`
+//! ([`kernel_yaml`]).
+//!
 //! Anonymous `while` counters (no `var:`) are not names a program can write; if an expression
 //! reads one (only a pass can produce that), the loop is printed with a fresh `var:` name.
 
@@ -26,11 +30,151 @@ use std::fmt::Write as _;
 /// Prints `program` as a `sync: manual` kernel YAML document with every buffer at the address
 /// `plan` gave it. Deterministic: the same inputs give byte-identical text.
 pub fn program_yaml(program: &Program, config: &Config, plan: &Plan) -> String {
-    let names = var_names(program);
+    kernel_yaml(&[(program, plan)], config)
+}
+
+/// Prints a kernel's synchronised parts, each with its plan, as one `sync: manual` kernel YAML
+/// document: a single program as [`program_yaml`] does, a mixed kernel (parts `aic`, then
+/// `aiv`) with the shared top level (`kernel`, `launch`, `sync`, `params`, `gm`) once and
+/// each part's buffers, views and body under `aic:` and `aiv:`. A launch of more than one
+/// block, or a program with a `launch` key, prints `launch: { blocks: N }` with the blocks it
+/// was loaded with (`--blocks` included). Deterministic: the same inputs give byte-identical
+/// text.
+pub fn kernel_yaml(parts: &[(&Program, &Plan)], config: &Config) -> String {
+    let Some(&(first, _)) = parts.first() else {
+        return String::new();
+    };
+    let mixed = parts.len() > 1;
+    let names = Names::new(first, parts.iter().map(|p| p.0));
+    let mut out = header(first, config, mixed, &names);
+    for &(program, plan) in parts {
+        let indent = if mixed {
+            out.push_str(&format!("{}:\n", config.core(program.core).name));
+            2
+        } else {
+            0
+        };
+        out.push_str(&part(program, plan, &names, indent));
+    }
+    out
+}
+
+/// The launch names (`block`, `blocks`, `subblock`) when the printed document declares a
+/// launch its program did not (`--blocks` on a program without `launch:`): the program may
+/// use them for its own entities, which then print under fresh names.
+const LAUNCH_NAMES: [&str; 3] = ["block", "blocks", "subblock"];
+
+/// Whether the document prints `launch:`: the program had one, or runs on several blocks.
+fn has_launch(p: &Program) -> bool {
+    p.launch.block.is_some() || p.launch.blocks > 1
+}
+
+/// The names entities print under: their own, except that an entity named like a launch
+/// variable gets a fresh name when the document adds a launch the program did not declare.
+struct Names {
+    /// (old name, new name) pairs; empty nearly always.
+    renamed: Vec<(String, String)>,
+}
+
+impl Names {
+    fn new<'p>(first: &Program, parts: impl Iterator<Item = &'p Program> + Clone) -> Names {
+        let mut renamed = Vec::new();
+        if first.launch.block.is_some() || !has_launch(first) {
+            return Names { renamed };
+        }
+        let mut taken: BTreeSet<String> = BTreeSet::new();
+        for p in parts.clone() {
+            taken.extend(p.params.iter().map(|(n, _)| n.clone()));
+            taken.extend(p.tensors.iter().map(|t| t.name.clone()));
+            taken.extend(p.buffers.iter().map(|b| b.name.clone()));
+            taken.extend(p.views.iter().map(|v| v.name.clone()));
+            taken.extend(p.vars.iter().map(|v| v.name.clone()));
+        }
+        taken.extend(LAUNCH_NAMES.iter().map(|n| n.to_string()));
+        for name in LAUNCH_NAMES {
+            let used = parts.clone().any(|p| {
+                p.tensors.iter().any(|t| t.name == name)
+                    || p.buffers.iter().any(|b| b.name == name)
+                    || p.views.iter().any(|v| v.name == name)
+                    || p.vars.iter().any(|v| v.name == name)
+            });
+            if !used {
+                continue;
+            }
+            let mut k = 1;
+            let fresh = loop {
+                let n = format!("{name}_{k}");
+                if !taken.contains(&n) {
+                    break n;
+                }
+                k += 1;
+            };
+            taken.insert(fresh.clone());
+            renamed.push((name.to_string(), fresh));
+        }
+        Names { renamed }
+    }
+
+    /// The printed name of an entity named `name`.
+    fn of<'s>(&'s self, name: &'s str) -> &'s str {
+        self.renamed
+            .iter()
+            .find(|(old, _)| old == name)
+            .map_or(name, |(_, new)| new.as_str())
+    }
+
+    /// Whether a param named `name` is left out of the informational `params:` (its name is
+    /// the launch's now; params are folded into the expressions anyway).
+    fn hides_param(&self, first: &Program, name: &str) -> bool {
+        first.launch.block.is_none() && has_launch(first) && LAUNCH_NAMES.contains(&name)
+    }
+}
+
+/// The top level: comments, `kernel`, `core` (a single program), `launch`, `sync`, `params`,
+/// `gm`.
+fn header(p: &Program, config: &Config, mixed: bool, names: &Names) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# Generated by npusim: the synchronised program (sync: manual), every buffer pinned to \
+         its planned address.\n",
+    );
+    out.push_str(
+        "# Params are folded into the expressions below; their values are listed for information.\n",
+    );
+    out.push_str(&format!("kernel: {}\n", scalar(&p.kernel)));
+    if !mixed {
+        out.push_str(&format!("core: {}\n", scalar(&config.core(p.core).name)));
+    }
+    if has_launch(p) {
+        out.push_str(&format!("launch: {{ blocks: {} }}\n", p.launch.blocks));
+    }
+    out.push_str("sync: manual\n");
+    let params: Vec<String> = p
+        .params
+        .iter()
+        .filter(|(k, _)| !names.hides_param(p, k))
+        .map(|(k, v)| format!("{}: {v}", scalar(k)))
+        .collect();
+    if !params.is_empty() {
+        out.push_str(&format!("params: {{ {} }}\n", params.join(", ")));
+    }
+    if !p.tensors.is_empty() {
+        out.push_str("gm:\n");
+        for t in &p.tensors {
+            let f = flow(&[("shape", list(&t.shape)), ("dtype", t.dtype.name().into())]);
+            out.push_str(&format!("  {}: {f}\n", scalar(names.of(&t.name))));
+        }
+    }
+    out
+}
+
+/// One part's declarations and body at `indent`. Printed twice when an expression reads an
+/// anonymous `while` counter: the second time that loop declares it under a fresh name.
+fn part(program: &Program, plan: &Plan, names: &Names, indent: usize) -> String {
+    let vars = var_names(program, names);
     let used = RefCell::new(BTreeSet::new());
     let none = BTreeSet::new();
-    let core = &config.core(program.core).name;
-    let first = Printer::new(program, core, plan, &names, &none, &used).document();
+    let first = Printer::new(program, plan, &vars, names, &none, &used).body(indent);
     let anonymous: BTreeSet<VarId> = used
         .into_inner()
         .into_iter()
@@ -40,7 +184,7 @@ pub fn program_yaml(program: &Program, config: &Config, plan: &Plan) -> String {
         return first;
     }
     let used = RefCell::new(BTreeSet::new());
-    Printer::new(program, core, plan, &names, &anonymous, &used).document()
+    Printer::new(program, plan, &vars, names, &anonymous, &used).body(indent)
 }
 
 /// Names a program can write: letters, digits and `_`, not starting with a digit.
@@ -49,18 +193,23 @@ fn is_name(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Every loop variable's printed name: its own, or a fresh one for an anonymous `while`
-/// counter (`w`, `w_1`, ... avoiding every name the program declares).
-fn var_names(program: &Program) -> Vec<String> {
+/// Every loop variable's printed name: its own (or its new one, [`Names`]), or a fresh one
+/// for an anonymous `while` counter (`w`, `w_1`, ... avoiding every name the program
+/// declares).
+fn var_names(program: &Program, names: &Names) -> Vec<String> {
     let mut taken: BTreeSet<String> = program.params.iter().map(|(n, _)| n.clone()).collect();
     taken.extend(program.tensors.iter().map(|t| t.name.clone()));
     taken.extend(program.buffers.iter().map(|b| b.name.clone()));
     taken.extend(program.views.iter().map(|v| v.name.clone()));
     taken.extend(program.vars.iter().map(|v| v.name.clone()));
+    taken.extend(names.renamed.iter().map(|(_, new)| new.clone()));
+    if has_launch(program) {
+        taken.extend(LAUNCH_NAMES.iter().map(|n| n.to_string()));
+    }
     let mut out = Vec::with_capacity(program.vars.len());
     for v in &program.vars {
         if is_name(&v.name) {
-            out.push(v.name.clone());
+            out.push(names.of(&v.name).to_string());
             continue;
         }
         let mut k = 0;
@@ -126,10 +275,11 @@ fn list<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
 
 struct Printer<'a> {
     program: &'a Program,
-    /// The name of the program's core type.
-    core: &'a str,
     plan: &'a Plan,
+    /// Every variable's printed name.
     names: &'a [String],
+    /// The printed names of params, tensors, buffers and views.
+    entities: &'a Names,
     /// Anonymous `while` counters that get a `var:` because an expression reads them.
     declare: &'a BTreeSet<VarId>,
     /// Every variable an expression printed so far reads.
@@ -140,17 +290,17 @@ struct Printer<'a> {
 impl<'a> Printer<'a> {
     fn new(
         program: &'a Program,
-        core: &'a str,
         plan: &'a Plan,
         names: &'a [String],
+        entities: &'a Names,
         declare: &'a BTreeSet<VarId>,
         used: &'a RefCell<BTreeSet<VarId>>,
     ) -> Self {
         Printer {
             program,
-            core,
             plan,
             names,
+            entities,
             declare,
             used,
             out: String::new(),
@@ -165,37 +315,11 @@ impl<'a> Printer<'a> {
         self.out.push('\n');
     }
 
-    fn document(mut self) -> String {
+    /// The program's top-level declarations and body at `indent`.
+    fn body(mut self, indent: usize) -> String {
         let p = self.program;
-        self.line(
-            0,
-            "# Generated by npusim: the synchronised program (sync: manual), every buffer pinned to \
-             its planned address.",
-        );
-        self.line(
-            0,
-            "# Params are folded into the expressions below; their values are listed for information.",
-        );
-        self.line(0, &format!("kernel: {}", scalar(&p.kernel)));
-        self.line(0, &format!("core: {}", scalar(self.core)));
-        self.line(0, "sync: manual");
-        if !p.params.is_empty() {
-            let text: Vec<String> = p
-                .params
-                .iter()
-                .map(|(k, v)| format!("{}: {v}", scalar(k)))
-                .collect();
-            self.line(0, &format!("params: {{ {} }}", text.join(", ")));
-        }
-        if !p.tensors.is_empty() {
-            self.line(0, "gm:");
-            for t in &p.tensors {
-                let f = flow(&[("shape", list(&t.shape)), ("dtype", t.dtype.name().into())]);
-                self.line(2, &format!("{}: {f}", scalar(&t.name)));
-            }
-        }
-        self.declarations(&p.body, 0);
-        self.ops_key("body", &p.body.ops, 0);
+        self.declarations(&p.body, indent);
+        self.ops_key("body", &p.body.ops, indent);
         self.out
     }
 
@@ -241,7 +365,7 @@ impl<'a> Printer<'a> {
 
     /// An operand rebuilt from its resolved form: `name`, `name@k`, `name[i, a:b, :]`.
     fn operand(&self, o: &Operand) -> String {
-        let mut s = self.program.ref_name(o.base).to_string();
+        let mut s = self.name(o.base).to_string();
         if let Some(k) = &o.slot {
             s.push('@');
             match k {
@@ -275,6 +399,16 @@ impl<'a> Printer<'a> {
             let _ = write!(s, "[{}]", items.join(", "));
         }
         scalar(&s)
+    }
+
+    /// The printed name of what `r` names.
+    fn name(&self, r: Ref) -> &str {
+        self.entities.of(self.program.ref_name(r))
+    }
+
+    /// The printed name of buffer `b`.
+    fn buffer_name(&self, b: sim::BufferId) -> &str {
+        self.entities.of(&self.program.buffer(b).name)
     }
 
     fn operands(&self, os: &[Operand]) -> String {
@@ -314,7 +448,7 @@ impl<'a> Printer<'a> {
                     f.push(("unique", "true".into()));
                 }
                 if let Some(s) = buf.share {
-                    f.push(("share", scalar(&p.buffer(s).name)));
+                    f.push(("share", scalar(self.buffer_name(s))));
                 }
                 if buf.preload {
                     f.push(("preload", "true".into()));
@@ -322,7 +456,8 @@ impl<'a> Printer<'a> {
                 if offsets.len() == multi as usize {
                     f.push(("at", list(offsets)));
                 }
-                self.line(indent + 2, &format!("{}: {}", scalar(&buf.name), flow(&f)));
+                let name = scalar(self.buffer_name(b));
+                self.line(indent + 2, &format!("{name}: {}", flow(&f)));
             }
         }
         if !block.views.is_empty() {
@@ -331,16 +466,17 @@ impl<'a> Printer<'a> {
                 let view = p.view(v);
                 let f = match &view.kind {
                     ViewKind::Window { of, offset } => flow(&[
-                        ("of", scalar(p.ref_name(*of))),
+                        ("of", scalar(self.name(*of))),
                         ("offset", self.expr(offset)),
                         ("shape", list(&view.shape)),
                     ]),
                     ViewKind::Select { of } => flow(&[(
                         "select",
-                        list(of.iter().map(|b| scalar(&p.buffer(*b).name))),
+                        list(of.iter().map(|b| scalar(self.buffer_name(*b)))),
                     )]),
                 };
-                self.line(indent + 2, &format!("{}: {f}", scalar(&view.name)));
+                let name = scalar(self.entities.of(&view.name));
+                self.line(indent + 2, &format!("{name}: {f}"));
             }
         }
     }

@@ -8,6 +8,7 @@ mod compare_cli;
 mod double_buffers;
 mod hostile;
 mod html_cli;
+mod kernel_cli;
 mod outputs;
 mod pack_cli;
 mod plan_cli;
@@ -20,7 +21,7 @@ mod speedup;
 mod sync_cli;
 mod trace_cli;
 
-use sim::{Config, Program};
+use sim::{Config, Kernel, Program};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -56,6 +57,34 @@ pub fn load_on(path: &Path, config: Config) -> (Config, Program) {
     let program =
         sim::load_program(&text, &name, &config, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
     (config, program)
+}
+
+/// Loads a kernel (a single-type program, or a mixed kernel's parts) on the default config.
+pub fn load_kernel_default(path: &Path) -> (Config, Kernel) {
+    load_kernel_on(path, default_config())
+}
+
+/// Loads a kernel on `config`, as the command line does (`launch:` as written).
+pub fn load_kernel_on(path: &Path, config: Config) -> (Config, Kernel) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let kernel = sim::load_kernel(&text, &name, &config, &[], None)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, kernel)
+}
+
+/// Loads a kernel on the default config and plans, synchronises and runs every part of it as
+/// one launch (every core), with the race checker and the plan validator, as `npusim run` does.
+pub fn simulate_kernel(path: &Path) -> (Config, Kernel, pipeline::Simulation) {
+    let (config, kernel) = load_kernel_default(path);
+    let name = path.file_name().unwrap().to_string_lossy();
+    let opts = pipeline::Options {
+        validate: true,
+        ..Default::default()
+    };
+    let sim = pipeline::simulate_kernel(&kernel, &config, &opts)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (config, kernel, sim)
 }
 
 /// Loads a program on the default config and plans, synchronises and runs it with the race

@@ -118,7 +118,7 @@ impl Observer for Busy {
 fn flash_attention_overlaps_the_qk_of_block_j_plus_1_with_the_softmax_of_block_j() {
     let config = config();
     let k = kernel("programs/flash_attention.yaml");
-    let (parts, _) = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
+    let parts = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
     let programs: Vec<&sim::Program> = parts.iter().map(|p| &p.program).collect();
     let slots = sim::launch::slots(&programs, &config);
     let var = |p: &sim::Program| p.vars.iter().position(|v| v.name == "j").unwrap();

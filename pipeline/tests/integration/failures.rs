@@ -91,14 +91,13 @@ fn a_plan_is_checked_by_the_validator_when_asked() {
     for entry in std::fs::read_dir(crate::root().join("programs")).unwrap() {
         let path = entry.unwrap().path();
         let file = format!("programs/{}", path.file_name().unwrap().to_string_lossy());
-        let text = std::fs::read_to_string(&path).unwrap();
-        let k = sim::load_kernel(&text, &file, &config(), &[], None).unwrap();
-        for p in &k.parts {
-            for level in [2, 1, 0] {
-                let mut o = opts().plan;
-                o.max_level = level;
-                pipeline::plan(p, &config(), &o, true).unwrap_or_else(|e| panic!("{file}: {e}"));
-            }
+        let k = crate::load_kernel(&file);
+        for level in [2, 1, 0] {
+            let mut o = opts().plan;
+            o.max_level = level;
+            let planned = pipeline::plan_kernel(&k, &config(), &o, true)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(planned.len(), k.parts.len(), "{file}");
         }
     }
 }

@@ -4,6 +4,7 @@
 mod compare;
 mod cross_sync;
 mod failures;
+mod kernels;
 mod observers;
 mod properties;
 
@@ -25,6 +26,13 @@ pub fn config() -> Config {
 pub fn load(file: &str) -> Program {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
     sim::load_program(&text, file, &config(), &[]).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// Loads `file` (relative to the workspace root) on the default config as a kernel: a
+/// single-type program, or a mixed kernel's parts.
+pub fn load_kernel(file: &str) -> sim::Kernel {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    sim::load_kernel(&text, file, &config(), &[], None).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
 /// The options tests use: the race checker and the plan validator on.

@@ -174,20 +174,20 @@ fn opts(race_check: bool) -> pipeline::Options {
 /// inside npusim fails the test the same way).
 fn exercise(text: &str) -> bool {
     let config = config();
-    let Ok(program) = sim::load_kernel(text, "mutated.yaml", &config, &[], None) else {
+    let Ok(kernel) = sim::load_kernel(text, "mutated.yaml", &config, &[], None) else {
         return false; // diagnostics: a fine answer
     };
     for level in [2, 1, 0] {
         let mut o = opts(true);
         o.plan.max_level = level;
-        let checked = pipeline::simulate_kernel(&program, &config, &o);
+        let checked = pipeline::simulate_kernel(&kernel, &config, &o);
         if let Err(f) = &checked {
             assert!(!f.is_internal(), "an npusim bug: {f}\n{text}");
             continue;
         }
         let mut o = opts(false);
         o.plan.max_level = level;
-        let plain = pipeline::simulate_kernel(&program, &config, &o).expect("ran with the checker");
+        let plain = pipeline::simulate_kernel(&kernel, &config, &o).expect("ran with the checker");
         let checked = checked.unwrap();
         assert_eq!(
             checked.result, plain.result,

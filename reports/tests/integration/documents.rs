@@ -2,7 +2,8 @@
 //! same run renders byte-identical text and JSON every time, every JSON pipe accounts for every
 //! cycle, the text names the numbers the JSON holds, every document starts with its `schema`,
 //! and every compare entry has one shape: `schema`, `level`, `overflow`, then the keys of a run
-//! document.
+//! document. A mixed kernel or a launch runs whole (every part, every core), and every core of
+//! its `launch.cores` accounts for every cycle too.
 
 use reports::{compare_json, compare_levels, plan_json, run_json, run_text, Run, RUN_KEYS, SCHEMA};
 use serde_json::Value;
@@ -24,19 +25,36 @@ fn config() -> sim::Config {
     sim::load_config(sim::builtin::builtin(name).unwrap(), name).unwrap()
 }
 
-fn load(path: &PathBuf) -> sim::Program {
+fn load(path: &PathBuf) -> sim::Kernel {
     let text = std::fs::read_to_string(path).unwrap();
-    sim::load_program(&text, "p.yaml", &config(), &[]).unwrap()
+    sim::load_kernel(&text, "p.yaml", &config(), &[], None).unwrap()
+}
+
+/// Asserts that every pipe of `pipes` (a run document's `pipes`) accounts for `total` cycles.
+fn accounts(pipes: &Value, total: u64, what: &str) {
+    for (pipe, p) in pipes.as_object().unwrap() {
+        let stalls: u64 = p["stalls"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        let sum = p["busy"].as_u64().unwrap()
+            + stalls
+            + p["starved"].as_u64().unwrap()
+            + p["idle"].as_u64().unwrap();
+        assert_eq!(sum, total, "{what} {pipe}");
+    }
 }
 
 #[test]
 fn run_documents_are_deterministic_and_account_for_every_cycle() {
     let config = config();
     for path in programs() {
-        let program = load(&path);
+        let kernel = load(&path);
         let opts = pipeline::Options::default();
-        let a = pipeline::simulate(&program, &config, &opts).unwrap();
-        let b = pipeline::simulate(&program, &config, &opts).unwrap();
+        let a = pipeline::simulate_kernel(&kernel, &config, &opts).unwrap();
+        let b = pipeline::simulate_kernel(&kernel, &config, &opts).unwrap();
         let (ra, rb): (Run, Run) = ((&a).into(), (&b).into());
         assert_eq!(run_text(&config, &ra), run_text(&config, &rb), "{path:?}");
         let json = run_json(&config, &ra);
@@ -46,24 +64,21 @@ fn run_documents_are_deterministic_and_account_for_every_cycle() {
         );
         let total = json["total_cycles"].as_u64().unwrap();
         assert_eq!(total, a.result.total_cycles);
-        for (pipe, p) in json["pipes"].as_object().unwrap() {
-            let stalls: u64 = p["stalls"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|v| v.as_u64().unwrap())
-                .sum();
-            let sum = p["busy"].as_u64().unwrap()
-                + stalls
-                + p["starved"].as_u64().unwrap()
-                + p["idle"].as_u64().unwrap();
-            assert_eq!(sum, total, "{path:?} {pipe}");
+        accounts(&json["pipes"], total, &format!("{path:?}"));
+        let cores = json["launch"]["cores"].as_array().unwrap();
+        let slots = sim::launch::slots(&kernel.parts.iter().collect::<Vec<_>>(), &config);
+        assert_eq!(cores.len(), slots.len(), "{path:?}");
+        for c in cores {
+            accounts(&c["pipes"], total, &format!("{path:?} {}", c["name"]));
         }
-        // the text states the total and every pipe's busy count
+        // the text states the total and every pipe's busy count (a launch: its summary of
+        // each pipe's busy cycles over the cores, whose min and max are cores' counts)
         let text = run_text(&config, &ra);
         assert!(text.contains(&total.to_string()), "{path:?}\n{text}");
-        for p in &a.result.pipes {
-            assert!(text.contains(&p.busy.to_string()), "{path:?} {}", p.pipe);
+        if cores.len() == 1 {
+            for p in &a.result.pipes {
+                assert!(text.contains(&p.busy.to_string()), "{path:?} {}", p.pipe);
+            }
         }
         // the plan inside the run document is the plan document, `schema` included
         assert_eq!(json["plan"], plan_json(&a.program, &a.planned.plan));
@@ -78,10 +93,11 @@ fn run_documents_are_deterministic_and_account_for_every_cycle() {
 fn every_compare_entry_that_ran_is_its_run_document_with_level_and_overflow() {
     let config = config();
     for path in programs() {
-        let program = load(&path);
-        let levels = pipeline::compare(&program, &config, &[2, 1, 0], &Default::default()).unwrap();
+        let kernel = load(&path);
+        let levels =
+            pipeline::compare_kernel(&kernel, &config, &[2, 1, 0], &Default::default()).unwrap();
         let views = compare_levels(&levels);
-        let list = compare_json(&program, &config, &views);
+        let list = compare_json(kernel.first(), &config, &views);
         let list = list.as_array().unwrap();
         assert_eq!(list.len(), 3);
         for (doc, level) in list.iter().zip(&levels) {

@@ -1,15 +1,17 @@
 //! `plan --show-sync`'s printer (`reports::program_yaml`): every shipped manual program, every
 //! HIVM conformance case and every fixture prints back as a kernel that loads, plans to the
 //! same addresses, prints the same text again and runs in the same cycles; every op kind and
-//! field survives the round trip; names YAML would misread are quoted.
+//! field survives the round trip; names YAML would misread are quoted. Mixed kernels and
+//! launches (`reports::kernel_yaml`) print their parts and `launch:` and run the same launch
+//! again.
 
 use planner::Plan;
 use planner::PlanOptions;
-use reports::program_yaml;
+use reports::{kernel_yaml, program_yaml};
 use sim::expr::Expr;
 use sim::program::*;
 use sim::program::{Op, SyncMode};
-use sim::{Config, OpId, Pipe};
+use sim::{Config, Kernel, OpId, Pipe};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -361,6 +363,143 @@ fn an_anonymous_while_counter_read_by_an_expression_gets_a_name() {
     let p = sim::load_program(src, "w.yaml", &config, &[]).unwrap();
     let text = program_yaml(&p, &config, &plan);
     assert!(text.contains("- while: { trips: 3 }"), "{text}");
+}
+
+/// Every part of `kernel` planned and synchronised (as `plan --show-sync` does).
+fn synchronised(kernel: &Kernel, config: &Config) -> Vec<(Program, Plan)> {
+    kernel
+        .parts
+        .iter()
+        .map(|p| {
+            let plan = plan_of(p, config).expect("the part plans");
+            (planner::synchronize(p, config, &plan).program, plan)
+        })
+        .collect()
+}
+
+/// The launch of `parts`, each at its plan's addresses.
+fn run_launch(parts: &[(&Program, &Plan)], config: &Config) -> sim::RunResult {
+    let addresses: Vec<sim::Addresses> = parts.iter().map(|(_, plan)| plan.addresses()).collect();
+    let launch: Vec<(&Program, &sim::Addresses)> =
+        parts.iter().map(|(p, _)| *p).zip(&addresses).collect();
+    sim::engine::run_launch(&launch, config, Default::default(), &mut ()).unwrap()
+}
+
+/// Prints the synchronised parts of `kernel`, loads the text back as a kernel and checks: the
+/// same parts on the same cores, the same launch, every buffer pinned to its plan's offsets,
+/// the same launch result, and the same text printed again. Returns the text.
+fn check_kernel_round_trip(kernel: &Kernel, config: &Config, what: &str) -> String {
+    let synced = synchronised(kernel, config);
+    let parts: Vec<(&Program, &Plan)> = synced.iter().map(|(p, plan)| (p, plan)).collect();
+    let text = kernel_yaml(&parts, config);
+    let back = sim::load_kernel(&text, "printed.yaml", config, &[], None)
+        .unwrap_or_else(|e| panic!("{what}: the printed kernel does not load: {e:?}\n{text}"));
+    assert_eq!(back.parts.len(), kernel.parts.len(), "{what}");
+    for ((a, plan), b) in synced.iter().zip(&back.parts) {
+        assert_eq!(b.sync, SyncMode::Manual, "{what}");
+        assert_eq!((&b.kernel, b.core), (&a.kernel, a.core), "{what}");
+        assert_eq!(b.launch.blocks, a.launch.blocks, "{what}");
+        // a launch of several blocks is declared, with its variables, even when the program
+        // was launched by `--blocks` (whose variables then shift the program's own)
+        let added = a.launch.block.is_none() && a.launch.blocks > 1;
+        assert_eq!(b.launch.block.is_some(), a.launch.block.is_some() || added);
+        if !added {
+            assert_eq!(shape_of(b), shape_of(a), "{what}\n{text}");
+        }
+        for (i, buf) in b.buffers.iter().enumerate() {
+            assert_eq!(buf.at.as_ref(), Some(&plan.buffers[i].offsets), "{what}");
+        }
+    }
+    let again: Vec<(&Program, &Plan)> = back
+        .parts
+        .iter()
+        .zip(&synced)
+        .map(|(p, s)| (p, &s.1))
+        .collect();
+    assert_eq!(
+        run_launch(&parts, config),
+        run_launch(&again, config),
+        "{what}"
+    );
+    assert_eq!(
+        kernel_yaml(&again, config),
+        text,
+        "{what}: not a fixed point"
+    );
+    text
+}
+
+#[test]
+fn mixed_kernels_and_launches_round_trip() {
+    let config = default_config();
+    let mut mixed = 0;
+    let mut launches = 0;
+    for path in yaml_files("programs") {
+        let what = path.display().to_string();
+        let kernel = sim::load_kernel(&read(&path), &what, &config, &[], None).unwrap();
+        let p = kernel.first();
+        if !kernel.is_mixed() && p.launch.block.is_none() {
+            continue;
+        }
+        let text = check_kernel_round_trip(&kernel, &config, &what);
+        let blocks = format!("\nlaunch: {{ blocks: {} }}\n", p.launch.blocks);
+        assert!(text.contains(&blocks), "{what}\n{text}");
+        if kernel.is_mixed() {
+            mixed += 1;
+            assert!(!text.contains("\ncore:"), "{what}\n{text}");
+            let aic = text.find("\naic:\n  buffers:\n").expect("an aic part");
+            let aiv = text.find("\naiv:\n  buffers:\n").expect("an aiv part");
+            assert!(aic < aiv, "{what}\n{text}");
+            // the hand-written hand-off, in the loader's syntax, in its part
+            assert!(
+                text[aic..aiv].contains("    - cross_set: { mode: 2, pipe: fix, id: 0 }\n"),
+                "{what}\n{text}"
+            );
+            assert!(
+                text[aiv..].contains("    - cross_wait: { id: 0, pipe: mte2 }\n"),
+                "{what}\n{text}"
+            );
+        } else {
+            launches += 1;
+        }
+    }
+    assert!(
+        mixed >= 1 && launches >= 1,
+        "{mixed} mixed, {launches} launches"
+    );
+}
+
+#[test]
+fn blocks_given_to_a_program_without_a_launch_print_one() {
+    let config = default_config();
+    let src = "kernel: b\ncore: aiv\nsync: auto\nparams: { n: 1024, blocks: 3 }\n\
+               gm:\n  x: { shape: [n], dtype: f16 }\n  block: { shape: [n], dtype: f16 }\n\
+               body:\n  - for: { var: subblock, to: blocks }\n    buffers:\n\
+               \x20     xb: { scope: ub, shape: [n], dtype: f16 }\n\
+               \x20   body:\n      - load: { src: x, dst: xb }\n      - vabs: { ins: [xb], out: xb }\n\
+               \x20     - store: { src: xb, dst: block }\n";
+    // as `--blocks 2` launches it: the names block, blocks and subblock are the program's own
+    let kernel = sim::load_kernel(src, "b.yaml", &config, &[], Some(2)).unwrap();
+    assert_eq!(kernel.first().launch.blocks, 2);
+    let text = check_kernel_round_trip(&kernel, &config, "--blocks 2");
+    assert!(text.contains("\nlaunch: { blocks: 2 }\n"), "{text}");
+    // the tensor and the loop variable take fresh names; the param, folded, is not listed
+    assert!(
+        text.contains("\n  block_1: { shape: [1024], dtype: f16 }\n"),
+        "{text}"
+    );
+    assert!(text.contains("- for: { var: subblock_1, to: 3 }"), "{text}");
+    assert!(text.contains("dst: block_1 }"), "{text}");
+    assert!(text.contains("\nparams: { n: 1024 }\n"), "{text}");
+    // one block: no launch, the names unchanged
+    let one = sim::load_kernel(src, "b.yaml", &config, &[], None).unwrap();
+    let text = check_kernel_round_trip(&one, &config, "one block");
+    assert!(!text.contains("launch:"), "{text}");
+    assert!(
+        text.contains("\nparams: { n: 1024, blocks: 3 }\n"),
+        "{text}"
+    );
+    assert!(text.contains("- for: { var: subblock, to: 3 }"), "{text}");
 }
 
 #[test]
