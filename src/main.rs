@@ -464,8 +464,17 @@ fn plan(
     format: PlanFormat,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
-    let (config, kernel, src) = load(input)?;
+    let (config, mut kernel, src) = load(input)?;
     no_best(args)?;
+    if show_sync {
+        // the printed program is what runs: a mixed kernel's cross-core flags included
+        kernel = planner::synchronize_kernel(&kernel, &config)
+            .map_err(|e| {
+                let f = Failure::CrossSync(e);
+                failed(&f, kernel.first(), &config, &src, "")
+            })?
+            .kernel;
+    }
     let planned = pipeline::plan_kernel(&kernel, &config, &args.options(), VALIDATE)
         .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
     if let Some(name) = explain {
