@@ -1,4 +1,4 @@
-//! `plan`, `check` and `compare` on a mixed kernel (programs/matmul_add_manual.yaml: an `aic`
+//! `plan`, `check` and `compare` on a mixed kernel (tests/fixtures/launch/matmul_add_one_tile.yaml: an `aic`
 //! part that multiplies and an `aiv` part that adds, two blocks) and on a launch of many
 //! vector cores (programs/vec_add_blocks.yaml, eight blocks): every part planned on its own,
 //! failures located in their part, the launch run whole. Expected values come from the
@@ -8,7 +8,7 @@
 use crate::{json_of, npusim, root, stderr, stdout};
 use serde_json::Value;
 
-const MIXED: &str = "programs/matmul_add_manual.yaml";
+const MIXED: &str = "tests/fixtures/launch/matmul_add_one_tile.yaml";
 const BLOCKS: &str = "programs/vec_add_blocks.yaml";
 
 /// The 1-based line of `programs/FILE` that contains `needle`.
@@ -39,7 +39,7 @@ fn plan_json_lists_each_part_with_its_own_plan() {
         keys(&doc),
         ["schema", "kernel", "level", "liveness", "parts"]
     );
-    assert_eq!(doc["kernel"], "matmul_add_manual");
+    assert_eq!(doc["kernel"], "matmul_add_one_tile");
     let parts = doc["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 2);
     let (aic, aiv) = (&parts[0], &parts[1]);
@@ -187,7 +187,7 @@ fn check_says_ok_per_part_and_its_document_holds_the_kernels_plan() {
     assert_eq!(
         stdout(&o),
         format!(
-            "ok: matmul_add_manual (mixed kernel, 2 blocks)\n  aic: 5 ops, 3 buffers; plan: \
+            "ok: matmul_add_one_tile (mixed kernel, 2 blocks)\n  aic: 5 ops, 3 buffers; plan: \
              l1 {} of 524288 bytes (sequential), l0c {C0} of 131072 bytes (sequential)\n  aiv: 5 \
              ops, 3 buffers; plan: ub {} of 196608 bytes (sequential)\n",
             A1 + B1,
@@ -195,7 +195,7 @@ fn check_says_ok_per_part_and_its_document_holds_the_kernels_plan() {
         )
     );
     let o = npusim(&["check", MIXED, "--blocks", "1"]);
-    assert!(stdout(&o).starts_with("ok: matmul_add_manual (mixed kernel, 1 block)\n"));
+    assert!(stdout(&o).starts_with("ok: matmul_add_one_tile (mixed kernel, 1 block)\n"));
 
     let doc = json_of("check", &[MIXED]);
     assert_eq!(
@@ -247,7 +247,7 @@ fn compare_runs_a_mixed_kernel_whole_at_every_level() {
     let text = stdout(&o);
     assert!(
         text.starts_with(
-            "kernel  matmul_add_manual\nconfig  ascend910b/aic (1800 MHz)\nconfig  \
+            "kernel  matmul_add_one_tile\nconfig  ascend910b/aic (1800 MHz)\nconfig  \
              ascend910b/aiv (part aiv)\nsync    auto\nlaunch  2 blocks, 6 cores\n"
         ),
         "{text}"

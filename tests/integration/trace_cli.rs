@@ -488,7 +488,13 @@ fn a_launch_profile_sums_an_op_over_its_cores() {
         assert_eq!(count(&format!("body[0].for.body[{k}]")), 128);
     }
     // a mixed kernel's parts: their ops are apart, named by part
-    let report = crate::json_of("run", &["programs/matmul_add_manual.yaml", "--profile"]);
+    let report = crate::json_of(
+        "run",
+        &[
+            "tests/fixtures/launch/matmul_add_one_tile.yaml",
+            "--profile",
+        ],
+    );
     let rows = report["profile"].as_array().unwrap();
     let of = |op: &str| rows.iter().find(|r| r["op"] == op).expect(op);
     // one cube core per block, two vector cores per block, 2 blocks
@@ -497,7 +503,7 @@ fn a_launch_profile_sums_an_op_over_its_cores() {
     assert_eq!(of("aiv.body[1]")["kind"], "cross_wait");
     let text = stdout(&npusim(&[
         "run",
-        "programs/matmul_add_manual.yaml",
+        "tests/fixtures/launch/matmul_add_one_tile.yaml",
         "--profile",
     ]));
     assert!(
@@ -518,7 +524,7 @@ fn a_launch_refuses_html_and_level_best_but_not_the_trace_and_profile() {
             "the HTML page shows one core's run; run it with --blocks 1, or drop --html",
         ),
         (
-            "programs/matmul_add_manual.yaml",
+            "tests/fixtures/launch/matmul_add_one_tile.yaml",
             vec!["--level", "best"],
             "--level best",
             "--level best compares one core's runs level by level; drop --level best",
@@ -562,9 +568,9 @@ fn a_launch_refuses_html_and_level_best_but_not_the_trace_and_profile() {
 
 #[test]
 fn a_mixed_launch_has_a_process_per_core_and_an_arrow_per_cross_wait() {
-    let program = root().join("programs/matmul_add_manual.yaml");
+    let program = root().join("tests/fixtures/launch/matmul_add_one_tile.yaml");
     let (_, trace, text) = traced(&program, &[]);
-    let t = check_well_formed("matmul_add_manual", &trace);
+    let t = check_well_formed("matmul_add_one_tile", &trace);
     let names: Vec<&str> = t.processes.values().map(String::as_str).collect();
     assert_eq!(
         names,

@@ -1,4 +1,4 @@
-//! Kernels part by part: a mixed kernel (programs/matmul_add_manual.yaml: `aic` then `aiv`)
+//! Kernels part by part: a mixed kernel (tests/fixtures/launch/matmul_add_one_tile.yaml: `aic` then `aiv`)
 //! plans, synchronises and compares every part on its own with the options that are its own,
 //! a failure names the part its ids belong to, and a comparison runs the whole launch at each
 //! level exactly as `simulate_kernel` does.
@@ -7,7 +7,7 @@ use crate::{config, load, load_kernel, opts};
 use pipeline::{Failure, LevelOutcome, PartFailure};
 use sim::Space;
 
-const MIXED: &str = "programs/matmul_add_manual.yaml";
+const MIXED: &str = "tests/fixtures/launch/matmul_add_one_tile.yaml";
 
 #[test]
 fn a_mixed_kernels_capacities_go_to_the_parts_whose_core_has_the_scope() {
