@@ -57,8 +57,10 @@ pub struct CrossSyncError {
     pub problems: Vec<String>,
 }
 
-/// Dynamic executions of one op the pass will enumerate per core before giving up.
-const ENUMERATION_LIMIT: u64 = 1 << 22;
+/// Steps of the walk (control ops entered, hand-off ops counted) over every core of the launch
+/// before the pass gives up: about as many as the run itself would execute of those ops, so a
+/// kernel too long to count is one too long to simulate in reasonable time anyway.
+const ENUMERATION_LIMIT: u64 = 1 << 23;
 
 /// Whether the pass applies: a mixed kernel with `sync: auto` and no cross-core op written by
 /// hand.
@@ -160,6 +162,7 @@ pub fn synchronize_kernel(kernel: &Kernel, config: &Config) -> Result<CrossSynce
     let blocks = kernel.parts[0].launch.blocks;
     let mut handoffs = Vec::new();
     let mut next_id = 0u32;
+    let mut steps = 0u64;
     for (t, p, w, c, r) in &found {
         let (t, p, c) = (*t, *p, *c);
         let name = &tensors[t.index()].name;
@@ -178,23 +181,25 @@ pub fn synchronize_kernel(kernel: &Kernel, config: &Config) -> Result<CrossSynce
             for s in cores(p) {
                 writes.push((
                     s.index,
-                    enumerate(&kernel.parts[p], w, t, s.block, s.subblock),
+                    enumerate(&kernel.parts[p], w, t, s.block, s.subblock, &mut steps),
                 ));
             }
             for s in cores(c) {
                 reads.push((
                     s.index,
-                    enumerate(&kernel.parts[c], r, t, s.block, s.subblock),
+                    enumerate(&kernel.parts[c], r, t, s.block, s.subblock, &mut steps),
                 ));
             }
             let mut counts = Vec::new();
-            for (part, list) in [(p, &writes), (c, &reads)] {
+            'cores: for (part, list) in [(p, &writes), (c, &reads)] {
                 for (index, e) in list.iter() {
                     match e {
                         Ok(v) => counts.push((part, *index, v.len() as u64)),
                         Err(why) => {
+                            // the first reason is enough (an exhausted budget fails every core)
                             problems.push(format!("block {b} {} {index}: {why}", part_name(part)));
                             block_ok = false;
+                            break 'cores;
                         }
                     }
                 }
@@ -354,6 +359,7 @@ fn enumerate(
     tensor: TensorId,
     block: u32,
     subblock: u32,
+    steps: &mut u64,
 ) -> Result<Vec<(u64, u64)>, String> {
     let bases = Bases::of(p);
     let mut footprints: Vec<Option<Footprint>> = vec![None; p.ops.len()];
@@ -386,11 +392,12 @@ fn enumerate(
         footprints,
         wanted,
         vars,
-        steps: 0,
+        steps: *steps,
         out: Vec::new(),
     };
-    w.block(&p.body)?;
-    Ok(w.out)
+    let r = w.block(&p.body);
+    *steps = w.steps;
+    r.map(|()| w.out)
 }
 
 struct Walker<'a> {
@@ -416,8 +423,8 @@ impl Walker<'_> {
             self.steps += 1;
             if self.steps > ENUMERATION_LIMIT {
                 return Err(format!(
-                    "counting the hand-off's executions takes more than {ENUMERATION_LIMIT} \
-                     steps per core (near {})",
+                    "counting the hand-offs' executions takes more than {ENUMERATION_LIMIT} \
+                     steps over the launch's cores (near {})",
                     self.p.op(op).path
                 ));
             }
