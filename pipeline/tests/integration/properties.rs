@@ -162,7 +162,10 @@ fn opts(race_check: bool) -> pipeline::Options {
         validate: true,
         limits: Limits {
             max_cycles: 50_000_000,
-            max_instructions: 200_000,
+            // a mutation that breaks a launch's cross-core order leaves the race checker
+            // comparing every access with every other core's unpruned records (docs/race.md,
+            // "Cost"): keep such runs short
+            max_instructions: 40_000,
             ..Limits::default()
         },
         ..Default::default()
