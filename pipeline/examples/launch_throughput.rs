@@ -31,6 +31,10 @@ fn main() {
         .nth(2)
         .map(|s| s.parse().expect("a block count"))
         .unwrap_or(24);
+    let tm: i64 = std::env::args()
+        .nth(3)
+        .map(|s| s.parse().expect("rows per tile"))
+        .unwrap_or(16);
     let config = sim::load_config(
         sim::builtin::builtin(sim::builtin::DEFAULT).expect("built in"),
         "<built-in>",
@@ -42,7 +46,7 @@ fn main() {
         &text,
         "matmul_add.yaml",
         &config,
-        &[("tiles".to_string(), tiles)],
+        &[("tiles".to_string(), tiles), ("tm".to_string(), tm)],
         Some(blocks),
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -65,7 +69,7 @@ fn main() {
         .map(|p| p.instructions)
         .sum();
     println!(
-        "tiles {tiles} blocks {blocks} cores {} instructions {instructions} cycles {} \
+        "tiles {tiles} of {tm} rows, blocks {blocks} cores {} instructions {instructions} cycles {} \
          prepare {prepare:.3} s run {secs:.3} s rate {:.2} M instr/s peak_rss {} KiB",
         result.cores.len(),
         result.total_cycles,

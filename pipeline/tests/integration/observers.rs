@@ -56,3 +56,44 @@ fn an_observer_sees_every_instruction_with_or_without_the_race_checker() {
         assert_eq!(seen2.issued, seen.issued, "{file}");
     }
 }
+
+/// Watches nothing but asks for the global order: the engine then schedules a launch core
+/// by core in cycle order instead of letting cores run ahead through local events.
+struct Ordered;
+
+impl Observer for Ordered {
+    fn watches_issues(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_launch_runs_the_same_whether_its_cores_run_ahead_or_go_in_one_global_order() {
+    let config = config();
+    for (file, blocks) in [
+        ("programs/vec_add_blocks.yaml", [1, 8, 48]),
+        ("programs/matmul_add.yaml", [1, 2, 24]),
+        ("programs/matmul_add_manual.yaml", [1, 2, 24]),
+        ("programs/flash_attention.yaml", [1, 2, 24]),
+    ] {
+        let text = std::fs::read_to_string(crate::root().join(file)).unwrap();
+        for b in blocks {
+            let k = sim::load_kernel(&text, file, &config, &[], Some(b)).unwrap();
+            let parts = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
+            let addresses: Vec<sim::Addresses> =
+                parts.iter().map(|p| p.planned.plan.addresses()).collect();
+            let launch: Vec<(&sim::Program, &sim::Addresses)> =
+                parts.iter().map(|p| &p.program).zip(&addresses).collect();
+            let ahead =
+                sim::engine::run_launch(&launch, &config, Default::default(), &mut ()).unwrap();
+            let ordered =
+                sim::engine::run_launch(&launch, &config, Default::default(), &mut Ordered)
+                    .unwrap();
+            assert_eq!(ahead, ordered, "{file} --blocks {b}");
+            assert!(
+                ahead.findings.is_empty() && ahead.deadlock.is_none(),
+                "{file}"
+            );
+        }
+    }
+}

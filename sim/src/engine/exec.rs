@@ -306,6 +306,9 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
     slots: Vec<Slot>,
     cross: Cross,
     cx: Cx<'o, O>,
+    /// Cores run ahead through local events ([`Machine::run`]); only without an observer that
+    /// needs one global order.
+    relaxed: bool,
 }
 
 /// Everything one core owns: its scalar unit, its pipes and queues, its flags, its loop
@@ -319,6 +322,9 @@ struct Core<'p, 'c> {
     many: bool,
     /// Set when a signal changed its counters (the machine recomputes its next event).
     woken: bool,
+    /// The cycle of the core's latest event: its own clock when cores run ahead
+    /// ([`Machine::run`], relaxed).
+    now: u64,
     /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
     horizon: u64,
     /// Cross-core counters per id, the cycle each last went from 0 to 1, and the signal
@@ -396,6 +402,8 @@ struct Signal {
 /// mode 2). The counters themselves are the cores'.
 struct Cross {
     ids: usize,
+    /// `cross_core.latency`: from a set firing to its effect.
+    latency: u64,
     max_pending: u32,
     in_flight: BinaryHeap<Reverse<Signal>>,
     /// Arrived sets not yet part of a signal, per (core, mode, id): (seq, op).
@@ -432,6 +440,7 @@ impl Cross {
         }
         Cross {
             ids,
+            latency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
             max_pending,
             in_flight: BinaryHeap::new(),
             arrived: vec![VecDeque::new(); slots.len() * 3 * ids],
@@ -461,6 +470,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         config: &Config,
         limits: Limits,
         obs: &'o mut O,
+        relaxed: bool,
     ) -> Self {
         let gm_lines = parts.first().map_or(0, |p| p.1.gm_lines);
         let many = slots.len() > 1;
@@ -474,6 +484,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             .collect();
         Machine {
             cores,
+            relaxed,
             cross: Cross::new(config, &slots, parts.len()),
             slots,
             cx: Cx {
@@ -507,12 +518,55 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             slots,
             mut cross,
             mut cx,
+            relaxed,
         } = self;
         let mut tree = MinTree::new(cores.len());
         for (k, core) in cores.iter_mut().enumerate() {
             tree.set(k, core.key(0));
         }
+        // one core (every single-core run): no tree to keep, S runs ahead to the next signal
+        while cores.len() == 1 && cx.stopped.is_none() {
+            let core = &mut cores[0];
+            if cross.in_flight.is_empty() {
+                // nothing due from outside: the core's own order is the whole order
+                match core.step_one(INF, &mut cx) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(f) => return Err(core.error(*f)),
+                }
+                for sig in cx.fired.drain(..) {
+                    cross.in_flight.push(Reverse(sig));
+                }
+                continue;
+            }
+            let key = core.key(cx.now);
+            let at = cross.next_at();
+            if at != INF && at <= key {
+                if !cx.in_time(at, Some(at)) {
+                    break;
+                }
+                cx.now = at;
+                let Some(Reverse(sig)) = cross.in_flight.pop() else {
+                    unreachable!("a signal was due")
+                };
+                Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
+                cores[0].woken = false;
+                continue;
+            }
+            if key == INF {
+                break;
+            }
+            if let Err(f) = core.step(at, &mut cx) {
+                return Err(core.error(*f));
+            }
+            for sig in cx.fired.drain(..) {
+                cross.in_flight.push(Reverse(sig));
+            }
+        }
         loop {
+            if cores.len() == 1 {
+                break; // done above
+            }
             if cx.stopped.is_some() {
                 break;
             }
@@ -530,6 +584,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 for (j, core) in cores.iter_mut().enumerate() {
                     if core.woken {
                         core.woken = false;
+                        core.now = core.now.max(at);
                         tree.set(j, core.key(at));
                     }
                 }
@@ -537,6 +592,12 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             if key == INF {
                 break;
+            }
+            if relaxed {
+                let core = &mut cores[k];
+                Self::run_ahead(core, &tree, k, &mut cross, &mut cx)?;
+                tree.set(k, core.key(core.now));
+                continue;
             }
             // S may run ahead within its core only while no other core or signal is due
             let horizon = tree.min_except(k).min(at);
@@ -577,6 +638,54 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             stopped: cx.stopped,
             memory: cx.l2.as_ref().map(|l2| l2.stats),
         })
+    }
+
+    /// Relaxed scheduling: core `k` (the earliest) processes its events in its own time order
+    /// for as long as that cannot change what another core sees. An event that touches shared
+    /// state (a gm move: the L2 and HBM; a cross-core set or wait: the counters) goes only in
+    /// the global order (before every lower core's next event, not after a higher one's, and
+    /// before any signal due); any other event goes at once, unless the core waits on a
+    /// cross-core counter that a signal not yet fired could raise before that event (the
+    /// earliest such signal arrives `latency` after the earliest other core's next event).
+    fn run_ahead(
+        core: &mut Core<'p, 'c>,
+        tree: &MinTree,
+        k: usize,
+        cross: &mut Cross,
+        cx: &mut Cx<'_, O>,
+    ) -> Result<(), RunError> {
+        let (lower, upper) = tree.min_split(k);
+        let others = lower.min(upper);
+        let reach = others.saturating_add(cross.latency);
+        cx.now = core.now;
+        loop {
+            if cx.stopped.is_some() {
+                break;
+            }
+            let t = core.key(cx.now);
+            if t == INF {
+                break;
+            }
+            let due = cross.next_at();
+            // the global order allows it (the first event always is)
+            let exact = t < lower && t <= upper && t < due;
+            let waits = core.waits_on_cross();
+            let ok = exact || (!core.next_is_global(cx.now) && (!waits || (t < reach && t < due)));
+            if !ok {
+                break;
+            }
+            // S runs ahead within the core up to the next bound on its local events
+            let horizon = if waits { reach.min(due) } else { INF };
+            if let Err(f) = core.step(horizon, cx) {
+                return Err(core.error(*f));
+            }
+            core.now = cx.now;
+            for sig in cx.fired.drain(..) {
+                cross.in_flight.push(Reverse(sig));
+            }
+        }
+        core.now = core.now.max(cx.now);
+        Ok(())
     }
 
     /// Signal `sig` takes effect at `cx.now`: its set arrives, and every counter whose
@@ -725,6 +834,25 @@ impl MinTree {
         (self.keys[w], w)
     }
 
+    /// The earliest keys of the cores before `k` and of those after it.
+    #[inline]
+    fn min_split(&self, k: usize) -> (u64, u64) {
+        let (mut lower, mut upper) = (INF, INF);
+        let mut i = k + self.leaves;
+        while i > 1 {
+            let sib = i ^ 1;
+            let key = self.keys[self.win[sib] as usize];
+            // the left sibling's leaves come before k's, the right one's after
+            if sib < i {
+                lower = lower.min(key);
+            } else {
+                upper = upper.min(key);
+            }
+            i /= 2;
+        }
+        (lower, upper)
+    }
+
     /// The earliest key of every core but `k`.
     #[inline]
     fn min_except(&self, k: usize) -> u64 {
@@ -780,6 +908,7 @@ impl<'p, 'c> Core<'p, 'c> {
             slot: index,
             many,
             woken: false,
+            now: 0,
             horizon: INF,
             xcount: vec![0; xids],
             xvisible: vec![0; xids],
@@ -858,30 +987,86 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
+    /// Whether the core's next event (after [`Core::key`]) touches what other cores share: a
+    /// gm move starting (the L2, HBM), a cross-core set firing or a wait taking a count.
+    fn next_is_global(&self, now: u64) -> bool {
+        // as [`Core::step`] chooses
+        match self.pending {
+            Pending::None if self.s_time < self.pmin => return false,
+            Pending::None => {}
+            Pending::CrossSet { .. } | Pending::CrossWait { .. }
+                if self.s_cand(now) < self.pmin =>
+            {
+                return true
+            }
+            _ if self.s_cand(now) < self.pmin => return false,
+            _ => {}
+        }
+        if self.pmin == INF {
+            return false;
+        }
+        let ps = &self.pipes[self.pmin_pipe];
+        matches!(
+            ps.ring.front().kind,
+            Kind::GmMove | Kind::CrossSet | Kind::CrossWait
+        )
+    }
+
+    /// Whether a pipe's head or S waits on a cross-core counter that is 0: a signal not yet
+    /// delivered could let it go before the core's next event.
+    fn waits_on_cross(&self) -> bool {
+        if let Pending::CrossWait { id, .. } = self.pending {
+            if self.xcount[id as usize] == 0 {
+                return true;
+            }
+        }
+        let mut bits = self.mask;
+        while bits != 0 {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let ps = &self.pipes[p];
+            if ps.ring.len > 0 {
+                let e = ps.ring.front();
+                if e.kind == Kind::CrossWait && self.xcount[(e.arg & 0xffff_ffff) as usize] == 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Processes the core's next event: S runs (ahead until `horizon`, the next event
     /// elsewhere in the launch, at most), S carries out its pending action, or the earliest
     /// pipe starts its head.
     #[inline]
     fn step<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
+        self.step_one(horizon, cx).map(|_| ())
+    }
+
+    /// [`Core::step`], saying whether anything happened (nothing: the core is done or stuck,
+    /// its next event is at INF).
+    #[inline]
+    fn step_one<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<bool> {
         if self.dirty != 0 {
             self.refresh();
         }
         if matches!(self.pending, Pending::None) {
             if self.s_time < self.pmin {
                 self.horizon = horizon;
-                return self.run_s(cx);
+                return self.run_s(cx).map(|()| true);
             }
         } else {
             let sc = self.s_cand(cx.now);
             if sc < self.pmin {
                 self.fire(sc, cx);
-                return Ok(());
+                return Ok(true);
             }
         }
         if self.pmin != INF {
             self.start(self.pmin_pipe, self.pmin, cx);
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     // ----- pipes -------------------------------------------------------------------------

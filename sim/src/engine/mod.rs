@@ -195,6 +195,15 @@ pub trait Observer {
         true
     }
 
+    /// Whether the observer needs the calls of a launch's cores in one global cycle order
+    /// (true unless overridden; `()` says false). When nothing watching does, the engine lets
+    /// each core run ahead through events that touch nothing shared, which gives the same
+    /// result with far less scheduling (docs/timing.md, "One clock").
+    #[inline(always)]
+    fn ordered(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         let _ = (seq, start, complete);
@@ -292,6 +301,11 @@ impl Observer for () {
     fn watches_issues(&self) -> bool {
         false
     }
+
+    #[inline(always)]
+    fn ordered(&self) -> bool {
+        false
+    }
 }
 
 /// Two observers watching one run: both see every call, the first one first. Nest pairs for
@@ -306,6 +320,11 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     #[inline(always)]
     fn watches_issues(&self) -> bool {
         self.0.watches_issues() || self.1.watches_issues()
+    }
+
+    #[inline(always)]
+    fn ordered(&self) -> bool {
+        self.0.ordered() || self.1.ordered()
     }
 
     #[inline(always)]
@@ -348,6 +367,11 @@ impl<O: Observer> Observer for Option<O> {
     }
 
     #[inline(always)]
+    fn ordered(&self) -> bool {
+        self.as_ref().is_some_and(|o| o.ordered())
+    }
+
+    #[inline(always)]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         if let Some(o) = self {
             o.on_start(seq, start, complete);
@@ -386,6 +410,11 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn watches_issues(&self) -> bool {
         (**self).watches_issues()
+    }
+
+    #[inline(always)]
+    fn ordered(&self) -> bool {
+        (**self).ordered()
     }
 
     #[inline(always)]
@@ -475,5 +504,14 @@ pub fn run_launch<O: Observer>(
     let slots = crate::launch::slots(&programs, config);
     let with: Vec<(&Program, &compile::Compiled)> =
         programs.iter().copied().zip(compiled.iter()).collect();
-    exec::Machine::new(&with, slots, config, limits, observer).run()
+    // without an observer that needs one global order, cores run ahead through their local
+    // events; a run that stops early (a limit, a run-time error) is run again in the global
+    // order, so which instruction it stops at is the same either way
+    let relaxed = slots.len() > 1 && !observer.ordered();
+    let result = exec::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
+    match result {
+        Ok(r) if !relaxed || r.stopped.is_none() => Ok(r),
+        _ if relaxed => exec::Machine::new(&with, slots, config, limits, observer, false).run(),
+        other => other,
+    }
 }
