@@ -669,7 +669,10 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             let due = cross.next_at();
             // the global order allows it (the first event always is)
             let exact = t < lower && t <= upper && t < due;
-            let waits = core.waits_on_cross();
+            let running_s = matches!(core.pending, Pending::None) && core.s_time < core.pmin;
+            // a pipe start or S action the global order allows needs no more checks; S running
+            // ahead and any event the order does not allow yet do
+            let waits = (!exact || running_s) && core.waits_on_cross();
             let ok = exact || (!core.next_is_global(cx.now) && (!waits || (t < reach && t < due)));
             if !ok {
                 break;
