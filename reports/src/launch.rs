@@ -1,6 +1,7 @@
-//! The launch sections of the run report and document (docs/reports.md, "Launches"): for a
-//! launch of more than one core, per core type the min / max / mean over its cores of each
-//! pipe's busy and stalled cycles and of the cores' end cycles, and in JSON every core.
+//! The launch sections of the run report and document (docs/cli.md, "Launches in the text
+//! report"; docs/json.md, "`launch`"): for a launch of more than one core, per core type the
+//! min / max / mean over its cores of each pipe's busy and stalled cycles and of the cores' end
+//! cycles, and in JSON every core.
 
 use crate::table::{Align, Table};
 use serde_json::{json, Map, Value};

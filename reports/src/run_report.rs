@@ -28,6 +28,8 @@ pub struct Run<'a> {
     pub profile: Option<&'a [crate::ProfileRow]>,
     /// The other parts of a mixed kernel (empty for a single-type kernel).
     pub others: &'a [pipeline::Prepared],
+    /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
+    pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
     pub core: Option<usize>,
 }
@@ -46,6 +48,16 @@ impl Run<'_> {
             0 => self.program,
             i => &self.others[i - 1].program,
         }
+    }
+
+    /// The core type part `part` of the kernel runs on (0: [`Run::program`]'s, i: the
+    /// program of `others[i - 1]`).
+    fn part_core<'c>(&self, config: &'c Config, part: usize) -> &'c str {
+        let program = match part {
+            0 => self.program,
+            i => self.others.get(i - 1).map_or(self.program, |p| &p.program),
+        };
+        &config.core(program.core).name
     }
 
     /// Whether the launch has more than one core.
@@ -146,6 +158,7 @@ impl<'a> Run<'a> {
             best: None,
             profile: None,
             others: &[],
+            handoffs: &[],
             core: None,
         }
     }
@@ -163,6 +176,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             best: None,
             profile: None,
             others: &s.others,
+            handoffs: &s.handoffs,
             core: None,
         }
     }
@@ -293,7 +307,7 @@ pub fn warnings_text(warnings: &[Warning]) -> String {
 ///
 /// `auto_sync` is `Some` when the program was `sync: auto` and `program` is what the sync pass
 /// made of it (`sync: manual` with the inserted ops): the header then says `sync auto` and what
-/// was inserted.
+/// was inserted, and one `cross` line per cross-core hand-off of a mixed kernel.
 pub fn run_text(config: &Config, run: &Run) -> String {
     let (program, plan, launch) = (run.program, run.plan, run.result);
     let (hazards, auto_sync) = (run.hazards, run.auto_sync);
@@ -316,6 +330,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     out.push_str(&format!("sync    {}\n", sync_name(program, auto_sync)));
     if let Some(stats) = auto_sync {
         out.push_str(&format!("syncs   {}\n", syncs_summary(stats)));
+    }
+    for h in run.handoffs {
+        out.push_str(&format!("cross   {}\n", handoff_text(config, run, h)));
     }
     if let Some(best) = run.best {
         out.push_str(&format!("levels  {}\n", best.line()));
@@ -643,6 +660,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "deadlock": deadlock,
         "stopped": result.stopped.map_or(Value::Null, |s| stopped_json(&s)),
         "syncs_inserted": syncs_json(&auto_sync.copied().unwrap_or_default()),
+        "cross_sync": cross_sync_json(config, run),
         "best_level": run.best.map_or(Value::Null, BestLevel::json),
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
@@ -657,7 +675,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 23] = [
+pub const RUN_KEYS: [&str; 24] = [
     "kernel",
     "config",
     "sync",
@@ -676,6 +694,7 @@ pub const RUN_KEYS: [&str; 23] = [
     "deadlock",
     "stopped",
     "syncs_inserted",
+    "cross_sync",
     "best_level",
     "warnings",
     "profile",
@@ -756,6 +775,72 @@ pub fn syncs_json(stats: &SyncStats) -> Value {
         "merged": stats.merged,
         "fallbacks": stats.fallbacks,
     })
+}
+
+/// A list of op paths for text: `a`, `a and b`, `a, b and c`.
+fn op_list(paths: &[&str]) -> String {
+    match paths {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The ops of one side of a hand-off, as [`planner::Handoff`] joins them (`, `).
+fn handoff_ops(paths: &str) -> Vec<&str> {
+    paths.split(", ").filter(|p| !p.is_empty()).collect()
+}
+
+/// One hand-off the cross-core pass inserted, in one line of the report's header: `gm.ws aic
+/// -> aiv: flag #0 after aic.body[1].for.body[2], wait before aiv.body[0].for.body[1]; reverse
+/// flag #1, depth 16; 24 times per core`.
+fn handoff_text(config: &Config, run: &Run, h: &planner::Handoff) -> String {
+    let reverse = match h.reverse {
+        Some((id, depth)) => format!("; reverse flag #{id}, depth {depth}"),
+        None => String::new(),
+    };
+    let times = if h.count == 1 {
+        "once".to_string()
+    } else {
+        format!("{} times", h.count)
+    };
+    format!(
+        "gm.{} {} -> {}: flag #{} after {}, wait before {}{reverse}; {times} per core",
+        h.tensor,
+        run.part_core(config, h.producer.0),
+        run.part_core(config, h.consumer.0),
+        h.flag,
+        op_list(&handoff_ops(&h.producer.1)),
+        op_list(&handoff_ops(&h.consumer.1)),
+    )
+}
+
+/// The run document's `cross_sync`: one object per hand-off the cross-core pass inserted, in
+/// the order of the gm tensors (`[]` when it inserted none).
+fn cross_sync_json(config: &Config, run: &Run) -> Value {
+    let side = |(part, paths): &(usize, String)| {
+        json!({
+            "core": run.part_core(config, *part),
+            "ops": handoff_ops(paths),
+        })
+    };
+    Value::Array(
+        run.handoffs
+            .iter()
+            .map(|h| {
+                json!({
+                    "tensor": h.tensor,
+                    "producer": side(&h.producer),
+                    "consumer": side(&h.consumer),
+                    "flag": h.flag,
+                    "reverse": h.reverse.map_or(Value::Null, |(flag, depth)| {
+                        json!({ "flag": flag, "depth": depth })
+                    }),
+                    "count": h.count,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// What the sync pass inserted, in one line: `inserted 4 set_flag, 4 wait_flag, 1 barrier,
@@ -1175,6 +1260,7 @@ mod tests {
                 "deadlock",
                 "stopped",
                 "syncs_inserted",
+                "cross_sync",
                 "best_level",
                 "warnings",
                 "profile",

@@ -1,5 +1,6 @@
-//! The cores a launch runs (docs/programs.md, "Launch"): which part of the kernel each runs,
-//! its `block` and `subblock`, and the AI core it sits in (what cross-core modes 1 and 2 pair).
+//! The cores a launch runs (docs/programs.md, "Launches and mixed kernels"): which part of the
+//! kernel each runs, its `block` and `subblock`, and the AI core it sits in (what cross-core
+//! modes 1 and 2 pair).
 
 use crate::config::Config;
 use crate::ids::CoreId;

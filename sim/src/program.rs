@@ -384,7 +384,7 @@ pub struct VectorOp {
     pub dims: Vec<u32>,
 }
 
-/// A kernel as launched: one program per core type it runs (docs/programs.md, "Launch").
+/// A kernel as launched: one program per core type it runs (docs/programs.md, "Launches and mixed kernels").
 /// A single-type kernel has one part; a mixed kernel (`aic:` and `aiv:`) has the cube part
 /// first, then the vector part. Every part declares the same params and gm tensors in the same
 /// order, so a `TensorId` names the same tensor in each, and the same `launch.blocks`.
