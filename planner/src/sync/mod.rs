@@ -943,9 +943,9 @@ mod tests {
                     max_level: level,
                     ..Default::default()
                 };
-                let planned = crate::plan_program(&program, &config, &opts).unwrap();
+                let planned = crate::plan_program(program, &config, &opts).unwrap();
                 let addresses = planned.plan.addresses();
-                let tree = Tree::new(&program);
+                let tree = Tree::new(program);
                 let (parts, parts_of) = access::parts(&tree, &planned.plan);
                 let pass = run_pass(&tree, &parts, &parts_of, &config, &SyncOptions::default());
                 let all = Pass::inserts_of(program.ops.len(), &pass.edges);
