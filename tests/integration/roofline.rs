@@ -39,7 +39,9 @@ fn the_blocked_matmul_reads_24_mib_and_keeps_the_cube_busy_for_262144_cycles() {
     // blocks × 4 L1 tiles, each a 128 × 256 tile of A (64 KiB) and a 256 × 256 tile of B
     // (128 KiB), loaded `layout: nz` at 96 B/cycle when they hit: warm, 128 × (ceil(65536 / 96)
     // + ceil(131072 / 96)) = 128 × (683 + 1366) = 262,272 on MTE2. Cold, the first touch of
-    // each of A's and B's 2 MiB misses: 4 MiB of misses, 20 MiB of hits.
+    // each of A's and B's 2 MiB misses: 4 MiB of misses, 20 MiB of hits; the misses, alone on
+    // the core's HBM, stream at min(96, 768 / 1) on the 910B, min(96, 1024 / 1) on the 910:
+    // the same 262,272.
     for (program, config) in [
         ("programs/matmul_blocked.yaml", "ascend910b"),
         ("docs/examples/matmul_blocked_910.yaml", "ascend910"),
@@ -52,5 +54,6 @@ fn the_blocked_matmul_reads_24_mib_and_keeps_the_cube_busy_for_262144_cycles() {
         let m = &cold["memory"];
         assert_eq!(m["miss_bytes"], 4 << 20, "{program}");
         assert_eq!(m["hit_bytes"], 20 << 20, "{program}");
+        assert_eq!(busy(&cold, "MTE2"), 262_272, "{program}");
     }
 }
