@@ -97,8 +97,16 @@ fn on_the_built_in_config_both_adds_wait_on_hbm_latency() {
     }
     // MTE2's chain alone: 128 × 2,046 = 261,888 cycles; single buffering's also waits for V
     // before every tile but the first: + 127 × 266 = 295,670
-    assert!(db.result.total_cycles >= 261_888, "{}", db.result.total_cycles);
-    assert!(sb.result.total_cycles >= 295_670, "{}", sb.result.total_cycles);
+    assert!(
+        db.result.total_cycles >= 261_888,
+        "{}",
+        db.result.total_cycles
+    );
+    assert!(
+        sb.result.total_cycles >= 295_670,
+        "{}",
+        sb.result.total_cycles
+    );
     let speedup = sb.result.total_cycles as f64 / db.result.total_cycles as f64;
     assert!((1.1..1.2).contains(&speedup), "{speedup:.3}");
 }
@@ -155,7 +163,13 @@ fn a_launch_of_48_blocks_shares_hbm() {
     assert_eq!(first.len(), 48);
     assert!(first.iter().all(|f| f.1 == first[0].1), "{first:?}");
     let expected: Vec<u64> = (1..=48u64)
-        .map(|k| if k <= 6 { 298 } else { (32768 * k).div_ceil(768) })
+        .map(|k| {
+            if k <= 6 {
+                298
+            } else {
+                (32768 * k).div_ceil(768)
+            }
+        })
         .collect();
     let work: Vec<u64> = first.iter().map(|f| f.2).collect();
     assert_eq!(work, expected);
@@ -167,5 +181,8 @@ fn a_launch_of_48_blocks_shares_hbm() {
         .sum();
     assert!(busy >= 113_066, "{busy}");
     let m = &doc["memory"];
-    assert_eq!((&m["reads"], &m["miss_bytes"]), (&256.into(), &(256 * 32768).into()));
+    assert_eq!(
+        (&m["reads"], &m["miss_bytes"]),
+        (&256.into(), &(256 * 32768).into())
+    );
 }

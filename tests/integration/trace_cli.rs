@@ -637,10 +637,7 @@ fn a_launch_window_keeps_only_its_cycles() {
         .filter(|e| e["ph"] == "X" || e["ph"] == "C")
     {
         let (ts, dur) = (u(&e["ts"]), e.get("dur").map_or(0, u));
-        assert!(
-            ts >= 10000 && ts + dur <= 17000,
-            "outside the window: {e}"
-        );
+        assert!(ts >= 10000 && ts + dur <= 17000, "outside the window: {e}");
     }
     // every core is busy in the window
     for pid in 0..8u64 {
