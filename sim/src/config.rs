@@ -187,7 +187,8 @@ pub struct MemoryConfig {
     pub l2_write_bytes_per_cycle: u64,
     /// Cycles added to the startup of a move that hits only, and of every gm write.
     pub l2_latency: u64,
-    /// HBM bytes per cycle, shared by the moves missing at the same time.
+    /// The chip's HBM bytes per cycle, shared by the moves missing at the same time on every
+    /// core of a launch (not one core's share).
     pub hbm_bytes_per_cycle: u64,
     /// Cycles added to the startup of a move with a miss.
     pub hbm_read_latency: u64,

@@ -333,7 +333,7 @@ fn bank_conflict_program_reports_its_conflict_cycles() {
     assert_eq!(doc["pipes"]["V"]["busy"], 160);
     let o = npusim(&["run", "programs/bank_conflict.yaml"]);
     assert!(
-        stdout(&o).contains("bank conflicts      32  cycles of V busy (ub_banks)"),
+        stdout(&o).contains("bank conflicts     32  cycles of V busy (ub_banks)"),
         "{}",
         stdout(&o)
     );
