@@ -528,11 +528,20 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         while cores.len() == 1 && cx.stopped.is_none() {
             let core = &mut cores[0];
             if cross.in_flight.is_empty() {
-                // nothing due from outside: the core's own order is the whole order
-                match core.step_one(INF, &mut cx) {
-                    Ok(true) => {}
-                    Ok(false) => break,
-                    Err(f) => return Err(core.error(*f)),
+                // nothing due from outside: the core's own order is the whole order, until it
+                // fires a signal (at itself: a one-block launch's mode-0 set)
+                loop {
+                    match core.step_one(INF, &mut cx) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(f) => return Err(core.error(*f)),
+                    }
+                    if !cx.fired.is_empty() || cx.stopped.is_some() {
+                        break;
+                    }
+                }
+                if cx.fired.is_empty() {
+                    break;
                 }
                 for sig in cx.fired.drain(..) {
                     cross.in_flight.push(Reverse(sig));
@@ -1459,7 +1468,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn s_cand_raw(&self) -> u64 {
         match self.pending {
             Pending::None | Pending::Done => INF,
