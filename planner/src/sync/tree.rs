@@ -136,12 +136,13 @@ impl<'p> Tree<'p> {
             if w == 0 {
                 continue;
             }
-            let (from, step) = (f.from.as_const()?, f.step.as_const()?);
+            let step = f.step.as_const()?;
             let v = Expr::Var(f.var);
-            let local = if from == 0 && step == 1 {
+            // a non-constant start is launch-invariant ([`count_expr`] allowed it)
+            let local = if f.from.as_const() == Some(0) && step == 1 {
                 v
             } else {
-                let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(from)).ok()?;
+                let shifted = Expr::binary(BinOp::Sub, v, f.from.clone()).ok()?;
                 Expr::binary(BinOp::Div, shifted, Expr::Const(step)).ok()?
             };
             let term = match w {
@@ -174,6 +175,17 @@ impl<'p> Tree<'p> {
     }
 }
 
+/// Whether `e` depends on no loop variable: only on the launch's `block` and `subblock`,
+/// fixed for a core's whole run.
+fn launch_invariant(program: &Program, e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) => true,
+        Expr::Var(v) => program.vars[v.index()].loop_op.is_none(),
+        Expr::Unary(_, a) => launch_invariant(program, a),
+        Expr::Binary(_, a, b) => launch_invariant(program, a) && launch_invariant(program, b),
+    }
+}
+
 /// The whole-run iteration count of loop `lp` as an expression over loop variables (the
 /// counter the engine picks multi-buffer slots with), when it can be written: a `for` with a
 /// constant start and step, nested only in such loops with constant trip counts and no `if`
@@ -190,20 +202,28 @@ fn count_expr(program: &Program, lp: OpId, counts: &[Option<Expr>]) -> Option<Ex
     else {
         return None;
     };
-    let (f, s) = (from.as_const()?, step.as_const()?);
+    let s = step.as_const()?;
     if s <= 0 {
         return None;
     }
     let v = Expr::Var(*var);
-    let local = if f == 0 && s == 1 {
-        v
-    } else {
-        let shifted = Expr::binary(BinOp::Sub, v, Expr::Const(f)).ok()?;
-        Expr::binary(BinOp::Div, shifted, Expr::Const(s)).ok()?
+    let local = match from.as_const() {
+        Some(0) if s == 1 => v,
+        // a start fixed for the whole run: a constant, or (outermost loops only) an
+        // expression of the launch's `block`/`subblock`, as in `from: block, step: blocks`
+        Some(_) | None if op.loop_parent.is_none() || from.as_const().is_some() => {
+            if from.as_const().is_none() && !launch_invariant(program, from) {
+                return None;
+            }
+            let shifted = Expr::binary(BinOp::Sub, v, from.clone()).ok()?;
+            Expr::binary(BinOp::Div, shifted, Expr::Const(s)).ok()?
+        }
+        _ => return None,
     };
     match op.loop_parent {
         None => Some(local),
         Some(outer) => {
+            let f = from.as_const()?;
             if op.parent != Some(outer) {
                 return None; // inside an `if`: the count does not advance every outer iteration
             }
