@@ -141,3 +141,19 @@ fn a_comparison_runs_the_whole_launch_at_each_level() {
         assert_eq!(x.result, y.result);
     }
 }
+
+#[test]
+fn one_block_of_the_block_cyclic_add_runs_exactly_as_the_one_core_add() {
+    // vec_add_blocks.yaml with one block is vec_add_db.yaml: `t` from `block` = 0 by `blocks`
+    // = 1 over the same rows, the same double-buffered tiles. Its loop start is an expression
+    // of `block`, and the sync pass counts such a loop as (t - block) / blocks, so it rotates
+    // the same two event ids per pair: every pipe of the one core must account the same cycles
+    let config = config();
+    let text = std::fs::read_to_string(crate::root().join("programs/vec_add_blocks.yaml")).unwrap();
+    let one = sim::load_kernel(&text, "vec_add_blocks.yaml", &config, &[], Some(1)).unwrap();
+    let launched = pipeline::simulate_kernel(&one, &config, &opts()).unwrap();
+    let plain = pipeline::simulate(&load("programs/vec_add_db.yaml"), &config, &opts()).unwrap();
+    assert_eq!(launched.result.total_cycles, plain.result.total_cycles);
+    assert_eq!(launched.result.pipes, plain.result.pipes);
+    assert_eq!(launched.auto_sync, plain.auto_sync);
+}
