@@ -817,6 +817,11 @@ fn report_launch(
     report.core = core;
     report.profile = profile;
     output::emit(out, &format.render(config, &report))?;
+    problems_exit(config, sim, src)
+}
+
+/// Prints a run's problems; exit 1 when there are any.
+fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Result<(), Exit> {
     let n = report_problems(config, sim, "");
     if n > 0 {
         err_line!(
@@ -860,16 +865,7 @@ fn report_run(
     if let (Some(path), Some(page)) = (views.args.html.as_deref(), &page) {
         output::emit(Some(path), page)?;
     }
-    let n = report_problems(config, sim, "");
-    if n > 0 {
-        err_line!(
-            "error: {}: the run found {n} problem{}; see the report",
-            src.name,
-            if n == 1 { "" } else { "s" }
-        );
-        return Err(Exit(1));
-    }
-    Ok(())
+    problems_exit(config, sim, src)
 }
 
 /// `run --level best`: every level, the fastest kept (the highest among equals). Fails like a

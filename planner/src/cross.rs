@@ -564,25 +564,9 @@ impl Emitter<'_> {
             loop_parent: lp,
             parent,
         });
-        let inner = matches!(src.kind, OpKind::For(_) | OpKind::While { .. });
-        let inner = if inner { Some(id) } else { lp };
-        let kind = match &src.kind {
-            OpKind::For(l) => OpKind::For(sim::program::ForLoop {
-                body: self.block(&l.body, Some(id), inner),
-                ..l.clone()
-            }),
-            OpKind::While { var, trips, body } => OpKind::While {
-                var: *var,
-                trips: trips.clone(),
-                body: self.block(body, Some(id), inner),
-            },
-            OpKind::If { cond, then, els } => OpKind::If {
-                cond: cond.clone(),
-                then: self.block(then, Some(id), inner),
-                els: els.as_ref().map(|e| self.block(e, Some(id), inner)),
-            },
-            other => other.clone(),
-        };
+        let kind = crate::sync::emit::rebuilt(&src.kind, id, lp, |b, parent, lp| {
+            self.block(b, parent, lp)
+        });
         self.ops[id.index()].kind = kind;
         id
     }

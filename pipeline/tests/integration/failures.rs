@@ -101,3 +101,19 @@ fn a_plan_is_checked_by_the_validator_when_asked() {
         }
     }
 }
+
+#[test]
+fn buffers_the_program_pins_on_the_same_bytes_are_not_a_planner_bug() {
+    // bank_conflict.yaml pins every buffer with `at:`; pinning ya onto xa's bytes makes the
+    // second load overwrite the first before the add reads it. The validator sees xa's value
+    // clobbered, but the planner only honoured the pins: the run goes on, as without the
+    // validator (found by the mutation property test)
+    let text = std::fs::read_to_string(crate::root().join("programs/bank_conflict.yaml")).unwrap();
+    let moved = text.replacen("at: 8192 }", "at: 0 }", 1);
+    assert_ne!(moved, text, "bank_conflict.yaml pins ya at 8192");
+    let p = sim::load_program(&moved, "pinned.yaml", &config(), &[]).unwrap();
+    let sim = pipeline::simulate(&p, &config(), &opts()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(sim.result.total_cycles > 0);
+    // the same overlap of buffers the planner placed would still be its bug: the validator
+    // runs on every other shipped plan in a_plan_is_checked_by_the_validator_when_asked
+}

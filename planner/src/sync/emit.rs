@@ -82,6 +82,39 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
     (p, em.counts)
 }
 
+/// Op `kind`, now op `id` of a program being rebuilt, with its blocks (a control op's) rebuilt
+/// by `block(old block, parent, innermost loop)`: the blocks of a `for`/`while` sit in that
+/// loop, an `if`'s in the loop around it (`lp`). Any other op comes back as it was.
+pub(crate) fn rebuilt(
+    kind: &OpKind,
+    id: OpId,
+    lp: Option<OpId>,
+    mut block: impl FnMut(&Block, Option<OpId>, Option<OpId>) -> Block,
+) -> OpKind {
+    let inner = if matches!(kind, OpKind::For(_) | OpKind::While { .. }) {
+        Some(id)
+    } else {
+        lp
+    };
+    match kind {
+        OpKind::For(l) => OpKind::For(ForLoop {
+            body: block(&l.body, Some(id), inner),
+            ..l.clone()
+        }),
+        OpKind::While { var, trips, body } => OpKind::While {
+            var: *var,
+            trips: trips.clone(),
+            body: block(body, Some(id), inner),
+        },
+        OpKind::If { cond, then, els } => OpKind::If {
+            cond: cond.clone(),
+            then: block(then, Some(id), inner),
+            els: els.as_ref().map(|e| block(e, Some(id), inner)),
+        },
+        other => other.clone(),
+    }
+}
+
 impl Emitter<'_> {
     fn block(&mut self, b: &Block, parent: Option<OpId>, lp: Option<OpId>) -> Block {
         let program = self.tree.program;
@@ -117,24 +150,7 @@ impl Emitter<'_> {
             loop_parent: lp,
             parent,
         });
-        let inner = if self.tree.is_loop(old) { Some(id) } else { lp };
-        let kind = match &src.kind {
-            OpKind::For(l) => OpKind::For(ForLoop {
-                body: self.block(&l.body, Some(id), inner),
-                ..l.clone()
-            }),
-            OpKind::While { var, trips, body } => OpKind::While {
-                var: *var,
-                trips: trips.clone(),
-                body: self.block(body, Some(id), inner),
-            },
-            OpKind::If { cond, then, els } => OpKind::If {
-                cond: cond.clone(),
-                then: self.block(then, Some(id), inner),
-                els: els.as_ref().map(|e| self.block(e, Some(id), inner)),
-            },
-            other => other.clone(),
-        };
+        let kind = rebuilt(&src.kind, id, lp, |b, parent, lp| self.block(b, parent, lp));
         self.ops[id.index()].kind = kind;
         id
     }

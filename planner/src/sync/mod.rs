@@ -37,7 +37,7 @@
 //! 5. The kernel ends with `barrier: all`.
 
 mod access;
-mod emit;
+pub(crate) mod emit;
 mod index;
 mod subsume;
 mod tree;
