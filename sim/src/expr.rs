@@ -132,6 +132,18 @@ impl Expr {
         }
     }
 
+    /// An operand of a node: a constant or a variable read in place (most operands are one),
+    /// anything else evaluated, so evaluation recurses only into inner nodes (the same order
+    /// and the same errors: both sides are always evaluated, left first).
+    #[inline(always)]
+    fn eval_operand(&self, vars: &[i64]) -> Result<i64, EvalError> {
+        match self {
+            Expr::Const(v) => Ok(*v),
+            Expr::Var(v) => Ok(vars[v.index()]),
+            e => e.eval(vars),
+        }
+    }
+
     /// Evaluates with the current loop variable values, indexed by [`VarId`].
     #[inline]
     pub fn eval(&self, vars: &[i64]) -> Result<i64, EvalError> {
@@ -139,14 +151,14 @@ impl Expr {
             Expr::Const(v) => Ok(*v),
             Expr::Var(v) => Ok(vars[v.index()]),
             Expr::Unary(op, a) => {
-                let a = a.eval(vars)?;
+                let a = a.eval_operand(vars)?;
                 match op {
                     UnOp::Neg => a.checked_neg().ok_or(EvalError::Overflow),
                     UnOp::Not => Ok((a == 0) as i64),
                 }
             }
             Expr::Binary(op, a, b) => {
-                let (a, b) = (a.eval(vars)?, b.eval(vars)?);
+                let (a, b) = (a.eval_operand(vars)?, b.eval_operand(vars)?);
                 op.apply(a, b)
                     .ok_or(if b == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
                         EvalError::DivisionByZero
