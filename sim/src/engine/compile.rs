@@ -40,7 +40,55 @@ pub(super) enum Val<'p> {
         c: i64,
         e: &'p Expr,
     },
+    /// `b + ((v - w) / d) % m` with `w` a variable or a constant, `d, m > 0` (the iteration
+    /// count modulo `m` the sync pass writes for rotating flag ids, `(t - block) / 2 % 2`):
+    /// applied directly; when a step fails, `e` is evaluated for its error.
+    CountMod {
+        v: u32,
+        w: Sub,
+        d: i64,
+        m: i64,
+        b: i64,
+        e: &'p Expr,
+    },
     Dyn(&'p Expr),
+}
+
+/// What [`Val::CountMod`] subtracts from its variable.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Sub {
+    Var(u32),
+    Const(i64),
+}
+
+/// `e` as [`Val::CountMod`]'s (v, w, d, m, b), if it has that shape.
+fn count_mod(e: &Expr) -> Option<(u32, Sub, i64, i64, i64)> {
+    let (b, rem) = match e {
+        Expr::Binary(BinOp::Add, x, y) => match (x.as_const(), y.as_const()) {
+            (Some(b), None) => (b, &**y),
+            (None, Some(b)) => (b, &**x),
+            _ => return None,
+        },
+        e => (0, e),
+    };
+    let Expr::Binary(BinOp::Rem, x, m) = rem else {
+        return None;
+    };
+    let m = m.as_const().filter(|&m| m > 0)?;
+    let (y, d) = match &**x {
+        Expr::Binary(BinOp::Div, y, d) => (&**y, d.as_const().filter(|&d| d > 0)?),
+        y => (y, 1),
+    };
+    let (v, w) = match y {
+        Expr::Var(v) => (v.index() as u32, Sub::Const(0)),
+        Expr::Binary(BinOp::Sub, a, c) => match (&**a, &**c) {
+            (Expr::Var(v), Expr::Var(w)) => (v.index() as u32, Sub::Var(w.index() as u32)),
+            (Expr::Var(v), Expr::Const(c)) => (v.index() as u32, Sub::Const(*c)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((v, w, d, m, b))
 }
 
 impl<'p> Val<'p> {
@@ -61,7 +109,10 @@ impl<'p> Val<'p> {
                     c,
                     e,
                 },
-                _ => Val::Dyn(e),
+                _ => match count_mod(e) {
+                    Some((v, w, d, m, b)) => Val::CountMod { v, w, d, m, b, e },
+                    None => Val::Dyn(e),
+                },
             },
             _ => Val::Dyn(e),
         }
@@ -77,6 +128,22 @@ impl<'p> Val<'p> {
                 Some(x) => Ok(x),
                 None => e.eval(vars).map_err(|err| (err, e)),
             },
+            Val::CountMod { v, w, d, m, b, e } => {
+                let w = match w {
+                    Sub::Var(w) => vars[w as usize],
+                    Sub::Const(c) => c,
+                };
+                // the tree's steps, each as BinOp::apply does it
+                let x = vars[v as usize]
+                    .checked_sub(w)
+                    .and_then(|x| BinOp::Div.apply(x, d))
+                    .and_then(|x| BinOp::Rem.apply(x, m))
+                    .and_then(|x| BinOp::Add.apply(b, x));
+                match x {
+                    Some(x) => Ok(x),
+                    None => e.eval(vars).map_err(|err| (err, e)),
+                }
+            }
             Val::Dyn(e) => e.eval(vars).map_err(|err| (err, e)),
         }
     }
@@ -1433,5 +1500,99 @@ mod tests {
             None
         );
         assert_eq!(safe_range(&v, &[None]), None);
+    }
+}
+
+#[cfg(test)]
+mod val_tests {
+    use super::*;
+    use crate::ids::VarId;
+
+    fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn a_count_mod_evaluates_as_its_tree_everywhere() {
+        let (t, w) = (Expr::Var(VarId::new(0)), Expr::Var(VarId::new(1)));
+        let shapes = [
+            // (t - w) / 2 % 2, the sync pass's rotating id of a `from: block` loop
+            bin(
+                BinOp::Rem,
+                bin(
+                    BinOp::Div,
+                    bin(BinOp::Sub, t.clone(), w.clone()),
+                    Expr::Const(2),
+                ),
+                Expr::Const(2),
+            ),
+            // 3 + (t - 5) / 4 % 3, with a base id
+            bin(
+                BinOp::Add,
+                Expr::Const(3),
+                bin(
+                    BinOp::Rem,
+                    bin(
+                        BinOp::Div,
+                        bin(BinOp::Sub, t.clone(), Expr::Const(5)),
+                        Expr::Const(4),
+                    ),
+                    Expr::Const(3),
+                ),
+            ),
+            // (t - w) % 3 + 7
+            bin(
+                BinOp::Add,
+                bin(
+                    BinOp::Rem,
+                    bin(BinOp::Sub, t.clone(), w.clone()),
+                    Expr::Const(3),
+                ),
+                Expr::Const(7),
+            ),
+            // t / 3 % 2 (no subtraction)
+            bin(
+                BinOp::Rem,
+                bin(BinOp::Div, t.clone(), Expr::Const(3)),
+                Expr::Const(2),
+            ),
+            // an added base that overflows
+            bin(
+                BinOp::Add,
+                Expr::Const(i64::MAX),
+                bin(
+                    BinOp::Rem,
+                    bin(BinOp::Sub, t.clone(), w.clone()),
+                    Expr::Const(5),
+                ),
+            ),
+        ];
+        let values = [
+            i64::MIN,
+            i64::MIN + 1,
+            -7,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            6,
+            11,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        for e in &shapes {
+            let val = Val::new(e);
+            assert!(matches!(val, Val::CountMod { .. }), "{e:?} has the shape");
+            for &a in &values {
+                for &b in &values {
+                    let vars = [a, b];
+                    let tree = e.eval(&vars);
+                    let fast = val.eval(&vars).map_err(|(err, _)| err);
+                    assert_eq!(fast, tree, "{e:?} at t = {a}, w = {b}");
+                }
+            }
+        }
     }
 }

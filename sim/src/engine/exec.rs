@@ -604,8 +604,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             if relaxed {
                 let core = &mut cores[k];
-                Self::run_ahead(core, &tree, k, &mut cross, &mut cx)?;
-                tree.set(k, core.key(core.now));
+                let next = Self::run_ahead(core, &tree, k, &mut cross, &mut cx)?;
+                tree.set(k, next);
                 continue;
             }
             // S may run ahead within its core only while no other core or signal is due
@@ -662,18 +662,16 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         k: usize,
         cross: &mut Cross,
         cx: &mut Cx<'_, O>,
-    ) -> Result<(), RunError> {
+    ) -> Result<u64, RunError> {
         let (lower, upper) = tree.min_split(k);
         let others = lower.min(upper);
         let reach = others.saturating_add(cross.latency);
         cx.now = core.now;
-        loop {
-            if cx.stopped.is_some() {
-                break;
-            }
+        // the core's next event when it stops: its key in the tree
+        let next = loop {
             let t = core.key(cx.now);
-            if t == INF {
-                break;
+            if cx.stopped.is_some() || t == INF {
+                break t;
             }
             let due = cross.next_at();
             // the global order allows it (the first event always is)
@@ -684,7 +682,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             let waits = (!exact || running_s) && core.waits_on_cross();
             let ok = exact || (!core.next_is_global(cx.now) && (!waits || (t < reach && t < due)));
             if !ok {
-                break;
+                break t;
             }
             // S runs ahead within the core up to the next bound on its local events
             let horizon = if waits { reach.min(due) } else { INF };
@@ -695,9 +693,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             for sig in cx.fired.drain(..) {
                 cross.in_flight.push(Reverse(sig));
             }
-        }
+        };
         core.now = core.now.max(cx.now);
-        Ok(())
+        Ok(next)
     }
 
     /// Signal `sig` takes effect at `cx.now`: its set arrives, and every counter whose
