@@ -419,6 +419,11 @@ struct Cross {
     overflowed: Vec<bool>,
     /// Scratch: the sets of the signal being delivered.
     sets: Vec<u64>,
+    /// Scratch: the cores whose counters a signal increments, and the cores it groups.
+    targets: Vec<u32>,
+    group: Vec<u32>,
+    /// Cores whose counters changed since the machine last looked (their next event moves).
+    woken: Vec<u32>,
 }
 
 impl Cross {
@@ -450,6 +455,9 @@ impl Cross {
             vectors_of,
             overflowed: vec![false; slots.len() * ids],
             sets: Vec::new(),
+            targets: Vec::new(),
+            group: Vec::new(),
+            woken: Vec::new(),
         }
     }
 
@@ -560,6 +568,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 };
                 Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
                 cores[0].woken = false;
+                cross.woken.clear();
                 continue;
             }
             if key == INF {
@@ -590,13 +599,13 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                     unreachable!("a signal was due")
                 };
                 Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
-                for (j, core) in cores.iter_mut().enumerate() {
-                    if core.woken {
-                        core.woken = false;
-                        core.now = core.now.max(at);
-                        tree.set(j, core.key(at));
-                    }
+                for &j in &cross.woken {
+                    let core = &mut cores[j as usize];
+                    core.woken = false;
+                    core.now = core.now.max(at);
+                    tree.set(j as usize, core.key(at));
                 }
+                cross.woken.clear();
                 continue;
             }
             if key == INF {
@@ -710,7 +719,11 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         let me = slots[sig.core as usize];
         let id = sig.id;
         cross.sets.clear();
-        let mut targets: Vec<u32> = Vec::new();
+        // scratch lists kept in `cross` (no allocation per signal)
+        let mut targets = std::mem::take(&mut cross.targets);
+        targets.clear();
+        let mut group = std::mem::take(&mut cross.group);
+        group.clear();
         match sig.mode {
             0 => {
                 let part = me.part as usize;
@@ -721,7 +734,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
                 cross.queue(sig.core, 0, id).push_back((sig.seq, sig.op));
                 if cross.ready[r] == n {
-                    for j in cross.part_cores[part].clone() {
+                    group.extend_from_slice(&cross.part_cores[part]);
+                    for &j in &group {
                         let (seq, _) = cross.queue(j, 0, id).pop_front().expect("ready");
                         cross.sets.push(seq);
                         if cross.queue(j, 0, id).is_empty() {
@@ -732,26 +746,26 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
             }
             1 => {
-                let pair = cross.vectors_of[me.ai_core as usize].clone();
+                group.extend_from_slice(&cross.vectors_of[me.ai_core as usize]);
                 cross.queue(sig.core, 1, id).push_back((sig.seq, sig.op));
-                if pair.len() > 1 && pair.iter().all(|&j| !cross.queue(j, 1, id).is_empty()) {
-                    for &j in &pair {
+                if group.len() > 1 && group.iter().all(|&j| !cross.queue(j, 1, id).is_empty()) {
+                    for &j in &group {
                         let (seq, _) = cross.queue(j, 1, id).pop_front().expect("arrived");
                         cross.sets.push(seq);
                     }
-                    targets = pair;
+                    targets.extend_from_slice(&group);
                 }
             }
             _ if !me.vector => {
                 cross.sets.push(sig.seq);
-                targets = cross.vectors_of[me.ai_core as usize].clone();
+                targets.extend_from_slice(&cross.vectors_of[me.ai_core as usize]);
             }
             _ => {
-                let vectors = cross.vectors_of[me.ai_core as usize].clone();
+                group.extend_from_slice(&cross.vectors_of[me.ai_core as usize]);
                 cross.queue(sig.core, 2, id).push_back((sig.seq, sig.op));
                 if let Some(cube) = cross.cube_of[me.ai_core as usize] {
-                    if vectors.iter().all(|&j| !cross.queue(j, 2, id).is_empty()) {
-                        for &j in &vectors {
+                    if group.iter().all(|&j| !cross.queue(j, 2, id).is_empty()) {
+                        for &j in &group {
                             let (seq, _) = cross.queue(j, 2, id).pop_front().expect("arrived");
                             cross.sets.push(seq);
                         }
@@ -760,7 +774,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
             }
         }
-        for j in targets {
+        cross.group = group;
+        for &j in &targets {
             let core = &mut cores[j as usize];
             let c = &mut core.xcount[id as usize];
             if *c == 0 {
@@ -768,6 +783,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             *c += 1;
             let count = *c;
+            if !core.woken {
+                cross.woken.push(j);
+            }
             core.woken = true;
             core.dirty |= core.mask;
             cx.obs.on_cross(&CrossEvent::Signal {
@@ -789,6 +807,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 });
             }
         }
+        cross.targets = targets;
     }
 }
 
