@@ -645,13 +645,7 @@ fn run(
         (sim, written, profiler, timeline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
-    if let Some(Err(e)) = written {
-        let path = views.trace.as_deref().expect("a trace has a file");
-        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
-    }
-    if let Some(f) = file {
-        f.commit()?;
-    }
+    commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran));
     let views = Views {
         args: views,
@@ -791,13 +785,7 @@ fn run_launch(
         (sim, written, profiler)
     });
     let sim = sim.map_err(|f| failed(&f))?;
-    if let Some(Err(e)) = written {
-        let path = views.trace.as_deref().expect("a trace has a file");
-        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
-    }
-    if let Some(f) = file {
-        f.commit()?;
-    }
+    commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows_of(&ran_parts));
     report_launch(config, &sim, core, rows.as_deref(), format, out, src)
 }
@@ -818,6 +806,23 @@ fn report_launch(
     report.profile = profile;
     output::emit(out, &format.render(config, &report))?;
     problems_exit(config, sim, src)
+}
+
+/// Puts the trace file in place once its writer finished without an error (a failed write
+/// leaves no file: [`output::StreamFile`] is written beside it and renamed).
+fn commit_trace(
+    written: Option<std::io::Result<()>>,
+    file: Option<output::StreamFile>,
+    views: &ViewArgs,
+) -> Result<(), Exit> {
+    if let Some(Err(e)) = written {
+        let path = views.trace.as_deref().expect("a trace has a file");
+        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
+    }
+    if let Some(f) = file {
+        f.commit()?;
+    }
+    Ok(())
 }
 
 /// Prints a run's problems; exit 1 when there are any.

@@ -160,28 +160,9 @@ pub fn plan(
         }
     })?;
     if validate {
-        if let Err(violations) = planned.validate(program, config) {
-            // bytes the program pinned itself (`at:`) to overlap are its own doing, not the
-            // planner's: the run goes on as it does without the validator (a pinned layout is
-            // the user's to get right; the race checker reports what it races)
-            let pinned = |name: &str| {
-                program
-                    .buffers
-                    .iter()
-                    .any(|b| b.name == name && b.at.is_some())
-            };
-            let planner_s: Vec<Violation> = violations
-                .into_iter()
-                .filter(|v| match v {
-                    Violation::Clobbered { value, by, .. } => !(pinned(value) && pinned(by)),
-                    Violation::UniqueShared { a, b, .. } => !(pinned(a) && pinned(b)),
-                    _ => true,
-                })
-                .collect();
-            if !planner_s.is_empty() {
-                return Err(Failure::InvalidPlan(planner_s));
-            }
-        }
+        planned
+            .validate(program, config)
+            .map_err(Failure::InvalidPlan)?;
     }
     Ok(planned)
 }

@@ -554,16 +554,8 @@ impl Emitter<'_> {
         let src = self.old.op(old);
         let id = OpId::new(self.ops.len());
         self.map[old.index()] = id;
-        // pre-order: the op takes its id before its children
-        self.ops.push(Op {
-            kind: OpKind::Scalar {
-                cycles: Expr::Const(0),
-            },
-            path: src.path.clone(),
-            pipe: src.pipe,
-            loop_parent: lp,
-            parent,
-        });
+        self.ops
+            .push(crate::sync::emit::placeholder(src, parent, lp));
         let kind = crate::sync::emit::rebuilt(&src.kind, id, lp, |b, parent, lp| {
             self.block(b, parent, lp)
         });

@@ -82,6 +82,20 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
     (p, em.counts)
 }
 
+/// Op `src` in a program being rebuilt, without its kind yet: pre-order numbering gives an op
+/// its id before its children, so the id is taken first and the kind ([`rebuilt`]) set after.
+pub(crate) fn placeholder(src: &Op, parent: Option<OpId>, lp: Option<OpId>) -> Op {
+    Op {
+        kind: OpKind::Scalar {
+            cycles: Expr::Const(0),
+        },
+        path: src.path.clone(),
+        pipe: src.pipe,
+        loop_parent: lp,
+        parent,
+    }
+}
+
 /// Op `kind`, now op `id` of a program being rebuilt, with its blocks (a control op's) rebuilt
 /// by `block(old block, parent, innermost loop)`: the blocks of a `for`/`while` sit in that
 /// loop, an `if`'s in the loop around it (`lp`). Any other op comes back as it was.
@@ -140,16 +154,7 @@ impl Emitter<'_> {
         let src = self.tree.program.op(old);
         let id = OpId::new(self.ops.len());
         self.map[old.index()] = id;
-        // pre-order: the op takes its id before its children
-        self.ops.push(Op {
-            kind: OpKind::Scalar {
-                cycles: Expr::Const(0),
-            },
-            path: src.path.clone(),
-            pipe: src.pipe,
-            loop_parent: lp,
-            parent,
-        });
+        self.ops.push(placeholder(src, parent, lp));
         let kind = rebuilt(&src.kind, id, lp, |b, parent, lp| self.block(b, parent, lp));
         self.ops[id.index()].kind = kind;
         id

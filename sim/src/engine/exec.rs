@@ -402,8 +402,6 @@ struct Signal {
 /// mode 2). The counters themselves are the cores'.
 struct Cross {
     ids: usize,
-    /// `cross_core.latency`: from a set firing to its effect.
-    latency: u64,
     max_pending: u32,
     in_flight: BinaryHeap<Reverse<Signal>>,
     /// Arrived sets not yet part of a signal, per (core, mode, id): (seq, op).
@@ -445,7 +443,6 @@ impl Cross {
         }
         Cross {
             ids,
-            latency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
             max_pending,
             in_flight: BinaryHeap::new(),
             arrived: vec![VecDeque::new(); slots.len() * 3 * ids],
@@ -559,14 +556,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             let key = core.key(cx.now);
             let at = cross.next_at();
             if at != INF && at <= key {
-                if !cx.in_time(at, Some(at)) {
+                if !Self::deliver_due(&mut cores, &slots, &mut cross, &mut cx, at) {
                     break;
                 }
-                cx.now = at;
-                let Some(Reverse(sig)) = cross.in_flight.pop() else {
-                    unreachable!("a signal was due")
-                };
-                Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
                 cores[0].woken = false;
                 cross.woken.clear();
                 continue;
@@ -591,14 +583,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             let (key, k) = tree.min();
             let at = cross.next_at();
             if at != INF && at <= key {
-                if !cx.in_time(at, Some(at)) {
+                if !Self::deliver_due(&mut cores, &slots, &mut cross, &mut cx, at) {
                     break;
                 }
-                cx.now = at;
-                let Some(Reverse(sig)) = cross.in_flight.pop() else {
-                    unreachable!("a signal was due")
-                };
-                Self::deliver(&mut cores, &slots, &mut cross, &mut cx, sig);
                 for &j in &cross.woken {
                     let core = &mut cores[j as usize];
                     core.woken = false;
@@ -674,7 +661,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     ) -> Result<u64, RunError> {
         let (lower, upper) = tree.min_split(k);
         let others = lower.min(upper);
-        let reach = others.saturating_add(cross.latency);
+        let reach = others.saturating_add(core.xlatency);
         cx.now = core.now;
         // the core's next event when it stops: its key in the tree
         let next = loop {
@@ -705,6 +692,26 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         };
         core.now = core.now.max(cx.now);
         Ok(next)
+    }
+
+    /// The earliest signal in flight, due at `at`, takes effect ([`Machine::deliver`]); false
+    /// when `at` is past the cycle limit (the run stops there).
+    fn deliver_due(
+        cores: &mut [Core<'p, 'c>],
+        slots: &[Slot],
+        cross: &mut Cross,
+        cx: &mut Cx<'_, O>,
+        at: u64,
+    ) -> bool {
+        if !cx.in_time(at, Some(at)) {
+            return false;
+        }
+        cx.now = at;
+        let Some(Reverse(sig)) = cross.in_flight.pop() else {
+            unreachable!("a signal was due")
+        };
+        Self::deliver(cores, slots, cross, cx, sig);
+        true
     }
 
     /// Signal `sig` takes effect at `cx.now`: its set arrives, and every counter whose
