@@ -11,7 +11,7 @@ mod loader;
 mod operand;
 mod ops;
 mod program;
-mod reader;
+pub mod reader;
 
 use crate::config::Config;
 use crate::diag::{Diagnostic, LoadError};
@@ -92,6 +92,20 @@ pub fn load_kernel(
     let root = parse(text, &mut r)?;
     let kernel = program::kernel(&mut r, &root, config, params, blocks);
     finish(&root, r, kernel)
+}
+
+/// Reads any other YAML input (a sweep file) with the loader's [`Reader`], so its problems
+/// read like a program's: `read` walks the parsed document and reports into the reader, and
+/// every problem is located at its line and column, collected before the input is rejected.
+pub fn read_document<T>(
+    text: &str,
+    file: &str,
+    read: impl FnOnce(&mut Reader, &yaml::Node) -> Option<T>,
+) -> Result<T, LoadError> {
+    let mut r = Reader::new(file);
+    let root = parse(text, &mut r)?;
+    let value = read(&mut r, &root);
+    finish(&root, r, value)
 }
 
 fn parse(text: &str, r: &mut Reader) -> Result<yaml::Node, LoadError> {

@@ -1,11 +1,13 @@
 //! A typed walker over [`Node`] trees. Every accessor reports what it expected at the node's
 //! YAML path and returns `None`, so callers keep going and every problem is collected at once.
+//! Public so that other YAML inputs (a sweep file) are read, and reported, the same way
+//! ([`super::read_document`]).
 
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::yaml::{Node, Value};
 
 /// `path.key`, or `key` at the document root.
-pub(crate) fn join(path: &str, key: &str) -> String {
+pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {
@@ -14,12 +16,12 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 }
 
 /// `path[i]`.
-pub(crate) fn index(path: &str, i: usize) -> String {
+pub fn index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
 /// A short rendering of a scalar value for messages (`"xb"`, `3`, `true`, `a list`).
-pub(crate) fn show(node: &Node) -> String {
+pub fn show(node: &Node) -> String {
     match &node.value {
         Value::Null => "nothing".into(),
         Value::Bool(b) => b.to_string(),
@@ -32,7 +34,7 @@ pub(crate) fn show(node: &Node) -> String {
 }
 
 /// A hint for an unknown name: the closest candidate, or the list of choices when short.
-pub(crate) fn suggest(name: &str, candidates: &[&str]) -> Option<String> {
+pub fn suggest(name: &str, candidates: &[&str]) -> Option<String> {
     let swapped = || candidates.iter().find(|c| one_swap(name, c)).copied();
     if let Some(c) = did_you_mean(name, candidates.iter().copied()).or_else(swapped) {
         return Some(format!("did you mean \"{c}\"?"));
@@ -58,7 +60,7 @@ fn one_swap(a: &str, b: &str) -> bool {
 }
 
 /// The entries of a mapping whose keys were checked against the allowed set.
-pub(crate) struct Fields<'n> {
+pub struct Fields<'n> {
     pub entries: &'n [(String, Node)],
     pub path: String,
 }
@@ -79,7 +81,7 @@ impl<'n> Fields<'n> {
 }
 
 /// Collects diagnostics for one file.
-pub(crate) struct Reader<'f> {
+pub struct Reader<'f> {
     pub file: &'f str,
     pub diags: Vec<Diagnostic>,
 }
