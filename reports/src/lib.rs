@@ -67,6 +67,7 @@ mod plan_doc;
 mod profile;
 mod program_yaml;
 mod run_report;
+mod sweep;
 pub mod table;
 mod trace;
 
@@ -77,7 +78,7 @@ pub use compare::{
     CompareLevel, CompareOutcome,
 };
 pub use explain::plan_explain;
-pub use html::{compare_html, run_html, slot_rects, Timeline};
+pub use html::{compare_html, run_html, slot_rects, sweep_html, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
@@ -88,6 +89,7 @@ pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
 };
+pub use sweep::{short_name, sweep_summary_text, Best, Pivot, SweepTable, SweepView};
 pub use trace::{live_bytes, Trace, TracePart, TraceWindow};
 
 /// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare

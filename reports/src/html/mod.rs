@@ -6,9 +6,11 @@
 mod bars;
 mod memory;
 mod style;
+mod sweep;
 mod timeline;
 
 pub use memory::slot_rects;
+pub use sweep::sweep_html;
 pub use timeline::Timeline;
 
 use crate::compare::{CompareLevel, CompareOutcome};

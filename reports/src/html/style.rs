@@ -195,11 +195,15 @@ ul.findings li{margin:2px 0}
 #profile table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 #profile th,#profile td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
 #profile td.n{text-align:right}
+.plot{margin:0 0 22px}
+svg.sweep polyline.line{fill:none;stroke-width:2}
+svg.sweep circle.point{stroke:#fff;stroke-width:1.2;cursor:help}
 footer{max-width:1400px;margin:30px auto 20px;padding:0 24px;color:#8c959f;font-size:12px}
 "#;
 
 /// The page's script: the timeline's zoom, highlighting every slot of the buffer under the
-/// pointer, a check that every memory map drew the slots it announces, and `data-ready="1"` on
+/// pointer, a check that every memory map drew the slots it announces (and every sweep plot
+/// the points it announces), and `data-ready="1"` on
 /// `<body>` once all of that ran (the browser test waits for it).
 pub(super) const SCRIPT: &str = r#"(function () {
   "use strict";
@@ -225,6 +229,12 @@ pub(super) const SCRIPT: &str = r#"(function () {
       r.addEventListener("mouseenter", function () { mark(r.getAttribute("data-buffer"), true); });
       r.addEventListener("mouseleave", function () { mark(r.getAttribute("data-buffer"), false); });
     });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("svg.sweep"), function (plot) {
+    var points = plot.querySelectorAll("circle.point").length;
+    if (String(points) !== plot.getAttribute("data-points")) {
+      throw new Error("plot " + plot.id + ": " + points + " points, expected " + plot.getAttribute("data-points"));
+    }
   });
   document.body.setAttribute("data-ready", "1");
 })();
