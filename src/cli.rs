@@ -117,6 +117,11 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Run every point of a sweep file (programs × configs × params × levels × capacities ×
+    /// blocks × l2) on N workers and write one CSV row (or JSON line) per point, in the grid's
+    /// order whatever N is; or join the parts of a sharded sweep (`--merge`); or summarise a
+    /// sweep's results (`--summary`).
+    Sweep(SweepArgs),
     /// List the built-in chip configs, or print one's YAML (`--show NAME`).
     Configs {
         /// Print the YAML text of the built-in config NAME, verbatim: a starting point for
@@ -124,6 +129,86 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         show: Option<String>,
     },
+}
+
+/// `npusim sweep` (docs/cli.md, "npusim sweep"): run a sweep file, merge its shards, or
+/// summarise its results.
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("mode").args(["file", "merge", "summary"]).required(true)))]
+pub struct SweepArgs {
+    /// The sweep file (YAML): the lists whose product is the grid of points.
+    #[arg(value_name = "SWEEP.yaml")]
+    pub file: Option<PathBuf>,
+    /// Workers running points at once (default: every core).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// `csv`: one row per point; `jsonl`: one JSON object per line and point, with the point's
+    /// run document (`run --format json`).
+    #[arg(long, value_enum, default_value_t = SweepFormat::Csv, conflicts_with_all = ["merge", "summary"])]
+    pub format: SweepFormat,
+    /// Write the results (or the merged parts) to FILE, whole or not at all.
+    #[arg(short, long, value_name = "FILE", conflicts_with = "summary")]
+    pub output: Option<PathBuf>,
+    /// Run shard K of N: the points whose index mod N is K (0 <= K < N). Without it, a Slurm
+    /// array task takes K and N from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard, conflicts_with_all = ["shards", "merge", "summary"])]
+    pub shard: Option<(u32, u32)>,
+    /// Run one of N shards, K from the scheduler: JOB_COMPLETION_INDEX (a Kubernetes Indexed
+    /// Job), HQ_TASK_ID (HyperQueue, from 0) or SLURM_ARRAY_TASK_ID.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["merge", "summary"])]
+    pub shards: Option<u32>,
+    /// List the points (this shard's) as CSV without running them.
+    #[arg(long, conflicts_with_all = ["merge", "summary"])]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub checks: CheckArgs,
+    /// The loop rule of liveness, for every point (see `run --help`).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = LivenessArg::Precise)]
+    pub liveness: LivenessArg,
+    /// How scopes are placed, for every point (see `run --help`).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = PlacementArg::FirstFit)]
+    pub placement: PlacementArg,
+    /// Join the parts of a sharded sweep (every shard exactly once) into the unsharded output.
+    #[arg(long, value_name = "PART", num_args = 1.., conflicts_with = "summary")]
+    pub merge: Vec<PathBuf>,
+    /// Summarise a sweep's CSV: the best point per program and a pivot of cycles.
+    #[arg(long, value_name = "RESULTS.csv")]
+    pub summary: Option<PathBuf>,
+    /// With --summary: also write a page plotting cycles against the column --x.
+    #[arg(long, value_name = "FILE", requires = "summary")]
+    pub html: Option<PathBuf>,
+    /// With --summary: the pivot's rows and the plot's x axis: an input column (`level`, a
+    /// param such as `tiles`, a scope such as `ub`, `blocks`, `l2`).
+    #[arg(long, value_name = "COLUMN", requires = "summary")]
+    pub x: Option<String>,
+    /// With --summary: the pivot's columns and the plot's lines (default: `level`, or the next
+    /// input that varies).
+    #[arg(long, value_name = "COLUMN", requires = "summary")]
+    pub by: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    Csv,
+    Jsonl,
+}
+
+/// Parses `K/N`: shard K of N, 0 <= K < N.
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("`{s}` is not a shard: write K/N with 0 <= K < N, e.g. 0/4");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let k: u32 = k.trim().parse().map_err(|_| bad())?;
+    let n: u32 = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 {
+        return Err(format!("`{s}`: N is the number of shards, at least 1"));
+    }
+    if k >= n {
+        return Err(format!(
+            "`{s}`: shard K of N counts from 0, so K must be below N (the last shard of {n} is {}/{n})",
+            n - 1
+        ));
+    }
+    Ok((k, n))
 }
 
 /// The program and the machine it runs on.
@@ -143,9 +228,21 @@ pub struct Input {
     pub blocks: Option<u32>,
 }
 
-/// How a program runs: the race checker and the limits.
+/// How a program runs: the race checker, the limits and the L2 at the start.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub checks: CheckArgs,
+    /// The L2 at cycle 0, when the config has a `memory` section: `cold` (empty) or `warm`
+    /// (every gm tensor's lines in declaration order, until full).
+    #[arg(long, value_name = "STATE", value_enum, default_value = "cold")]
+    pub l2: L2Arg,
+}
+
+/// The race checker and the limits: the run options a sweep takes on its command line (the
+/// L2's state is one of its axes instead).
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
     /// Skip the race checker (it runs by default and roughly doubles the run time).
     #[arg(long)]
     pub no_race_check: bool,
@@ -156,29 +253,47 @@ pub struct RunArgs {
     /// sent to pipes or executed by the scalar unit, loop iterations and `if`s included.
     #[arg(long, value_name = "N", default_value = "1e10", value_parser = parse_count)]
     pub max_instructions: u64,
-    /// The L2 at cycle 0, when the config has a `memory` section: `cold` (empty) or `warm`
-    /// (every gm tensor's lines in declaration order, until full).
-    #[arg(long, value_name = "STATE", value_enum, default_value = "cold")]
-    pub l2: L2Arg,
 }
 
 /// `--l2`: the L2's state at cycle 0.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum L2Arg {
     Cold,
     Warm,
 }
 
-impl RunArgs {
-    pub fn limits(&self) -> sim::engine::Limits {
+impl L2Arg {
+    /// The engine's L2 start.
+    pub fn start(self) -> sim::engine::L2Start {
+        match self {
+            L2Arg::Cold => sim::engine::L2Start::Cold,
+            L2Arg::Warm => sim::engine::L2Start::Warm,
+        }
+    }
+
+    /// The name on the command line and in a sweep file.
+    pub fn name(self) -> &'static str {
+        match self {
+            L2Arg::Cold => "cold",
+            L2Arg::Warm => "warm",
+        }
+    }
+}
+
+impl CheckArgs {
+    /// The limits of a run, with the L2 starting as `l2` says.
+    pub fn limits(&self, l2: L2Arg) -> sim::engine::Limits {
         sim::engine::Limits {
             max_cycles: self.max_cycles,
             max_instructions: self.max_instructions,
-            l2: match self.l2 {
-                L2Arg::Cold => sim::engine::L2Start::Cold,
-                L2Arg::Warm => sim::engine::L2Start::Warm,
-            },
+            l2: l2.start(),
         }
+    }
+}
+
+impl RunArgs {
+    pub fn limits(&self) -> sim::engine::Limits {
+        self.checks.limits(self.l2)
     }
 }
 
@@ -288,7 +403,7 @@ impl PlanArgs {
     pub fn pipeline(&self, run: &RunArgs, validate: bool) -> pipeline::Options {
         pipeline::Options {
             plan: self.options(),
-            race_check: !run.no_race_check,
+            race_check: !run.checks.no_race_check,
             validate,
             limits: run.limits(),
         }
@@ -569,6 +684,17 @@ mod tests {
         assert!(parse_levels("").is_err());
         assert!(parse_levels("1,,0").is_err());
         assert!(parse_levels("-1").is_err());
+    }
+
+    #[test]
+    fn shards_parse() {
+        assert_eq!(parse_shard("0/4"), Ok((0, 4)));
+        assert_eq!(parse_shard(" 3 / 4 "), Ok((3, 4)));
+        assert!(parse_shard("4/4").unwrap_err().contains("3/4"));
+        assert!(parse_shard("0/0").unwrap_err().contains("at least 1"));
+        assert!(parse_shard("1").is_err());
+        assert!(parse_shard("-1/4").is_err());
+        assert!(parse_shard("a/b").is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 /// The text of one input and the name diagnostics use for it.
+#[derive(Clone)]
 pub struct Source {
     pub name: String,
     pub text: String,
@@ -134,13 +135,19 @@ pub fn read_text(path: &Path) -> Result<String, ReadError> {
 
 /// Resolves `--config`: a built-in name, else a file.
 pub fn config_source(arg: &str) -> Result<Source, Rejected> {
+    config_source_in(arg, Path::new(""))
+}
+
+/// [`config_source`] with a file's path relative to `dir` (a sweep file's directory).
+pub fn config_source_in(arg: &str, dir: &Path) -> Result<Source, Rejected> {
     if let Some(text) = sim::builtin::builtin(arg) {
         return Ok(Source {
             name: format!("<built-in {arg}>"),
             text: text.to_string(),
         });
     }
-    let path = Path::new(arg);
+    let path = dir.join(arg);
+    let path = path.as_path();
     let looks_like_path =
         arg.contains(['/', '\\']) || arg.ends_with(".yaml") || arg.ends_with(".yml");
     if path.exists() || looks_like_path {

@@ -29,6 +29,7 @@ mod compare;
 mod input;
 mod output;
 mod pack;
+mod sweep;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
@@ -127,6 +128,7 @@ fn main() -> ExitCode {
             timing,
             output: output.as_deref(),
         }),
+        Command::Sweep(args) => sweep::sweep(&args),
         Command::Configs { show: None } => configs(),
         Command::Configs { show: Some(name) } => show_config(&name),
     };
@@ -930,16 +932,26 @@ fn best_level(
 /// launch of more than one core, a finding and a waiter name their core (`block 1 aiv 0: `)
 /// and the op of that core's part.
 pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usize {
+    let lines = problem_lines(config, sim, context);
+    for line in &lines {
+        err_line!("{line}");
+    }
+    lines.len()
+}
+
+/// The lines [`report_problems`] prints, one per problem (a sweep records them as a point's
+/// message).
+pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<String> {
     let result = &sim.result;
     let who = |core: u32| match result.cores.get(core as usize) {
         Some(c) if result.cores.len() > 1 => format!("{}: ", reports::core_name(config, c)),
         _ => String::new(),
     };
     let hazards = sim.hazards.as_deref().unwrap_or_default();
-    for h in hazards {
-        err_line!("hazard: {context}{h}");
-    }
-    let mut n = hazards.len() + result.findings.len();
+    let mut lines: Vec<String> = hazards
+        .iter()
+        .map(|h| format!("hazard: {context}{h}"))
+        .collect();
     for f in &result.findings {
         let core = match f {
             sim::engine::SyncFinding::DoubleSet { core, .. }
@@ -947,18 +959,16 @@ pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usiz
             | sim::engine::SyncFinding::CrossOverflow { core, .. } => *core,
         };
         let program = sim.program_of(config, core as usize);
-        err_line!(
+        lines.push(format!(
             "finding: {context}{}{}",
             who(core),
             reports::finding_text(program, f)
-        );
+        ));
     }
     if let Some(stopped) = &result.stopped {
-        n += 1;
-        err_line!("finding: {context}{stopped}");
+        lines.push(format!("finding: {context}{stopped}"));
     }
     if let Some(d) = &result.deadlock {
-        n += 1;
         let waiters: Vec<String> = d
             .waiters
             .iter()
@@ -973,13 +983,13 @@ pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usiz
                 )
             })
             .collect();
-        err_line!(
+        lines.push(format!(
             "finding: {context}deadlock at cycle {}: {}",
             d.cycle,
             waiters.join("; ")
-        );
+        ));
     }
-    n
+    lines
 }
 
 /// A run error is bad input: report it like a load error, located in the program.
