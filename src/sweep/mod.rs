@@ -179,8 +179,20 @@ fn dry_run(inputs: &Inputs, shard: shard::Shard, out: Option<&Path>) -> Result<(
 /// reported before stopping: exit 2) and builds the grid.
 fn load(path: &Path, shared: &point::Shared) -> Result<Inputs, Exit> {
     let sweep = input::read(path, "sweep").map_err(|r| r.report())?;
-    let file = sim::load::read_document(&sweep.text, &sweep.name, spec::read)
-        .map_err(|e| input::report_load_error(&e, &[&sweep]))?;
+    // what could be read of a file with problems: its programs and configs are checked too,
+    // so that one report holds every problem
+    let mut partial = None;
+    let read = sim::load::read_document(&sweep.text, &sweep.name, |r, root| {
+        partial = spec::read(r, root);
+        partial.clone()
+    });
+    let (file, mut shape) = match read {
+        Ok(file) => (file, Vec::new()),
+        Err(e) => match partial {
+            Some(file) => (file, e.diagnostics),
+            None => return Err(input::report_load_error(&e, &[&sweep])),
+        },
+    };
     // relative paths are the sweep file's directory's: the sweep runs the same from anywhere
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut here: Vec<Diagnostic> = Vec::new();
@@ -283,21 +295,25 @@ fn load(path: &Path, shared: &point::Shared) -> Result<Inputs, Exit> {
             sources.push(src.clone());
         }
     }
+    // against programs that did not load, or values that were left out, the axes would be
+    // judged on part of the sweep
     let all_loaded = programs.iter().all(Option::is_some)
         && configs.iter().all(Option::is_some)
-        && elsewhere.is_empty();
+        && elsewhere.is_empty()
+        && shape.is_empty();
     if all_loaded {
         check_axes(&file, &infos, &mut |path, message, hint| {
             here.push(at(path, message, hint))
         });
     }
-    if !here.is_empty() || !elsewhere.is_empty() {
+    if !shape.is_empty() || !here.is_empty() || !elsewhere.is_empty() {
         sim::load::locate(&sweep.text, &mut here);
-        here.extend(elsewhere);
+        shape.extend(here);
+        shape.extend(elsewhere);
         let mut all: Vec<&Source> = vec![&sweep];
         all.extend(&sources);
         return Err(input::report_load_error(
-            &LoadError { diagnostics: here },
+            &LoadError { diagnostics: shape },
             &all,
         ));
     }

@@ -45,9 +45,10 @@ pub struct SweepFile {
     pub l2: Vec<L2Arg>,
 }
 
-/// Reads a sweep file's document, every problem reported into `r` (`None` if there was any).
+/// Reads a sweep file's document, every problem reported into `r`. What could be read is
+/// returned even then (a bad value left out), so that the programs and configs it names are
+/// still checked; `None` only when the document is not a mapping.
 pub fn read(r: &mut Reader, root: &Node) -> Option<SweepFile> {
-    let before = r.count();
     let f = r.map(root, "", "a sweep file", &["programs"], &KEYS[1..])?;
     let programs = f
         .get("programs")
@@ -83,7 +84,7 @@ pub fn read(r: &mut Reader, root: &Node) -> Option<SweepFile> {
         Some(n) => list(r, n, "l2", l2_state),
         None => vec![L2Arg::Cold],
     };
-    (r.count() == before).then_some(SweepFile {
+    Some(SweepFile {
         programs,
         configs,
         params,

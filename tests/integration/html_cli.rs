@@ -13,14 +13,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A fresh empty directory under the target dir.
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = root().join("target").join("html-test").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn files_in(dir: &Path) -> Vec<String> {
+pub(crate) fn files_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -80,16 +80,16 @@ fn chromium() -> PathBuf {
 }
 
 /// What the browser made of a page.
-struct Loaded {
+pub(crate) struct Loaded {
     /// The DOM after the page loaded and its script ran.
-    dom: String,
+    pub dom: String,
     /// Every console message (script errors, refused loads, console calls).
-    console: Vec<String>,
+    pub console: Vec<String>,
 }
 
 /// Loads `page` in headless Chromium (its own profile directory, a 60 s limit) and dumps the
 /// DOM. Chromium writes console messages to stderr as `...:CONSOLE...] "message", source: ...`.
-fn load(page: &Path) -> Loaded {
+pub(crate) fn load(page: &Path) -> Loaded {
     let dir = page.with_extension("chromium");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -144,7 +144,7 @@ fn slot_rects(dom: &str) -> usize {
     dom.matches("<rect class=\"slot\"").count()
 }
 
-fn assert_clean(name: &str, l: &Loaded) {
+pub(crate) fn assert_clean(name: &str, l: &Loaded) {
     assert!(
         l.console.is_empty(),
         "{name}: console messages:\n{}",

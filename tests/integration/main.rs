@@ -18,6 +18,7 @@ mod race_cli;
 mod roofline;
 mod shipped_configs;
 mod speedup;
+mod sweep_cli;
 mod sync_cli;
 mod trace_cli;
 

@@ -51,7 +51,7 @@ pub fn sweep_html(view: &SweepView) -> String {
     body.push_str("</tbody></table>\n</section>\n");
 
     body.push_str("<section id=\"plots\">\n<h2>Cycles</h2>\n");
-    body.push_str("<p class=\"note\">y = cycles (from 0). Each point is the fewest cycles of the ok points with its inputs, over every other input; a missing point had none. Hover a point for its cycles and the best point's index and inputs.</p>\n");
+    body.push_str("<p class=\"note\">y = cycles (from 0). Each point is the fewest cycles of the ok points with its inputs, over every other input; a missing point had none. Lines with equal cycles lie on each other (the table below each plot gives every value). Hover a point for its cycles and the best point's index and inputs.</p>\n");
     for (k, (program, rows)) in view.programs.iter().enumerate() {
         let p = view.pivot(rows);
         body.push_str(&format!(
