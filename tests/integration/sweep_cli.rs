@@ -231,12 +231,16 @@ fn the_same_bytes_whatever_j_and_in_shards_merged() {
     assert!(ok(&args) == ok(&["sweep", &file]));
 }
 
+/// Extra flags of a sweep, and the variables a scheduler sets.
+type Flags<'a> = &'a [&'a str];
+type Env<'a> = &'a [(&'a str, &'a str)];
+
 #[test]
 fn each_scheduler_names_the_same_shard() {
     let dir = design_dir("schedulers");
     let file = dir.join("sweep.yaml").to_string_lossy().into_owned();
     let by_flag = ok(&["sweep", &file, "--shard", "2/3"]);
-    let cases: [(&[&str], &[(&str, &str)]); 5] = [
+    let cases: [(Flags, Env); 5] = [
         (
             &[],
             &[
@@ -266,7 +270,7 @@ fn each_scheduler_names_the_same_shard() {
         assert!(stderr(&o).contains("shard 2/3"), "{env:?}: {}", stderr(&o));
     }
     // bad values: exit 2, the variable named, nothing run
-    let bad: [(&[&str], &[(&str, &str)], &str); 6] = [
+    let bad: [(Flags, Env, &str); 6] = [
         (
             &["--shards", "3"],
             &[("HQ_TASK_ID", "3")],
