@@ -178,7 +178,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE", requires = "summary")]
     pub html: Option<PathBuf>,
     /// With --summary: the pivot's rows and the plot's x axis: an input column (`level`, a
-    /// param such as `tiles`, a scope such as `ub`, `blocks`, `l2`).
+    /// param such as `tiles`, a scope such as `ub`, `blocks`, `l2`, `config`; default: per
+    /// program, the first input that varies among its points).
     #[arg(long, value_name = "COLUMN", requires = "summary")]
     pub x: Option<String>,
     /// With --summary: the pivot's columns and the plot's lines (default: `level`, or the next

@@ -76,7 +76,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
     if let Some((_, from)) = &shard {
         err_line!("sweep: running {from}");
     } else {
-        for (var, _) in [("JOB_COMPLETION_INDEX", ()), ("HQ_TASK_ID", ())] {
+        for var in ["JOB_COMPLETION_INDEX", "HQ_TASK_ID"] {
             if std::env::var_os(var).is_some() {
                 err_line!(
                     "sweep: note: {var} is set but --shards is not, so this runs every point; \
