@@ -405,13 +405,8 @@ mod tests {
             .collect()
     }
 
-    const DESIGN: &str = "# a sweep file: the product of every list, in this order
-programs: [programs/vec_add_db.yaml, programs/matmul.yaml]
-configs: [ascend910b]
-params: { tiles: [64, 128] }      # applied to programs that declare the param
-levels: [2, 1, 0]
-capacities: [{}, { ub: 128KiB }]
-";
+    /// DESIGN §14's sweep file, byte for byte (the integration tests run it).
+    const DESIGN: &str = include_str!("../../tests/fixtures/sweep/design.yaml");
 
     #[test]
     fn the_design_example_reads() {

@@ -61,13 +61,7 @@ fn col(header: &[String], name: &str) -> usize {
 }
 
 /// DESIGN §14's sweep file, byte for byte.
-const DESIGN: &str = "# a sweep file: the product of every list, in this order
-programs: [programs/vec_add_db.yaml, programs/matmul.yaml]
-configs: [ascend910b]
-params: { tiles: [64, 128] }      # applied to programs that declare the param
-levels: [2, 1, 0]
-capacities: [{}, { ub: 128KiB }]
-";
+const DESIGN: &str = include_str!("../fixtures/sweep/design.yaml");
 
 /// A directory holding DESIGN §14's file beside a `programs/` with the two programs it names
 /// (its paths are relative to its directory).
