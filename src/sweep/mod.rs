@@ -104,7 +104,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
     if args.format == SweepFormat::Csv {
         head.extend(table::csv_record(&table::header(&inputs.columns)));
     }
-    let mut progress = progress::Progress::new(count);
+    let mut progress = progress::Progress::new(count, args.output.is_none());
     match args.output.as_deref() {
         Some(path) => {
             // the file appears whole, once the last point is written, or not at all

@@ -13,16 +13,19 @@ pub struct Progress {
     start: Instant,
     /// `None`: plain lines.
     bar: Option<indicatif::ProgressBar>,
+    /// The results are written to the bar's terminal.
+    shares_terminal: bool,
 }
 
 impl Progress {
-    /// Progress over `total` points: a bar when stderr is a terminal.
-    pub fn new(total: u64) -> Progress {
+    /// Progress over `total` points: a bar when stderr is a terminal. `to_stdout`: the results
+    /// go to stdout, which may be the same terminal.
+    pub fn new(total: u64, to_stdout: bool) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} points  {per_sec}  ETA {eta}  {msg}",
+                    "{bar:40} {pos}/{len} points  ETA {eta}  {msg}",
                 )
                 .expect("the template is valid"),
             );
@@ -36,6 +39,16 @@ impl Progress {
             errors: 0,
             start: Instant::now(),
             bar,
+            shares_terminal: to_stdout && std::io::stdout().is_terminal(),
+        }
+    }
+
+    /// Runs `write` with the bar cleared and redraws it after: what `write` prints to a
+    /// terminal (the rows, when stdout is the bar's terminal too) then does not tear the bar.
+    pub fn suspend<R>(&self, write: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(bar) if self.shares_terminal => bar.suspend(write),
+            _ => write(),
         }
     }
 
@@ -48,7 +61,11 @@ impl Progress {
         }
         match &self.bar {
             Some(bar) => {
-                bar.set_message(format!("{} finding, {} error", self.findings, self.errors));
+                let rate = self.done as f64 / self.start.elapsed().as_secs_f64().max(1e-9);
+                bar.set_message(format!(
+                    "{rate:.1} points/s, {} finding, {} error",
+                    self.findings, self.errors
+                ));
                 bar.inc(1);
             }
             None => {

@@ -88,7 +88,7 @@ pub fn run(
             let mut failed = None;
             while let Some(Some(_)) = waiting.front() {
                 let (status, record) = waiting.pop_front().flatten().expect("just seen");
-                if let Err(e) = out.write_all(&record) {
+                if let Err(e) = progress.suspend(|| out.write_all(&record)) {
                     failed = Some(e);
                     break;
                 }
