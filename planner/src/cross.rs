@@ -94,6 +94,15 @@ fn gm_accesses(p: &Program) -> Vec<(TensorId, OpId, bool)> {
 /// Inserts the kernel's cross-core flags (see the module doc). A kernel the pass does not apply
 /// to comes back unchanged.
 pub fn synchronize_kernel(kernel: &Kernel, config: &Config) -> Result<CrossSynced, CrossSyncError> {
+    synchronize_within(kernel, config, ENUMERATION_LIMIT)
+}
+
+/// [`synchronize_kernel`] with a walk budget of `limit` steps (tests use small ones).
+fn synchronize_within(
+    kernel: &Kernel,
+    config: &Config,
+    limit: u64,
+) -> Result<CrossSynced, CrossSyncError> {
     if !applies(kernel) {
         return Ok(CrossSynced {
             kernel: kernel.clone(),
@@ -171,82 +180,47 @@ pub fn synchronize_kernel(kernel: &Kernel, config: &Config) -> Result<CrossSynce
         let mut distance = u64::MAX;
         let mut block_ok = true;
         for b in 0..blocks {
-            let cores = |part: usize| {
+            let cores = |part: usize, ops: &'_ [OpId]| {
                 slots
                     .iter()
-                    .filter(move |s| s.block == b && s.part as usize == part)
-            };
-            let mut writes = Vec::new();
-            let mut reads = Vec::new();
-            for s in cores(p) {
-                writes.push((
-                    s.index,
-                    enumerate(&kernel.parts[p], w, t, s.block, s.subblock, &mut steps),
-                ));
-            }
-            for s in cores(c) {
-                reads.push((
-                    s.index,
-                    enumerate(&kernel.parts[c], r, t, s.block, s.subblock, &mut steps),
-                ));
-            }
-            let mut counts = Vec::new();
-            'cores: for (part, list) in [(p, &writes), (c, &reads)] {
-                for (index, e) in list.iter() {
-                    match e {
-                        Ok(v) => counts.push((part, *index, v.len() as u64)),
-                        Err(why) => {
-                            // the first reason is enough (an exhausted budget fails every core)
-                            problems.push(format!("block {b} {} {index}: {why}", part_name(part)));
-                            block_ok = false;
-                            break 'cores;
-                        }
-                    }
-                }
-            }
-            if !block_ok {
-                break;
-            }
-            let n = counts[0].2;
-            if counts.iter().any(|x| x.2 != n) {
-                let list: Vec<String> = counts
-                    .iter()
-                    .map(|&(part, i, k)| {
-                        let verb = if part == p { "writes" } else { "reads" };
-                        let n = if k == 1 {
-                            "once".to_string()
-                        } else {
-                            format!("{k} times")
-                        };
-                        format!("{} {i} {verb} it {n}", part_name(part))
+                    .filter(|s| s.block == b && s.part as usize == part)
+                    .map(|s| {
+                        let walk = Execs::new(&kernel.parts[part], ops, t, s.block, s.subblock);
+                        (part, s.index, walk)
                     })
-                    .collect();
-                problems.push(format!(
-                    "gm.{name}: in block {b}, {}; the pass pairs the k-th write with the k-th \
-                     read on every core of the block, so the counts must agree",
-                    list.join(", ")
-                ));
-                block_ok = false;
-                break;
-            }
-            if count.is_none() {
-                count = Some(n);
-            }
-            // the reuse distance: the least d such that write k + d overlaps read k
-            for (_, wr) in &writes {
-                let wr = wr.as_ref().expect("checked above");
-                for (_, rd) in &reads {
-                    let rd = rd.as_ref().expect("checked above");
-                    for (k, &(rlo, rhi)) in rd.iter().enumerate() {
-                        let top = (max_pending as usize).min(wr.len().saturating_sub(k + 1));
-                        for d in 1..=top {
-                            let (wlo, whi) = wr[k + d];
-                            if wlo < rhi && rlo < whi {
-                                distance = distance.min(d as u64);
-                                break;
-                            }
-                        }
-                    }
+                    .collect::<Vec<_>>()
+            };
+            match pair_block(cores(p, w), cores(c, r), max_pending, &mut steps, limit) {
+                Ok(Paired::Counts(n, d)) => {
+                    count.get_or_insert(n);
+                    distance = distance.min(d);
+                }
+                Ok(Paired::Disagree(counts)) => {
+                    let list: Vec<String> = counts
+                        .iter()
+                        .map(|&(part, i, k)| {
+                            let verb = if part == p { "writes" } else { "reads" };
+                            let n = if k == 1 {
+                                "once".to_string()
+                            } else {
+                                format!("{k} times")
+                            };
+                            format!("{} {i} {verb} it {n}", part_name(part))
+                        })
+                        .collect();
+                    problems.push(format!(
+                        "gm.{name}: in block {b}, {}; the pass pairs the k-th write with the k-th \
+                         read on every core of the block, so the counts must agree",
+                        list.join(", ")
+                    ));
+                    block_ok = false;
+                    break;
+                }
+                Err((part, index, why)) => {
+                    // the first reason is enough (an exhausted budget fails every core)
+                    problems.push(format!("block {b} {} {index}: {why}", part_name(part)));
+                    block_ok = false;
+                    break;
                 }
             }
         }
@@ -351,118 +325,300 @@ fn paths(p: &Program, ops: &[OpId]) -> String {
         .join(", ")
 }
 
-/// The element range of `tensor` each execution of one of `ops` touches on the core
-/// (`block`, `subblock`), in execution order.
-fn enumerate(
-    p: &Program,
-    ops: &[OpId],
-    tensor: TensorId,
-    block: u32,
-    subblock: u32,
+/// What [`pair_block`] found for one block: the count every core agrees on and the reuse
+/// distance (`u64::MAX`: none within `max_pending`), or each core's count when they differ.
+enum Paired {
+    Counts(u64, u64),
+    Disagree(Vec<(usize, u32, u64)>),
+}
+
+/// Walks one block's producer cores (`writers`: part, core index, walk) and consumer cores in
+/// step, holding for each producer only its writes k..=k + max_pending while the consumers make
+/// their k-th read: the per-block counts, and the reuse distance, the least d <= max_pending such
+/// that write k + d of a producer overlaps read k of a consumer. Memory stays flat in the
+/// number of executions. An error names the core whose walk failed.
+fn pair_block(
+    mut writers: Vec<(usize, u32, Execs<'_>)>,
+    mut readers: Vec<(usize, u32, Execs<'_>)>,
+    max_pending: u32,
     steps: &mut u64,
-) -> Result<Vec<(u64, u64)>, String> {
-    let bases = Bases::of(p);
-    let mut footprints: Vec<Option<Footprint>> = vec![None; p.ops.len()];
-    // a control op is entered only when something below it is wanted
-    let mut wanted = vec![false; p.ops.len()];
-    for &op in ops {
-        let kind = &p.op(op).kind;
-        let operand = kind
-            .writes()
-            .into_iter()
-            .chain(kind.reads())
-            .find(|o| o.base == Ref::Tensor(tensor))
-            .expect("the op touches the tensor");
-        footprints[op.index()] = Some(Footprint::new(&bases, operand));
-        let mut at = Some(op);
-        while let Some(a) = at {
-            wanted[a.index()] = true;
-            at = p.op(a).parent;
+    limit: u64,
+) -> Result<Paired, (usize, u32, String)> {
+    let ahead = max_pending as usize;
+    let mut windows: Vec<std::collections::VecDeque<(u64, u64)>> =
+        vec![std::collections::VecDeque::with_capacity(ahead + 1); writers.len()];
+    let mut counts = vec![0u64; writers.len() + readers.len()];
+    let mut distance = u64::MAX;
+    let mut read = Vec::with_capacity(readers.len());
+    loop {
+        // every producer's window holds its writes k..=k + max_pending (fewer at its end)
+        for (i, (part, index, walk)) in writers.iter_mut().enumerate() {
+            while windows[i].len() <= ahead {
+                match walk.next(steps, limit).map_err(|e| (*part, *index, e))? {
+                    Some(range) => {
+                        windows[i].push_back(range);
+                        counts[i] += 1;
+                    }
+                    None => break,
+                }
+            }
+        }
+        read.clear();
+        for (j, (part, index, walk)) in readers.iter_mut().enumerate() {
+            if let Some(range) = walk.next(steps, limit).map_err(|e| (*part, *index, e))? {
+                counts[writers.len() + j] += 1;
+                read.push(range);
+            }
+        }
+        if read.is_empty() {
+            break;
+        }
+        for &(rlo, rhi) in &read {
+            for window in &windows {
+                // write k + d is window[d]; window[0] is write k
+                let hit = window
+                    .iter()
+                    .skip(1)
+                    .position(|&(wlo, whi)| wlo < rhi && rlo < whi);
+                if let Some(d) = hit {
+                    distance = distance.min(d as u64 + 1);
+                }
+            }
+        }
+        for window in &mut windows {
+            window.pop_front();
+        }
+        if read.len() < readers.len() {
+            break; // the counts differ: finish counting below
         }
     }
-    let mut vars = vec![0i64; p.vars.len()];
-    if let Some(v) = p.launch.block {
-        vars[v.index()] = i64::from(block);
+    // the rest of each core's executions, counted only
+    for (i, (part, index, walk)) in writers.iter_mut().enumerate() {
+        while walk
+            .next(steps, limit)
+            .map_err(|e| (*part, *index, e))?
+            .is_some()
+        {
+            counts[i] += 1;
+        }
     }
-    if let Some(v) = p.launch.subblock {
-        vars[v.index()] = i64::from(subblock);
+    for (j, (part, index, walk)) in readers.iter_mut().enumerate() {
+        while walk
+            .next(steps, limit)
+            .map_err(|e| (*part, *index, e))?
+            .is_some()
+        {
+            counts[writers.len() + j] += 1;
+        }
     }
-    let mut w = Walker {
-        p,
-        footprints,
-        wanted,
-        vars,
-        steps: *steps,
-        out: Vec::new(),
-    };
-    let r = w.block(&p.body);
-    *steps = w.steps;
-    r.map(|()| w.out)
+    let n = counts.first().copied().unwrap_or(0);
+    if counts.iter().all(|&k| k == n) {
+        return Ok(Paired::Counts(n, distance));
+    }
+    let cores = writers
+        .iter()
+        .map(|w| (w.0, w.1))
+        .chain(readers.iter().map(|r| (r.0, r.1)));
+    Ok(Paired::Disagree(
+        cores.zip(counts).map(|((p, i), k)| (p, i, k)).collect(),
+    ))
 }
 
-struct Walker<'a> {
+/// The element ranges of `tensor` the executions of `ops` touch on one core (`block`,
+/// `subblock`), one at a time in execution order: the core's control flow walked with an
+/// explicit stack, so only the current loop nest is held.
+struct Execs<'a> {
     p: &'a Program,
     footprints: Vec<Option<Footprint<'a>>>,
+    /// A control op is entered only when something below it is wanted.
     wanted: Vec<bool>,
     vars: Vec<i64>,
-    steps: u64,
-    out: Vec<(u64, u64)>,
+    stack: Vec<Frame<'a>>,
 }
 
-impl Walker<'_> {
+enum Frame<'a> {
+    /// The next op of a block.
+    Block { ops: &'a [OpId], i: usize },
+    /// A `for` whose body has just run for `v`.
+    For {
+        var: usize,
+        v: i64,
+        to: i64,
+        step: i64,
+        body: &'a Block,
+    },
+    /// A `while` whose body has just run for iteration `i` of `n`.
+    While {
+        var: usize,
+        i: i64,
+        n: i64,
+        body: &'a Block,
+    },
+}
+
+impl<'a> Execs<'a> {
+    fn new(p: &'a Program, ops: &[OpId], tensor: TensorId, block: u32, subblock: u32) -> Self {
+        let bases = Bases::of(p);
+        let mut footprints: Vec<Option<Footprint>> = vec![None; p.ops.len()];
+        let mut wanted = vec![false; p.ops.len()];
+        for &op in ops {
+            let kind = &p.op(op).kind;
+            let operand = kind
+                .writes()
+                .into_iter()
+                .chain(kind.reads())
+                .find(|o| o.base == Ref::Tensor(tensor))
+                .expect("the op touches the tensor");
+            footprints[op.index()] = Some(Footprint::new(&bases, operand));
+            let mut at = Some(op);
+            while let Some(a) = at {
+                wanted[a.index()] = true;
+                at = p.op(a).parent;
+            }
+        }
+        let mut vars = vec![0i64; p.vars.len()];
+        if let Some(v) = p.launch.block {
+            vars[v.index()] = i64::from(block);
+        }
+        if let Some(v) = p.launch.subblock {
+            vars[v.index()] = i64::from(subblock);
+        }
+        Execs {
+            p,
+            footprints,
+            wanted,
+            vars,
+            stack: vec![Frame::Block {
+                ops: &p.body.ops,
+                i: 0,
+            }],
+        }
+    }
+
     fn eval(&self, e: &Expr, op: OpId) -> Result<i64, String> {
         e.eval(&self.vars)
             .map_err(|e| format!("{}: cannot be evaluated: {e}", self.p.op(op).path))
     }
 
-    fn block(&mut self, b: &Block) -> Result<(), String> {
-        for &op in &b.ops {
-            if !self.wanted[op.index()] {
-                continue;
-            }
-            self.steps += 1;
-            if self.steps > ENUMERATION_LIMIT {
-                return Err(format!(
-                    "counting the hand-offs' executions takes more than {ENUMERATION_LIMIT} \
-                     steps over the launch's cores (near {})",
-                    self.p.op(op).path
-                ));
-            }
-            let p = self.p;
-            match &p.op(op).kind {
-                OpKind::For(l) => {
-                    let (from, to) = (self.eval(&l.from, op)?, self.eval(&l.to, op)?);
-                    let step = self.eval(&l.step, op)?;
-                    if step <= 0 {
-                        return Err(format!("{}: step {step} is not positive", p.op(op).path));
+    /// The next execution's range, `None` after the last. `steps` counts the control ops
+    /// entered and the executions over every core walked; past `limit` the walk fails.
+    fn next(&mut self, steps: &mut u64, limit: u64) -> Result<Option<(u64, u64)>, String> {
+        let p = self.p;
+        while let Some(top) = self.stack.last_mut() {
+            match top {
+                Frame::Block { ops, i } => {
+                    let Some(&op) = ops.get(*i) else {
+                        self.stack.pop();
+                        continue;
+                    };
+                    *i += 1;
+                    if !self.wanted[op.index()] {
+                        continue;
                     }
-                    let mut v = from;
-                    while v < to {
-                        self.vars[l.var.index()] = v;
-                        self.block(&l.body)?;
-                        v += step;
+                    *steps += 1;
+                    if *steps > limit {
+                        return Err(format!(
+                            "counting the hand-offs' executions takes more than {limit} steps \
+                             over the launch's cores (near {})",
+                            p.op(op).path
+                        ));
+                    }
+                    match &p.op(op).kind {
+                        OpKind::For(l) => {
+                            let (from, to) = (self.eval(&l.from, op)?, self.eval(&l.to, op)?);
+                            let step = self.eval(&l.step, op)?;
+                            if step <= 0 {
+                                return Err(format!(
+                                    "{}: step {step} is not positive",
+                                    p.op(op).path
+                                ));
+                            }
+                            if from < to {
+                                self.vars[l.var.index()] = from;
+                                self.stack.push(Frame::For {
+                                    var: l.var.index(),
+                                    v: from,
+                                    to,
+                                    step,
+                                    body: &l.body,
+                                });
+                                self.stack.push(Frame::Block {
+                                    ops: &l.body.ops,
+                                    i: 0,
+                                });
+                            }
+                        }
+                        OpKind::While { var, trips, body } => {
+                            let n = self.eval(trips, op)?;
+                            if n > 0 {
+                                self.vars[var.index()] = 0;
+                                self.stack.push(Frame::While {
+                                    var: var.index(),
+                                    i: 0,
+                                    n,
+                                    body,
+                                });
+                                self.stack.push(Frame::Block {
+                                    ops: &body.ops,
+                                    i: 0,
+                                });
+                            }
+                        }
+                        OpKind::If { cond, then, els } => {
+                            let taken = if self.eval(cond, op)? != 0 {
+                                Some(then)
+                            } else {
+                                els.as_ref()
+                            };
+                            if let Some(b) = taken {
+                                self.stack.push(Frame::Block { ops: &b.ops, i: 0 });
+                            }
+                        }
+                        _ => {
+                            let fp = self.footprints[op.index()].as_ref().expect("a wanted op");
+                            return Ok(Some(fp.elems_at(&self.vars).unwrap_or((0, 0))));
+                        }
                     }
                 }
-                OpKind::While { var, trips, body } => {
-                    for i in 0..self.eval(trips, op)? {
-                        self.vars[var.index()] = i;
-                        self.block(body)?;
+                Frame::For {
+                    var,
+                    v,
+                    to,
+                    step,
+                    body,
+                } => {
+                    // the loop ends when the next value would pass `to` (or i64)
+                    match v.checked_add(*step).filter(|n| n < to) {
+                        Some(n) => {
+                            *v = n;
+                            let (var, body) = (*var, *body);
+                            self.vars[var] = n;
+                            self.stack.push(Frame::Block {
+                                ops: &body.ops,
+                                i: 0,
+                            });
+                        }
+                        None => {
+                            self.stack.pop();
+                        }
                     }
                 }
-                OpKind::If { cond, then, els } => {
-                    if self.eval(cond, op)? != 0 {
-                        self.block(then)?;
-                    } else if let Some(e) = els {
-                        self.block(e)?;
+                Frame::While { var, i, n, body } => {
+                    if *i + 1 < *n {
+                        *i += 1;
+                        let (var, i, body) = (*var, *i, *body);
+                        self.vars[var] = i;
+                        self.stack.push(Frame::Block {
+                            ops: &body.ops,
+                            i: 0,
+                        });
+                    } else {
+                        self.stack.pop();
                     }
-                }
-                _ => {
-                    let fp = self.footprints[op.index()].as_ref().expect("a wanted op");
-                    self.out.push(fp.elems_at(&self.vars).unwrap_or((0, 0)));
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -584,5 +740,75 @@ impl Emitter<'_> {
             parent,
         });
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(params: &[(&str, i64)], blocks: u32) -> (Kernel, Config) {
+        let config = crate::test_support::config();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../programs/matmul_add.yaml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let params: Vec<(String, i64)> = params.iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let kernel = sim::load_kernel(&text, "matmul_add.yaml", &config, &params, Some(blocks))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (kernel, config)
+    }
+
+    #[test]
+    fn the_walk_gives_up_past_its_budget_and_names_the_core() {
+        // the cube core of block 0 is walked first (it fills its window of 1 + 16 writes before
+        // any read), so it is the one that passes a budget of 10 steps
+        let (k, config) = kernel(&[], 2);
+        let err = synchronize_within(&k, &config, 10).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert!(
+            err.problems[0].starts_with(
+                "block 0 aic 0: counting the hand-offs' executions takes more than 10 steps"
+            ),
+            "{err}"
+        );
+        // the shipped budget is ample for the same kernel
+        let ok = synchronize_within(&k, &config, ENUMERATION_LIMIT).unwrap();
+        // 48 tiles over 2 blocks: 24 hand-offs per core, more than 16 pending, so a reverse
+        // flag of depth 16 (ws tiles never overlap, so the depth is max_pending's)
+        assert_eq!(ok.handoffs.len(), 1);
+        assert_eq!(ok.handoffs[0].count, 24);
+        assert_eq!(ok.handoffs[0].reverse, Some((1, 16)));
+    }
+
+    #[test]
+    fn a_reuse_distance_within_max_pending_sets_the_depth() {
+        // each core's i-th tile (t = block + i * blocks) goes through workspace slot i % 3 of
+        // its block, so write k + 3 of the cube core lands where read k of its vector cores
+        // read, and writes k + 1, k + 2 do not: the producer may run 3 writes ahead
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../programs/matmul_add.yaml"),
+        )
+        .unwrap();
+        let slot = "(block * 3 + (t - block) / blocks % 3) * tm";
+        let text = text
+            .replace(
+                "ws: { shape: [M, N]",
+                "ws: { shape: [\"blocks * 3 * tm\", N]",
+            )
+            .replace(
+                "dst: \"ws[t * tm : (t + 1) * tm]\"",
+                &format!("dst: \"ws[{slot} : {slot} + tm]\""),
+            )
+            .replace(
+                "src: \"ws[t * tm + subblock * half : t * tm + (subblock + 1) * half]\"",
+                &format!("src: \"ws[{slot} + subblock * half : {slot} + (subblock + 1) * half]\""),
+            );
+        assert_eq!(text.matches("% 3").count(), 4, "both ws operands rewritten");
+        let config = crate::test_support::config();
+        let k = sim::load_kernel(&text, "k.yaml", &config, &[], Some(2))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ok = synchronize_within(&k, &config, ENUMERATION_LIMIT).unwrap();
+        assert_eq!(ok.handoffs[0].count, 24);
+        assert_eq!(ok.handoffs[0].reverse, Some((1, 3)));
     }
 }

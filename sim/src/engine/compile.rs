@@ -51,7 +51,95 @@ pub(super) enum Val<'p> {
         b: i64,
         e: &'p Expr,
     },
+    /// `c + a[0]·v[0] + a[1]·v[1]`: an expression of `+`, `-`, negation and products by
+    /// constants over at most two variables (`t * 16 + subblock * 8 + 8`, a launch's gm
+    /// offsets). `abs` and `absc` sum the absolute values of the tree's leaves, so
+    /// `absc + abs·|v|` bounds every value the tree computes on the way: within i64 no step of
+    /// the tree overflows and the sum is its result; beyond, `e` is evaluated.
+    Lin {
+        v: [u32; 2],
+        a: [i32; 2],
+        abs: [u32; 2],
+        c: i64,
+        absc: u64,
+        e: &'p Expr,
+    },
     Dyn(&'p Expr),
+}
+
+/// A linear form being built by [`linear`]: (variable, coefficient, sum of the absolute values
+/// of its leaves' coefficients) and the constant with its leaves' sum.
+#[derive(Default)]
+struct Lin {
+    terms: Vec<(u32, i64, u64)>,
+    c: i64,
+    absc: u64,
+}
+
+/// `e` as a linear form over its variables, when it is one (see [`Val::Lin`]).
+fn linear(e: &Expr) -> Option<Lin> {
+    let scale = |mut l: Lin, k: i64| -> Option<Lin> {
+        for t in &mut l.terms {
+            t.1 = t.1.checked_mul(k)?;
+            t.2 = t.2.checked_mul(k.unsigned_abs())?;
+        }
+        l.c = l.c.checked_mul(k)?;
+        l.absc = l.absc.checked_mul(k.unsigned_abs())?;
+        Some(l)
+    };
+    let constant = |l: &Lin| l.terms.is_empty().then_some(l.c);
+    Some(match e {
+        Expr::Const(c) => Lin {
+            terms: Vec::new(),
+            c: *c,
+            absc: c.unsigned_abs(),
+        },
+        Expr::Var(v) => Lin {
+            terms: vec![(v.index() as u32, 1, 1)],
+            c: 0,
+            absc: 0,
+        },
+        Expr::Unary(crate::expr::UnOp::Neg, x) => scale(linear(x)?, -1)?,
+        Expr::Binary(op @ (BinOp::Add | BinOp::Sub), x, y) => {
+            let mut l = linear(x)?;
+            let r = linear(y)?;
+            let r = if *op == BinOp::Sub { scale(r, -1)? } else { r };
+            for (v, a, abs) in r.terms {
+                match l.terms.iter_mut().find(|t| t.0 == v) {
+                    Some(t) => {
+                        t.1 = t.1.checked_add(a)?;
+                        t.2 = t.2.checked_add(abs)?;
+                    }
+                    None => l.terms.push((v, a, abs)),
+                }
+            }
+            l.c = l.c.checked_add(r.c)?;
+            l.absc = l.absc.checked_add(r.absc)?;
+            if l.terms.is_empty() {
+                // constant steps are the same every time (they fit, or the tree always fails)
+                l.absc = l.c.unsigned_abs();
+            }
+            l
+        }
+        Expr::Binary(BinOp::Mul, x, y) => {
+            let (l, r) = (linear(x)?, linear(y)?);
+            // a product by 0 bounds nothing under it
+            match (constant(&l), constant(&r)) {
+                (Some(a), Some(b)) => {
+                    let c = a.checked_mul(b)?;
+                    Lin {
+                        terms: Vec::new(),
+                        c,
+                        absc: c.unsigned_abs(),
+                    }
+                }
+                (Some(k), None) if k != 0 => scale(r, k)?,
+                (None, Some(k)) if k != 0 => scale(l, k)?,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// What [`Val::CountMod`] subtracts from its variable.
@@ -111,10 +199,41 @@ impl<'p> Val<'p> {
                 },
                 _ => match count_mod(e) {
                     Some((v, w, d, m, b)) => Val::CountMod { v, w, d, m, b, e },
-                    None => Val::Dyn(e),
+                    None => Val::lin(e),
                 },
             },
-            _ => Val::Dyn(e),
+            _ => Val::lin(e),
+        }
+    }
+
+    /// `e` as [`Val::Lin`] when it is linear in at most two variables with coefficients of
+    /// 32 bits, else [`Val::Dyn`].
+    fn lin(e: &'p Expr) -> Val<'p> {
+        let Some(l) = linear(e) else {
+            return Val::Dyn(e);
+        };
+        let term = |i: usize| -> Option<(u32, i32, u32)> {
+            let (v, a, abs) = *l.terms.get(i)?;
+            Some((v, i32::try_from(a).ok()?, u32::try_from(abs).ok()?))
+        };
+        let (first, second) = match l.terms.len() {
+            1 => match term(0) {
+                Some(t) => (t, (t.0, 0, 0)),
+                None => return Val::Dyn(e),
+            },
+            2 => match (term(0), term(1)) {
+                (Some(x), Some(y)) => (x, y),
+                _ => return Val::Dyn(e),
+            },
+            _ => return Val::Dyn(e),
+        };
+        Val::Lin {
+            v: [first.0, second.0],
+            a: [first.1, second.1],
+            abs: [first.2, second.2],
+            c: l.c,
+            absc: l.absc,
+            e,
         }
     }
 
@@ -142,6 +261,25 @@ impl<'p> Val<'p> {
                 match x {
                     Some(x) => Ok(x),
                     None => e.eval(vars).map_err(|err| (err, e)),
+                }
+            }
+            Val::Lin {
+                v,
+                a,
+                abs,
+                c,
+                absc,
+                e,
+            } => {
+                let (x, y) = (vars[v[0] as usize], vars[v[1] as usize]);
+                let bound = absc as u128
+                    + abs[0] as u128 * x.unsigned_abs() as u128
+                    + abs[1] as u128 * y.unsigned_abs() as u128;
+                if bound <= i64::MAX as u128 {
+                    // every partial sum lies within the bound
+                    Ok(c + a[0] as i64 * x + a[1] as i64 * y)
+                } else {
+                    e.eval(vars).map_err(|err| (err, e))
                 }
             }
             Val::Dyn(e) => e.eval(vars).map_err(|err| (err, e)),
@@ -1510,6 +1648,85 @@ mod val_tests {
 
     fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn a_linear_form_evaluates_as_its_tree_everywhere() {
+        let (t, s) = (Expr::Var(VarId::new(0)), Expr::Var(VarId::new(1)));
+        let c = Expr::Const;
+        let neg = |e: Expr| Expr::Unary(crate::expr::UnOp::Neg, Box::new(e));
+        let shapes = [
+            // t * 16 + subblock * 8, a launch's gm offset
+            bin(
+                BinOp::Add,
+                bin(BinOp::Mul, t.clone(), c(16)),
+                bin(BinOp::Mul, s.clone(), c(8)),
+            ),
+            // t * 16 + (subblock + 1) * 8
+            bin(
+                BinOp::Add,
+                bin(BinOp::Mul, t.clone(), c(16)),
+                bin(BinOp::Mul, bin(BinOp::Add, s.clone(), c(1)), c(8)),
+            ),
+            // (t + 1) * 128 - 1: constants of both signs
+            bin(
+                BinOp::Sub,
+                bin(BinOp::Mul, bin(BinOp::Add, t.clone(), c(1)), c(128)),
+                c(1),
+            ),
+            // t - t + s: a cancelled variable still bounds the steps
+            bin(BinOp::Add, bin(BinOp::Sub, t.clone(), t.clone()), s.clone()),
+            // -(t * 3) + 2 * (4 * s)
+            bin(
+                BinOp::Add,
+                neg(bin(BinOp::Mul, t.clone(), c(3))),
+                bin(BinOp::Mul, c(2), bin(BinOp::Mul, c(4), s.clone())),
+            ),
+            // constants that overflow on the way only for large variables
+            bin(
+                BinOp::Sub,
+                bin(BinOp::Add, t.clone(), c(i64::MAX / 2)),
+                bin(BinOp::Mul, s.clone(), c(1 << 30)),
+            ),
+        ];
+        let values = [
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MIN / 16,
+            -(1 << 33),
+            -7,
+            -1,
+            0,
+            1,
+            3,
+            1 << 33,
+            i64::MAX / 16,
+            i64::MAX / 2,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        for e in &shapes {
+            let val = Val::new(e);
+            assert!(matches!(val, Val::Lin { .. }), "{e:?} is linear");
+            for &a in &values {
+                for &b in &values {
+                    let vars = [a, b];
+                    let tree = e.eval(&vars);
+                    let fast = val.eval(&vars).map_err(|(err, _)| err);
+                    assert_eq!(fast, tree, "{e:?} at t = {a}, s = {b}");
+                }
+            }
+        }
+        // not linear, or three variables, or a product by 0: the tree
+        let u = Expr::Var(VarId::new(2));
+        for e in [
+            bin(BinOp::Mul, t.clone(), bin(BinOp::Add, s.clone(), c(1))),
+            bin(BinOp::Add, bin(BinOp::Add, t.clone(), s.clone()), u),
+            bin(BinOp::Mul, bin(BinOp::Add, t.clone(), c(1)), c(0)),
+            bin(BinOp::Add, bin(BinOp::Div, t.clone(), c(2)), s.clone()),
+        ] {
+            assert!(matches!(Val::new(&e), Val::Dyn(_)), "{e:?}");
+        }
     }
 
     #[test]

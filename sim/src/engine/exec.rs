@@ -145,8 +145,6 @@ struct PipeState {
     free: u64,
     /// Latest completion of any started instruction.
     max_complete: u64,
-    /// Cached start cycle of the head (INF: empty or blocked).
-    cand: u64,
     busy: u64,
     starved: u64,
     instructions: u64,
@@ -377,6 +375,12 @@ struct Core<'p, 'c> {
     dirty: u8,
     pmin: u64,
     pmin_pipe: usize,
+    /// Cached start cycle of each pipe's head (INF: empty or blocked), side by side so that
+    /// finding the earliest reads one cache line, not one per pipe.
+    cand: [u64; NP],
+    /// The pipes whose head was a cross-core wait when their `cand` was computed: the ones a
+    /// counter's change can affect.
+    xheads: u8,
     /// `ub_banks`, and the bank conflict cycles of the vector work started so far.
     ub_banks: Option<UbBanks>,
     bank_conflict: u64,
@@ -794,7 +798,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 cross.woken.push(j);
             }
             core.woken = true;
-            core.dirty |= core.mask;
+            // only a pipe whose head is a cross-core wait can start earlier now
+            core.dirty |= core.xheads;
             cx.obs.on_cross(&CrossEvent::Signal {
                 core: j,
                 id,
@@ -927,7 +932,6 @@ impl<'p, 'c> Core<'p, 'c> {
                 ring: Ring::new(depth),
                 free: 0,
                 max_complete: 0,
-                cand: INF,
                 busy: 0,
                 starved: 0,
                 instructions: 0,
@@ -992,6 +996,8 @@ impl<'p, 'c> Core<'p, 'c> {
             dirty: 0,
             pmin: INF,
             pmin_pipe: 0,
+            cand: [INF; NP],
+            xheads: 0,
             // a core without a vector unit has no UB banks to conflict in: no claim either way
             ub_banks: config
                 .vector
@@ -1115,7 +1121,14 @@ impl<'p, 'c> Core<'p, 'c> {
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            self.pipes[p].cand = self.head_start(p);
+            self.cand[p] = self.head_start(p);
+            let ring = &self.pipes[p].ring;
+            let bit = 1u8 << p;
+            if ring.len > 0 && ring.front().kind == Kind::CrossWait {
+                self.xheads |= bit;
+            } else {
+                self.xheads &= !bit;
+            }
         }
         let mut best = INF;
         let mut at = 0;
@@ -1123,7 +1136,7 @@ impl<'p, 'c> Core<'p, 'c> {
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let c = self.pipes[p].cand;
+            let c = self.cand[p];
             if c < best {
                 best = c;
                 at = p;
@@ -1467,8 +1480,8 @@ impl<'p, 'c> Core<'p, 'c> {
             cycle: t,
             wait_seq: seq,
         });
-        // another wait on the same counter may be queued on another pipe
-        self.dirty |= self.mask;
+        // another wait on the same counter may be at the head of another pipe
+        self.dirty |= self.xheads;
     }
 
     fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {

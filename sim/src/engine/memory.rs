@@ -501,6 +501,14 @@ impl L2 {
             // one run, every line missing (`l` was looked up in this state)
             return self.bring_in(t, a / lb, (end - 1) / lb);
         }
+        if let ([(a, end)], 0) = (runs, l.miss_lines) {
+            // one run, every line present: in one segment, it moves as a range
+            let (l0, l1) = (a / lb, (end - 1) / lb);
+            let f = self.seg(l0);
+            if f == self.seg(l1) {
+                return self.touch_range(t, f, l0, l1);
+            }
+        }
         if l.hit_lines > 0 {
             for_each_line(runs, lb, |line, _| {
                 if self.seg(line) != NONE {
@@ -563,6 +571,87 @@ impl L2 {
         };
         self.seg_of.enter_range(l0, l1 + 1, f);
         self.live += k;
+    }
+
+    /// Marks lines `l0..=l1`, all present in segment `f`, touched at `t`: what touching them
+    /// one by one in line order does ([`L2::touch_line`]), as one range.
+    fn touch_range(&mut self, t: u64, f: u32, l0: u64, l1: u64) {
+        let stamp = t + 1;
+        let Seg {
+            stamp: old, lo, hi, ..
+        } = self.segs[f as usize];
+        if old == stamp {
+            return;
+        }
+        let (lo, hi) = (lo as u64, hi as u64);
+        // the range leaves f: f keeps what is left of it (splitting when the range is inside),
+        // or the range keeps f when it is all of f
+        let moving = if l0 == lo && l1 + 1 == hi {
+            self.unlink(f);
+            Some(f)
+        } else {
+            if l0 == lo {
+                self.segs[f as usize].lo = l1 as u32 + 1;
+            } else if l1 + 1 == hi {
+                self.segs[f as usize].hi = l0 as u32;
+            } else {
+                // the part after the range becomes a segment of its own, right after f
+                let g = self.new_seg(old, l1 + 1, hi);
+                self.link_after(g, f);
+                self.segs[f as usize].hi = l0 as u32;
+                for l in l1 + 1..hi {
+                    self.seg_of.update(l, g);
+                }
+            }
+            None
+        };
+        // its place: after the last line with a smaller key (no line of another segment lies
+        // between its own keys, which are (stamp, l0..=l1))
+        let key = (stamp, l0 as u32);
+        let mut p = self.tail;
+        while p != NONE && self.segs[p as usize].last() > key {
+            p = self.segs[p as usize].prev;
+        }
+        let next = match p {
+            NONE => self.head,
+            p => self.segs[p as usize].next,
+        };
+        // as line by line: the first line joins the segment before it when it continues it
+        // (the others follow it there), or the one after it only when it is the only line
+        let target = if p != NONE
+            && self.segs[p as usize].stamp == stamp
+            && self.segs[p as usize].hi as u64 == l0
+        {
+            self.segs[p as usize].hi = l1 as u32 + 1;
+            if let Some(f) = moving {
+                self.free_seg(f);
+            }
+            p
+        } else if l0 == l1
+            && next != NONE
+            && self.segs[next as usize].stamp == stamp
+            && self.segs[next as usize].lo as u64 == l1 + 1
+        {
+            self.segs[next as usize].lo -= 1;
+            if let Some(f) = moving {
+                self.free_seg(f);
+            }
+            next
+        } else {
+            let g = match moving {
+                Some(f) => {
+                    let s = &mut self.segs[f as usize];
+                    s.stamp = stamp;
+                    return self.link_after(f, p); // its lines already name it
+                }
+                None => self.new_seg(stamp, l0, l1 + 1),
+            };
+            self.link_after(g, p);
+            g
+        };
+        for l in l0..=l1 {
+            self.seg_of.update(l, target);
+        }
     }
 
     /// Marks `line` touched at `t`, bringing it in (and the least recently touched line out
@@ -653,8 +742,8 @@ impl L2 {
         (s.prev, s.next) = (p, next);
     }
 
-    /// Unlinks segment `f` and frees it.
-    fn drop_seg(&mut self, f: u32) {
+    /// Unlinks segment `f` (its lines still name it).
+    fn unlink(&mut self, f: u32) {
         let Seg { prev, next, .. } = self.segs[f as usize];
         match prev {
             NONE => self.head = next,
@@ -664,9 +753,19 @@ impl L2 {
             NONE => self.tail = prev,
             n => self.segs[n as usize].prev = prev,
         }
+    }
+
+    /// Frees unlinked segment `f`.
+    fn free_seg(&mut self, f: u32) {
         let s = &mut self.segs[f as usize];
         s.hi = s.lo;
         self.free.push(f);
+    }
+
+    /// Unlinks segment `f` and frees it.
+    fn drop_seg(&mut self, f: u32) {
+        self.unlink(f);
+        self.free_seg(f);
     }
 
     /// The first `n` present lines leave (n <= live).
