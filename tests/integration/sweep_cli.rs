@@ -627,7 +627,7 @@ fn the_summary_and_its_page_show_the_best_points() {
     let dir = scratch("sweep-summary");
     let results = dir.join("results.csv");
     let r = results.to_string_lossy().into_owned();
-    ok(&["sweep", "sweeps/example.yaml", "-o", &r]);
+    ok(&["sweep", "programs/sweeps/example.yaml", "-o", &r]);
     let page = dir.join("plot.html");
     let text = String::from_utf8(ok(&[
         "sweep",
@@ -647,12 +647,12 @@ fn the_summary_and_its_page_show_the_best_points() {
     );
     let best = rows
         .iter()
-        .filter(|r| r[p] == "../programs/vec_add_db.yaml" && r[s] == "ok")
+        .filter(|r| r[p] == "../vec_add_db.yaml" && r[s] == "ok")
         .min_by_key(|r| r[c].parse::<u64>().unwrap())
         .unwrap();
     let line = text
         .lines()
-        .find(|l| l.trim_start().starts_with("../programs/vec_add_db.yaml "))
+        .find(|l| l.trim_start().starts_with("../vec_add_db.yaml "))
         .unwrap();
     let fields: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(
@@ -664,19 +664,8 @@ fn the_summary_and_its_page_show_the_best_points() {
 
     let loaded = load(&page);
     assert_clean("sweep page", &loaded);
-    let expected = plotted(
-        &header,
-        &rows,
-        "../programs/vec_add_db.yaml",
-        "param_n",
-        "level",
-    ) + plotted(
-        &header,
-        &rows,
-        "../programs/matmul.yaml",
-        "param_kt",
-        "level",
-    );
+    let expected = plotted(&header, &rows, "../vec_add_db.yaml", "param_n", "level")
+        + plotted(&header, &rows, "../matmul.yaml", "param_kt", "level");
     assert_eq!(
         loaded.dom.matches("<circle class=\"point\"").count(),
         expected
@@ -693,7 +682,7 @@ fn the_summary_and_its_page_show_the_best_points() {
 
 #[test]
 fn progress_goes_to_stderr_in_plain_lines_off_a_terminal() {
-    let o = sweep(&["sweep", "sweeps/example.yaml", "-j", "2"]);
+    let o = sweep(&["sweep", "programs/sweeps/example.yaml", "-j", "2"]);
     assert_eq!(o.status.code(), Some(0));
     let (header, rows) = parse(&o.stdout);
     let count = |status: &str| {

@@ -90,6 +90,9 @@ fn a_plan_is_checked_by_the_validator_when_asked() {
     // every shipped program's plan passes the independent validator at every level
     for entry in std::fs::read_dir(crate::root().join("programs")).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension() != Some(std::ffi::OsStr::new("yaml")) {
+            continue; // programs/sweeps/ holds sweep files
+        }
         let file = format!("programs/{}", path.file_name().unwrap().to_string_lossy());
         let k = crate::load_kernel(&file);
         for level in [2, 1, 0] {
