@@ -710,3 +710,19 @@ fn auto_sync_property_regressions() {
         auto_sync_case(k).unwrap_or_else(|e| panic!("{k:?}: {e}"));
     }
 }
+
+/// Found by the property above on a CI run: a `unique` buffer written twice in a loop, a
+/// level-1 plan at small capacities.
+#[test]
+fn regression_unique_buffer_at_level_1() {
+    let k = Knobs {
+        seed: 12774611390732990904,
+        cube: false,
+        manual: false,
+        max_level: 1,
+        scoped: false,
+        caps: [289, 200, 200, 200],
+        more: 111,
+    };
+    plans_case(&k).unwrap();
+}
