@@ -405,7 +405,7 @@ mod tests {
             .collect()
     }
 
-    /// DESIGN §14's sweep file, byte for byte (the integration tests run it).
+    /// The design's first sweep file, byte for byte (the integration tests run it).
     const DESIGN: &str = include_str!("../../tests/fixtures/sweep/design.yaml");
 
     #[test]

@@ -1,4 +1,5 @@
-//! `npusim sweep` (docs/cli.md, "npusim sweep"): DESIGN §14's example runs as written; the
+//! `npusim sweep` (docs/cli.md, "npusim sweep"): the design's first sweep file
+//! (tests/fixtures/sweep/design.yaml) runs as written; the
 //! CSV is the same bytes whatever `-j`; every row's cycles are what the pipeline gives for
 //! that point's inputs; failing points are recorded and the sweep goes on; the shards of a
 //! sweep (by `--shard` or by each scheduler's variables) merge to the unsharded bytes, and a
@@ -60,10 +61,10 @@ fn col(header: &[String], name: &str) -> usize {
         .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
 }
 
-/// DESIGN §14's sweep file, byte for byte.
+/// The design's first sweep file, byte for byte.
 const DESIGN: &str = include_str!("../fixtures/sweep/design.yaml");
 
-/// A directory holding DESIGN §14's file beside a `programs/` with the two programs it names
+/// A directory holding that file beside a `programs/` with the two programs it names
 /// (its paths are relative to its directory).
 fn design_dir(name: &str) -> PathBuf {
     let dir = scratch(&format!("sweep-{name}"));

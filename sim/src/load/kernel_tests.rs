@@ -172,7 +172,7 @@ fn cross_ops_need_a_cross_core_section_and_every_problem_is_reported() {
     );
 }
 
-/// A mixed kernel after the DESIGN example: the cube part writes `ws`, the vector part adds
+/// A mixed kernel after the documented example (docs/programs.md): the cube part writes `ws`, the vector part adds
 /// `d` to it. Line numbers matter to the tests below.
 const MIXED: &str = r#"kernel: matmul_add
 launch: { blocks: 2 }
