@@ -1650,6 +1650,23 @@ mod val_tests {
         Expr::Binary(op, Box::new(a), Box::new(b))
     }
 
+    /// Each of `shapes` compiles to the fast form `fast` picks out, and evaluates to what its
+    /// tree gives (the value or the error) for every pair of `values` as its two variables.
+    fn agrees_with_tree(shapes: &[Expr], values: &[i64], fast: fn(&Val) -> bool) {
+        for e in shapes {
+            let val = Val::new(e);
+            assert!(fast(&val), "{e:?} has the fast form");
+            for &a in values {
+                for &b in values {
+                    let vars = [a, b];
+                    let tree = e.eval(&vars);
+                    let got = val.eval(&vars).map_err(|(err, _)| err);
+                    assert_eq!(got, tree, "{e:?} at ({a}, {b})");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_linear_form_evaluates_as_its_tree_everywhere() {
         let (t, s) = (Expr::Var(VarId::new(0)), Expr::Var(VarId::new(1)));
@@ -1705,18 +1722,7 @@ mod val_tests {
             i64::MAX - 1,
             i64::MAX,
         ];
-        for e in &shapes {
-            let val = Val::new(e);
-            assert!(matches!(val, Val::Lin { .. }), "{e:?} is linear");
-            for &a in &values {
-                for &b in &values {
-                    let vars = [a, b];
-                    let tree = e.eval(&vars);
-                    let fast = val.eval(&vars).map_err(|(err, _)| err);
-                    assert_eq!(fast, tree, "{e:?} at t = {a}, s = {b}");
-                }
-            }
-        }
+        agrees_with_tree(&shapes, &values, |v| matches!(v, Val::Lin { .. }));
         // not linear, or three variables, or a product by 0: the tree
         let u = Expr::Var(VarId::new(2));
         for e in [
@@ -1799,17 +1805,6 @@ mod val_tests {
             i64::MAX - 1,
             i64::MAX,
         ];
-        for e in &shapes {
-            let val = Val::new(e);
-            assert!(matches!(val, Val::CountMod { .. }), "{e:?} has the shape");
-            for &a in &values {
-                for &b in &values {
-                    let vars = [a, b];
-                    let tree = e.eval(&vars);
-                    let fast = val.eval(&vars).map_err(|(err, _)| err);
-                    assert_eq!(fast, tree, "{e:?} at t = {a}, w = {b}");
-                }
-            }
-        }
+        agrees_with_tree(&shapes, &values, |v| matches!(v, Val::CountMod { .. }));
     }
 }

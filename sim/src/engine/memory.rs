@@ -607,15 +607,7 @@ impl L2 {
         };
         // its place: after the last line with a smaller key (no line of another segment lies
         // between its own keys, which are (stamp, l0..=l1))
-        let key = (stamp, l0 as u32);
-        let mut p = self.tail;
-        while p != NONE && self.segs[p as usize].last() > key {
-            p = self.segs[p as usize].prev;
-        }
-        let next = match p {
-            NONE => self.head,
-            p => self.segs[p as usize].next,
-        };
+        let (p, next) = self.position((stamp, l0 as u32));
         // as line by line: the first line joins the segment before it when it continues it
         // (the others follow it there), or the one after it only when it is the only line
         let target = if p != NONE
@@ -816,12 +808,10 @@ impl L2 {
         }
     }
 
-    /// Puts `line` (absent from every segment) with `stamp` at its place: after the last line
-    /// with a smaller key, found walking back from the end (a segment's keys are together,
-    /// so it lies wholly before or after). It joins the segment before it or after it when it
-    /// continues it. `entering`: it comes in (else it moves).
-    fn place(&mut self, stamp: u64, line: u64, entering: bool) {
-        let key = (stamp, line as u32);
+    /// Where a line with `key` goes in the order: the segment whose last key is the largest
+    /// below it ([`NONE`]: first) and the one after that, found walking back from the end.
+    #[inline(always)]
+    fn position(&self, key: (u64, u32)) -> (u32, u32) {
         let mut p = self.tail;
         while p != NONE && self.segs[p as usize].last() > key {
             p = self.segs[p as usize].prev;
@@ -830,6 +820,15 @@ impl L2 {
             NONE => self.head,
             p => self.segs[p as usize].next,
         };
+        (p, next)
+    }
+
+    /// Puts `line` (absent from every segment) with `stamp` at its place: after the last line
+    /// with a smaller key, found walking back from the end (a segment's keys are together,
+    /// so it lies wholly before or after). It joins the segment before it or after it when it
+    /// continues it. `entering`: it comes in (else it moves).
+    fn place(&mut self, stamp: u64, line: u64, entering: bool) {
+        let (p, next) = self.position((stamp, line as u32));
         let f = if p != NONE
             && self.segs[p as usize].stamp == stamp
             && self.segs[p as usize].hi as u64 == line
