@@ -565,26 +565,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
     let (program, plan, result) = (run.program, run.plan, run.result);
     let (hazards, auto_sync) = (run.hazards, run.auto_sync);
     let total = result.total_cycles;
-    let mut pipes = Map::new();
-    for p in sorted_pipes(result) {
-        let mut stalls = Map::new();
-        let mut own: Vec<(Stall, u64)> = p.stalls.clone();
-        own.sort_by_key(|(s, _)| *s);
-        for (reason, cycles) in own {
-            stalls.insert(reason.to_string(), json!(cycles));
-        }
-        pipes.insert(
-            p.pipe.report_name().to_string(),
-            json!({
-                "busy": p.busy,
-                "stalls": stalls,
-                "starved": p.starved,
-                "idle": p.idle,
-                "instructions": p.instructions,
-                "utilisation": crate::round4(p.utilisation(total)),
-            }),
-        );
-    }
+    let pipes = crate::launch::pipes_json(&result.pipes, total);
     let pipe_bound = match result.pipe_bound() {
         Some((pipe, cycles)) => json!({ "pipe": pipe.report_name(), "cycles": cycles }),
         None => Value::Null,

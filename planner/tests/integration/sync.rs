@@ -486,39 +486,7 @@ body:
 #[test]
 fn a_mixed_kernel_plans_and_syncs_part_by_part_and_runs_as_one_launch() {
     // the cube part writes ws and signals (mode 2); each vector core waits, then reads ws
-    let text = r#"
-kernel: matmul_add
-launch: { blocks: 2 }
-sync: auto
-params: { M: 256, N: 256, K: 256, tm: 128 }
-gm:
-  a:  { shape: [M, K], dtype: f16 }
-  b:  { shape: [K, N], dtype: f16 }
-  ws: { shape: [M, N], dtype: f16 }
-  d:  { shape: [M, N], dtype: f16 }
-  y:  { shape: [M, N], dtype: f16 }
-aic:
-  buffers:
-    a1: { scope: l1, shape: [tm, K], dtype: f16 }
-    b1: { scope: l1, shape: [K, N], dtype: f16 }
-    c0: { scope: l0c, shape: [tm, N], dtype: f32 }
-  body:
-    - load: { src: "a[block * tm : (block + 1) * tm]", dst: a1, layout: nz }
-    - load: { src: b, dst: b1, layout: nz }
-    - mmad_l1: { a: a1, b: b1, c: c0, m: tm, n: N, k: K, init: true }
-    - fixpipe: { src: c0, dst: "ws[block * tm : (block + 1) * tm]", quant: true }
-    - cross_set: { mode: 2, pipe: fix, id: 0 }
-aiv:
-  buffers:
-    wb: { scope: ub, shape: [64, N], dtype: f16 }
-    db: { scope: ub, shape: [64, N], dtype: f16 }
-  body:
-    - cross_wait: { id: 0 }
-    - load: { src: "ws[block * tm + subblock * 64 : block * tm + subblock * 64 + 64]", dst: wb }
-    - load: { src: "d[block * tm + subblock * 64 : block * tm + subblock * 64 + 64]", dst: db }
-    - vadd: { ins: [wb, db], out: wb }
-    - store: { src: wb, dst: "y[block * tm + subblock * 64 : block * tm + subblock * 64 + 64]" }
-"#;
+    let text = include_str!("../../../tests/fixtures/launch/mixed_min.yaml");
     let config = config();
     let kernel =
         sim::load_kernel(text, "k.yaml", &config, &[], None).unwrap_or_else(|e| panic!("{e}"));
