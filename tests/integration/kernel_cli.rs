@@ -87,15 +87,7 @@ fn a_capacity_applies_to_the_parts_whose_core_has_the_scope() {
     assert!(parts[0]["plan"]["scopes"].get("ub").is_none());
 
     // too little UB for the vector part: its overflow, at its fullest op, names the part
-    let o = npusim(&["plan", MIXED, "--capacity", "ub=40000"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.starts_with(&format!("error: {MIXED}: aiv: ub overflow, requires")),
-        "{err}"
-    );
-    let line = line_of(MIXED, "dst: wb }");
-    assert!(err.contains(&format!("{MIXED}:{line}:7]")), "{err}");
+    let err = aiv_ub_overflow("plan");
     assert!(err.contains("aiv.body[2]"), "{err}");
 }
 
@@ -358,7 +350,13 @@ fn compare_of_a_launch_reports_the_launch_total() {
 
 #[test]
 fn run_locates_a_parts_overflow_in_that_part() {
-    let o = npusim(&["run", MIXED, "--capacity", "ub=40000"]);
+    aiv_ub_overflow("run");
+}
+
+/// `npusim COMMAND MIXED --capacity ub=40000`: the vector part's UB overflow, a finding whose
+/// message names the part and points at the op where its UB is fullest; its stderr.
+fn aiv_ub_overflow(command: &str) -> String {
+    let o = npusim(&[command, MIXED, "--capacity", "ub=40000"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -367,6 +365,7 @@ fn run_locates_a_parts_overflow_in_that_part() {
     );
     let line = line_of(MIXED, "dst: wb }");
     assert!(err.contains(&format!("{MIXED}:{line}:7]")), "{err}");
+    err
 }
 
 #[test]
