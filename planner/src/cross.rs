@@ -658,23 +658,12 @@ fn emit(old: &Program, ins: &Inserts) -> Program {
     }
     let rest = e.block(&old.body, None, None);
     body.ops.extend(rest.ops);
-    let map = e.map;
-    let remap = |o: Option<OpId>| o.map(|x| map[x.index()]);
     let mut p = Program {
         ops: e.ops,
         body,
         ..old.clone()
     };
-    for b in &mut p.buffers {
-        b.declared_in = remap(b.declared_in);
-        b.loop_parent = remap(b.loop_parent);
-    }
-    for v in &mut p.views {
-        v.declared_in = remap(v.declared_in);
-    }
-    for v in &mut p.vars {
-        v.loop_op = remap(v.loop_op);
-    }
+    crate::sync::emit::renumber_declarations(&mut p, &e.map);
     p
 }
 

@@ -53,7 +53,6 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
         body.ops.push(id);
     }
     let map = &em.map;
-    let remap = |o: Option<OpId>| o.map(|x| map[x.index()]);
     // every field but the ops and the body as they were (the old ops are not cloned)
     let mut p = Program {
         kernel: old.kernel.clone(),
@@ -68,16 +67,7 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
         ops: Vec::new(),
         body,
     };
-    for b in &mut p.buffers {
-        b.declared_in = remap(b.declared_in);
-        b.loop_parent = remap(b.loop_parent);
-    }
-    for v in &mut p.views {
-        v.declared_in = remap(v.declared_in);
-    }
-    for v in &mut p.vars {
-        v.loop_op = remap(v.loop_op);
-    }
+    renumber_declarations(&mut p, map);
     p.ops = em.ops;
     (p, em.counts)
 }
@@ -227,5 +217,22 @@ impl Emitter<'_> {
             parent,
         });
         id
+    }
+}
+
+/// Points the ops named by `p`'s buffers, views and variables (where each is declared, a
+/// buffer's loop, a variable's loop) at their new ids, `map[old]`, after `p`'s ops were written
+/// anew with ops inserted.
+pub(crate) fn renumber_declarations(p: &mut Program, map: &[OpId]) {
+    let remap = |o: Option<OpId>| o.map(|x| map[x.index()]);
+    for b in &mut p.buffers {
+        b.declared_in = remap(b.declared_in);
+        b.loop_parent = remap(b.loop_parent);
+    }
+    for v in &mut p.views {
+        v.declared_in = remap(v.declared_in);
+    }
+    for v in &mut p.vars {
+        v.loop_op = remap(v.loop_op);
     }
 }
