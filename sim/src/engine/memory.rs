@@ -596,12 +596,8 @@ impl L2 {
                 self.segs[f as usize].hi = l0 as u32;
             } else {
                 // the part after the range becomes a segment of its own, right after f
-                let g = self.new_seg(old, l1 + 1, hi);
-                self.link_after(g, f);
+                self.split_after(f, l1 + 1, hi, old);
                 self.segs[f as usize].hi = l0 as u32;
-                for l in l1 + 1..hi {
-                    self.seg_of.update(l, g);
-                }
             }
             None
         };
@@ -799,12 +795,19 @@ impl L2 {
                 self.seg_of.update(l, g);
             }
         } else {
-            let g = self.new_seg(stamp, line + 1, hi);
-            self.link_after(g, f);
+            self.split_after(f, line + 1, hi, stamp);
             self.segs[f as usize].hi = line as u32;
-            for l in line + 1..hi {
-                self.seg_of.update(l, g);
-            }
+        }
+    }
+
+    /// Lines `from..hi` of segment `f` (touched at `stamp`) move to a new segment right after
+    /// it; the caller then ends `f` before them.
+    #[inline]
+    fn split_after(&mut self, f: u32, from: u64, hi: u64, stamp: u64) {
+        let g = self.new_seg(stamp, from, hi);
+        self.link_after(g, f);
+        for l in from..hi {
+            self.seg_of.update(l, g);
         }
     }
 
