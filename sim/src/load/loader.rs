@@ -288,6 +288,33 @@ impl Loader<'_, '_> {
         }
     }
 
+    /// An expression that stands for a data value the hardware would use (a vector op's
+    /// `scalar`). npusim computes addresses, sizes and trip counts but never data, so a
+    /// fractional value is refused with a hint that any integer does the same.
+    pub fn data_expr(&mut self, node: &Node, path: &str) -> Option<Expr> {
+        let fractional = match &node.value {
+            Value::Float(_) => true,
+            Value::Str(s) => s.trim().parse::<f64>().is_ok_and(|v| v.fract() != 0.0),
+            _ => false,
+        };
+        if fractional {
+            self.r.error_hint(
+                path,
+                format!(
+                    "expected an integer expression, found {}: expressions are integers",
+                    show(node)
+                ),
+                Some(
+                    "npusim does not compute data values, only addresses, sizes and cycles: \
+                     the scalar's value never changes a run, so any integer works (write 1)"
+                        .to_string(),
+                ),
+            );
+            return None;
+        }
+        self.expr(node, path, true, false)
+    }
+
     pub fn expr_text(&mut self, src: &str, path: &str, vars: bool) -> Option<Expr> {
         if !self.simple_enough(src, path) {
             return None;

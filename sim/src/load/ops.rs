@@ -907,7 +907,7 @@ impl Loader<'_, '_> {
             None => Some(None),
         };
         let scalar = match f.get("scalar") {
-            Some(n) => self.expr(n, &f.path("scalar"), true, false).map(Some),
+            Some(n) => self.data_expr(n, &f.path("scalar")).map(Some),
             None => Some(None),
         };
         let broadcast = self.dims(&f, "broadcast");
