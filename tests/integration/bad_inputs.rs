@@ -330,12 +330,7 @@ fn every_bad_input_is_rejected_with_its_place() {
 
             // a failed run writes no output file, not even a temporary one
             if case.args.first().map(String::as_str) == Some("run") {
-                let dir = std::env::temp_dir().join(format!(
-                    "npusim-bad-inputs-{}-{}",
-                    std::process::id(),
-                    case.name
-                ));
-                std::fs::create_dir_all(&dir).unwrap();
+                let dir = crate::scratch(&format!("bad-inputs/{}", case.name));
                 let out = dir.join("report.txt");
                 let mut args = case.args.clone();
                 args.extend(["-o".to_string(), out.display().to_string()]);

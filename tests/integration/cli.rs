@@ -1,16 +1,12 @@
 //! The command line as a user meets it: exit codes, messages on stderr, `-o` files, `configs`,
 //! determinism.
 
-use crate::{npusim, root, stderr, stdout};
+use crate::{npusim, stderr, stdout};
 
 const DB: &str = "programs/vec_add_db_manual.yaml";
 
-/// A fresh empty directory under the target dir for this test's output files.
 fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = root().join("target").join("cli-test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::scratch(&format!("cli/{name}"))
 }
 
 fn files_in(dir: &std::path::Path) -> Vec<String> {

@@ -213,12 +213,10 @@ pub fn place(
                 let mut d = Placer::new(&entries, &order, touch, align, Some(cap));
                 if slots > 1 && d.multi_level(max) {
                     warnings.push(format!(
-                        "[hivm-plan-memory] There reused some dma buffers in {} address space, which may stall pipe. Not reusing dma buffer needs {} bits while {} bits available! ({} bytes needed, {} available)",
+                        "[hivm-plan-memory] There reused some dma buffers in {} address space, which may stall pipe. Not reusing dma buffer needs {} bits while {} bits available!",
                         space.hivm_name(),
                         c_end * 8,
-                        cap * 8,
-                        c_end,
-                        cap
+                        cap * 8
                     ));
                     Some((d, max))
                 } else {
