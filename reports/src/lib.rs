@@ -169,6 +169,7 @@ pub(crate) mod testutil {
             memory: None,
             chip: None,
             cross_core: None,
+            launch_cost: None,
         }
     }
 
@@ -377,6 +378,7 @@ pub(crate) mod testutil {
             deadlock: None,
             stopped: None,
             memory: None,
+            launch_cycles: 0,
         };
         // the one core of the run
         r.cores.push(sim::engine::CoreRun {

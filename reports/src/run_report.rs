@@ -432,14 +432,38 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             config.clock_mhz
         ),
     ]);
+    if let Some(cost) = config.launch_cost {
+        let (blocks, cycles) = (program.launch.blocks, launch.launch_cycles);
+        summary.row(vec![
+            "launch cost".into(),
+            cycles.to_string(),
+            format!(
+                "cycles = {} us: {} + {blocks} block{} x {}",
+                fmt_micros(cycles, config.clock_mhz),
+                cost.fixed_cycles,
+                if blocks == 1 { "" } else { "s" },
+                cost.per_block_cycles
+            ),
+        ]);
+        let end = total.saturating_add(cycles);
+        summary.row(vec![
+            "end to end".into(),
+            end.to_string(),
+            format!(
+                "cycles = {} us: the launch cost, then the cores",
+                fmt_micros(end, config.clock_mhz)
+            ),
+        ]);
+    }
     if detail {
         summary_detail(&mut summary, result, total);
     }
     // the header row of this table is empty; drop it
     let rendered = summary.render("");
     out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
-    if let Some(m) = &result.memory {
+    if let (Some(m), Some(mc)) = (&result.memory, &config.memory) {
         out.push_str(&memory_line(m));
+        out.push_str(&bandwidth_line(config, mc, m, total));
     }
     out.push('\n');
 
@@ -627,13 +651,17 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "sync": sync_name(program, auto_sync),
         "total_cycles": total,
         "microseconds": micros(total, config.clock_mhz),
+        "launch_cost": launch_cost_json(config, result, program.launch.blocks),
         "pipes": pipes,
         "overlap": crate::round4(result.overlap()),
         "overlap_cycles": result.overlap_cycles,
         "pipe_bound": pipe_bound,
         "efficiency": crate::round4(result.efficiency()),
         "bank_conflict_cycles": result.bank_conflict_cycles,
-        "memory": result.memory.as_ref().map_or(Value::Null, memory_json),
+        "memory": match (&result.memory, &config.memory) {
+            (Some(m), Some(mc)) => memory_json(config, mc, m, total),
+            _ => Value::Null,
+        },
         // `null`, not `[]`, when no race check ran: no claim that none was found
         "race_check": hazards.is_some(),
         "hazards": hazards.map_or(Value::Null, |hs| Value::Array(hs.iter().map(hazard_json).collect())),
@@ -656,12 +684,13 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 24] = [
+pub const RUN_KEYS: [&str; 25] = [
     "kernel",
     "config",
     "sync",
     "total_cycles",
     "microseconds",
+    "launch_cost",
     "pipes",
     "overlap",
     "overlap_cycles",
@@ -683,8 +712,80 @@ pub const RUN_KEYS: [&str; 24] = [
     "launch",
 ];
 
-/// What the gm moves found in L2 and HBM (docs/json.md, `memory`).
-fn memory_json(m: &sim::engine::MemoryStats) -> Value {
+/// The run document's `launch_cost`: what starting the launch cost, apart from the cores'
+/// `total_cycles`, and the two together; `null` when the config has no `launch_cost`.
+fn launch_cost_json(config: &Config, result: &RunResult, blocks: u32) -> Value {
+    let Some(cost) = config.launch_cost else {
+        return Value::Null;
+    };
+    let end = result.total_cycles.saturating_add(result.launch_cycles);
+    json!({
+        "cycles": result.launch_cycles,
+        "fixed_cycles": cost.fixed_cycles,
+        "per_block_cycles": cost.per_block_cycles,
+        "blocks": blocks,
+        "end_to_end_cycles": end,
+        "end_to_end_microseconds": micros(end, config.clock_mhz),
+    })
+}
+
+/// `bytes` moved in `cycles` at `clock_mhz`, in GB/s.
+fn gb_per_s(bytes: u64, cycles: u64, clock_mhz: u32) -> f64 {
+    if cycles == 0 {
+        return 0.0;
+    }
+    bytes as f64 * f64::from(clock_mhz) / cycles as f64 / 1000.0
+}
+
+/// One shared rate's achieved bandwidth over the run: {bytes, gb_per_s, peak_gb_per_s,
+/// of_peak}.
+fn bandwidth_json(bytes: u64, peak: u64, cycles: u64, clock_mhz: u32) -> Value {
+    let of_peak = if cycles == 0 {
+        0.0
+    } else {
+        bytes as f64 / (peak as f64 * cycles as f64)
+    };
+    json!({
+        "bytes": bytes,
+        "gb_per_s": (gb_per_s(bytes, cycles, clock_mhz) * 1000.0).round() / 1000.0,
+        "peak_gb_per_s": (gb_per_s(peak, 1, clock_mhz) * 1000.0).round() / 1000.0,
+        "of_peak": crate::round4(of_peak),
+    })
+}
+
+/// The report's `bandwidth` line: what HBM and the chip's L2 moved over the run, as GB/s and
+/// a share of their peak.
+fn bandwidth_line(
+    config: &Config,
+    mc: &sim::config::MemoryConfig,
+    m: &sim::engine::MemoryStats,
+    total: u64,
+) -> String {
+    let clock = config.clock_mhz;
+    let one = |bytes: u64, peak: u64| {
+        format!(
+            "{:.1} GB/s ({} % of {:.1})",
+            gb_per_s(bytes, total, clock),
+            crate::percent(bytes, peak.saturating_mul(total)),
+            gb_per_s(peak, 1, clock)
+        )
+    };
+    format!(
+        "bandwidth   HBM {}, L2 {}\n",
+        one(m.hbm_traffic(), mc.hbm_bytes_per_cycle),
+        one(m.l2_traffic(), mc.l2_chip_bytes_per_cycle)
+    )
+}
+
+/// What the gm moves found in L2 and HBM, and the bandwidth they drew (docs/json.md,
+/// `memory`).
+fn memory_json(
+    config: &Config,
+    mc: &sim::config::MemoryConfig,
+    m: &sim::engine::MemoryStats,
+    total: u64,
+) -> Value {
+    let clock = config.clock_mhz;
     json!({
         "l2_start": m.start.name(),
         "warm_lines": m.warm_lines,
@@ -697,6 +798,8 @@ fn memory_json(m: &sim::engine::MemoryStats) -> Value {
         "writes": m.writes,
         "write_bytes": m.write_bytes,
         "evicted_lines": m.evicted_lines,
+        "hbm": bandwidth_json(m.hbm_traffic(), mc.hbm_bytes_per_cycle, total, clock),
+        "l2": bandwidth_json(m.l2_traffic(), mc.l2_chip_bytes_per_cycle, total, clock),
     })
 }
 
@@ -1228,6 +1331,7 @@ mod tests {
                 "sync",
                 "total_cycles",
                 "microseconds",
+                "launch_cost",
                 "pipes",
                 "overlap",
                 "overlap_cycles",

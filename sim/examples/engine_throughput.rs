@@ -14,8 +14,8 @@
 //! them all off or `--refinements on` turns on every one the config lacks, with these values:
 //! `vector.block_bytes: 32`; `ub_banks: { groups: 16, row_bytes: 32, bank_bytes: 4096 }`;
 //! `memory: { line_bytes: 512, l2_bytes: 192 MiB, l2_read_bytes_per_cycle: 110,
-//! l2_write_bytes_per_cycle: 86, l2_latency: 200, hbm_bytes_per_cycle: 32, hbm_read_latency:
-//! 1400 }` (an estimate of the 910B's numbers); `scalar.gm_latency: 200`. The finer switches
+//! l2_write_bytes_per_cycle: 86, l2_chip_bytes_per_cycle: 3888, l2_latency: 200,
+//! hbm_bytes_per_cycle: 32, hbm_read_latency: 1400 }` (an estimate of the 910B's numbers); `scalar.gm_latency: 200`. The finer switches
 //! `--banks` (vector blocks and UB banks) and `--memory` (the memory system and
 //! `scalar.gm_latency`) turn on just those, after `--refinements`. The config is changed after
 //! parsing, so the shipped file may already have any of them. With UB banks on, every slot of
@@ -180,6 +180,7 @@ fn memory_on(config: &mut sim::Config) {
         l2_bytes: 192 << 20,
         l2_read_bytes_per_cycle: 110,
         l2_write_bytes_per_cycle: 86,
+        l2_chip_bytes_per_cycle: 3888,
         l2_latency: 200,
         hbm_bytes_per_cycle: 32,
         hbm_read_latency: 1400,

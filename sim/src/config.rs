@@ -28,6 +28,25 @@ pub struct Config {
     /// Cross-core flags (`cross_core`). `None`: a program may not use `cross_set` /
     /// `cross_wait`.
     pub cross_core: Option<CrossCoreConfig>,
+    /// What starting a launch costs (`launch_cost`), added to the cores' cycles. `None`:
+    /// nothing.
+    pub launch_cost: Option<LaunchCost>,
+}
+
+/// `launch_cost: { fixed_cycles, per_block_cycles }` (docs/timing.md, "Launch cost"): a
+/// launch of N blocks costs `fixed_cycles + N × per_block_cycles` before its cores run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchCost {
+    pub fixed_cycles: u64,
+    pub per_block_cycles: u64,
+}
+
+impl LaunchCost {
+    /// The cycles a launch of `blocks` blocks costs.
+    pub fn cycles(&self, blocks: u32) -> u64 {
+        self.fixed_cycles
+            .saturating_add(self.per_block_cycles.saturating_mul(u64::from(blocks)))
+    }
 }
 
 /// `chip: { aic, aiv_per_aic }` (docs/config.md, "Chip"): the AI cores of the chip, each one
@@ -185,10 +204,12 @@ pub struct MemoryConfig {
     pub l2_read_bytes_per_cycle: u64,
     /// Bytes per cycle one move writes into L2.
     pub l2_write_bytes_per_cycle: u64,
+    /// The chip's L2 bytes per cycle: hits and writes of every core of a launch share it.
+    pub l2_chip_bytes_per_cycle: u64,
     /// Cycles added to the startup of a move that hits only, and of every gm write.
     pub l2_latency: u64,
-    /// The chip's HBM bytes per cycle, shared by the moves missing at the same time on every
-    /// core of a launch (not one core's share).
+    /// The chip's HBM bytes per cycle, shared by the line fills of missing reads and the
+    /// writes (the L2 writes through) of every core of a launch (not one core's share).
     pub hbm_bytes_per_cycle: u64,
     /// Cycles added to the startup of a move with a miss.
     pub hbm_read_latency: u64,

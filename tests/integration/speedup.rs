@@ -115,13 +115,21 @@ fn on_the_built_in_config_both_adds_wait_on_hbm_latency() {
 fn a_launch_of_48_blocks_shares_hbm() {
     // programs/vec_add_blocks.yaml on 48 blocks (every vector core of the 24 AI cores): the
     // 256 loads of the single-core add spread over 48 cores, all cold. At the start every core
-    // sends its first load of x at the same cycle, so the 48 start together, in core order:
-    // the k-th finds k reads with misses in progress (itself and the k - 1 before it) and gets
-    // min(110, 768 / k) bytes a cycle for good, ceil(32768 / min(110, 768 / k)) cycles of work:
-    // 298 for the first 6 (768 / 6 = 128 > 110), then ceil(32768 · k / 768) = 299, 342, 384,
-    // ... up to 2,048 for the 48th (16 bytes a cycle), 51,082 in all. Every later load takes at
-    // least the path's 298 cycles, so the 48 MTE2s are busy at least 51,082 + 208 × 298 =
-    // 113,066 cycles, against the 76,288 the same loads take on one core with HBM to itself.
+    // sends its first load of x at the same cycle, so the 48 start together, in core order,
+    // each to bring in 64 whole lines (32,768 B) at up to the path's 110 bytes a cycle, of what
+    // HBM's 768 the loads before it leave, cycle by cycle (t: cycles from their start):
+    // - loads 1-6 take 110 each (660): ceil(32,768 / 110) = 298 cycles, [0, 298);
+    // - load 7 takes the other 108 over [0, 298) (32,184 B), then the last 584 B at 110 once
+    //   1-6 are done: 6 cycles, [298, 304): 304;
+    // - loads 8-12 get nothing until 298, then 110 a cycle: 298 cycles, ending at 596;
+    // - load 13 gets 768 - 110 - 5 × 110 = 108 over [298, 304) (648 B) while load 7 ends,
+    //   then 110 over [304, 596) (292 × 110 = 32,120 B): 32,768 B exactly at 596;
+    // - load 14 gets 108 over [304, 596) (31,536 B), then 1,232 B at 110: 12 cycles, 608;
+    // - load 15 gets nothing until 596, 110 over [596, 608) (1,320 B) and the last 31,448 B
+    //   at 110: 286 cycles more, ending at 894.
+    // A later load never ends before an earlier one (those hold what they took), and no cycle
+    // carries more than 768 bytes of HBM: the launch's 8 MiB of reads and 4 MiB of writes (the
+    // L2 writes through) need at least 12 MiB / 768 = 16,384 cycles.
     let file = crate::scratch("hbm-48").join("run.json");
     let o = crate::npusim(&[
         "run",
@@ -162,27 +170,62 @@ fn a_launch_of_48_blocks_shares_hbm() {
     first.sort();
     assert_eq!(first.len(), 48);
     assert!(first.iter().all(|f| f.1 == first[0].1), "{first:?}");
-    let expected: Vec<u64> = (1..=48u64)
-        .map(|k| {
-            if k <= 6 {
-                298
-            } else {
-                (32768 * k).div_ceil(768)
-            }
-        })
-        .collect();
     let work: Vec<u64> = first.iter().map(|f| f.2).collect();
-    assert_eq!(work, expected);
-    assert_eq!(expected.iter().sum::<u64>(), 51_082);
-    let cores = doc["launch"]["cores"].as_array().unwrap();
-    let busy: u64 = cores
-        .iter()
-        .map(|c| c["pipes"]["MTE2"]["busy"].as_u64().unwrap())
-        .sum();
-    assert!(busy >= 113_066, "{busy}");
+    let mut expected = vec![298; 6];
+    expected.extend([304, 596, 596, 596, 596, 596, 596, 608, 894]);
+    assert_eq!(work[..15], expected);
+    assert!(work.windows(2).all(|w| w[0] <= w[1]), "{work:?}");
+    let total = doc["total_cycles"].as_u64().unwrap();
+    let hbm = doc["memory"]["hbm"]["bytes"].as_u64().unwrap();
+    assert_eq!(hbm, 12 << 20);
+    assert!(total >= 16_384 && hbm <= 768 * total, "{total}");
     let m = &doc["memory"];
     assert_eq!(
         (&m["reads"], &m["miss_bytes"]),
         (&256.into(), &(256 * 32768).into())
     );
+}
+
+#[test]
+fn flash_attention_on_24_blocks_takes_longer_per_block_than_on_one() {
+    // programs/flash_attention.yaml: every block does the same work on its own q tile, so a
+    // launch of 24 takes as long as one block unless the blocks slow each other down. They
+    // share the L2's chip-wide rate (K and V, and the s, p and ot workspaces, are L2 hits
+    // after their first touch) and HBM (the first touches, and every write): on 24 blocks
+    // each block's cores end later than the lone block's.
+    let run = |blocks: &str| -> serde_json::Value {
+        let o = crate::npusim(&[
+            "run",
+            "programs/flash_attention.yaml",
+            "--blocks",
+            blocks,
+            "--no-race-check",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", crate::stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (one, many) = (run("1"), run("24"));
+    let mean_end = |doc: &serde_json::Value| -> f64 {
+        let cores = doc["launch"]["cores"].as_array().unwrap();
+        let ends: Vec<u64> = cores
+            .iter()
+            .map(|c| c["end_cycle"].as_u64().unwrap())
+            .collect();
+        ends.iter().sum::<u64>() as f64 / ends.len() as f64
+    };
+    let (a, b) = (
+        one["total_cycles"].as_u64().unwrap(),
+        many["total_cycles"].as_u64().unwrap(),
+    );
+    assert!(b > a, "24 blocks {b}, one block {a}");
+    assert!(mean_end(&many) > mean_end(&one));
+    // and neither rate goes above its peak
+    for doc in [&one, &many] {
+        for rate in ["hbm", "l2"] {
+            let share = doc["memory"][rate]["of_peak"].as_f64().unwrap();
+            assert!(share <= 1.0, "{rate}: {share}");
+        }
+    }
 }

@@ -646,6 +646,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }),
             stopped: cx.stopped,
             memory: cx.l2.as_ref().map(|l2| l2.stats),
+            launch_cycles: 0,
         })
     }
 
@@ -1235,15 +1236,22 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let mut startup = head.startup;
         let mut lookup = None;
-        if let Some((mem, rl, _)) = gm {
-            // a gm move (one chunk): its cost is known once the L2 is looked up at its start
+        if let (Some((mem, rl, wl)), Some(l2)) = (gm, &mut cx.l2) {
+            // a gm move (one chunk): its cost is known once the L2 is looked up and the
+            // chip's HBM and L2 rates are shared out at its start
             let spec = &self.c.mems[mem as usize];
-            if let (Some(l2), Some(read)) = (&cx.l2, &spec.read) {
-                let l = l2.lookup(self.side_runs(read, rl));
-                let (w, extra) = l2.read_cost(t, spec.bpc, &l);
+            let l = spec.read.as_ref().map(|r| l2.lookup(self.side_runs(r, rl)));
+            let written = spec.write.as_ref().map_or(0, |w| {
+                self.side_runs(w, wl).iter().map(|&(a, b)| b - a).sum()
+            });
+            let (w, extra) = l2.move_cost(t, spec.bpc, l.as_ref(), written);
+            if l.is_some() {
                 (work, startup) = (w, spec.startup + extra);
-                lookup = Some(l);
+            } else {
+                // a write's path work (its read side, the L2 write rate) is the least it takes
+                work = work.max(w);
             }
+            lookup = l;
         }
         let complete = t.checked_add(startup).and_then(|c| c.checked_add(work));
         if !cx.in_time(t, complete) {
@@ -1251,7 +1259,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         cx.now = t;
         if let Some(gm) = gm {
-            self.commit_mem(t, work, gm, lookup, cx);
+            self.commit_mem(t, gm, lookup, cx);
         }
         self.sweep_overlap(t);
         let events = self.events;
@@ -1377,13 +1385,12 @@ impl<'p, 'c> Core<'p, 'c> {
         }
     }
 
-    /// A gm move starts at `t`: the L2 takes its read (what `lookup` found) and its write,
-    /// and its pool slots are freed.
+    /// A gm move starts at `t`: it holds its planned share of HBM and the L2's rate, the L2
+    /// takes its read (what `lookup` found) and its write, and its pool slots are freed.
     #[inline]
     fn commit_mem<O: Observer>(
         &mut self,
         t: u64,
-        work: u64,
         (mem, rl, wl): (u32, u32, u32),
         lookup: Option<super::memory::Lookup>,
         cx: &mut Cx<'_, O>,
@@ -1391,8 +1398,9 @@ impl<'p, 'c> Core<'p, 'c> {
         let c = self.c;
         let spec = &c.mems[mem as usize];
         if let Some(l2) = &mut cx.l2 {
+            l2.reserve();
             if let (Some(side), Some(l)) = (&spec.read, lookup) {
-                l2.commit_read(t, work, self.side_runs(side, rl), &l);
+                l2.commit_read(t, self.side_runs(side, rl), &l);
             }
             if let Some(side) = &spec.write {
                 l2.commit_write(t, self.side_runs(side, wl));

@@ -20,12 +20,19 @@
 //! in chunks that exist only while they hold a present line (memory follows the L2's contents,
 //! not the tensors' size); an entry may be stale, recognised by its segment not covering the
 //! line now.
+//!
+//! Bandwidth: the chip's HBM and its L2 are each a [`Channel`], the bytes per cycle the moves in
+//! progress hold, as steps over the cycles to come. A move, when it starts, takes its bytes in
+//! phases (hits from the L2; line fills from HBM; a write into the L2 and through to HBM), each
+//! at the most its own rate and the channels' spare rate allow, cycle by cycle: moves already
+//! under way keep what they hold, so no cycle's use ever exceeds a channel's rate.
 
 use super::compile::Val;
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
+use std::collections::VecDeque;
 
 /// "No segment": in a [`SegIndex`], and at an end of the list.
 const NONE: u32 = u32::MAX;
@@ -331,6 +338,155 @@ pub(super) fn for_each_line(runs: &[(u64, u64)], line_bytes: u64, mut f: impl Fn
     }
 }
 
+/// A shared rate of the chip (HBM's bytes per cycle, or the L2's): what the moves under way
+/// hold of it, cycle by cycle from the earliest start that can still come. Moves start in
+/// cycle order over the whole launch (the engine puts gm moves in its global order), so the
+/// past is forgotten as they come.
+#[derive(Clone, Debug)]
+pub(super) struct Channel {
+    /// Bytes per cycle.
+    cap: u64,
+    /// `(from, used)`: bytes per cycle held from cycle `from` until the next step's `from`, in
+    /// increasing `from`; the last step holds 0 and lasts for ever (so never empty).
+    steps: VecDeque<(u64, u64)>,
+}
+
+/// A share of one or two channels a planned move holds: `rate` bytes per cycle over cycles
+/// `from..to`, on HBM and / or the L2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Piece {
+    from: u64,
+    to: u64,
+    rate: u64,
+    hbm: bool,
+    l2: bool,
+}
+
+impl Channel {
+    fn new(cap: u64) -> Channel {
+        Channel {
+            cap,
+            steps: VecDeque::from([(0, 0)]),
+        }
+    }
+
+    /// Nothing will start before `t`: the steps that end by then go.
+    #[inline]
+    fn forget(&mut self, t: u64) {
+        while self.steps.len() > 1 && self.steps[1].0 <= t {
+            self.steps.pop_front();
+        }
+    }
+
+    /// The index of the step holding cycle `t` (not before the first step).
+    #[inline]
+    fn at(&self, t: u64) -> usize {
+        self.steps.partition_point(|&(from, _)| from <= t).max(1) - 1
+    }
+
+    /// The first cycle after step `i` (`u64::MAX` for the last).
+    #[inline]
+    fn end_of(&self, i: usize) -> u64 {
+        self.steps.get(i + 1).map_or(u64::MAX, |&(from, _)| from)
+    }
+
+    /// A step boundary at `t`: its index.
+    fn split(&mut self, t: u64) -> usize {
+        let i = self.at(t);
+        let (from, used) = self.steps[i];
+        if from == t {
+            return i;
+        }
+        self.steps.insert(i + 1, (t, used));
+        i + 1
+    }
+
+    /// `rate` more bytes per cycle held over `from..to`.
+    fn hold(&mut self, from: u64, to: u64, rate: u64) {
+        if from >= to || rate == 0 {
+            return;
+        }
+        let a = self.split(from);
+        let b = self.split(to);
+        for k in a..b {
+            self.steps[k].1 += rate;
+            debug_assert!(self.steps[k].1 <= self.cap, "a channel over its rate");
+        }
+        // steps that now hold the same as their neighbour join it
+        if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
+            self.steps.remove(b);
+        }
+        if a > 0 && self.steps[a].1 == self.steps[a - 1].1 {
+            self.steps.remove(a);
+        }
+    }
+}
+
+/// Plans `bytes` on the channels `hbm` and / or `l2` from cycle `start`, at most `cap` bytes
+/// per cycle: in each cycle the phase takes the least of `cap` and the channels' spare rate
+/// (moves planned before keep theirs). Appends the pieces to `out` and returns the cycle the
+/// phase ends (its last cycle may not be full: the rate stays held for the whole cycle).
+fn plan_phase(
+    hbm: Option<&Channel>,
+    l2: Option<&Channel>,
+    start: u64,
+    bytes: u64,
+    cap: u64,
+    out: &mut Vec<Piece>,
+) -> u64 {
+    if bytes == 0 {
+        return start;
+    }
+    let chans = [hbm, l2];
+    let mut at = [0usize; 2];
+    for (k, c) in chans.iter().enumerate() {
+        if let Some(c) = c {
+            at[k] = c.at(start);
+        }
+    }
+    let (mut a, mut left) = (start, bytes);
+    loop {
+        let (mut b, mut spare) = (u64::MAX, cap);
+        for (k, c) in chans.iter().enumerate() {
+            if let Some(c) = c {
+                b = b.min(c.end_of(at[k]));
+                spare = spare.min(c.cap - c.steps[at[k]].1);
+            }
+        }
+        if spare > 0 {
+            let need = left.div_ceil(spare);
+            let to = if need <= b - a { a + need } else { b };
+            match out.last_mut() {
+                Some(p)
+                    if (p.to, p.rate, p.hbm, p.l2) == (a, spare, hbm.is_some(), l2.is_some()) =>
+                {
+                    p.to = to
+                }
+                _ => out.push(Piece {
+                    from: a,
+                    to,
+                    rate: spare,
+                    hbm: hbm.is_some(),
+                    l2: l2.is_some(),
+                }),
+            }
+            if need <= b - a {
+                return to;
+            }
+            // b - a < need, so this is below `left`
+            left -= spare * (b - a);
+        }
+        a = b;
+        for (k, c) in chans.iter().enumerate() {
+            if let Some(c) = c {
+                if c.end_of(at[k]) == b {
+                    at[k] += 1;
+                }
+            }
+        }
+    }
+}
+
 /// What a gm read found at its start: bytes and lines present (hits) and missing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Lookup {
@@ -356,8 +512,11 @@ pub(super) struct L2 {
     tail: u32,
     /// Present lines.
     live: u64,
-    /// Work ends of the moves with misses started so far that may still be in progress.
-    hbm_ends: Vec<u64>,
+    /// The chip's HBM and L2 rates, and what the moves under way hold of them.
+    hbm: Channel,
+    l2_rate: Channel,
+    /// The pieces of the move [`L2::move_cost`] planned last, for [`L2::reserve`].
+    planned: Vec<Piece>,
     pub stats: MemoryStats,
 }
 
@@ -382,7 +541,9 @@ impl L2 {
             head: NONE,
             tail: NONE,
             live: 0,
-            hbm_ends: Vec::new(),
+            hbm: Channel::new(cfg.hbm_bytes_per_cycle),
+            l2_rate: Channel::new(cfg.l2_chip_bytes_per_cycle),
+            planned: Vec::new(),
             stats: MemoryStats::default(),
         };
         'fill: for &(lo, hi) in warm_lines {
@@ -450,38 +611,61 @@ impl L2 {
         r
     }
 
-    /// (work, extra startup) of a gm read starting at `t` on a path of `bpc` bytes per cycle
-    /// that found `l`: work = ceil(hits / min(P, l2 read) + misses / min(P, share)), share =
-    /// HBM rate / the moves with misses whose work is in progress at `t`, this one included.
-    pub fn read_cost(&self, t: u64, bpc: u64, l: &Lookup) -> (u64, u64) {
-        let a = bpc.min(self.cfg.l2_read_bytes_per_cycle) as u128;
-        let (extra, num, den) = if l.miss_lines > 0 {
-            let n = self.hbm_ends.iter().filter(|&&e| e > t).count() as u128 + 1;
-            let hbm = self.cfg.hbm_bytes_per_cycle as u128;
-            // min(P, hbm / n) as num / den
-            let (num, den) = if (bpc as u128) * n <= hbm {
-                (bpc as u128, 1)
+    /// (work, extra startup) of a gm move starting at `t` on a path of `bpc` bytes per cycle
+    /// that reads what `read` found and / or writes `write` bytes; planned for
+    /// [`L2::reserve`]. Its phases come one after the other, each in whole cycles: the hits
+    /// from the L2 at up to min(P, l2 read); the missing lines, whole, from HBM, at the pace
+    /// the move takes their bytes at up to P (missing lines × line_bytes / miss bytes × P);
+    /// the write into the L2 and through to HBM at up to min(P, l2 write). The extra startup
+    /// is a read's: `hbm_read_latency` with a miss, else `l2_latency` (a write's `l2_latency`
+    /// is in its path's startup).
+    pub fn move_cost(&mut self, t: u64, bpc: u64, read: Option<&Lookup>, write: u64) -> (u64, u64) {
+        self.hbm.forget(t);
+        self.l2_rate.forget(t);
+        self.planned.clear();
+        let (hbm, l2, out) = (&self.hbm, &self.l2_rate, &mut self.planned);
+        let mut at = t;
+        let mut extra = 0;
+        if let Some(l) = read {
+            at = plan_phase(
+                None,
+                Some(l2),
+                at,
+                l.hit_bytes,
+                bpc.min(self.cfg.l2_read_bytes_per_cycle),
+                out,
+            );
+            if l.miss_lines > 0 {
+                let fill = l.miss_lines * self.cfg.line_bytes;
+                // the line bytes per cycle that bring the move's own bytes in at P
+                let pace = (u128::from(bpc) * u128::from(fill) / u128::from(l.miss_bytes.max(1)))
+                    .clamp(1, u128::from(u64::MAX)) as u64;
+                at = plan_phase(Some(hbm), None, at, fill, pace, out);
+                extra = self.cfg.hbm_read_latency;
             } else {
-                (hbm, n)
-            };
-            (self.cfg.hbm_read_latency, num, den)
-        } else {
-            (self.cfg.l2_latency, 1, 0)
-        };
-        let top = l.hit_bytes as u128 * num + l.miss_bytes as u128 * den * a;
-        let div = a * num;
-        // a 128-bit division is a library call: divide in 64 bits when both fit
-        let work = match (u64::try_from(top), u64::try_from(div)) {
-            (Ok(top), Ok(div)) => top.div_ceil(div) as u128,
-            _ => top.div_ceil(div),
-        };
-        (u64::try_from(work).unwrap_or(u64::MAX), extra)
+                extra = self.cfg.l2_latency;
+            }
+        }
+        let cap = bpc.min(self.cfg.l2_write_bytes_per_cycle);
+        at = plan_phase(Some(hbm), Some(l2), at, write, cap, out);
+        (at - t, extra)
     }
 
-    /// A read starting at `t` with work `work` found `l` on the lines of `runs`: counts it,
-    /// touches the present lines, brings the missing ones in and, with a miss, holds a share of
-    /// HBM until its work ends.
-    pub fn commit_read(&mut self, t: u64, work: u64, runs: &[(u64, u64)], l: &Lookup) {
+    /// The move [`L2::move_cost`] planned last starts: it holds its share of the channels.
+    pub fn reserve(&mut self) {
+        for p in &self.planned {
+            if p.hbm {
+                self.hbm.hold(p.from, p.to, p.rate);
+            }
+            if p.l2 {
+                self.l2_rate.hold(p.from, p.to, p.rate);
+            }
+        }
+    }
+
+    /// A read starting at `t` found `l` on the lines of `runs`: counts it, touches the present
+    /// lines and brings the missing ones in.
+    pub fn commit_read(&mut self, t: u64, runs: &[(u64, u64)], l: &Lookup) {
         let s = &mut self.stats;
         s.reads += 1;
         s.hit_bytes += l.hit_bytes;
@@ -489,12 +673,6 @@ impl L2 {
         s.hit_lines += l.hit_lines;
         s.miss_lines += l.miss_lines;
         s.hbm_bytes += l.miss_lines * self.cfg.line_bytes;
-        if l.miss_lines > 0 {
-            self.hbm_ends.retain(|&e| e > t);
-            if work > 0 {
-                self.hbm_ends.push(t + work);
-            }
-        }
         // present lines first, so that bringing the missing ones in cannot evict them
         let lb = self.cfg.line_bytes;
         if let ([(a, end)], 0) = (runs, l.hit_lines) {
@@ -1020,7 +1198,7 @@ mod tests {
                         }
                     }
                     prop_assert_eq!(l, want);
-                    l2.commit_read(t, 1, &runs, &l);
+                    l2.commit_read(t, &runs, &l);
                     r.read(t, &lines);
                 } else {
                     l2.commit_write(t, &runs);
@@ -1091,6 +1269,7 @@ body:
             l2_bytes: 256 * lines,
             l2_read_bytes_per_cycle: 32,
             l2_write_bytes_per_cycle: 16,
+            l2_chip_bytes_per_cycle: 48,
             l2_latency: 20,
             hbm_bytes_per_cycle: 64,
             hbm_read_latency: 100,
@@ -1110,12 +1289,12 @@ body:
         let lines = whole(&[5]);
         let l = l2.lookup(&lines);
         assert_eq!((l.hit_lines, l.miss_lines), (1, 0));
-        l2.commit_read(9, 8, &lines, &l);
+        l2.commit_read(9, &lines, &l);
         assert_eq!(l2.order(), [9, 5]);
         // 100 bytes of line 1
         let lines = [(256, 356)];
         let l = l2.lookup(&lines);
-        l2.commit_read(10, 2, &lines, &l);
+        l2.commit_read(10, &lines, &l);
         assert_eq!(l2.order(), [5, 1]);
         assert_eq!(l2.stats.evicted_lines, 2);
     }
@@ -1130,7 +1309,7 @@ body:
         let read = |l2: &mut L2, t: u64, line: u64| {
             let runs = whole(&[line]);
             let l = l2.lookup(&runs);
-            l2.commit_read(t, 1, &runs, &l);
+            l2.commit_read(t, &runs, &l);
         };
         read(&mut l2, 3, 4);
         assert_eq!(l2.order(), [0, 1, 2, 3, 5, 4]);
@@ -1158,36 +1337,132 @@ body:
     }
 
     #[test]
-    fn read_cost_shares_hbm_between_concurrent_misses() {
+    fn moves_share_hbm_and_the_l2_rate_cycle_by_cycle() {
+        // cfg: HBM 64 B/cycle, L2 48 B/cycle for the chip, 32 per read, 16 per write
         let mut l2 = L2::new(cfg(64), 64, &[]);
         let miss = Lookup {
             miss_bytes: 512,
             miss_lines: 2,
             ..Lookup::default()
         };
-        // alone: min(P 64, 64 / 1) = 64: 512 / 64 = 8, startup + hbm latency 100
-        assert_eq!(l2.read_cost(0, 64, &miss), (8, 100));
-        l2.commit_read(0, 8, &whole(&[0, 1]), &miss);
-        // at 7 the first's work [0, 8) is in progress: 64 / 2 = 32: 512 / 32 = 16
-        assert_eq!(l2.read_cost(7, 64, &miss), (16, 100));
+        // alone: 2 whole lines = 512 B at min(P 64, HBM's spare 64): 8 cycles [0, 8);
+        // startup + hbm latency 100
+        assert_eq!(l2.move_cost(0, 64, Some(&miss), 0), (8, 100));
+        l2.reserve();
+        l2.commit_read(0, &whole(&[0, 1]), &miss);
+        // at 7 the first holds all of HBM until 8: nothing in cycle 7, then 8 cycles [8, 16)
+        assert_eq!(l2.move_cost(7, 64, Some(&miss), 0), (9, 100));
+        // a slow path is its own bound: from 8 at 16: 32 cycles, ends at 40
+        assert_eq!(l2.move_cost(7, 16, Some(&miss), 0), (33, 100));
         // at 8 it is over: alone again
-        assert_eq!(l2.read_cost(8, 64, &miss), (8, 100));
-        // a slow path is its own bound: min(16, 64 / 2) = 16: 512 / 16 = 32
-        assert_eq!(l2.read_cost(7, 16, &miss), (32, 100));
-        // hits only: min(64, 32) = 32, l2 latency; mixed: ceil(100 / 32 + 300 / 64) =
-        // ceil(3.125 + 4.6875) = 8
+        assert_eq!(l2.move_cost(8, 64, Some(&miss), 0), (8, 100));
+        // hits only: min(64, 32) = 32 of the L2's 48: 16 cycles, l2 latency
         let hit = Lookup {
             hit_bytes: 512,
             hit_lines: 2,
             ..Lookup::default()
         };
-        assert_eq!(l2.read_cost(20, 64, &hit), (16, 20));
+        assert_eq!(l2.move_cost(20, 64, Some(&hit), 0), (16, 20));
+        l2.reserve();
+        // a second hit read at 20 gets what is left of the L2: 16 a cycle for [20, 36), 256
+        // bytes, then 32: 8 cycles more
+        assert_eq!(l2.move_cost(20, 64, Some(&hit), 0), (24, 20));
+        // mixed at 40: 100 B of hits: ceil(100 / 32) = 4 cycles; then 2 whole lines (512 B)
+        // from HBM at the pace of 300 bytes at 64 (64 × 512 / 300 = 109), HBM's 64 at most:
+        // 8 cycles
         let mixed = Lookup {
             hit_bytes: 100,
             hit_lines: 1,
             miss_bytes: 300,
             miss_lines: 2,
         };
-        assert_eq!(l2.read_cost(20, 64, &mixed), (8, 100));
+        assert_eq!(l2.move_cost(40, 64, Some(&mixed), 0), (12, 100));
+        // a write of 512 B at min(64, l2 write 16) on HBM and the L2 together: 32 cycles
+        assert_eq!(l2.move_cost(40, 64, None, 512), (32, 0));
+        l2.reserve();
+        // a miss at 41 gets HBM's 64 - 16 = 48 while the write lasts: ceil(512 / 48) = 11
+        assert_eq!(l2.move_cost(41, 64, Some(&miss), 0), (11, 100));
+        // a hit read at 41: the L2's 48 - 16 = 32: 16 cycles
+        assert_eq!(l2.move_cost(41, 64, Some(&hit), 0), (16, 20));
+    }
+
+    /// The reference the channels are checked against: what every cycle holds, cycle by cycle.
+    struct Cycles {
+        hbm: Vec<u64>,
+        l2: Vec<u64>,
+    }
+
+    impl Cycles {
+        /// A phase from `start`: each cycle takes the least of `cap` and the spare rates.
+        fn phase(&mut self, start: u64, bytes: u64, cap: u64, hbm: bool, l2: bool) -> u64 {
+            let (mut c, mut left) = (start as usize, bytes);
+            while left > 0 {
+                let mut r = cap;
+                if hbm {
+                    r = r.min(64 - self.hbm[c]);
+                }
+                if l2 {
+                    r = r.min(48 - self.l2[c]);
+                }
+                if hbm {
+                    self.hbm[c] += r;
+                }
+                if l2 {
+                    self.l2[c] += r;
+                }
+                left = left.saturating_sub(r);
+                c += 1;
+            }
+            c as u64
+        }
+    }
+
+    proptest! {
+        /// Random moves in cycle order (reads with hits and misses, writes, on paths of
+        /// random rates) cost what the cycle-by-cycle reference gives, and no cycle holds more
+        /// than a channel's rate.
+        #[test]
+        fn channels_match_the_cycle_by_cycle_reference(
+            moves in proptest::collection::vec(
+                (0u64..6, 1u64..100, 0u64..700, 0u64..4, any::<bool>(), 0u64..900),
+                1..40,
+            ),
+        ) {
+            let mut l2 = L2::new(cfg(64), 64, &[]);
+            let mut r = Cycles { hbm: vec![0; 1 << 17], l2: vec![0; 1 << 17] };
+            let mut t = 0;
+            for (gap, bpc, hits, misses, read, written) in moves {
+                t += gap;
+                let l = Lookup {
+                    hit_bytes: hits,
+                    hit_lines: hits.div_ceil(256),
+                    miss_bytes: misses * 200,
+                    miss_lines: misses,
+                };
+                let got = l2.move_cost(t, bpc, read.then_some(&l), written);
+                l2.reserve();
+                let mut at = t;
+                let mut extra = 0;
+                if read {
+                    at = r.phase(at, hits, bpc.min(32), false, true);
+                    if misses > 0 {
+                        // 256-byte lines for 200 bytes each: 256 / 200 × P
+                        at = r.phase(at, misses * 256, (bpc * 256 / 200).max(1), true, false);
+                        extra = 100;
+                    } else {
+                        extra = 20;
+                    }
+                }
+                at = r.phase(at, written, bpc.min(16), true, true);
+                prop_assert_eq!(got, (at - t, extra));
+            }
+            prop_assert!(r.hbm.iter().all(|&u| u <= 64) && r.l2.iter().all(|&u| u <= 48));
+            // the channels hold what the reference holds, cycle by cycle
+            for (c, (&h, &u)) in r.hbm.iter().zip(&r.l2).enumerate().skip(t as usize) {
+                let c = c as u64;
+                prop_assert_eq!(l2.hbm.steps[l2.hbm.at(c)].1, h, "HBM at {}", c);
+                prop_assert_eq!(l2.l2_rate.steps[l2.l2_rate.at(c)].1, u, "L2 at {}", c);
+            }
+        }
     }
 }

@@ -68,14 +68,19 @@
 //! in declaration order, each from a line; an operand's lines come from its maximal contiguous
 //! runs ([`crate::footprint::gm_runs_at`]). The L2 holds whole lines, LRU by the cycle of last
 //! touch (ties: lower address leaves first), empty at cycle 0 or, with [`L2Start::Warm`],
-//! holding the tensors' lines in declaration order until full. A move that reads gm looks its
-//! lines up when it starts at t (H hit bytes, M miss bytes), touches the present ones and brings
-//! the missing ones in; startup = path startup + (hbm_read_latency if a line missed, else
-//! l2_latency); work = ceil(H / min(P, l2_read) + M / min(P, hbm / n)), n = the reads with
-//! misses whose work is in progress at t, itself included (kept in the run's global state, not
-//! the core's). A move that writes gm allocates its lines at its start; startup = path startup +
-//! l2_latency, work = ceil(B / min(P, l2_write)). With `scalar.gm_latency`, an `sload`/`sstore`
-//! of a gm operand keeps S busy that long instead of issue_cycles.
+//! holding the tensors' lines in declaration order until full. HBM (`hbm_bytes_per_cycle`) and
+//! the L2 (`l2_chip_bytes_per_cycle`) are the chip's, shared by every core (kept in the run's
+//! global state, not a core's) cycle by cycle: a move that starts takes in each cycle the least
+//! of its own rate and what the moves started before it leave. A move that reads gm looks its
+//! lines up when it starts at t (H hit bytes, m missing lines of M bytes), touches the present
+//! ones and brings the missing ones in; startup = path startup + (hbm_read_latency if a line
+//! missed, else l2_latency); its work is H from the L2 at up to min(P, l2_read), then m ×
+//! line_bytes from HBM at up to P × m × line_bytes / M, each in whole cycles. A move that writes
+//! gm allocates its lines at its start and writes its B bytes into the L2 and through to HBM at
+//! up to min(P, l2_write) of both; startup = path startup + l2_latency, work = the larger of
+//! that and the path's own work. With `scalar.gm_latency`, an `sload`/`sstore` of a gm operand
+//! keeps S busy that long instead of issue_cycles. A launch's `launch_cost` is added apart
+//! ([`RunResult::launch_cycles`]), not simulated.
 //!
 //! **Ordering within a cycle.** Events are processed in cycle order; within one cycle the pipes
 //! go first, in [`Pipe`] order (V, M, MTE1, MTE2, MTE3, FIX), then S. So a pipe starts what it
@@ -509,9 +514,16 @@ pub fn run_launch<O: Observer>(
     // order, so which instruction it stops at is the same either way
     let relaxed = slots.len() > 1 && !observer.ordered();
     let result = exec::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
-    match result {
+    let result = match result {
         Ok(r) if !relaxed || r.stopped.is_none() => Ok(r),
         _ if relaxed => exec::Machine::new(&with, slots, config, limits, observer, false).run(),
         other => other,
-    }
+    };
+    // the launch's start, paid once before every core runs (so added, not simulated)
+    result.map(|mut r| {
+        r.launch_cycles = config
+            .launch_cost
+            .map_or(0, |l| l.cycles(programs[0].launch.blocks));
+        r
+    })
 }

@@ -32,6 +32,9 @@ pub struct RunResult {
     pub stopped: Option<Stopped>,
     /// What the gm moves found in L2 and HBM; `None` when the config has no `memory`.
     pub memory: Option<MemoryStats>,
+    /// What starting the launch cost, before its cores ran (docs/timing.md, "Launch cost"):
+    /// not in `total_cycles` or any core's accounting; 0 when the config has no `launch_cost`.
+    pub launch_cycles: u64,
 }
 
 /// One core of a launch: which it is and its accounting.
@@ -94,10 +97,23 @@ pub struct MemoryStats {
     pub hbm_bytes: u64,
     /// Moves that wrote gm.
     pub writes: u64,
-    /// Bytes they wrote (into L2).
+    /// Bytes they wrote (into the L2, and through it to HBM).
     pub write_bytes: u64,
     /// Lines that left the L2 to make room.
     pub evicted_lines: u64,
+}
+
+impl MemoryStats {
+    /// Bytes HBM moved: the missing lines brought in, and every byte written (the L2 writes
+    /// through).
+    pub fn hbm_traffic(&self) -> u64 {
+        self.hbm_bytes + self.write_bytes
+    }
+
+    /// Bytes the L2's chip-wide rate carried: the hits, and every byte written.
+    pub fn l2_traffic(&self) -> u64 {
+        self.hit_bytes + self.write_bytes
+    }
 }
 
 /// How long a run may go on (`--max-cycles`, `--max-instructions`).

@@ -97,6 +97,7 @@ fn config() -> Config {
         memory: None,
         chip: None,
         cross_core: None,
+        launch_cost: None,
     }
 }
 

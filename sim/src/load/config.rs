@@ -4,8 +4,8 @@
 
 use super::reader::{index, join, suggest, Reader};
 use crate::config::{
-    ChipConfig, Config, CoreConfig, CrossCoreConfig, CubeConfig, MemoryConfig, PathConfig,
-    ScalarConfig, ScopeConfig, SyncConfig, UbBanks, VecCost, VectorConfig,
+    ChipConfig, Config, CoreConfig, CrossCoreConfig, CubeConfig, LaunchCost, MemoryConfig,
+    PathConfig, ScalarConfig, ScopeConfig, SyncConfig, UbBanks, VecCost, VectorConfig,
 };
 use crate::limits;
 use crate::program::VecOp;
@@ -30,7 +30,14 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         "",
         "a chip config",
         TOP_REQUIRED,
-        &["description", "ub_banks", "memory", "chip", "cross_core"],
+        &[
+            "description",
+            "ub_banks",
+            "memory",
+            "chip",
+            "cross_core",
+            "launch_cost",
+        ],
     )?;
     let name = f
         .get("name")
@@ -138,8 +145,13 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
     };
     let chip = f.get("chip").map(|n| chip(r, n, cores.as_deref()));
     let cross_core = f.get("cross_core").map(|n| cross_core(r, n));
+    let launch_cost = match f.get("launch_cost") {
+        Some(n) => Some(launch_cost(r, n)?),
+        None => None,
+    };
     Some(Config {
         memory,
+        launch_cost,
         chip: chip.flatten(),
         cross_core: cross_core.flatten(),
         name: name?.to_string(),
@@ -152,6 +164,23 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
         paths: paths?,
         vector: vector?,
         cube: cube?,
+    })
+}
+
+/// The optional `launch_cost` section: both keys required, cycles not negative.
+fn launch_cost(r: &mut Reader, node: &Node) -> Option<LaunchCost> {
+    let keys = ["fixed_cycles", "per_block_cycles"];
+    let g = r.map(node, "launch_cost", "the launch cost", &keys, &[])?;
+    let mut v = [None; 2];
+    for (i, key) in keys.iter().enumerate() {
+        v[i] = g
+            .get(key)
+            .and_then(|n| r.int_in(n, &g.path(key), 0, limits::MAX_SCALAR_CYCLES))
+            .map(|x| x as u64);
+    }
+    Some(LaunchCost {
+        fixed_cycles: v[0]?,
+        per_block_cycles: v[1]?,
     })
 }
 
@@ -211,11 +240,12 @@ fn cross_core(r: &mut Reader, node: &Node) -> Option<CrossCoreConfig> {
 /// The optional `memory` section: every key required, sizes and rates positive, latencies
 /// non-negative, and the L2 at least one line.
 fn memory(r: &mut Reader, node: &Node) -> Option<MemoryConfig> {
-    const POSITIVE: [&str; 5] = [
+    const POSITIVE: [&str; 6] = [
         "line_bytes",
         "l2_bytes",
         "l2_read_bytes_per_cycle",
         "l2_write_bytes_per_cycle",
+        "l2_chip_bytes_per_cycle",
         "hbm_bytes_per_cycle",
     ];
     const LATENCIES: [&str; 2] = ["l2_latency", "hbm_read_latency"];
@@ -223,7 +253,7 @@ fn memory(r: &mut Reader, node: &Node) -> Option<MemoryConfig> {
     let g = r.map(node, "memory", "the memory system", &keys, &[])?;
     let before = r.count();
     let max = limits::MAX_SCOPE_BYTES as i64;
-    let mut v = [0u64; 7];
+    let mut v = [0u64; 8];
     for (i, key) in keys.iter().enumerate() {
         let min = if i < POSITIVE.len() { 1 } else { 0 };
         if let Some(x) = g.get(key).and_then(|n| r.int_in(n, &g.path(key), min, max)) {
@@ -235,11 +265,28 @@ fn memory(r: &mut Reader, node: &Node) -> Option<MemoryConfig> {
         l2_bytes: v[1],
         l2_read_bytes_per_cycle: v[2],
         l2_write_bytes_per_cycle: v[3],
-        hbm_bytes_per_cycle: v[4],
-        l2_latency: v[5],
-        hbm_read_latency: v[6],
+        l2_chip_bytes_per_cycle: v[4],
+        hbm_bytes_per_cycle: v[5],
+        l2_latency: v[6],
+        hbm_read_latency: v[7],
     };
     if r.count() != before {
+        return None;
+    }
+    let one_core = m.l2_read_bytes_per_cycle.max(m.l2_write_bytes_per_cycle);
+    if m.l2_chip_bytes_per_cycle < one_core {
+        r.error_hint(
+            &g.path("l2_chip_bytes_per_cycle"),
+            format!(
+                "the chip's L2 rate ({} bytes per cycle) is below one core's ({one_core})",
+                m.l2_chip_bytes_per_cycle
+            ),
+            Some(
+                "l2_chip_bytes_per_cycle is what every core of a launch shares: make it at \
+                 least l2_read_bytes_per_cycle and l2_write_bytes_per_cycle"
+                    .into(),
+            ),
+        );
         return None;
     }
     if m.l2_bytes < m.line_bytes {

@@ -505,3 +505,32 @@ body:
     // MTE1 [3,643) overlaps M's first three chunks: 3 x 16 = 48.
     assert_eq!(r.overlap_cycles, 48);
 }
+
+#[test]
+fn golden_11_a_launch_pays_its_fixed_and_per_block_cost_outside_the_cores_cycles() {
+    // the test config as a chip of 4 AI cores of type t, whose launches cost 100 cycles plus 7
+    // a block
+    let text = format!(
+        "{CONFIG}chip: {{ aic: 4, aiv_per_aic: 0 }}\n\
+         launch_cost: {{ fixed_cycles: 100, per_block_cycles: 7 }}\n"
+    );
+    let config = sim::load_config(&text, "test_config.yaml").expect("config loads");
+    let program = include_str!("../golden/flag_chain.yaml");
+    for (blocks, launch) in [(1, 100 + 7), (3, 100 + 3 * 7)] {
+        let kernel =
+            sim::load_kernel(program, "flag_chain.yaml", &config, &[], Some(blocks)).unwrap();
+        let none = sim::Addresses::default();
+        let parts: Vec<(&Program, &sim::Addresses)> =
+            kernel.parts.iter().map(|p| (p, &none)).collect();
+        let r = sim::engine::run_launch(&parts, &config, Default::default(), &mut ()).unwrap();
+        r.check_accounting().unwrap();
+        // every core runs the worked example of docs/timing.md (no memory system: the cores
+        // share nothing), 75 cycles; the launch cost is 100 + blocks x 7, apart from them
+        assert_eq!(r.cores.len(), blocks as usize);
+        assert!(r.cores.iter().all(|c| c.end_cycle == 75));
+        assert_eq!((r.total_cycles, r.launch_cycles), (75, launch));
+    }
+    // without launch_cost (the test config as it is) a launch costs nothing
+    let (_, r) = run("flag_chain.yaml", include_str!("../golden/flag_chain.yaml"));
+    assert_eq!((r.total_cycles, r.launch_cycles), (75, 0));
+}

@@ -1,17 +1,21 @@
 //! The gm memory system and scalar gm latency (docs/timing.md, "The gm memory system"), on
 //! `sim/tests/golden/memory_config.yaml`: the golden test core with
 //!
-//! - `memory`: lines of 256 B, an L2 of 1024 B (4 lines), L2 read 32 B/cycle, L2 write
-//!   16 B/cycle, l2_latency 20, HBM 64 B/cycle, hbm_read_latency 100;
+//! - `memory`: lines of 256 B, an L2 of 1024 B (4 lines), L2 read 32 B/cycle and write
+//!   16 B/cycle per move, the chip's L2 48 B/cycle, l2_latency 20, HBM 64 B/cycle,
+//!   hbm_read_latency 100;
 //! - gm->ub on MTE2 at 64 B/cycle + 10, gm->l1 on MTE1 at 64 B/cycle + 10 (so two gm reads can
 //!   run at once), ub->gm on MTE3 at 32 B/cycle + 5;
 //! - issue_cycles 1, `scalar.gm_latency` 50.
 //!
-//! Rules used: a gm read starting at t with H hit and M miss bytes on a path of P B/cycle has
-//! startup = path startup + (100 if any line missed, else 20) and work = ceil(H / min(P, 32) +
-//! M / min(P, 64 / n)), n = the reads with misses whose work is in progress at t, itself
-//! included. A gm write has startup = path startup + 20 and work = ceil(B / min(P, 16)), and
-//! allocates its lines. Every number below is derived by hand in the comment above it.
+//! Rules used (docs/timing.md, "The gm memory system"): HBM (64 B/cycle) and the chip's L2
+//! (48 B/cycle) are shared cycle by cycle: a move that starts takes, in each cycle, the least of
+//! its own rate and what the moves started before it leave. A gm read starting at t on a path
+//! of P B/cycle has startup = path startup + (100 if any line missed, else 20); its work is its
+//! hit bytes from the L2 at up to min(P, 32), then its missing lines, whole (256 B each), from
+//! HBM at up to P (for whole lines), each part in whole cycles. A gm write has startup = path
+//! startup + 20, allocates its lines, and writes its B bytes into the L2 and through to HBM at
+//! up to min(P, 16) of both. Every number below is derived by hand in the comment above it.
 
 use sim::engine::{L2Start, Limits, MemoryStats, RunResult};
 use sim::Config;
@@ -134,13 +138,14 @@ body:
   - load: { src: y, dst: yb }
 "#;
     let r = run_with(text, L2Start::Cold);
-    // load x: sent 0, starts on MTE2 at 1; nothing else misses: n = 1, share 64: work =
-    // 512 / 64 = 8, busy [1, 9); complete 1 + 110 + 8 = 119.
-    // load y: sent 1, starts on MTE1 at 2, while x's work [1, 9) is in progress: n = 2, share
-    // = 64 / 2 = 32 < P 64: work = 512 / 32 = 16; complete 2 + 110 + 16 = 128.
-    assert_eq!(r.total_cycles, 128);
+    // load x: sent 0, starts on MTE2 at 1; HBM is free: 2 lines = 512 B at min(P 64, 64) =
+    // 64 a cycle, work 8, holding all of HBM over [1, 9); complete 1 + 110 + 8 = 119.
+    // load y: sent 1, starts on MTE1 at 2; x holds all of HBM until 9, so y gets nothing in
+    // [2, 9), then 64 a cycle: 512 / 64 = 8 cycles [9, 17): work 17 - 2 = 15; complete 2 +
+    // 110 + 15 = 127.
+    assert_eq!(r.total_cycles, 127);
     assert_eq!(r.pipe(sim::Pipe::Mte2).unwrap().busy, 8);
-    assert_eq!(r.pipe(sim::Pipe::Mte1).unwrap().busy, 16);
+    assert_eq!(r.pipe(sim::Pipe::Mte1).unwrap().busy, 15);
     let m = mem(&r);
     assert_eq!((m.reads, m.miss_lines, m.hbm_bytes), (2, 4, 1024));
 }
@@ -164,14 +169,119 @@ body:
 "#;
     let r = run_with(text, L2Start::Cold);
     // the sstore to ub (so zb is written) takes issue_cycles: [0, 1).
-    // store: sent 1, starts on MTE3 at 2, allocating z's 4 lines; work = ceil(1024 /
-    // min(32, 16)) = 64, startup = 5 + 20 = 25: complete 2 + 25 + 64 = 91.
+    // store: sent 1, starts on MTE3 at 2, allocating z's 4 lines; it writes 1024 B into the
+    // L2 and through to HBM at min(P 32, 16) = 16 a cycle (both have room): work = 1024 / 16
+    // = 64, startup = 5 + 20 = 25: complete 2 + 25 + 64 = 91.
     // barrier: all at 2 waits until 91; the load is sent at 91, starts at 92 and hits all
     // 1024 B: work = ceil(1024 / 32) = 32, startup 10 + 20 = 30: complete 92 + 30 + 32 = 154.
     assert_eq!(r.total_cycles, 154);
     let m = mem(&r);
     assert_eq!((m.writes, m.write_bytes), (1, 1024));
     assert_eq!((m.hit_bytes, m.hit_lines, m.miss_bytes), (1024, 4, 0));
+}
+
+#[test]
+fn a_write_through_to_hbm_slows_a_read_that_misses() {
+    // x and z: 256 f16 = 512 B = 2 lines each (4 lines in all, the whole L2).
+    let text = r#"
+kernel: write_and_read
+core: t
+sync: manual
+gm:
+  x: { shape: [256], dtype: f16 }
+  z: { shape: [256], dtype: f16 }
+buffers:
+  zb: { scope: ub, shape: [256], dtype: f16 }
+  xb: { scope: ub, shape: [256], dtype: f16 }
+body:
+  - sstore: { dst: "zb[0]" }
+  - store: { src: zb, dst: z }
+  - load: { src: x, dst: xb }
+"#;
+    let r = run_with(text, L2Start::Cold);
+    // sstore to ub: S [0, 1). store: sent 1, starts on MTE3 at 2: 512 B into the L2 and
+    // through to HBM at min(P 32, L2 write 16) = 16 a cycle, which both have (L2 48, HBM 64):
+    // 32 cycles [2, 34), holding 16 of HBM; startup 5 + 20 = 25: complete 2 + 25 + 32 = 59.
+    // load: sent 2, starts on MTE2 at 3: 2 lines miss (512 B); HBM has 64 - 16 = 48 a cycle
+    // left while the write lasts: ceil(512 / 48) = 11 cycles [3, 14) (alone it would be 8);
+    // startup 10 + 100 = 110: complete 3 + 110 + 11 = 124.
+    assert_eq!(r.total_cycles, 124);
+    assert_eq!(r.pipe(sim::Pipe::Mte3).unwrap().busy, 32);
+    assert_eq!(r.pipe(sim::Pipe::Mte2).unwrap().busy, 11);
+    let m = mem(&r);
+    // HBM moved 512 B of line fills and 512 B of writes
+    assert_eq!((m.hbm_bytes, m.write_bytes, m.miss_lines), (512, 512, 2));
+}
+
+/// [`CONFIG`] as a chip of two AI cores of type `t`, for launches of two blocks.
+fn two_core_config() -> Config {
+    let text = format!("{CONFIG}chip: {{ aic: 2, aiv_per_aic: 0 }}\n");
+    sim::load_config(&text, "memory_config.yaml").expect("the two-core memory config loads")
+}
+
+fn run_launch(text: &str, l2: L2Start) -> RunResult {
+    let config = two_core_config();
+    let kernel = sim::load::load_kernel(text, "launch.yaml", &config, &[], None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let none = sim::Addresses::default();
+    let parts: Vec<(&sim::Program, &sim::Addresses)> =
+        kernel.parts.iter().map(|p| (p, &none)).collect();
+    let limits = Limits {
+        l2,
+        ..Limits::default()
+    };
+    let r =
+        sim::engine::run_launch(&parts, &config, limits, &mut ()).unwrap_or_else(|e| panic!("{e}"));
+    r.check_accounting().unwrap();
+    r
+}
+
+#[test]
+fn two_cores_share_hbm_and_the_l2_rate() {
+    // two blocks, each loading its own row of x: 256 f16 = 512 B = 2 lines; x is 4 lines,
+    // the whole L2.
+    let text = r#"
+kernel: two_rows
+launch: { blocks: 2 }
+core: t
+sync: manual
+gm:
+  x: { shape: [2, 256], dtype: f16 }
+buffers:
+  xb: { scope: ub, shape: [256], dtype: f16 }
+body:
+  - load: { src: "x[block]", dst: xb }
+"#;
+    let ends = |r: &RunResult| -> Vec<u64> { r.cores.iter().map(|c| c.end_cycle).collect() };
+    let mte2 = |r: &RunResult| -> Vec<u64> {
+        r.cores
+            .iter()
+            .map(|c| {
+                c.pipes
+                    .iter()
+                    .find(|p| p.pipe == sim::Pipe::Mte2)
+                    .unwrap()
+                    .busy
+            })
+            .collect()
+    };
+    // Cold, HBM: both loads are sent at 0 and start at 1, block 0's first (core order). Block
+    // 0 misses 2 lines and takes all of HBM, 64 a cycle: 512 / 64 = 8 cycles [1, 9); complete
+    // 1 + 110 + 8 = 119. Block 1 gets nothing of HBM until 9, then 64 a cycle: [9, 17), work
+    // 16; complete 1 + 110 + 16 = 127.
+    let r = run_launch(text, L2Start::Cold);
+    assert_eq!(ends(&r), [119, 127]);
+    assert_eq!(mte2(&r), [8, 16]);
+    assert_eq!(r.total_cycles, 127);
+    // Warm, the L2: both rows are present. Block 0 reads at min(P 64, L2 read 32) = 32 of the
+    // chip's 48: 16 cycles [1, 17); complete 1 + 30 + 16 = 47. Block 1 gets the other 16 a
+    // cycle over [1, 17), 256 B, then 32 a cycle for the other 256 B: [17, 25), work 24;
+    // complete 1 + 30 + 24 = 55.
+    let r = run_launch(text, L2Start::Warm);
+    assert_eq!(ends(&r), [47, 55]);
+    assert_eq!(mte2(&r), [16, 24]);
+    let m = mem(&r);
+    assert_eq!((m.hit_bytes, m.miss_bytes), (1024, 0));
 }
 
 #[test]
@@ -264,6 +374,29 @@ fn memory_config_errors_are_located_and_collected() {
         e.contains("memory.l2_bytes: the L2 (100 bytes) is smaller than one line (256 bytes)"),
         "{e}"
     );
+    let slow = CONFIG.replace("l2_chip_bytes_per_cycle: 48", "l2_chip_bytes_per_cycle: 20");
+    let e = sim::load_config(&slow, "bad.yaml").unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.path, "memory.l2_chip_bytes_per_cycle");
+    assert!(
+        d.message
+            .contains("the chip's L2 rate (20 bytes per cycle) is below one core's (32)"),
+        "{e}"
+    );
+    assert!(d
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("every core of a launch shares"));
+    let cost = format!("{CONFIG}launch_cost: {{ fixed_cycles: -1, per_blok_cycles: 3 }}\n");
+    let e = sim::load_config(&cost, "bad.yaml").unwrap_err().to_string();
+    for want in [
+        "launch_cost.fixed_cycles: -1 is out of range: this value must not be negative",
+        "unknown key \"per_blok_cycles\" in the launch cost",
+        "did you mean \"per_block_cycles\"?",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in:\n{e}");
+    }
     let missing = CONFIG.replace("  hbm_read_latency: 100\n", "");
     let e = sim::load_config(&missing, "bad.yaml")
         .unwrap_err()

@@ -102,13 +102,18 @@ fn items() -> impl Strategy<Value = Vec<Item>> {
 }
 
 fn render(items: &[Item], multi: &[u32]) -> String {
+    render_rows(items, multi, 256)
+}
+
+/// [`render`] with rows (and buffers) of `cols` f16.
+fn render_rows(items: &[Item], multi: &[u32], cols: u32) -> String {
     let mut s = String::from("kernel: random\ncore: aiv\nsync: manual\ngm:\n");
     for t in 0..TENSORS {
-        s += &format!("  g{t}: {{ shape: [{ROWS}, 256], dtype: f16 }}\n");
+        s += &format!("  g{t}: {{ shape: [{ROWS}, {cols}], dtype: f16 }}\n");
     }
     s += "buffers:\n";
     for (b, m) in multi.iter().enumerate() {
-        s += &format!("  b{b}: {{ scope: ub, shape: [256], dtype: f16, multi: {m} }}\n");
+        s += &format!("  b{b}: {{ scope: ub, shape: [{cols}], dtype: f16, multi: {m} }}\n");
     }
     s += "body:\n";
     // write every buffer (every slot) first, so nothing is read before it is written
@@ -246,5 +251,52 @@ proptest! {
                 prop_assert_eq!(p.instructions, want[p.pipe.index()], "pipe {} in\n{}", p.pipe, yaml);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The same random programs, on rows of up to 16 KiB, launched on up to every vector core
+    /// of the chip, all reading and writing the same rows of gm: however the moves overlap, no
+    /// run reports more HBM or L2 traffic than the chip's rates allow over its cycles
+    /// (docs/timing.md, "The gm memory system": a move takes only what the moves before it
+    /// leave, cycle by cycle). Without that rule most of these launches would report several
+    /// times the peak.
+    #[test]
+    fn no_launch_draws_more_than_the_chips_bandwidth(
+        items in items(),
+        multi in prop::collection::vec(1u32..3, BUFS),
+        blocks in prop_oneof![1u32..=4, Just(24u32), Just(48u32)],
+        cols in prop_oneof![Just(256u32), Just(8192u32)],
+    ) {
+        let yaml = render_rows(&items, &multi, cols).replacen(
+            "core: aiv\n",
+            &format!("core: aiv\nlaunch: {{ blocks: {blocks} }}\n"),
+            1,
+        );
+        let config = sim::load_config(sim::builtin::builtin("ascend910b").unwrap(), "ascend910b")
+            .expect("built-in config loads");
+        let kernel = sim::load_kernel(&yaml, "random.yaml", &config, &[], None)
+            .unwrap_or_else(|e| panic!("generated program must load: {e}\n{yaml}"));
+        let none = sim::Addresses::default();
+        let parts: Vec<(&sim::Program, &sim::Addresses)> =
+            kernel.parts.iter().map(|p| (p, &none)).collect();
+        let r = sim::engine::run_launch(&parts, &config, sim::engine::Limits::default(), &mut ())
+            .unwrap_or_else(|e| panic!("run failed: {e}\n{yaml}"));
+        prop_assert!(r.check_accounting().is_ok(), "{:?}\n{yaml}", r.check_accounting());
+        let (m, mc) = (r.memory.unwrap(), config.memory.unwrap());
+        let total = r.total_cycles;
+        prop_assert!(
+            m.hbm_traffic() <= mc.hbm_bytes_per_cycle * total,
+            "HBM {} B in {total} cycles\n{yaml}",
+            m.hbm_traffic()
+        );
+        prop_assert!(
+            m.l2_traffic() <= mc.l2_chip_bytes_per_cycle * total,
+            "L2 {} B in {total} cycles\n{yaml}",
+            m.l2_traffic()
+        );
+        prop_assert_eq!(r.launch_cycles, config.launch_cost.unwrap().cycles(blocks));
     }
 }
