@@ -21,12 +21,13 @@
 //! | `schema` | [`SCHEMA`] |
 //! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where (`sync` is the program's mode as written: `auto` when the sync pass synchronised it) |
 //! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
+//! | `launch_cost` | null without a `launch_cost` config section, else what starting the launch cost, apart from `total_cycles`: {`cycles`, `fixed_cycles`, `per_block_cycles`, `blocks`, `end_to_end_cycles`, `end_to_end_microseconds`} |
 //! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` (busy / total) |
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |
 //! | `efficiency` | pipe bound / total |
 //! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
-//! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`} |
+//! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`, `hbm`, `l2`}; `hbm` and `l2` are the bandwidth drawn on the chip's two rates: {`bytes`, `gb_per_s`, `peak_gb_per_s`, `of_peak`} |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |

@@ -438,7 +438,7 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             "launch cost".into(),
             cycles.to_string(),
             format!(
-                "cycles = {} us: {} + {blocks} block{} x {}",
+                "cycles = {} us: {} fixed + {blocks} block{} x {}",
                 fmt_micros(cycles, config.clock_mhz),
                 cost.fixed_cycles,
                 if blocks == 1 { "" } else { "s" },
