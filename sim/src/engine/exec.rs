@@ -482,6 +482,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         relaxed: bool,
     ) -> Self {
         let gm_lines = parts.first().map_or(0, |p| p.1.gm_lines);
+        let l2_demand = config
+            .memory
+            .map_or(0, |m| super::memory::l2_demand(config, &m, &slots));
         let many = slots.len() > 1;
         let cores = slots
             .iter()
@@ -510,6 +513,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                     };
                     let mut l2 = L2::new(m, gm_lines, warm);
                     l2.stats.start = limits.l2;
+                    l2.set_l2_demand(l2_demand);
                     l2
                 }),
                 fired: Vec::new(),

@@ -32,7 +32,6 @@ use super::result::MemoryStats;
 use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure, Sel};
 use crate::program::Operand;
-use std::collections::VecDeque;
 
 /// "No segment": in a [`SegIndex`], and at an end of the list.
 const NONE: u32 = u32::MAX;
@@ -342,13 +341,34 @@ pub(super) fn for_each_line(runs: &[(u64, u64)], line_bytes: u64, mut f: impl Fn
 /// hold of it, cycle by cycle from the earliest start that can still come. Moves start in
 /// cycle order over the whole launch (the engine puts gm moves in its global order), so the
 /// past is forgotten as they come.
+///
+/// Two forms, the same rule. While what is held adds up to no more than the rate with room for
+/// the next move (one core's loads and stores, say), the channel keeps just the pieces held and
+/// their sum: a move that fits under the sum gets its own rate throughout, and nothing needs the
+/// cycle-by-cycle picture. When a move might have to wait, the pieces become steps (what is held
+/// per stretch of cycles), kept until the channel is idle again.
 #[derive(Clone, Debug)]
 pub(super) struct Channel {
     /// Bytes per cycle.
     cap: u64,
+    /// The latest start: nothing will start before it.
+    now: u64,
+    /// Whether `steps` is the picture (else `pieces`).
+    stepped: bool,
+    /// `(from, to, rate)` held, in no order; `loose` is their rates' sum, at least what any
+    /// cycle to come holds (more when they do not overlap: a move's phases), and `first_end`
+    /// the earliest `to`.
+    pieces: Vec<(u64, u64, u64)>,
+    loose: u64,
+    first_end: u64,
     /// `(from, used)`: bytes per cycle held from cycle `from` until the next step's `from`, in
-    /// increasing `from`; the last step holds 0 and lasts for ever (so never empty).
-    steps: VecDeque<(u64, u64)>,
+    /// increasing `from`, from index `head` on (the ones before are past); the last step holds
+    /// 0 and lasts for ever (so there is always one). A handful are live at a time: a plain
+    /// vector searched from the end, where new moves start, beats a tree or a deque here.
+    steps: Vec<(u64, u64)>,
+    head: usize,
+    /// Scratch for turning pieces into steps.
+    events: Vec<(u64, i64)>,
 }
 
 /// A share of one or two channels a planned move holds: `rate` bytes per cycle over cycles
@@ -366,22 +386,121 @@ impl Channel {
     fn new(cap: u64) -> Channel {
         Channel {
             cap,
-            steps: VecDeque::from([(0, 0)]),
+            now: 0,
+            stepped: false,
+            pieces: Vec::new(),
+            loose: 0,
+            first_end: u64::MAX,
+            steps: vec![(0, 0)],
+            head: 0,
+            events: Vec::new(),
         }
     }
 
-    /// Nothing will start before `t`: the steps that end by then go.
-    #[inline]
+    /// Nothing will start before `t`: what ends by then goes.
+    #[inline(always)]
     fn forget(&mut self, t: u64) {
-        while self.steps.len() > 1 && self.steps[1].0 <= t {
-            self.steps.pop_front();
+        self.now = t;
+        if !self.stepped {
+            if self.first_end <= t {
+                // one pass: keep what has not ended, with its sum and earliest end
+                let (mut k, mut sum, mut first) = (0, 0, u64::MAX);
+                for i in 0..self.pieces.len() {
+                    let p = self.pieces[i];
+                    if p.1 > t {
+                        self.pieces[k] = p;
+                        k += 1;
+                        sum += p.2;
+                        first = first.min(p.1);
+                    }
+                }
+                self.pieces.truncate(k);
+                (self.loose, self.first_end) = (sum, first);
+            }
+            return;
+        }
+        let n = self.steps.len();
+        if self.head + 1 == n || self.steps[self.head + 1].0 > t {
+            return;
+        }
+        while self.head + 1 < n && self.steps[self.head + 1].0 <= t {
+            self.head += 1;
+        }
+        if self.head + 1 == n {
+            // idle from here on: back to pieces
+            self.stepped = false;
+            self.steps.clear();
+            self.steps.push((t, 0));
+            self.head = 0;
+        } else if self.head >= 64 && 2 * self.head >= n {
+            self.steps.drain(..self.head);
+            self.head = 0;
         }
     }
 
-    /// The index of the step holding cycle `t` (not before the first step).
+    /// Whether `cap` bytes per cycle are to spare in every cycle from `start` on.
+    #[inline(always)]
+    fn fits(&self, start: u64, cap: u64) -> bool {
+        if !self.stepped {
+            return self.loose + cap <= self.cap;
+        }
+        let i = self.at(start);
+        self.steps[i..]
+            .iter()
+            .all(|&(_, used)| self.cap - used >= cap)
+    }
+
+    /// The pieces as steps, from the latest start on.
+    fn step_up(&mut self) {
+        if self.stepped {
+            return;
+        }
+        let t = self.now;
+        self.events.clear();
+        for &(from, to, rate) in &self.pieces {
+            self.events.push((from.max(t), rate as i64));
+            self.events.push((to, -(rate as i64)));
+        }
+        self.events.sort_unstable();
+        self.steps.clear();
+        self.steps.push((t, 0));
+        let mut used = 0i64;
+        for &(at, delta) in &self.events {
+            used += delta;
+            let last = self.steps.len() - 1;
+            if self.steps[last].0 == at {
+                self.steps[last].1 = used as u64;
+            } else {
+                self.steps.push((at, used as u64));
+            }
+        }
+        self.steps.dedup_by(|b, a| a.1 == b.1);
+        self.head = 0;
+        self.stepped = true;
+        self.pieces.clear();
+        self.loose = 0;
+        self.first_end = u64::MAX;
+    }
+
+    /// What cycle `c` (not before the latest start) holds (tests).
+    #[cfg(test)]
+    fn used_at(&self, c: u64) -> u64 {
+        if self.stepped {
+            self.steps[self.at(c)].1
+        } else {
+            let on = self.pieces.iter().filter(|p| p.0 <= c && c < p.1);
+            on.map(|p| p.2).sum()
+        }
+    }
+
+    /// The index of the step holding cycle `t` (not before the first live step).
     #[inline]
     fn at(&self, t: u64) -> usize {
-        self.steps.partition_point(|&(from, _)| from <= t).max(1) - 1
+        let mut i = self.steps.len() - 1;
+        while i > self.head && self.steps[i].0 > t {
+            i -= 1;
+        }
+        i
     }
 
     /// The first cycle after step `i` (`u64::MAX` for the last).
@@ -391,6 +510,7 @@ impl Channel {
     }
 
     /// A step boundary at `t`: its index.
+    #[inline]
     fn split(&mut self, t: u64) -> usize {
         let i = self.at(t);
         let (from, used) = self.steps[i];
@@ -402,8 +522,35 @@ impl Channel {
     }
 
     /// `rate` more bytes per cycle held over `from..to`.
+    #[inline(always)]
     fn hold(&mut self, from: u64, to: u64, rate: u64) {
         if from >= to || rate == 0 {
+            return;
+        }
+        if !self.stepped {
+            self.pieces.push((from, to, rate));
+            self.loose += rate;
+            self.first_end = self.first_end.min(to);
+            return;
+        }
+        self.hold_stepped(from, to, rate);
+    }
+
+    /// [`Channel::hold`] on the steps.
+    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64) {
+        let last = self.steps.len() - 1;
+        if self.steps[last].0 <= from {
+            // after everything held (the last step holds 0): a step of `rate`, then 0 again
+            if self.steps[last].0 == from {
+                self.steps[last].1 = rate;
+            } else {
+                self.steps.push((from, rate));
+            }
+            self.steps.push((to, 0));
+            let n = self.steps.len();
+            if n - 2 > self.head && self.steps[n - 3].1 == rate {
+                self.steps.remove(n - 2);
+            }
             return;
         }
         let a = self.split(from);
@@ -416,19 +563,57 @@ impl Channel {
         if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
             self.steps.remove(b);
         }
-        if a > 0 && self.steps[a].1 == self.steps[a - 1].1 {
+        if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
             self.steps.remove(a);
         }
     }
+}
+
+/// The most L2 bytes per cycle the cores of `slots` can ask for at once: each pipe of a core
+/// moves one instruction at a time, at most its fastest gm path's rate (a read's bounded by
+/// `l2_read_bytes_per_cycle`, a write's by `l2_write_bytes_per_cycle`), summed over every pipe
+/// of every core.
+pub(super) fn l2_demand(
+    config: &crate::Config,
+    m: &MemoryConfig,
+    slots: &[crate::launch::Slot],
+) -> u64 {
+    use crate::types::Space;
+    let mut per_type = vec![0u64; config.cores.len()];
+    for (k, core) in config.cores.iter().enumerate() {
+        for &pipe in &core.pipes {
+            let fastest = config
+                .paths
+                .iter()
+                .filter(|p| p.pipe == pipe && (p.from == Space::Gm || p.to == Space::Gm))
+                .map(|p| {
+                    let rate = u64::from(p.bytes_per_cycle.max(p.nz_bytes_per_cycle.unwrap_or(0)));
+                    let l2 = if p.from == Space::Gm {
+                        m.l2_read_bytes_per_cycle
+                    } else {
+                        m.l2_write_bytes_per_cycle
+                    };
+                    rate.min(l2)
+                })
+                .max()
+                .unwrap_or(0);
+            per_type[k] += fastest;
+        }
+    }
+    slots
+        .iter()
+        .map(|s| per_type[s.core.index()])
+        .fold(0, u64::saturating_add)
 }
 
 /// Plans `bytes` on the channels `hbm` and / or `l2` from cycle `start`, at most `cap` bytes
 /// per cycle: in each cycle the phase takes the least of `cap` and the channels' spare rate
 /// (moves planned before keep theirs). Appends the pieces to `out` and returns the cycle the
 /// phase ends (its last cycle may not be full: the rate stays held for the whole cycle).
+#[inline(always)]
 fn plan_phase(
-    hbm: Option<&Channel>,
-    l2: Option<&Channel>,
+    mut hbm: Option<&mut Channel>,
+    mut l2: Option<&mut Channel>,
     start: u64,
     bytes: u64,
     cap: u64,
@@ -437,6 +622,38 @@ fn plan_phase(
     if bytes == 0 {
         return start;
     }
+    // the common case: every channel has `cap` to spare from `start` on; one piece
+    let fits = |c: &Option<&mut Channel>| c.as_ref().is_none_or(|c| c.fits(start, cap));
+    if fits(&hbm) && fits(&l2) {
+        let to = start + bytes.div_ceil(cap);
+        out.push(Piece {
+            from: start,
+            to,
+            rate: cap,
+            hbm: hbm.is_some(),
+            l2: l2.is_some(),
+        });
+        return to;
+    }
+    for c in [hbm.as_deref_mut(), l2.as_deref_mut()]
+        .into_iter()
+        .flatten()
+    {
+        c.step_up();
+    }
+    plan_shared(hbm.as_deref(), l2.as_deref(), start, bytes, cap, out)
+}
+
+/// [`plan_phase`] when a channel has less than `cap` to spare somewhere from `start` on: the
+/// phase walks the steps of both.
+fn plan_shared(
+    hbm: Option<&Channel>,
+    l2: Option<&Channel>,
+    start: u64,
+    bytes: u64,
+    cap: u64,
+    out: &mut Vec<Piece>,
+) -> u64 {
     let chans = [hbm, l2];
     let mut at = [0usize; 2];
     for (k, c) in chans.iter().enumerate() {
@@ -515,6 +732,9 @@ pub(super) struct L2 {
     /// The chip's HBM and L2 rates, and what the moves under way hold of them.
     hbm: Channel,
     l2_rate: Channel,
+    /// Whether the launch's cores could ever ask more of the L2 than its rate at once: when
+    /// not, `l2_rate` is never consulted (nothing would wait on it).
+    l2_binds: bool,
     /// The pieces of the move [`L2::move_cost`] planned last, for [`L2::reserve`].
     planned: Vec<Piece>,
     pub stats: MemoryStats,
@@ -543,6 +763,7 @@ impl L2 {
             live: 0,
             hbm: Channel::new(cfg.hbm_bytes_per_cycle),
             l2_rate: Channel::new(cfg.l2_chip_bytes_per_cycle),
+            l2_binds: true,
             planned: Vec::new(),
             stats: MemoryStats::default(),
         };
@@ -621,34 +842,51 @@ impl L2 {
     /// is in its path's startup).
     pub fn move_cost(&mut self, t: u64, bpc: u64, read: Option<&Lookup>, write: u64) -> (u64, u64) {
         self.hbm.forget(t);
-        self.l2_rate.forget(t);
         self.planned.clear();
-        let (hbm, l2, out) = (&self.hbm, &self.l2_rate, &mut self.planned);
+        let mut l2 = if self.l2_binds {
+            self.l2_rate.forget(t);
+            Some(&mut self.l2_rate)
+        } else {
+            None
+        };
+        let (hbm, out) = (&mut self.hbm, &mut self.planned);
         let mut at = t;
         let mut extra = 0;
         if let Some(l) = read {
-            at = plan_phase(
-                None,
-                Some(l2),
-                at,
-                l.hit_bytes,
-                bpc.min(self.cfg.l2_read_bytes_per_cycle),
-                out,
-            );
+            if l.hit_bytes > 0 {
+                let cap = bpc.min(self.cfg.l2_read_bytes_per_cycle);
+                at = match l2.as_deref_mut() {
+                    Some(l2) => plan_phase(None, Some(l2), at, l.hit_bytes, cap, out),
+                    None => at + l.hit_bytes.div_ceil(cap),
+                };
+            }
             if l.miss_lines > 0 {
                 let fill = l.miss_lines * self.cfg.line_bytes;
                 // the line bytes per cycle that bring the move's own bytes in at P
-                let pace = (u128::from(bpc) * u128::from(fill) / u128::from(l.miss_bytes.max(1)))
-                    .clamp(1, u128::from(u64::MAX)) as u64;
-                at = plan_phase(Some(hbm), None, at, fill, pace, out);
+                let pace = if fill == l.miss_bytes {
+                    bpc
+                } else {
+                    (u128::from(bpc) * u128::from(fill) / u128::from(l.miss_bytes.max(1)))
+                        .clamp(1, u128::from(u64::MAX)) as u64
+                };
+                at = plan_phase(Some(&mut *hbm), None, at, fill, pace, out);
                 extra = self.cfg.hbm_read_latency;
             } else {
                 extra = self.cfg.l2_latency;
             }
         }
-        let cap = bpc.min(self.cfg.l2_write_bytes_per_cycle);
-        at = plan_phase(Some(hbm), Some(l2), at, write, cap, out);
+        if write > 0 {
+            let cap = bpc.min(self.cfg.l2_write_bytes_per_cycle);
+            at = plan_phase(Some(hbm), l2, at, write, cap, out);
+        }
         (at - t, extra)
+    }
+
+    /// `demand`: the most L2 bytes per cycle the launch's cores can ask for at once
+    /// ([`l2_demand`]). At or below the L2's rate, no move can ever wait for the L2, so it is not
+    /// kept (a one-core run: a sixth of the 910B's rate).
+    pub fn set_l2_demand(&mut self, demand: u64) {
+        self.l2_binds = demand > self.cfg.l2_chip_bytes_per_cycle;
     }
 
     /// The move [`L2::move_cost`] planned last starts: it holds its share of the channels.
@@ -1460,8 +1698,8 @@ body:
             // the channels hold what the reference holds, cycle by cycle
             for (c, (&h, &u)) in r.hbm.iter().zip(&r.l2).enumerate().skip(t as usize) {
                 let c = c as u64;
-                prop_assert_eq!(l2.hbm.steps[l2.hbm.at(c)].1, h, "HBM at {}", c);
-                prop_assert_eq!(l2.l2_rate.steps[l2.l2_rate.at(c)].1, u, "L2 at {}", c);
+                prop_assert_eq!(l2.hbm.used_at(c), h, "HBM at {}", c);
+                prop_assert_eq!(l2.l2_rate.used_at(c), u, "L2 at {}", c);
             }
         }
     }
