@@ -322,22 +322,23 @@ fn reuse_levels_that_differ_only_in_addresses_differ_in_vector_time_with_banks()
 
 #[test]
 fn bank_conflict_program_reports_its_conflict_cycles() {
-    // programs/bank_conflict.yaml: add a (both inputs in the same 8 groups, the output in read
-    // banks) costs max(2, 2, 1) + 1 = 3 per repeat × 32 repeats = 96 cycles; add b (spread, the
-    // output in the next layer of banks) 2 × 32 = 64. Conflict cycles: 96 − 64 = 32.
+    // programs/bank_conflict.yaml (vadd 1 cycle per repeat): add a (both inputs in the same 8
+    // groups, the output in read banks) costs max(1, 2, 1) + 1 = 3 per repeat × 32 repeats = 96
+    // cycles; add b (spread, the output in the next layer of banks) 1 × 32 = 32. Conflict
+    // cycles: 96 + 32 − 2 × 32 = 64.
     let o = npusim(&["run", "programs/bank_conflict.yaml", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(doc["bank_conflict_cycles"], 32);
-    // V busy: 96 + 64 (flags have no work)
-    assert_eq!(doc["pipes"]["V"]["busy"], 160);
+    assert_eq!(doc["bank_conflict_cycles"], 64);
+    // V busy: 96 + 32 (flags have no work)
+    assert_eq!(doc["pipes"]["V"]["busy"], 128);
     let o = npusim(&["run", "programs/bank_conflict.yaml"]);
     assert!(
-        stdout(&o).contains("bank conflicts     32  cycles of V busy (ub_banks)"),
+        stdout(&o).contains("bank conflicts     64  cycles of V busy (ub_banks)"),
         "{}",
         stdout(&o)
     );
-    // without ub_banks: no claim, and both adds cost 64
+    // without ub_banks: no claim, and both adds cost 32
     let o = npusim(&[
         "run",
         "programs/bank_conflict.yaml",
@@ -348,7 +349,7 @@ fn bank_conflict_program_reports_its_conflict_cycles() {
     ]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["bank_conflict_cycles"], Value::Null);
-    assert_eq!(doc["pipes"]["V"]["busy"], 128);
+    assert_eq!(doc["pipes"]["V"]["busy"], 64);
     assert!(!stdout(&npusim(&[
         "run",
         "programs/bank_conflict.yaml",

@@ -1,19 +1,19 @@
 //! Double buffering pays where compute and moves are balanced: on the idealised config (the
 //! built-in one without its refinements: gm reads at the L2 rate) the double-buffered vector add
-//! overlaps its loads with its adds and finishes at least 1.4x ahead of the single-buffered one
+//! overlaps its loads with its adds and finishes at least 1.2x ahead of the single-buffered one
 //! doing the same work. On the built-in config one core's cold add waits on HBM's latency, and
 //! overlap buys little; a launch of 48 cores streaming at once shares the chip's HBM rate.
 //!
 //! The bound, per 32 KiB tile on the idealised config: double buffering leaves MTE2 with its
 //! loads (2 × ceil(32768 / 110) = 596 cycles) plus the EnQue set_flag's drain (50, the load
-//! startup) = 646; single buffering adds the V round trip MTE2 waits for (256 cycles of vadd +
-//! 6 startup + 2 × 2 flag latency = 266). Steady state: 912 / 646 = 1.41; the pipeline fill and
-//! drain of 128 tiles bring it to 1.40. The extra cycles show up as MTE2 `wait_flag V#0`.
+//! startup) = 646; single buffering adds the V round trip MTE2 waits for (128 repeats × 1 cycle
+//! of vadd + 6 startup + 2 × 2 flag latency = 138). Steady state: 784 / 646 = 1.21, every tile's
+//! 138 cycles showing up as MTE2 `wait_flag V#0` (128 × 138 = 17,664).
 use crate::{ideal_config, root, simulate, simulate_on};
 use sim::Pipe;
 
 #[test]
-fn double_buffering_is_at_least_1_4x_faster_with_more_overlap() {
+fn double_buffering_is_at_least_1_2x_faster_with_more_overlap() {
     let (_, db) = simulate_on(
         &root().join("programs/vec_add_db_manual.yaml"),
         ideal_config(),
@@ -35,7 +35,7 @@ fn double_buffering_is_at_least_1_4x_faster_with_more_overlap() {
     }
     let speedup = sb.total_cycles as f64 / db.total_cycles as f64;
     assert!(
-        speedup >= 1.4,
+        speedup >= 1.2,
         "double buffering: {} cycles vs single: {} cycles = {speedup:.2}x",
         db.total_cycles,
         sb.total_cycles
@@ -75,9 +75,9 @@ fn on_the_built_in_config_both_adds_wait_on_hbm_latency() {
     // cost is latency: each tile's EnQue set_flag on MTE2 waits for the y load to complete,
     // 50 + 1,400 cycles of startup after its work, so MTE2 drains 128 × 1,450 = 185,600 cycles.
     // Per tile, double buffering leaves MTE2 with 2 × 298 + 1,450 = 2,046 cycles; single
-    // buffering adds V's round trip (2 flag hops of 2 and the add's 6 + 256): 2,312. The
-    // steady-state ratio 2,312 / 2,046 = 1.13 is far from the idealised 1.4x: the latency
-    // neither program can hide dominates.
+    // buffering adds V's round trip (2 flag hops of 2 and the add's 6 + 256: 128 repeats of
+    // 2 cycles, each repeat's two inputs in one bank group in the sequential plan): 2,312. The
+    // steady-state ratio 2,312 / 2,046 = 1.13: the latency neither program can hide dominates.
     let (_, db) = simulate(&root().join("programs/vec_add_db_manual.yaml"));
     let (_, sb) = simulate(&root().join("programs/vec_add_sb_manual.yaml"));
     let drain = |r: &sim::RunResult| -> u64 {

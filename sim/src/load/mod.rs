@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(c.core(aiv).pipes.len(), 4);
         assert_eq!(c.paths.len(), 12);
         assert_eq!(c.vector.repeat_bytes, 256);
-        assert_eq!(c.vector_cost(crate::VecOp::Vexp).cycles_per_repeat, 4);
+        assert_eq!(c.vector_cost(crate::VecOp::Vexp).cycles_per_repeat, 2);
         assert_eq!(c.vector_cost(crate::VecOp::Vadd).startup, 6);
         assert!(c.vector.ops[crate::VecOp::Vand.index()].is_none());
         assert_eq!(c.vector_cost(crate::VecOp::Vand), c.vector.default);
