@@ -155,13 +155,17 @@ fn flash_attention_overlaps_the_qk_of_block_j_plus_1_with_the_softmax_of_block_j
             .unwrap() as u32;
         // the loop runs j = 0 .. nkv - 2 (S_{j+1} for j + 1 <= nkv - 1 = 7)
         for j in 0..7 {
-            let (qf, qt) = busy.spans[&(aic, qk, j, Pipe::M)];
+            // the QK from its staging into L0 on MTE1 to the cube's last cycle on M: with
+            // the staging at the fitted L1 -> L0 rates, the cube itself may start just after
+            // the (faster) softmax ends; the op still runs beside it
+            let qf = busy.spans[&(aic, qk, j, Pipe::Mte1)].0;
+            let qt = busy.spans[&(aic, qk, j, Pipe::M)].1;
             let sf = busy.spans[&(c as u32, soft_first, j, Pipe::V)].0;
             let st = busy.spans[&(c as u32, soft_last, j, Pipe::V)].1;
             assert!(
                 qf < st && sf < qt,
-                "block {} aiv {}: QK of block {} on M [{qf}, {qt}) does not overlap the \
-                 softmax of block {j} on V [{sf}, {st})",
+                "block {} aiv {}: QK of block {} on MTE1 and M [{qf}, {qt}) does not overlap \
+                 the softmax of block {j} on V [{sf}, {st})",
                 slot.block,
                 slot.index,
                 j + 1
