@@ -25,10 +25,12 @@ fn the_vector_add_is_bound_by_its_loads() {
     assert_eq!(busy(&cold, "MTE2"), 76_288);
     assert_eq!(cold["memory"]["miss_bytes"], 256 * 32768);
     // the store side: 128 × 32768 / min(64, 86) = 65,536 on MTE3 either way. V: 128 adds of
-    // 128 repeats × 2 = 32,768, plus the bank conflicts of the sequential plan: slot 1's yb
-    // (131072) and zb (163840) are both in layer 2 (of 64 KiB), in the same groups, so each of
-    // the 64 odd tiles' adds reads a bank it writes, + 1 a repeat: 64 × 128 = 8,192. 40,960
-    // in all, below MTE2's 76,288: the loads bound the add, cold or warm.
+    // 128 repeats × 1 = 16,384, plus the bank conflicts of the sequential plan: every slot
+    // starts on a multiple of 512 B, so each add's xb and yb blocks fall in the same bank
+    // groups, 2 input blocks a group: 2 cycles a repeat, + 128 × 128 = 16,384; and slot 1's yb
+    // (131072) and zb (163840) are both in layer 2 (of 64 KiB), so each of the 64 odd tiles'
+    // adds reads a bank it writes, + 1 a repeat: 64 × 128 = 8,192. 40,960 in all, below
+    // MTE2's 76,288: the loads bound the add, cold or warm.
     assert_eq!(busy(&cold, "MTE3"), 65_536);
     assert_eq!(busy(&cold, "V"), 40_960);
 }
