@@ -196,6 +196,7 @@ pub(crate) mod testutil {
         Op {
             kind,
             path: path.into(),
+            loc: Default::default(),
             pipe,
             loop_parent: Some(OpId::new(0)),
             parent: Some(OpId::new(0)),
@@ -217,6 +218,7 @@ pub(crate) mod testutil {
                 },
             }),
             path: "body[0]".into(),
+            loc: Default::default(),
             pipe: Some(Pipe::S),
             loop_parent: None,
             parent: None,
@@ -260,6 +262,7 @@ pub(crate) mod testutil {
         ));
         Program {
             kernel: "vec_add_db".into(),
+            file: String::new(),
             core: CoreId::new(0),
             sync: SyncMode::Manual,
             params: vec![("tiles".into(), 16), ("n".into(), 16384)],

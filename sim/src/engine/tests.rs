@@ -128,6 +128,7 @@ impl B {
         B {
             p: Program {
                 kernel: "test".into(),
+                file: String::new(),
                 core: CoreId::new(0),
                 sync: SyncMode::Manual,
                 params: vec![],
@@ -248,6 +249,7 @@ impl B {
                     cycles: Expr::Const(0),
                 },
                 path: path.clone(),
+                loc: Default::default(),
                 pipe: None,
                 loop_parent: lp,
                 parent,

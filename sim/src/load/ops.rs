@@ -168,6 +168,7 @@ impl Loader<'_, '_> {
                 self.ops.push(Op {
                     kind,
                     path: path.to_string(),
+                    loc: crate::program::Loc::default(),
                     pipe,
                     loop_parent: ctx.loop_parent,
                     parent: ctx.parent,

@@ -11,8 +11,8 @@ use crate::expr::Expr;
 use crate::ids::{BufferId, CoreId, OpId, TensorId, VarId, ViewId};
 use crate::limits;
 use crate::program::{
-    Block, Buffer, ForLoop, Kernel, Launch, Op, OpKind, Program, Ref, SyncMode, Tensor, Var, View,
-    ViewKind,
+    Block, Buffer, ForLoop, Kernel, Launch, Loc, Op, OpKind, Program, Ref, SyncMode, Tensor, Var,
+    View, ViewKind,
 };
 use crate::types::{Pipe, Space};
 use crate::written::Written;
@@ -35,6 +35,24 @@ pub(crate) fn program(
         &["core", "sync", "params", "launch", "gm", "buffers", "views"],
     )?;
     build(r, &f, None, config, overrides, blocks_override)
+}
+
+/// Where the op of list item `item` (its key `key`, its value `value`) is written, and its
+/// text: `vexp { ins: [xb], out: yb }`, the key alone for an op without fields (`use:`).
+fn op_loc(item: &Node, key: &str, value: &Node) -> Loc {
+    let text = match value.value {
+        Value::Null => key.to_string(),
+        _ => {
+            let budget = Loc::TEXT_MAX.saturating_sub(key.chars().count() + 1);
+            format!("{key} {}", crate::yaml::flow(value, budget))
+        }
+    };
+    Loc {
+        line: item.line,
+        column: item.column,
+        text: crate::yaml::shorten(text, Loc::TEXT_MAX).into(),
+        inserted: None,
+    }
 }
 
 /// Whether `root` is a mixed kernel: it has an `aic:` or an `aiv:` key.
@@ -258,6 +276,7 @@ fn build(
     l.whole_program_checks(prefix);
     Some(Program {
         kernel: kernel?,
+        file: l.r.file.to_string(),
         core: l.core_id?,
         sync: l.sync,
         params: l.params,
@@ -1127,7 +1146,7 @@ impl<'a> Loader<'a, '_> {
             }
         }
         let opath = join(path, key);
-        match key.as_str() {
+        let id = match key.as_str() {
             "for" => self.for_op(value, entries, path, &opath, ctx),
             "while" => self.while_op(value, entries, path, &opath, ctx),
             "if" => self.if_op(value, entries, path, &opath, ctx),
@@ -1141,7 +1160,11 @@ impl<'a> Loader<'a, '_> {
                 self.mark_named_buffers(value);
                 None
             }
+        };
+        if let Some(id) = id {
+            self.ops[id.index()].loc = op_loc(item, key, value);
         }
+        id
     }
 
     /// Counts every buffer named by a string anywhere in `node` (an operand's leading name)
@@ -1172,6 +1195,7 @@ impl<'a> Loader<'a, '_> {
         self.ops.push(Op {
             kind: OpKind::Use { operands: vec![] },
             path: path.to_string(),
+            loc: Loc::default(),
             pipe: Some(Pipe::S),
             loop_parent: ctx.loop_parent,
             parent: ctx.parent,

@@ -43,6 +43,37 @@ body:
 "#;
 
 #[test]
+fn every_op_knows_where_it_is_written() {
+    let p = load(README_EXAMPLE);
+    assert_eq!(p.file, "p.yaml");
+    let at = |i: usize| {
+        let l = &p.ops[i].loc;
+        (l.line, l.column, &*l.text, l.inserted)
+    };
+    // the README example starts with an empty line: `kernel` is on line 2
+    assert_eq!(at(0), (11, 5, "for { var: t, to: tiles }", None));
+    assert_eq!(at(1), (17, 9, "load { src: \"x[t]\", dst: xb }", None));
+    assert_eq!(at(3), (19, 9, "vadd { ins: [xb, yb], out: zb }", None));
+    assert_eq!(
+        p.locate(crate::OpId::new(4)),
+        "p.yaml:20:9 store { src: zb, dst: \"z[t]\" }"
+    );
+    // an op without fields is its key; a long one is cut
+    let long = format!(
+        "kernel: k\ncore: aiv\nsync: manual\nbody:\n  - scalar: {{ cycles: {} }}\n  - barrier: all\n",
+        "1 + ".repeat(30) + "1"
+    );
+    let p = load(&long);
+    assert_eq!(
+        p.ops[0].loc.text.chars().count(),
+        crate::program::Loc::TEXT_MAX
+    );
+    assert!(p.ops[0].loc.text.starts_with("scalar { cycles: \"1 + 1 + "));
+    assert!(p.ops[0].loc.text.ends_with("..."));
+    assert_eq!(p.locate(crate::OpId::new(1)), "p.yaml:6:5 barrier all");
+}
+
+#[test]
 fn design_example_round_trip() {
     let p = load(README_EXAMPLE);
     assert_eq!(p.kernel, "vec_add_db");

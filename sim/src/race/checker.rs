@@ -576,6 +576,9 @@ impl<'p> RaceChecker<'p> {
             write: s.write,
             path: op.path.clone(),
             name: op.kind.name(),
+            line: op.loc.line,
+            column: op.loc.column,
+            at: program.locate(id),
             vars: part.plans.ops[id.index()]
                 .loop_vars
                 .iter()
@@ -948,9 +951,12 @@ mod tests {
         assert_eq!(h.first.pipe, Pipe::Mte3);
         assert_eq!(
             h.to_string(),
-            "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (body[1] store) / \
-             block 1 aiv 0 MTE3 write (body[1] store)"
+            "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (k.yaml:13:5 store { \
+             src: b, dst: \"y[0]\" }) / block 1 aiv 0 MTE3 write (k.yaml:13:5 store { src: b, \
+             dst: \"y[0]\" })"
         );
+        assert_eq!((h.first.line, h.first.column), (13, 5));
+        assert_eq!(h.first.path, "body[1]");
     }
 
     #[test]

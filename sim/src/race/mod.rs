@@ -156,6 +156,11 @@ pub struct HazardAccess {
     pub path: String,
     /// The op's YAML key (`vadd`, `store`).
     pub name: &'static str,
+    /// Where the op is written (0 when unknown: a program built in code).
+    pub line: u32,
+    pub column: u32,
+    /// How messages name the op: file, line, column and text ([`Program::locate`]).
+    pub at: String,
     /// The enclosing named loop variables and their values, outermost first.
     pub vars: Vec<(String, i64)>,
 }
@@ -166,13 +171,7 @@ impl fmt::Display for HazardAccess {
         if let Some(core) = &self.core_name {
             write!(f, "{core} ")?;
         }
-        write!(
-            f,
-            "{} {rw} ({} {}",
-            self.pipe.report_name(),
-            self.path,
-            self.name
-        )?;
+        write!(f, "{} {rw} ({}", self.pipe.report_name(), self.at)?;
         for (name, v) in &self.vars {
             write!(f, ", {name}={v}")?;
         }
