@@ -27,9 +27,9 @@
 //! | `efficiency` | pipe bound / total |
 //! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
 //! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`} |
-//! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
+//! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `line`, `column`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
-//! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
+//! | `deadlock` | null, or {`cycle`, `waiters`: [{`core`, `pipe`, `waits_on`, `op`, `op_kind`, `line`, `column`}]} |
 //! | `stopped` | null, or {`limit`, `value`, `cycle`}: the run reached `--max-cycles` or `--max-instructions` |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
 //! | `cross_sync` | the cross-core hand-offs `sync: auto` inserted in a mixed kernel ([`planner::Handoff`]): [{`tensor`, `producer` and `consumer` {`core`, `ops`}, `flag`, `reverse` (`null` or {`flag`, `depth`}), `count`}]; `[]` when it inserted none |

@@ -251,7 +251,8 @@ fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
         let ops: Vec<String> = program
             .ops
             .iter()
-            .filter(|o| match &o.kind {
+            .enumerate()
+            .filter(|(_, o)| match &o.kind {
                 sim::program::OpKind::WaitFlag { src: s, dst, id: e } => {
                     *s == src
                         && *dst == p.pipe
@@ -259,7 +260,7 @@ fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
                 }
                 _ => false,
             })
-            .map(|o| format!("`{}`", o.path))
+            .map(|(i, _)| format!("`{}`", program.locate(OpId::new(i))))
             .collect();
         let shown = match ops.len() {
             0 => String::new(),
@@ -544,6 +545,8 @@ pub fn hazard_json(h: &Hazard) -> Value {
             "access": if a.write { "write" } else { "read" },
             "op": a.path,
             "op_kind": a.name,
+            "line": line_json(a.line),
+            "column": line_json(a.column),
             "vars": vars,
         })
     };
@@ -599,6 +602,8 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
                     "waits_on": w.on.to_string(),
                     "op": op_path(p, w.op),
                     "op_kind": op_kind(p, w.op),
+                    "line": op_line(p, w.op),
+                    "column": op_column(p, w.op),
                 })
             }).collect::<Vec<_>>(),
         }),
@@ -963,6 +968,8 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "flag": format!("{src}->{dst}#{id}"),
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
             "cycle": cycle,
         }),
         SyncFinding::UnpairedSet {
@@ -972,6 +979,8 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "flag": format!("{src}->{dst}#{id}"),
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
         }),
         SyncFinding::CrossOverflow {
             core,
@@ -987,14 +996,36 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "count": count,
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
             "cycle": cycle,
         }),
     }
 }
 
-/// `body[0].for.body[3] wait_flag`: the op's YAML path and kind.
+/// How a finding names op `op`: its file, line, column and text, or its YAML path and kind
+/// when it has no location ([`Program::locate`]).
 pub fn op_ref(program: &Program, op: OpId) -> String {
-    format!("{} {}", op_path(program, op), op_kind(program, op))
+    program.locate(op)
+}
+
+/// A line or column in JSON: `null` when unknown (0).
+pub(crate) fn line_json(n: u32) -> Value {
+    if n == 0 {
+        Value::Null
+    } else {
+        json!(n)
+    }
+}
+
+/// The line op `op` is written at, in JSON (`null` when unknown).
+pub(crate) fn op_line(program: &Program, op: OpId) -> Value {
+    line_json(program.ops.get(op.index()).map_or(0, |o| o.loc.line))
+}
+
+/// The column op `op` is written at, in JSON (`null` when unknown).
+pub(crate) fn op_column(program: &Program, op: OpId) -> Value {
+    line_json(program.ops.get(op.index()).map_or(0, |o| o.loc.column))
 }
 
 fn op_path(program: &Program, op: OpId) -> String {

@@ -510,10 +510,10 @@ impl Program {
     /// an op a pass inserted names itself and the op it went beside,
     /// `programs/softmax.yaml:20:9 set_flag MTE2->V (inserted after load { ... })`. An op
     /// without a location (a program built in code) is named by its YAML path and key,
-    /// `body[0].for.body[2] vadd`.
+    /// `body[0].for.body[2] vadd`; an id the program does not have, `op999 ?`.
     pub fn locate(&self, id: OpId) -> String {
         let Some(op) = self.ops.get(id.index()) else {
-            return id.to_string();
+            return format!("{id} ?");
         };
         let loc = &op.loc;
         if loc.line == 0 {

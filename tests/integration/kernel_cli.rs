@@ -394,11 +394,12 @@ fn a_deadlock_names_each_waiting_core_and_its_parts_op() {
             .lines()
             .find(|l| l.starts_with(&format!("finding: {context}deadlock at cycle ")))
             .unwrap_or_else(|| panic!("{command}: no deadlock line in\n{err}"));
-        // aiv.body[1] is the vector part's cross_wait; both vector cores of block 0 wait there
+        // aiv.body[1], line 37, is the vector part's cross_wait; both vector cores of block 0
+        // wait there
         for core in ["block 0 aiv 0", "block 0 aiv 1"] {
             assert!(
                 line.contains(&format!(
-                    "{core}: MTE2 waits on cross-core flag #0 (aiv.body[1] cross_wait)"
+                    "{core}: MTE2 waits on cross-core flag #0 ({f}:37:7 cross_wait {{ id: 0, pipe: mte2 }})"
                 )),
                 "{command}: {line}"
             );

@@ -46,10 +46,14 @@ fn bytes_shared_under_manual_flags_are_a_hazard() {
     assert_eq!(h["bytes"], serde_json::json!([0, 32768]));
     assert_eq!(h["first"]["op"], "body[0].for.body[10]");
     assert_eq!(h["first"]["op_kind"], "store");
+    assert_eq!(
+        (&h["first"]["line"], &h["first"]["column"]),
+        (&Value::from(36), &Value::from(9))
+    );
     assert_eq!(h["second"]["op_kind"], "load");
     assert_eq!(h["second"]["vars"]["t"], 1);
     assert!(
-        err.contains("hazard: WAR hazard in UB [0x0000, 0x8000): MTE3 read (body[0].for.body[10] store, t=0) / MTE2 write (body[0].for.body[1] load, t=1)"),
+        err.contains("hazard: WAR hazard in UB [0x0000, 0x8000): MTE3 read (programs/vec_add_sb_manual.yaml:36:9 store { src: zb, dst: \"z[t]\" }, t=0) / MTE2 write (programs/vec_add_sb_manual.yaml:25:9 load { src: \"x[t]\", dst: xb }, t=1)"),
         "{err}"
     );
 }
@@ -67,7 +71,7 @@ fn a_missing_wait_is_reported_by_its_two_ops() {
         .collect();
     assert_eq!(
         msgs,
-        ["RAW hazard in UB [0x10000, 0x18000): V write (body[0].for.body[6] vadd, t=0) / MTE3 read (body[0].for.body[9] store, t=0)"]
+        ["RAW hazard in UB [0x10000, 0x18000): V write (sim/tests/fixtures/race/vec_add_db_no_dequeue_z.yaml:44:9 vadd { ins: [xb, yb], out: zb }, t=0) / MTE3 read (sim/tests/fixtures/race/vec_add_db_no_dequeue_z.yaml:47:9 store { src: zb, dst: \"z[t]\" }, t=0)"]
     );
 }
 

@@ -407,8 +407,10 @@ fn failing_points_are_recorded_and_the_sweep_goes_on() {
         status,
         ["ok", "ok", "error", "error", "finding", "finding", "error", "error"]
     );
-    // the message of a finding is the line `npusim run` prints for it
-    let run = crate::npusim(&["run", "tests/fixtures/unpaired.yaml", "--param", "n=1024"]);
+    // the message of a finding is the line `npusim run` prints for it (the program named as the
+    // sweep file names it)
+    let unpaired = p("tests/fixtures/unpaired.yaml");
+    let run = crate::npusim(&["run", &unpaired, "--param", "n=1024"]);
     let line = stderr(&run)
         .lines()
         .find(|l| l.starts_with("finding: "))
