@@ -11,6 +11,7 @@
 pub mod addresses;
 pub mod builtin;
 pub mod config;
+pub mod coverage;
 pub mod diag;
 pub mod engine;
 pub mod expr;

@@ -1,0 +1,414 @@
+//! Work a run drops without a word (docs/decisions.md, "Dropped work"): the bytes of a gm tensor
+//! the program stores to that no op wrote, and the rows of a gm tensor it loads that no op read
+//! while it read others. A loop that stops one tile short (`--param tr=3` on 1,024 rows runs
+//! 341 tiles of 3 rows: 1,023 rows) is a correct-looking run that did not do its work.
+//!
+//! [`Coverage`] is an [`Observer`]: it sees every gm read and write every core of a launch makes
+//! and keeps, per tensor, the bytes written and the bytes read as merged intervals. Its memory is
+//! the number of separate stretches a tensor's coverage has at once, which a kernel that walks a
+//! tensor tile by tile keeps at one or two: it does not grow with the run's length.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+use crate::engine::{Issue, Observer};
+use crate::ids::TensorId;
+use crate::program::{Operand, Program, Ref};
+
+/// Bytes of one tensor as disjoint, non-adjacent half-open intervals `[start, end)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Intervals {
+    /// start → end; no two touch (touching intervals are merged).
+    map: BTreeMap<u64, u64>,
+}
+
+impl Intervals {
+    /// Adds `[lo, hi)`, merging it with every interval it overlaps or touches.
+    pub fn insert(&mut self, mut lo: u64, mut hi: u64) {
+        if lo >= hi {
+            return;
+        }
+        if let Some((&s, &e)) = self.map.range(..=lo).next_back() {
+            if e >= hi {
+                return; // already covered: the common case of data read again
+            }
+            if e >= lo {
+                lo = s;
+            }
+        }
+        while let Some((&s, &e)) = self.map.range(lo..).next() {
+            if s > hi {
+                break;
+            }
+            hi = hi.max(e);
+            self.map.remove(&s);
+        }
+        self.map.insert(lo, hi);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The intervals, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.map.iter().map(|(&s, &e)| (s, e))
+    }
+
+    /// The gaps of `[0, end)` the intervals leave, in order.
+    pub fn gaps(&self, end: u64) -> Vec<(u64, u64)> {
+        complement(self.iter(), end)
+    }
+}
+
+/// The stretches of `[0, end)` that none of `covered` (sorted, disjoint) holds.
+fn complement(covered: impl Iterator<Item = (u64, u64)>, end: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (s, e) in covered {
+        if s > at {
+            out.push((at, s.min(end)));
+        }
+        at = at.max(e);
+        if at >= end {
+            break;
+        }
+    }
+    if at < end {
+        out.push((at, end));
+    }
+    out.retain(|(a, b)| a < b);
+    out
+}
+
+/// What a run left undone in one gm tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GapKind {
+    /// The program stores to the tensor, and some of its bytes no op wrote.
+    Unwritten,
+    /// The program read some of the tensor's rows (its first dimension) and not others.
+    Unread,
+}
+
+impl GapKind {
+    /// The warning's `kind` in reports: `unwritten`, `unread_rows`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GapKind::Unwritten => "unwritten",
+            GapKind::Unread => "unread_rows",
+        }
+    }
+}
+
+/// Dropped work in one tensor: its first missing range and how much is missing in all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gap {
+    pub kind: GapKind,
+    pub tensor: TensorId,
+    /// The first missing range, in elements `[lo, hi)` of the tensor, row-major.
+    pub elements: (u64, u64),
+    /// The same range in bytes from the tensor's start, `[lo, hi)`.
+    pub bytes: (u64, u64),
+    /// For [`GapKind::Unread`], the same range in rows (indices of the first dimension).
+    pub rows: Option<(u64, u64)>,
+    /// How much is missing in all: bytes for [`GapKind::Unwritten`], rows for
+    /// [`GapKind::Unread`].
+    pub missing: u64,
+    /// In how many separate ranges.
+    pub ranges: usize,
+}
+
+/// A gm operand of an op: the tensor and whether the op writes it.
+#[derive(Clone, Copy, Debug)]
+struct GmAccess<'a> {
+    tensor: TensorId,
+    write: bool,
+    operand: &'a Operand,
+}
+
+/// Watches a run's gm reads and writes, every core of a launch together, and says what work it
+/// dropped ([`Coverage::gaps`]).
+#[derive(Clone, Debug)]
+pub struct Coverage<'a> {
+    /// The part each core of the launch runs.
+    part_of: Vec<u32>,
+    /// Per part, per op: its gm operands (empty for most ops).
+    ops: Vec<Vec<Vec<GmAccess<'a>>>>,
+    /// Per tensor: its shape, bits per element and bytes.
+    tensors: Vec<(&'a [u64], u64, u64)>,
+    /// Per tensor: whether an op of some part writes it / reads it.
+    stored: Vec<bool>,
+    loaded: Vec<bool>,
+    written: Vec<Intervals>,
+    read: Vec<Intervals>,
+}
+
+impl<'a> Coverage<'a> {
+    /// Coverage of one program's run (every core of its launch runs it).
+    pub fn new(program: &'a Program, config: &Config) -> Coverage<'a> {
+        Coverage::for_launch(&[program], config)
+    }
+
+    /// Coverage of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// parts, which share their gm tensors), the cores as [`crate::launch::slots`] numbers
+    /// them.
+    pub fn for_launch(parts: &[&'a Program], config: &Config) -> Coverage<'a> {
+        let part_of = crate::launch::slots(parts, config)
+            .iter()
+            .map(|s| s.part)
+            .collect();
+        let first = parts.first().map_or(&[][..], |p| &p.tensors[..]);
+        let n = first.len();
+        let mut stored = vec![false; n];
+        let mut loaded = vec![false; n];
+        let ops = parts
+            .iter()
+            .map(|p| {
+                p.ops
+                    .iter()
+                    .map(|op| {
+                        let gm = |o: &'a Operand, write: bool| match o.base {
+                            Ref::Tensor(t) => Some(GmAccess {
+                                tensor: t,
+                                write,
+                                operand: o,
+                            }),
+                            _ => None,
+                        };
+                        let v: Vec<GmAccess> = op
+                            .kind
+                            .reads()
+                            .into_iter()
+                            .filter_map(|o| gm(o, false))
+                            .chain(op.kind.writes().into_iter().filter_map(|o| gm(o, true)))
+                            .collect();
+                        for a in &v {
+                            let seen = if a.write { &mut stored } else { &mut loaded };
+                            if let Some(s) = seen.get_mut(a.tensor.index()) {
+                                *s = true;
+                            }
+                        }
+                        v
+                    })
+                    .collect()
+            })
+            .collect();
+        Coverage {
+            part_of,
+            ops,
+            tensors: first
+                .iter()
+                .map(|t| (&t.shape[..], t.dtype.bits(), t.bytes))
+                .collect(),
+            stored,
+            loaded,
+            written: vec![Intervals::default(); n],
+            read: vec![Intervals::default(); n],
+        }
+    }
+
+    /// The bytes written to tensor `t` so far.
+    pub fn written(&self, t: TensorId) -> &Intervals {
+        &self.written[t.index()]
+    }
+
+    /// The bytes read from tensor `t` so far.
+    pub fn read(&self, t: TensorId) -> &Intervals {
+        &self.read[t.index()]
+    }
+
+    /// What the run dropped, tensor by tensor in declaration order (for each, unwritten bytes
+    /// before unread rows): of a tensor an op writes, every byte no op wrote; of a tensor an op
+    /// reads, when some of its rows were read, the rows that were not. Only a run that ended
+    /// means anything here: not a deadlocked or stopped one.
+    pub fn gaps(&self) -> Vec<Gap> {
+        let mut out = Vec::new();
+        for (i, &(shape, bits, bytes)) in self.tensors.iter().enumerate() {
+            let tensor = TensorId::new(i);
+            if self.stored[i] {
+                let gaps = self.written[i].gaps(bytes);
+                if let Some(&(lo, hi)) = gaps.first() {
+                    out.push(Gap {
+                        kind: GapKind::Unwritten,
+                        tensor,
+                        elements: (lo * 8 / bits, (hi * 8).div_ceil(bits)),
+                        bytes: (lo, hi),
+                        rows: None,
+                        missing: gaps.iter().map(|(a, b)| b - a).sum(),
+                        ranges: gaps.len(),
+                    });
+                }
+            }
+            let Some(&rows) = shape.first() else {
+                continue; // a scalar tensor has no rows
+            };
+            if !self.loaded[i] || self.read[i].is_empty() || rows == 0 {
+                continue;
+            }
+            let row_bits = shape[1..].iter().product::<u64>() * bits;
+            // the rows some read touched: a byte range reaches every row one of its bits is in
+            let touched = self.read[i].iter().map(|(lo, hi)| {
+                (
+                    lo * 8 / row_bits,
+                    ((hi * 8).saturating_sub(1) / row_bits + 1).min(rows),
+                )
+            });
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for (a, b) in touched {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            let gaps = complement(merged.into_iter(), rows);
+            if let Some(&(r0, r1)) = gaps.first() {
+                let per_row = row_bits / bits;
+                out.push(Gap {
+                    kind: GapKind::Unread,
+                    tensor,
+                    elements: (r0 * per_row, r1 * per_row),
+                    bytes: (r0 * row_bits / 8, (r1 * row_bits).div_ceil(8)),
+                    rows: Some((r0, r1)),
+                    missing: gaps.iter().map(|(a, b)| b - a).sum(),
+                    ranges: gaps.len(),
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Observer for Coverage<'_> {
+    #[inline]
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        let part = self.part_of.get(issue.core as usize).copied().unwrap_or(0);
+        let Some(accesses) = self
+            .ops
+            .get(part as usize)
+            .and_then(|p| p.get(issue.op.index()))
+        else {
+            return;
+        };
+        for a in accesses {
+            let t = a.tensor.index();
+            let set = if a.write {
+                &mut self.written[t]
+            } else {
+                &mut self.read[t]
+            };
+            // the runs of one issue come in order: join the adjacent ones before inserting
+            let mut run: Option<(u64, u64)> = None;
+            // the engine evaluated these expressions before it issued the op: they succeed
+            let _ =
+                crate::footprint::gm_runs_at(a.operand, self.tensors[t].0, issue.vars, |lo, n| {
+                    match &mut run {
+                        Some((_, e)) if *e == lo => *e = lo + n,
+                        _ => {
+                            if let Some((s, e)) = run.replace((lo, lo + n)) {
+                                set.insert(s, e);
+                            }
+                        }
+                    }
+                });
+            if let Some((s, e)) = run {
+                set.insert(s, e);
+            }
+        }
+    }
+
+    /// Coverage is a union: the order the cores' calls come in does not change it.
+    #[inline(always)]
+    fn ordered(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_merge_what_overlaps_or_touches() {
+        let mut s = Intervals::default();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(10, 20), (30, 40)]);
+        s.insert(20, 25); // touches the first
+        s.insert(12, 18); // inside it
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(10, 25), (30, 40)]);
+        s.insert(5, 35); // swallows the first, joins the second
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(5, 40)]);
+        s.insert(7, 7); // empty
+        assert_eq!(s.gaps(50), vec![(0, 5), (40, 50)]);
+        assert_eq!(s.gaps(30), vec![(0, 5)]);
+        assert_eq!(Intervals::default().gaps(8), vec![(0, 8)]);
+        s.insert(0, 50);
+        assert!(s.gaps(50).is_empty());
+    }
+
+    fn config() -> Config {
+        crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "<built-in>").unwrap()
+    }
+
+    /// A 1,024-row copy in tiles of `tr` rows, `rows / tr` of them: the tail is dropped when
+    /// `tr` does not divide 1,024.
+    fn tiled(tr: i64, blocks: u32) -> Program {
+        let text = "kernel: rows\ncore: aiv\nlaunch: { blocks: 1 }\nparams: { rows: 1024, cols: 64, tr: 4 }\ngm:\n  x: { shape: [rows, cols], dtype: f16 }\n  y: { shape: [rows, cols], dtype: f16 }\nbody:\n  - for: { var: t, from: block, to: \"rows / tr\", step: blocks }\n    buffers:\n      b: { scope: ub, shape: [tr, cols], dtype: f16 }\n    body:\n      - load: { src: \"x[t * tr : (t + 1) * tr]\", dst: b }\n      - store: { src: b, dst: \"y[t * tr : (t + 1) * tr]\" }\n";
+        crate::load_launched(
+            text,
+            "rows.yaml",
+            &config(),
+            &[("tr".into(), tr)],
+            Some(blocks),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn gaps(p: &Program) -> Vec<Gap> {
+        let config = config();
+        let mut c = Coverage::new(p, &config);
+        let r = crate::run_observed(p, &config, &mut c).expect("runs");
+        assert!(r.deadlock.is_none());
+        c.gaps()
+    }
+
+    #[test]
+    fn a_tail_that_no_tile_reaches_is_unwritten_and_unread() {
+        assert_eq!(gaps(&tiled(4, 1)), vec![]);
+        let g = gaps(&tiled(3, 1));
+        // 341 tiles of 3 rows: row 1023 (64 f16 elements, 128 bytes) is never touched
+        let row = 1023 * 64;
+        assert_eq!(
+            g,
+            vec![
+                Gap {
+                    kind: GapKind::Unread,
+                    tensor: TensorId::new(0),
+                    elements: (row, row + 64),
+                    bytes: (2 * row, 2 * row + 128),
+                    rows: Some((1023, 1024)),
+                    missing: 1,
+                    ranges: 1,
+                },
+                Gap {
+                    kind: GapKind::Unwritten,
+                    tensor: TensorId::new(1),
+                    elements: (row, row + 64),
+                    bytes: (2 * row, 2 * row + 128),
+                    rows: None,
+                    missing: 128,
+                    ranges: 1,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_cores_of_a_launch_cover_a_tensor_together() {
+        // four blocks take every fourth tile: together they cover every row
+        assert_eq!(gaps(&tiled(4, 4)), vec![]);
+        let g = gaps(&tiled(3, 4));
+        assert_eq!(g.len(), 2);
+        assert!(g.iter().all(|g| g.elements == (1023 * 64, 1024 * 64)));
+    }
+}
