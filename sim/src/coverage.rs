@@ -134,8 +134,8 @@ pub struct Coverage<'a> {
     part_of: Vec<u32>,
     /// Per part, per op: its gm operands (empty for most ops).
     ops: Vec<Vec<Vec<GmAccess<'a>>>>,
-    /// Per tensor: its shape, bits per element and bytes.
-    tensors: Vec<(&'a [u64], u64, u64)>,
+    /// Per tensor: its shape, bits per element, elements and bytes.
+    tensors: Vec<(&'a [u64], u64, u64, u64)>,
     /// Per tensor: whether an op of some part writes it / reads it.
     stored: Vec<bool>,
     loaded: Vec<bool>,
@@ -198,7 +198,7 @@ impl<'a> Coverage<'a> {
             ops,
             tensors: first
                 .iter()
-                .map(|t| (&t.shape[..], t.dtype.bits(), t.bytes))
+                .map(|t| (&t.shape[..], t.dtype.bits(), t.elements, t.bytes))
                 .collect(),
             stored,
             loaded,
@@ -223,7 +223,7 @@ impl<'a> Coverage<'a> {
     /// means anything here: not a deadlocked or stopped one.
     pub fn gaps(&self) -> Vec<Gap> {
         let mut out = Vec::new();
-        for (i, &(shape, bits, bytes)) in self.tensors.iter().enumerate() {
+        for (i, &(shape, bits, elements, bytes)) in self.tensors.iter().enumerate() {
             let tensor = TensorId::new(i);
             if self.stored[i] {
                 let gaps = self.written[i].gaps(bytes);
@@ -231,7 +231,8 @@ impl<'a> Coverage<'a> {
                     out.push(Gap {
                         kind: GapKind::Unwritten,
                         tensor,
-                        elements: (lo * 8 / bits, (hi * 8).div_ceil(bits)),
+                        // an `i1` byte's spare bits are no element
+                        elements: (lo * 8 / bits, (hi * 8).div_ceil(bits).min(elements)),
                         bytes: (lo, hi),
                         rows: None,
                         missing: gaps.iter().map(|(a, b)| b - a).sum(),
@@ -400,6 +401,26 @@ mod tests {
                     ranges: 1,
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_store_that_never_runs_leaves_the_whole_tensor_unwritten() {
+        // 15 i1 elements in 2 bytes: the range stops at the last element, not the byte's end
+        let text = "kernel: k\ncore: aiv\nsync: auto\ngm:\n  y: { shape: [3, 5], dtype: i1 }\nbuffers:\n  b: { scope: ub, shape: [3, 5], dtype: i1 }\nbody:\n  - vdup: { scalar: 0, out: b }\n  - for: { var: t, to: 0 }\n    body:\n      - store: { src: b, dst: y }\n";
+        let p =
+            crate::load_program(text, "k.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            gaps(&p),
+            vec![Gap {
+                kind: GapKind::Unwritten,
+                tensor: TensorId::new(0),
+                elements: (0, 15),
+                bytes: (0, 2),
+                rows: None,
+                missing: 2,
+                ranges: 1,
+            }]
         );
     }
 
