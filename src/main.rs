@@ -827,8 +827,12 @@ fn commit_trace(
     Ok(())
 }
 
-/// Prints a run's problems; exit 1 when there are any.
+/// Prints a run's dropped work (warnings: the exit code stays) and its problems; exit 1 when
+/// there are problems.
 fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Result<(), Exit> {
+    for d in dropped_work(sim, src) {
+        err_line!("{d}");
+    }
     let n = report_problems(config, sim, "");
     if n > 0 {
         err_line!(
@@ -925,6 +929,27 @@ fn best_level(
             ))
         }
     }
+}
+
+/// The work a run dropped, one warning per tensor and kind, located at the tensor's declaration
+/// (`FILE:LINE:COL: warning: gm.y: gm tensor `y` ... is stored to, but ...`).
+fn dropped_work(sim: &Simulation, src: &input::Source) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = sim
+        .dropped
+        .iter()
+        .map(|g| {
+            let w = reports::Warning::dropped(&sim.program, g);
+            let mut d = Diagnostic::error(
+                &src.name,
+                &sim.program.tensor(g.tensor).path,
+                format!("[{}] {}", w.kind, w.message),
+            );
+            d.severity = sim::diag::Severity::Warning;
+            d
+        })
+        .collect();
+    sim::load::locate(&src.text, &mut out);
+    out
 }
 
 /// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with

@@ -6,6 +6,7 @@ mod check_cli;
 mod cli;
 mod compare_cli;
 mod double_buffers;
+mod dropped_work;
 mod hostile;
 mod html_cli;
 mod kernel_cli;
