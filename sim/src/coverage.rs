@@ -4,46 +4,119 @@
 //! 341 tiles of 3 rows: 1,023 rows) is a correct-looking run that did not do its work.
 //!
 //! [`Coverage`] is an [`Observer`]: it sees every gm read and write every core of a launch makes
-//! and keeps, per tensor, the bytes written and the bytes read as merged intervals. Its memory is
-//! the number of separate stretches a tensor's coverage has at once, which a kernel that walks a
-//! tensor tile by tile keeps at one or two: it does not grow with the run's length.
+//! and keeps, per tensor, the bytes written and the rows read (all the read rule needs: a read
+//! reaches every row of its first dimension's range, one interval however strided) as merged
+//! intervals. Its memory is the number of separate stretches a tensor's coverage has at once,
+//! which a kernel that walks a tensor tile by tile keeps small: it does not grow with the run's
+//! length.
 
 use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::engine::{Issue, Observer};
+use crate::footprint::Sel;
 use crate::ids::TensorId;
 use crate::program::{Operand, Program, Ref};
 
-/// Bytes of one tensor as disjoint, non-adjacent half-open intervals `[start, end)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Bytes (or rows) of one tensor as disjoint, non-adjacent half-open intervals `[start, end)`.
+#[derive(Clone, Debug, Default)]
 pub struct Intervals {
     /// start → end; no two touch (touching intervals are merged).
     map: BTreeMap<u64, u64>,
+    /// The interval the last insert or lookup landed in, as it is in `map` (`(0, 0)`: none).
+    /// Kernels stream: the next tile is mostly in it (read again) or right after it.
+    last: (u64, u64),
+    /// The interval after `last` (`(u64::MAX, u64::MAX)`: none; `(0, 0)`: not known). A
+    /// strided tile's rows each join the interval of the row's earlier tiles: the one after.
+    next: (u64, u64),
 }
+
+/// No interval: [`Intervals::next`] when `last` is the last one.
+const NONE: (u64, u64) = (u64::MAX, u64::MAX);
 
 impl Intervals {
     /// Adds `[lo, hi)`, merging it with every interval it overlaps or touches.
-    pub fn insert(&mut self, mut lo: u64, mut hi: u64) {
-        if lo >= hi {
+    pub fn insert(&mut self, lo: u64, mut hi: u64) {
+        if lo >= hi || self.covers(lo, hi) {
             return;
         }
-        if let Some((&s, &e)) = self.map.range(..=lo).next_back() {
-            if e >= hi {
-                return; // already covered: the common case of data read again
-            }
-            if e >= lo {
-                lo = s;
+        // the cached neighbours answer the patterns kernels make without a search
+        let ((s, e), (ns, ne)) = (self.last, self.next);
+        let known = s < e && (ns, ne) != (0, 0);
+        if known && s <= lo && lo <= e && hi < ns {
+            // the tile right after the last one, short of the next interval: grow it in place
+            *self.map.get_mut(&s).expect("`last` is an interval") = hi;
+            self.last.1 = hi;
+            return;
+        }
+        if known && e < lo && hi < ns {
+            // between the last interval and the next, touching neither (the next row of a
+            // strided tile read for the first time): a new interval, nothing to merge
+            self.map.insert(lo, hi);
+            self.last = (lo, hi);
+            return;
+        }
+        if known && ns != u64::MAX && ns <= lo && lo <= ne {
+            // joins the next interval (the next row of a strided tile, after the row's earlier
+            // tiles): grow it in place when it stops short of the one after
+            let after = self
+                .map
+                .range(ns + 1..)
+                .next()
+                .map_or(NONE, |(&a, &b)| (a, b));
+            if hi < after.0 {
+                let grown = hi.max(ne);
+                *self.map.get_mut(&ns).expect("`next` is an interval") = grown;
+                (self.last, self.next) = ((ns, grown), after);
+                return;
             }
         }
-        while let Some((&s, &e)) = self.map.range(lo..).next() {
+        // the interval it joins on the left (starting at or before `lo`, reaching `lo`), if any
+        let joined = match self.map.range(..=lo).next_back() {
+            Some((&s, &e)) if e >= lo => {
+                hi = hi.max(e);
+                Some(s)
+            }
+            _ => None,
+        };
+        let start = joined.unwrap_or(lo);
+        // swallow the intervals that start inside or right at the end of the new one
+        self.next = NONE;
+        while let Some((&s, &e)) = self.map.range(start + 1..).next() {
             if s > hi {
+                self.next = (s, e);
                 break;
             }
             hi = hi.max(e);
             self.map.remove(&s);
         }
-        self.map.insert(lo, hi);
+        match joined {
+            Some(s) => *self.map.get_mut(&s).expect("the interval joined") = hi,
+            None => {
+                self.map.insert(start, hi);
+            }
+        }
+        self.last = (start, hi);
+    }
+
+    /// Whether `[lo, hi)` is known covered without a lookup (the last interval touched).
+    #[inline]
+    pub fn covers(&self, lo: u64, hi: u64) -> bool {
+        self.last.0 <= lo && hi <= self.last.1
+    }
+
+    /// Whether every byte of `[lo, hi)` is covered (one interval holds them all).
+    pub fn contains(&mut self, lo: u64, hi: u64) -> bool {
+        if lo >= hi || self.covers(lo, hi) {
+            return true;
+        }
+        match self.map.range(..=lo).next_back() {
+            Some((&s, &e)) if e >= hi => {
+                (self.last, self.next) = ((s, e), (0, 0));
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -136,10 +209,14 @@ pub struct Coverage<'a> {
     ops: Vec<Vec<Vec<GmAccess<'a>>>>,
     /// Per tensor: its shape, bits per element, elements and bytes.
     tensors: Vec<(&'a [u64], u64, u64, u64)>,
+    /// Per tensor: its row-major strides, in elements.
+    strides: Vec<Vec<u64>>,
     /// Per tensor: whether an op of some part writes it / reads it.
     stored: Vec<bool>,
     loaded: Vec<bool>,
+    /// Per tensor: the bytes written.
     written: Vec<Intervals>,
+    /// Per tensor: the rows read (indices of its first dimension; of a scalar, row 0).
     read: Vec<Intervals>,
 }
 
@@ -200,6 +277,16 @@ impl<'a> Coverage<'a> {
                 .iter()
                 .map(|t| (&t.shape[..], t.dtype.bits(), t.elements, t.bytes))
                 .collect(),
+            strides: first
+                .iter()
+                .map(|t| {
+                    let mut st = vec![1u64; t.shape.len()];
+                    for d in (0..t.shape.len().saturating_sub(1)).rev() {
+                        st[d] = st[d + 1].saturating_mul(t.shape[d + 1]);
+                    }
+                    st
+                })
+                .collect(),
             stored,
             loaded,
             written: vec![Intervals::default(); n],
@@ -212,7 +299,7 @@ impl<'a> Coverage<'a> {
         &self.written[t.index()]
     }
 
-    /// The bytes read from tensor `t` so far.
+    /// The rows (indices of its first dimension) of tensor `t` read so far.
     pub fn read(&self, t: TensorId) -> &Intervals {
         &self.read[t.index()]
     }
@@ -243,32 +330,17 @@ impl<'a> Coverage<'a> {
             let Some(&rows) = shape.first() else {
                 continue; // a scalar tensor has no rows
             };
-            if !self.loaded[i] || self.read[i].is_empty() || rows == 0 {
+            if !self.loaded[i] || self.read[i].is_empty() {
                 continue;
             }
-            let row_bits = shape[1..].iter().product::<u64>() * bits;
-            // the rows some read touched: a byte range reaches every row one of its bits is in
-            let touched = self.read[i].iter().map(|(lo, hi)| {
-                (
-                    lo * 8 / row_bits,
-                    ((hi * 8).saturating_sub(1) / row_bits + 1).min(rows),
-                )
-            });
-            let mut merged: Vec<(u64, u64)> = Vec::new();
-            for (a, b) in touched {
-                match merged.last_mut() {
-                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
-                    _ => merged.push((a, b)),
-                }
-            }
-            let gaps = complement(merged.into_iter(), rows);
+            let gaps = self.read[i].gaps(rows);
             if let Some(&(r0, r1)) = gaps.first() {
-                let per_row = row_bits / bits;
+                let per_row = elements / rows;
                 out.push(Gap {
                     kind: GapKind::Unread,
                     tensor,
                     elements: (r0 * per_row, r1 * per_row),
-                    bytes: (r0 * row_bits / 8, (r1 * row_bits).div_ceil(8)),
+                    bytes: (r0 * per_row * bits / 8, (r1 * per_row * bits).div_ceil(8)),
                     rows: Some((r0, r1)),
                     missing: gaps.iter().map(|(a, b)| b - a).sum(),
                     ranges: gaps.len(),
@@ -292,29 +364,77 @@ impl Observer for Coverage<'_> {
         };
         for a in accesses {
             let t = a.tensor.index();
-            let set = if a.write {
-                &mut self.written[t]
-            } else {
-                &mut self.read[t]
-            };
+            let shape = self.tensors[t].0;
+            if !a.write {
+                // a read reaches every row of its first dimension's range: the other dimensions
+                // select something (an empty selection moves nothing, and reads no row)
+                let mut rows = (0, 1);
+                for (d, &extent) in shape.iter().enumerate() {
+                    match Sel::of(a.operand, d, extent).at(issue.vars) {
+                        Ok((lo, hi)) if lo < hi => {
+                            if d == 0 {
+                                rows = (lo as u64, hi as u64);
+                            }
+                        }
+                        _ => {
+                            rows = (0, 0);
+                            break;
+                        }
+                    }
+                }
+                self.read[t].insert(rows.0, rows.1);
+                continue;
+            }
+            let set = &mut self.written[t];
+            // the selection's bounding bytes: when the last interval touched holds them, so it
+            // holds every run (a tile written again costs one comparison, not a walk of its
+            // rows); the engine evaluated these expressions before it issued the op, so they
+            // succeed
+            let bits = self.tensors[t].1;
+            let strides = &self.strides[t];
+            let (mut first, mut last) = (0u64, 0u64);
+            let mut empty = false;
+            for (d, &extent) in shape.iter().enumerate() {
+                match Sel::of(a.operand, d, extent).at(issue.vars) {
+                    Ok((lo, hi)) if lo < hi => {
+                        first += lo as u64 * strides[d];
+                        last += (hi - 1) as u64 * strides[d];
+                    }
+                    _ => {
+                        empty = true;
+                        break;
+                    }
+                }
+            }
+            if empty || set.covers(first * bits / 8, ((last + 1) * bits).div_ceil(8)) {
+                continue;
+            }
             // the runs of one issue come in order: join the adjacent ones before inserting
             let mut run: Option<(u64, u64)> = None;
-            // the engine evaluated these expressions before it issued the op: they succeed
             let _ =
-                crate::footprint::gm_runs_at(a.operand, self.tensors[t].0, issue.vars, |lo, n| {
-                    match &mut run {
+                crate::footprint::gm_runs_at(
+                    a.operand,
+                    shape,
+                    issue.vars,
+                    |lo, n| match &mut run {
                         Some((_, e)) if *e == lo => *e = lo + n,
                         _ => {
                             if let Some((s, e)) = run.replace((lo, lo + n)) {
                                 set.insert(s, e);
                             }
                         }
-                    }
-                });
+                    },
+                );
             if let Some((s, e)) = run {
                 set.insert(s, e);
             }
         }
+    }
+
+    /// gm tensors have no slots.
+    #[inline(always)]
+    fn watches_slots(&self) -> bool {
+        false
     }
 
     /// Coverage is a union: the order the cores' calls come in does not change it.
@@ -345,6 +465,57 @@ mod tests {
         assert_eq!(Intervals::default().gaps(8), vec![(0, 8)]);
         s.insert(0, 50);
         assert!(s.gaps(50).is_empty());
+        // a stream of tiles grows one interval; a tile that reaches the next one joins them
+        let mut s = Intervals::default();
+        for t in 0..4 {
+            s.insert(10 * t, 10 * t + 10);
+        }
+        s.insert(60, 70);
+        s.insert(70, 80);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(0, 40), (60, 80)]);
+        assert!(s.contains(0, 40) && !s.contains(30, 61));
+        s.insert(35, 60);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(0, 80)]);
+    }
+
+    proptest::proptest! {
+        /// Any sequence of inserts and lookups covers exactly the bytes a byte set says, as
+        /// intervals that neither overlap nor touch, and `contains` agrees with it throughout.
+        #[test]
+        fn intervals_match_a_byte_set(
+            ops in proptest::collection::vec((0u64..200, 0u64..40, proptest::bool::ANY), 0..80),
+        ) {
+            let mut s = Intervals::default();
+            let mut bytes = [false; 240];
+            for &(lo, n, lookup) in &ops {
+                if lookup {
+                    let all = (lo..lo + n).all(|b| bytes[b as usize]);
+                    proptest::prop_assert_eq!(s.contains(lo, lo + n), all, "{}+{}", lo, n);
+                    continue;
+                }
+                s.insert(lo, lo + n);
+                for b in &mut bytes[lo as usize..(lo + n) as usize] {
+                    *b = true;
+                }
+            }
+            let runs: Vec<(u64, u64)> = s.iter().collect();
+            for w in runs.windows(2) {
+                proptest::prop_assert!(w[0].1 < w[1].0, "{runs:?}");
+            }
+            let mut from_set = Vec::new();
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] {
+                    let start = i;
+                    while i < bytes.len() && bytes[i] {
+                        i += 1;
+                    }
+                    from_set.push((start as u64, i as u64));
+                }
+                i += 1;
+            }
+            proptest::prop_assert_eq!(&runs, &from_set);
+        }
     }
 
     fn config() -> Config {
