@@ -828,9 +828,12 @@ mod tests {
                 let beside = k.parts[part]
                     .ops
                     .iter()
-                    .find(|o| (o.loc.line, o.loc.column) == (op.loc.line, op.loc.column))
+                    .position(|o| (o.loc.line, o.loc.column) == (op.loc.line, op.loc.column))
                     .expect("an op at the inserted op's location");
-                assert_eq!(op.loc.text, beside.loc.text);
+                assert_eq!(
+                    p.op_text(OpId::new(i)),
+                    k.parts[part].op_text(OpId::new(beside))
+                );
                 let side = if side == Side::Before {
                     "before"
                 } else {

@@ -264,6 +264,7 @@ pub(crate) mod testutil {
         Program {
             kernel: "vec_add_db".into(),
             file: String::new(),
+            texts: Default::default(),
             core: CoreId::new(0),
             sync: SyncMode::Manual,
             params: vec![("tiles".into(), 16), ("n".into(), 16384)],

@@ -18,6 +18,9 @@ pub struct Program {
     /// The file the program was loaded from, as the user named it (`programs/softmax.yaml`);
     /// empty for a program built in code. Findings name their ops with it ([`Program::locate`]).
     pub file: String,
+    /// The one-line texts of the ops, one after the other ([`Loc::text`]): one buffer, shared
+    /// by the programs a pass rebuilds from this one, not an allocation per op.
+    pub texts: Arc<str>,
     /// The core type the program runs on (an index into the config's `cores`).
     pub core: CoreId,
     pub sync: SyncMode,
@@ -216,11 +219,11 @@ pub struct Loc {
     /// unknown (a program built in code, an op inserted into an empty body).
     pub line: u32,
     pub column: u32,
-    /// The op as written, in one line: its key and its value in flow style (`vexp { ins: [xb],
-    /// out: yb }`; a loop's or branch's blocks left out), at most [`Loc::TEXT_MAX`] characters.
-    /// An op a pass inserted has the text of the op it was inserted beside; shared, not copied,
-    /// when a pass rebuilds the program.
-    pub text: Arc<str>,
+    /// The op as written, in one line: bytes `[text.0, text.1)` of [`Program::texts`], its key
+    /// and its value in flow style (`vexp { ins: [xb], out: yb }`; a loop's or branch's blocks
+    /// left out), at most [`Loc::TEXT_MAX`] characters ([`Program::op_text`]). An op a pass
+    /// inserted has the text of the op it was inserted beside.
+    pub text: (u32, u32),
     /// For an op a pass inserted (the sync pass, the cross-core pass): on which side of the op
     /// at `line:column` it went.
     pub inserted: Option<Side>,
@@ -524,21 +527,26 @@ impl Program {
         } else {
             format!("{}:{}:{} ", self.file, loc.line, loc.column)
         };
+        let text = self.op_text(id);
         match loc.inserted {
-            None => out.push_str(&loc.text),
+            None => out.push_str(text),
             Some(side) => {
                 let side = match side {
                     Side::Before => "before",
                     Side::After => "after",
                 };
-                out.push_str(&format!(
-                    "{} (inserted {side} {})",
-                    op.kind.title(),
-                    loc.text
-                ));
+                out.push_str(&format!("{} (inserted {side} {text})", op.kind.title()));
             }
         }
         out
+    }
+
+    /// Op `id`'s one-line text ([`Loc::text`]); empty when unknown.
+    pub fn op_text(&self, id: OpId) -> &str {
+        self.ops
+            .get(id.index())
+            .and_then(|o| self.texts.get(o.loc.text.0 as usize..o.loc.text.1 as usize))
+            .unwrap_or("")
     }
 
     /// The name of a loop variable, for printing expressions.

@@ -371,36 +371,56 @@ pub fn locate(text: &str, path: &str) -> Option<(u32, u32)> {
 /// the source, which the tree does not keep.
 pub fn flow(node: &Node, max: usize) -> String {
     let mut out = String::new();
+    write_flow(node, &mut out, 0, max);
+    out
+}
+
+/// [`flow`], appended to `out`, so that `out[from..]` (what was there from `from` on, then the
+/// node) holds at most `max` characters: a loader renders every op of a big program this way,
+/// into one buffer.
+pub fn write_flow(node: &Node, out: &mut String, from: usize, max: usize) {
     // stop early (a `use` of ten thousand operands needs only its first few), past the bytes
     // that `max + 1` characters can take
-    flow_into(node, &mut out, 4 * (max + 1));
-    shorten(out, max)
+    flow_into(node, out, from + 4 * (max + 1));
+    shorten_from(out, from, max);
 }
 
 /// `text` cut to at most `max` characters, ending in `...` when it was longer.
 pub fn shorten(mut text: String, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text;
-    }
-    let keep = max.saturating_sub(3);
-    let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
-    text.truncate(cut);
-    text.truncate(text.trim_end().len());
-    text.push_str("...");
+    shorten_from(&mut text, 0, max);
     text
 }
 
-/// Appends `node` in flow style to `out`, stopping once `out` holds `budget` characters.
+/// [`shorten`] of `text[from..]`, in place.
+fn shorten_from(text: &mut String, from: usize, max: usize) {
+    let tail = &text[from..];
+    // at most `max` bytes is at most `max` characters
+    if tail.len() <= max || tail.chars().count() <= max {
+        return;
+    }
+    let keep = max.saturating_sub(3);
+    let cut = from + tail.char_indices().nth(keep).map_or(tail.len(), |(i, _)| i);
+    text.truncate(cut);
+    text.truncate(from + text[from..].trim_end().len());
+    text.push_str("...");
+}
+
+/// Appends `node` in flow style to `out`, stopping once `out` holds `budget` bytes.
 fn flow_into(node: &Node, out: &mut String, budget: usize) {
+    use std::fmt::Write;
     if out.len() > budget {
         return;
     }
     match &node.value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
         Value::TooLarge(s) => out.push_str(s),
-        Value::Float(f) => out.push_str(&f.to_string()),
+        Value::Float(f) => {
+            let _ = write!(out, "{f}");
+        }
         Value::Str(s) => flow_string(s, out),
         Value::Seq(items) => {
             out.push('[');
@@ -434,26 +454,43 @@ fn flow_into(node: &Node, out: &mut String, budget: usize) {
     }
 }
 
-/// A string plain when it is a name that YAML reads back as the same string, else in double
-/// quotes with `"`, `\` and control characters escaped.
+/// Whether `s` is a name YAML reads back as the same string when written plain: a letter or
+/// `_`, then letters, digits, `_`, `.`, `@`, `-`, and not a null or a boolean (a plain scalar
+/// that starts with a letter is never a number: [`scalar`]).
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'@' | b'-'))
+        && !matches!(
+            s,
+            "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
+        )
+}
+
+/// A string plain when it is a name ([`is_name`]), else in double quotes with `"`, `\` and
+/// control characters escaped.
 fn flow_string(s: &str, out: &mut String) {
-    let name = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '@' | '-'))
-        && matches!(scalar(s.to_string(), TScalarStyle::Plain), Value::Str(_));
-    if name {
+    if is_name(s) {
         out.push_str(s);
         return;
     }
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+    if !s.contains(['"', '\\']) && !s.chars().any(char::is_control) {
+        out.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+                }
+                c => out.push(c),
+            }
         }
     }
     out.push('"');

@@ -60,6 +60,7 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
     let mut p = Program {
         kernel: old.kernel.clone(),
         file: old.file.clone(),
+        texts: old.texts.clone(),
         core: old.core,
         sync: SyncMode::Manual,
         params: old.params.clone(),

@@ -129,6 +129,7 @@ impl B {
             p: Program {
                 kernel: "test".into(),
                 file: String::new(),
+                texts: Default::default(),
                 core: CoreId::new(0),
                 sync: SyncMode::Manual,
                 params: vec![],

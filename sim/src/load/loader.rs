@@ -159,6 +159,8 @@ pub(super) struct Loader<'a, 'f> {
     /// Inclusive value range of each loop variable, where it can be bounded.
     pub ranges: Vec<Option<(i64, i64)>>,
     pub ops: Vec<Op>,
+    /// The ops' one-line texts, one after the other (`Program::texts`).
+    pub texts: String,
     pub scopes: Scopes,
     /// The buffers an earlier op has written, in program order.
     pub written: Written,

@@ -38,19 +38,20 @@ pub(crate) fn program(
 }
 
 /// Where the op of list item `item` (its key `key`, its value `value`) is written, and its
-/// text: `vexp { ins: [xb], out: yb }`, the key alone for an op without fields (`use:`).
-fn op_loc(item: &Node, key: &str, value: &Node) -> Loc {
-    let text = match value.value {
-        Value::Null => key.to_string(),
-        _ => {
-            let budget = Loc::TEXT_MAX.saturating_sub(key.chars().count() + 1);
-            format!("{key} {}", crate::yaml::flow(value, budget))
-        }
-    };
+/// text, appended to `texts`: `vexp { ins: [xb], out: yb }`, the key alone for an op without
+/// fields (`use:`).
+fn op_loc(texts: &mut String, item: &Node, key: &str, value: &Node) -> Loc {
+    // one buffer for every op, no formatting machinery: a generated program has a million ops
+    let start = texts.len();
+    texts.push_str(key);
+    if !matches!(value.value, Value::Null) {
+        texts.push(' ');
+        crate::yaml::write_flow(value, texts, start, Loc::TEXT_MAX);
+    }
     Loc {
         line: item.line,
         column: item.column,
-        text: crate::yaml::shorten(text, Loc::TEXT_MAX).into(),
+        text: (start as u32, texts.len() as u32),
         inserted: None,
     }
 }
@@ -197,6 +198,7 @@ fn build(
         vars: Vec::new(),
         ranges: Vec::new(),
         ops: Vec::new(),
+        texts: String::new(),
         scopes: {
             let mut s = Scopes::default();
             s.push();
@@ -277,6 +279,7 @@ fn build(
     Some(Program {
         kernel: kernel?,
         file: l.r.file.to_string(),
+        texts: l.texts.into(),
         core: l.core_id?,
         sync: l.sync,
         params: l.params,
@@ -1162,7 +1165,7 @@ impl<'a> Loader<'a, '_> {
             }
         };
         if let Some(id) = id {
-            self.ops[id.index()].loc = op_loc(item, key, value);
+            self.ops[id.index()].loc = op_loc(&mut self.texts, item, key, value);
         }
         id
     }
