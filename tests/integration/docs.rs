@@ -1125,3 +1125,40 @@ fn every_quoted_output_is_what_the_tool_prints() {
         failures.join("\n\n")
     );
 }
+/// Every block that looks like output has a marker: a block without a language or with
+/// `json`, and any block of `$ npusim` lines. Inputs and commands to type say their language
+/// (`yaml`, `sh`, `csv`), and a format or synopsis that is not a run's output says `text`.
+#[test]
+fn every_output_block_has_a_marker() {
+    let mut unmarked = Vec::new();
+    for doc in docs() {
+        let marked: Vec<usize> = marked(&doc)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|m| match &m.target {
+                Target::Fence(f) => Some(f.open),
+                Target::Table(_) => None,
+            })
+            .collect();
+        for f in fences(&doc.lines) {
+            let looks_like_output = f.info.is_empty()
+                || f.info == "json"
+                || f.body.first().is_some_and(|l| l.starts_with("$ npusim"));
+            if looks_like_output && !marked.contains(&f.open) {
+                unmarked.push(format!(
+                    "{}:{}: ```{} {}",
+                    doc.path,
+                    f.open + 1,
+                    f.info,
+                    f.body.first().map_or("", String::as_str)
+                ));
+            }
+        }
+    }
+    assert!(
+        unmarked.is_empty(),
+        "blocks that look like output but have no marker (give them one, or a language if \
+         they are not output):\n{}",
+        unmarked.join("\n")
+    );
+}
