@@ -331,38 +331,46 @@ fn table_examples(lines: &[String], start: usize) -> Result<Vec<(usize, String)>
     Ok(out)
 }
 
-/// Every marker of a doc with what it is about; a marker not followed by a block (or a table,
-/// for `problems`) is an error.
-fn marked(doc: &Doc) -> Result<Vec<Marked>, String> {
-    let fences = fences(&doc.lines);
-    let mut out = Vec::new();
+/// Every marker of a doc with what it is about, and the problems of those that are not well
+/// formed or not followed by a block (or a table, for `problems`).
+fn marked(doc: &Doc) -> (Vec<Marked>, Vec<String>) {
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
     for (i, line) in doc.lines.iter().enumerate() {
-        let Some(marker) = parse_marker(line) else {
-            continue;
-        };
-        let place = format!("{}:{}", doc.path, i + 1);
-        let marker = marker.map_err(|e| format!("{place}: bad marker: {e}"))?;
-        let next = (i + 1..doc.lines.len()).find(|&j| !doc.lines[j].trim().is_empty());
-        let target = match next {
-            Some(j) if doc.lines[j].trim_start().starts_with("```") => {
-                Target::Fence(fences.iter().find(|f| f.open == j).unwrap().clone())
+        if let Some(m) = parse_marker(line) {
+            let m = m.map_err(|e| format!("bad marker: {e}"));
+            match m.and_then(|marker| marked_at(doc, i, marker)) {
+                Ok(m) => out.push(m),
+                Err(e) => errors.push(format!("{}:{}: {e}", doc.path, i + 1)),
             }
-            Some(j)
-                if doc.lines[j].trim_start().starts_with('|')
-                    && matches!(marker, Marker::Problems { .. }) =>
-            {
-                Target::Table(table_examples(&doc.lines, j).map_err(|e| format!("{place}: {e}"))?)
-            }
-            _ => return Err(format!("{place}: the marker is not followed by a block")),
-        };
-        out.push(Marked {
-            doc: doc.path.clone(),
-            line: i,
-            marker,
-            target,
-        });
+        }
     }
-    Ok(out)
+    (out, errors)
+}
+
+/// The marker on line `i` with what follows it.
+fn marked_at(doc: &Doc, i: usize, marker: Marker) -> Result<Marked, String> {
+    let next = (i + 1..doc.lines.len()).find(|&j| !doc.lines[j].trim().is_empty());
+    let target = match next {
+        Some(j) if doc.lines[j].trim_start().starts_with("```") => Target::Fence(
+            fences(&doc.lines)
+                .into_iter()
+                .find(|f| f.open == j)
+                .unwrap(),
+        ),
+        Some(j)
+            if doc.lines[j].trim_start().starts_with('|')
+                && matches!(marker, Marker::Problems { .. }) =>
+        {
+            Target::Table(table_examples(&doc.lines, j)?)
+        }
+        _ => return Err("the marker is not followed by a block".into()),
+    };
+    Ok(Marked {
+        doc: doc.path.clone(),
+        line: i,
+        marker,
+        target,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1088,15 +1096,12 @@ fn apply(updates: &[Update]) {
 fn check_all(runner: &mut Runner, docs: &[Doc], updates: &mut Vec<Update>) -> Vec<String> {
     let mut failures = Vec::new();
     for doc in docs {
-        match marked(doc) {
-            Ok(ms) => {
-                for m in &ms {
-                    if let Err(e) = check(runner, m, updates) {
-                        failures.push(e);
-                    }
-                }
+        let (ms, errors) = marked(doc);
+        failures.extend(errors);
+        for m in &ms {
+            if let Err(e) = check(runner, m, updates) {
+                failures.push(e);
             }
-            Err(e) => failures.push(e),
         }
     }
     failures
@@ -1115,7 +1120,7 @@ fn every_quoted_output_is_what_the_tool_prints() {
     if update && !updates.is_empty() {
         apply(&updates);
     }
-    let count: usize = docs.iter().map(|d| marked(d).map_or(0, |m| m.len())).sum();
+    let count: usize = docs.iter().map(|d| marked(d).0.len()).sum();
     assert!(count > 0, "no markers found");
     assert!(
         failures.is_empty(),
@@ -1133,7 +1138,7 @@ fn every_output_block_has_a_marker() {
     let mut unmarked = Vec::new();
     for doc in docs() {
         let marked: Vec<usize> = marked(&doc)
-            .unwrap_or_default()
+            .0
             .iter()
             .filter_map(|m| match &m.target {
                 Target::Fence(f) => Some(f.open),
@@ -1160,5 +1165,517 @@ fn every_output_block_has_a_marker() {
         "blocks that look like output but have no marker (give them one, or a language if \
          they are not output):\n{}",
         unmarked.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures in the prose
+
+/// `26480` as `26,480`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The JSON document `npusim ARGS --format json` prints (whatever its exit code).
+fn json_of(args: &[&str]) -> Value {
+    let o = crate::npusim(&[args, &["--format", "json"]].concat());
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", crate::stderr(&o)))
+}
+
+fn cycles(doc: &Value) -> u64 {
+    doc["total_cycles"].as_u64().unwrap()
+}
+
+/// The cycles a pipe's stalls of one kind took: every reason whose name starts with `prefix`.
+fn stalled(pipes: &Value, pipe: &str, prefix: &str) -> u64 {
+    pipes[pipe]["stalls"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum()
+}
+
+/// The sentences of the prose that quote figures, each computed here: (doc, the text it must
+/// hold). The docs' prose wraps, so a text matches across line breaks.
+fn figures() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+
+    // what each reuse level costs (README.md, A tour; cli.md, npusim compare)
+    let levels = json_of(&["compare", "programs/reuse_levels.yaml"]);
+    let level = |l: u64| {
+        levels
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["level"] == l)
+            .unwrap()
+            .clone()
+    };
+    let (l2, l1, l0) = (level(2), level(1), level(0));
+    let best = [&l2, &l1, &l0].iter().map(|e| cycles(e)).min().unwrap();
+    let wait = |e: &Value| stalled(&e["pipes"], "MTE2", "wait_flag V#");
+    let compare = format!(
+        "MTE2 waits for V {} cycles ({:.1} % of the run, against {} at level 2) and the kernel \
+         takes {:.3}× as long",
+        thousands(wait(&l0)),
+        100.0 * wait(&l0) as f64 / cycles(&l0) as f64,
+        thousands(wait(&l2)),
+        cycles(&l0) as f64 / best as f64
+    );
+    out.push(("README.md", compare.clone()));
+    out.push(("docs/cli.md", compare));
+    let banks = |e: &Value| thousands(e["bank_conflict_cycles"].as_u64().unwrap());
+    out.push((
+        "README.md",
+        format!(
+            "colliding bank groups for {} cycles of V time, C on A's slots for {}",
+            banks(&l2),
+            banks(&l1)
+        ),
+    ));
+
+    // the vector add on the built-in config, warm, and on the ideal core (README.md, last lines)
+    let db = json_of(&["run", "programs/vec_add_db.yaml"]);
+    let warm = json_of(&["run", "programs/vec_add_db.yaml", "--l2", "warm"]);
+    let ideal = json_of(&[
+        "run",
+        "programs/vec_add_db.yaml",
+        "--config",
+        crate::IDEAL_CONFIG,
+    ]);
+    out.push((
+        "README.md",
+        format!(
+            "takes {} cycles on the built-in config, {} with a warm L2 and {} on the ideal core",
+            thousands(cycles(&db)),
+            thousands(cycles(&warm)),
+            thousands(cycles(&ideal))
+        ),
+    ));
+
+    // the built-in config's gm memory system (README.md: the profile's note, the config's)
+    let config = crate::default_config();
+    let memory = config.memory.unwrap();
+    let chip = config.chip.unwrap();
+    let gm_ub = config
+        .paths
+        .iter()
+        .find(|p| p.from == sim::Space::Gm && p.to == sim::Space::Ub)
+        .unwrap();
+    out.push((
+        "README.md",
+        format!(
+            "drains its {}-cycle HBM latency",
+            thousands(memory.hbm_read_latency)
+        ),
+    ));
+    out.push((
+        "README.md",
+        format!(
+            "whose {} bytes a cycle every core of a launch shares: one core alone streams at its \
+             path's {}, each of {} cores streaming together at {}",
+            memory.hbm_bytes_per_cycle,
+            gm_ub.bytes_per_cycle,
+            chip.aic,
+            memory.hbm_bytes_per_cycle / chip.aic as u64
+        ),
+    ));
+
+    out.extend(sweep_figures());
+    out.extend(sync_figures());
+
+    // the missing wait's run (race.md)
+    let o = crate::npusim(&[
+        "run",
+        "sim/tests/fixtures/race/vec_add_db_no_dequeue_z.yaml",
+    ]);
+    let last = crate::stderr(&o).lines().last().unwrap_or("").to_string();
+    let problems = last
+        .split("the run found ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("no count in `{last}`"))
+        .to_string();
+    let run = json_of(&[
+        "run",
+        "sim/tests/fixtures/race/vec_add_db_no_dequeue_z.yaml",
+    ]);
+    out.push((
+        "docs/race.md",
+        format!(
+            "{problems} problems in all, double sets, unpaired flags and, at cycle {}, a deadlock",
+            thousands(run["deadlock"]["cycle"].as_u64().unwrap())
+        ),
+    ));
+    out
+}
+
+/// A row of a sweep's CSV, by column.
+type Row = HashMap<String, String>;
+
+fn num(r: &Row, column: &str) -> u64 {
+    r[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} of {r:?}"))
+}
+
+/// The ok point with the fewest cycles among `points` with a param's value (and a UB capacity,
+/// `""` for the config's, if given).
+fn fewest<'a>(points: &[&'a Row], param: &str, value: &str, ub: Option<&str>) -> &'a Row {
+    points
+        .iter()
+        .filter(|r| r["status"] == "ok" && r[param] == value)
+        .filter(|r| ub.map_or(true, |u| r["capacity_ub"] == u))
+        .min_by_key(|r| num(r, "cycles"))
+        .unwrap_or_else(|| panic!("no ok point with {param}={value}"))
+}
+
+/// The example sweep's figures (README.md, Sweeps).
+fn sweep_figures() -> Vec<(&'static str, String)> {
+    let dir = scratch("docs-sweep-figures");
+    let csv = dir.join("results.csv");
+    let o = crate::npusim(&[
+        "sweep",
+        "programs/sweeps/example.yaml",
+        "-o",
+        &csv.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::stderr(&o));
+    let mut r = csv::Reader::from_path(&csv).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    let rows: Vec<Row> = r
+        .records()
+        .map(|rec| {
+            header
+                .iter()
+                .cloned()
+                .zip(rec.unwrap().iter().map(str::to_string))
+                .collect()
+        })
+        .collect();
+    let of =
+        |program: &str| -> Vec<&Row> { rows.iter().filter(|r| r["program"] == program).collect() };
+    let (add, mm) = (of("../vec_add_db.yaml"), of("../matmul.yaml"));
+    let mut out = vec![(
+        "README.md",
+        format!(
+            "{} points ({} of the vector add, {} of the matmul)",
+            rows.len(),
+            add.len(),
+            mm.len()
+        ),
+    )];
+    let (small, large) = (
+        num(fewest(&add, "param_n", "4096", None), "cycles"),
+        num(fewest(&add, "param_n", "16384", None), "cycles"),
+    );
+    out.push((
+        "README.md",
+        format!(
+            "4× the elements per tile, {:.2}× the cycles",
+            large as f64 / small as f64
+        ),
+    ));
+    // every ok point of the vector add drains MTE2 for the same cycles
+    let drains: Vec<(String, String)> = add
+        .iter()
+        .filter(|r| r["status"] == "ok")
+        .map(|r| {
+            (
+                r["mte2_top_stall"].clone(),
+                r["mte2_top_stall_cycles"].clone(),
+            )
+        })
+        .collect();
+    assert!(drains.iter().all(|d| *d == drains[0]), "{drains:?}");
+    assert_eq!(drains[0].0, "drain");
+    let drain: u64 = drains[0].1.parse().unwrap();
+    out.push((
+        "README.md",
+        format!("MTE2 spends {} cycles draining its loads", thousands(drain)),
+    ));
+    let tight = fewest(&add, "param_n", "8192", Some("65536"));
+    let roomy = fewest(&add, "param_n", "8192", Some(""));
+    out.push((
+        "README.md",
+        format!(
+            "(`ub_bytes` {} instead of {}, {} cycles faster)",
+            thousands(num(tight, "ub_bytes")),
+            thousands(num(roomy, "ub_bytes")),
+            num(roomy, "cycles") - num(tight, "cycles")
+        ),
+    ));
+    let findings: Vec<_> = rows.iter().filter(|r| r["status"] == "finding").collect();
+    assert!(findings
+        .iter()
+        .all(|r| r["param_n"] == "16384" && r["capacity_ub"] == "65536"));
+    out.push((
+        "README.md",
+        format!(
+            "does not fit there at any level: the {} findings",
+            findings.len()
+        ),
+    ));
+    let r64 = fewest(&mm, "param_kt", "64", None);
+    let r256 = fewest(&mm, "param_kt", "256", None);
+    let (kt64, kt256) = (num(r64, "cycles"), num(r256, "cycles"));
+    out.push((
+        "README.md",
+        format!(
+            "The matmul gets {:.2}× faster from `kt=64` to `kt=256`: MTE2's drain halves each time \
+             the L1 tile doubles ({} → {} cycles)",
+            kt64 as f64 / kt256 as f64,
+            thousands(num(r64, "mte2_top_stall_cycles")),
+            thousands(num(r256, "mte2_top_stall_cycles"))
+        ),
+    ));
+    out
+}
+
+/// What the sync pass's kernels cost against their hand-written twins (sync.md, README.md).
+fn sync_figures() -> Vec<(&'static str, String)> {
+    let run = |p: &str| cycles(&json_of(&["run", p]));
+    let mut out = Vec::new();
+    let (auto, manual) = (
+        run("programs/vec_add_db.yaml"),
+        run("programs/vec_add_db_manual.yaml"),
+    );
+    out.push((
+        "docs/sync.md",
+        format!(
+            "within {} cycles of each other ({} and {}: the final `barrier: all`)",
+            auto.abs_diff(manual),
+            thousands(auto),
+            thousands(manual)
+        ),
+    ));
+    let (auto, manual) = (
+        run("programs/matmul_add.yaml"),
+        run("programs/matmul_add_manual.yaml"),
+    );
+    assert_eq!(auto, manual, "matmul_add and its twin");
+    out.push((
+        "docs/sync.md",
+        format!(
+            "it runs in the same {} cycles as its hand-written twin",
+            thousands(auto)
+        ),
+    ));
+    let (auto, manual) = (
+        run("programs/matmul.yaml"),
+        run("programs/matmul_pingpong_manual.yaml"),
+    );
+    out.push((
+        "docs/sync.md",
+        format!(
+            "the inserted flags run {} cycles, the hand-written `matmul_pingpong_manual.yaml` {}",
+            thousands(auto),
+            thousands(manual)
+        ),
+    ));
+    let (auto, manual) = (
+        run("programs/matmul_blocked.yaml"),
+        run("programs/matmul_blocked_manual.yaml"),
+    );
+    out.push((
+        "docs/sync.md",
+        format!(
+            "on `programs/matmul_blocked.yaml` {} against its twin's {}",
+            thousands(auto),
+            thousands(manual)
+        ),
+    ));
+    // README.md's table says "within 0.1 %"
+    assert!(auto.abs_diff(manual) * 1000 < manual, "{auto} vs {manual}");
+    // the serialised multi-buffer's fix: the slots written with a count that runs on
+    let serialised = cycles(&json_of(&[
+        "run",
+        "programs/matmul_blocked.yaml",
+        "--param",
+        "K=768",
+    ]));
+    let fixed = scratch("docs-sync-figures").join("matmul_blocked.yaml");
+    let text = std::fs::read_to_string(root().join("programs/matmul_blocked.yaml")).unwrap();
+    let slot = "(((K / kt) * ((N / bn) * mb + nb) + kk) % 2)";
+    let text = text
+        .replace("l1a@(kk % 2)", &format!("l1a@{slot}"))
+        .replace("l1b@(kk % 2)", &format!("l1b@{slot}"));
+    std::fs::write(&fixed, text).unwrap();
+    let fixed = json_of(&["run", &fixed.to_string_lossy(), "--param", "K=768"]);
+    assert_eq!(
+        fixed["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "serialised")
+            .count(),
+        0
+    );
+    out.push((
+        "docs/sync.md",
+        format!(
+            "the slots alternate again ({} → {} cycles)",
+            thousands(serialised),
+            thousands(cycles(&fixed))
+        ),
+    ));
+    // --level best on the fixture whose level 2 serialises a multi-buffer
+    let best = json_of(&[
+        "run",
+        "tests/fixtures/rmsnorm_blocks.yaml",
+        "--capacity",
+        "ub=128KiB",
+        "--level",
+        "best",
+    ]);
+    let tried = |l: u64| {
+        best["best_level"]["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["level"] == l)
+            .unwrap()["total_cycles"]
+            .as_u64()
+            .unwrap()
+    };
+    let chosen = best["best_level"]["level"].as_u64().unwrap();
+    out.push((
+        "docs/sync.md",
+        format!(
+            "reports level {chosen} with a warning that level 2 is {:.2}x slower",
+            tried(2) as f64 / tried(chosen) as f64
+        ),
+    ));
+    out
+}
+
+/// The figures the prose quotes are what npusim computes today.
+#[test]
+fn figures_in_the_prose_are_what_the_tool_computes() {
+    let docs = docs();
+    let flat = |path: &str| -> String {
+        let d = docs.iter().find(|d| d.path == path).unwrap();
+        d.lines
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let missing: Vec<String> = figures()
+        .into_iter()
+        .filter(|(doc, text)| !flat(doc).contains(text.as_str()))
+        .map(|(doc, text)| format!("{doc}: \"{text}\""))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the prose does not say these (the figures are computed; correct the doc):\n{}",
+        missing.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker itself
+
+fn lines_of(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn a_quote_elides_only_where_it_says_so() {
+    assert!(glob("a...c", "abbbc") && glob("a...c", "ac") && glob("x", "x"));
+    assert!(!glob("a...c", "abd") && !glob("a...b...c", "acb") && !glob("x", "xy"));
+    assert!(lines_match(&lines_of("a\n...\nd"), "a\nb\nc\nd\n", false));
+    assert!(
+        lines_match(&lines_of("a  \n..."), "a\n", false),
+        "trailing spaces aside"
+    );
+    assert!(!lines_match(&lines_of("a\nd"), "a\nb\nd\n", false));
+    assert!(!lines_match(&lines_of("a\n...\nd"), "a\nb\nd\ne\n", false));
+    assert!(lines_match(&lines_of("b"), "a\nb\nc", true));
+    assert!(!lines_match(&lines_of("b"), "a\nb\nc", false));
+    let v: Value =
+        serde_json::from_str(r#"{"a": 1, "b": [1, 2, 3], "c": {"d": "xyz"}, "e": 0.5}"#).unwrap();
+    let m = |p: &str| json_match(&json_pattern(p).unwrap(), &v);
+    assert!(m(r#"{"a": 1, ...}"#));
+    assert!(!m(r#"{"a": 1}"#), "other members need a `...`");
+    assert!(m(r#""c": {"d": "x..."}"#), "a fragment of members");
+    assert!(m(r#"{"a": ..., "b": [1, ...], "c": { ... }, "e": 0.50}"#));
+    assert!(!m(r#"{"b": [...], "a": 1, ...}"#), "keys keep their order");
+    assert!(!m(r#"{"a": 2, ...}"#) && !m(r#"{"b": [1, 2], ...}"#));
+    assert!(json_pattern(r#"{"a": 1,, }"#).is_err() || !m(r#"{"a": 1,, }"#));
+}
+
+/// A doc made of `text`, checked as the test checks the real ones.
+fn check_text(name: &str, text: &str) -> (Vec<String>, usize) {
+    let doc = Doc {
+        path: format!("{name}.md"),
+        lines: lines_of(text),
+    };
+    let mut runner = Runner::new(&format!("docs-{name}"));
+    let mut updates = Vec::new();
+    let failures = check_all(&mut runner, &[doc], &mut updates);
+    (failures, updates.len())
+}
+
+#[test]
+fn a_wrong_quote_fails_with_the_command_the_quote_and_the_fresh_output() {
+    let (failures, updates) = check_text(
+        "wrong",
+        "Lists the configs:\n\n<!-- output: npusim configs -->\n```\nname  cores\nascend910b\n```\n",
+    );
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let f = &failures[0];
+    assert!(
+        f.starts_with("wrong.md:3: `npusim configs` prints something else"),
+        "{f}"
+    );
+    assert!(
+        f.contains("--- quoted:\nname  cores\nascend910b\n--- printed:\nname "),
+        "{f}"
+    );
+    assert!(f.contains("ascend910b (default)"), "{f}");
+    assert_eq!(
+        updates, 1,
+        "no elision: NPUSIM_UPDATE_DOCS=1 would rewrite it"
+    );
+    // a quote with an elision is never rewritten; the exit code is checked
+    let (failures, updates) = check_text(
+        "elided",
+        "<!-- output -->\n```\n$ npusim configs --show nothing\n...\n```\n",
+    );
+    assert_eq!(updates, 0);
+    assert!(
+        failures[0].contains("exited Some(2), the marker says 0"),
+        "{failures:?}"
+    );
+    // a problem the fixture does not report, and a marker with nothing after it
+    let (failures, _) = check_text(
+        "problems",
+        "<!-- problems -->\n```\nsim/tests/fixtures/bad/unknown_op.yaml:11:12: error: body[1].vaddd: unknown op \"vadd\"\n```\n\n<!-- output: npusim configs -->\ntext\n",
+    );
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    let unknown = failures
+        .iter()
+        .find(|f| f.contains("reports no such problem"));
+    assert!(
+        unknown.is_some_and(|f| f.contains("unknown op \"vaddd\"")),
+        "{failures:?}"
+    );
+    assert!(
+        failures
+            .iter()
+            .any(|f| f == "problems.md:6: the marker is not followed by a block"),
+        "{failures:?}"
     );
 }
