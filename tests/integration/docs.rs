@@ -7,7 +7,7 @@
 //!   prints. Options: `exit N` (default 0), `stdout` or `stderr` (default both, interleaved as a
 //!   terminal shows them), `excerpt` (the block is a run of lines anywhere in the output), `at
 //!   POINTER` (a JSON block: the value at that JSON pointer), `in SETUP` (run in the directory a
-//!   named setup prepared, [`setup`]), `page FILE` (the text of the HTML page the command writes
+//!   named setup prepared, `Runner::setup`), `page FILE` (the text of the HTML page the command writes
 //!   to FILE, tags removed).
 //! - `<!-- output[; OPTION]... -->`: the next block is a transcript: each `$ npusim ...` line is a
 //!   command, the lines after it what it prints; the options apply to every command.
@@ -16,7 +16,8 @@
 //!   problem, `FILE:LINE:COLUMN: SEVERITY: PATH: MESSAGE (hint: HELP)`, one of those in the
 //!   `--format json` document of the command (default `npusim check {} --format json`, `{}`
 //!   standing for FILE, `with` adding arguments for one file), run in DIR (default the root).
-//! - `<!-- file: PATH[; excerpt] -->`: the next block is the text of the repository's file PATH.
+//! - `<!-- file: PATH[; excerpt] -->`: the next block is the text of the repository's file PATH
+//!   (for YAML, comments aside: a quoted input may explain itself).
 //!
 //! Text is compared line by line, trailing spaces aside: a line `...` stands for any number of
 //! lines, `...` within a line for any text. A `json` block is compared as JSON: `...` stands for
@@ -27,7 +28,8 @@
 //! block's scratch directory, and that directory's path is removed from the output, so nothing
 //! depends on where the clone lives. On a mismatch the failure shows the command, the quote and
 //! the fresh output; `NPUSIM_UPDATE_DOCS=1` writes the fresh output into every text block that
-//! has no `...` (review the diff).
+//! has no `...` (review the diff). Figures the prose cites are computed by
+//! `figures_in_the_prose_are_what_the_tool_computes`.
 
 use crate::{root, scratch};
 use serde_json::Value;
@@ -53,9 +55,9 @@ const OUTPUT_OPTIONS: [&str; 4] = ["-o", "--output", "--html", "--trace"];
 // Finding markers and blocks
 
 /// A markdown file of the docs: its path from the root and its lines.
-pub struct Doc {
-    pub path: String,
-    pub lines: Vec<String>,
+struct Doc {
+    path: String,
+    lines: Vec<String>,
 }
 
 /// Every doc the markers may be in: README.md and docs/*.md, in name order.
@@ -84,16 +86,16 @@ fn docs() -> Vec<Doc> {
 
 /// A fenced code block: its info string, indentation, and body (indentation removed).
 #[derive(Clone, Debug)]
-pub struct Fence {
-    pub info: String,
-    pub indent: usize,
+struct Fence {
+    info: String,
+    indent: usize,
     /// 0-based index of the opening fence line.
-    pub open: usize,
-    pub body: Vec<String>,
+    open: usize,
+    body: Vec<String>,
 }
 
 /// Every fenced block of a doc.
-pub fn fences(lines: &[String]) -> Vec<Fence> {
+fn fences(lines: &[String]) -> Vec<Fence> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -183,7 +185,7 @@ impl Marked {
 }
 
 /// Splits a command into words: whitespace apart, '…' and "…" quoted, `#` starting a comment.
-pub fn words(text: &str) -> Vec<String> {
+fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -377,7 +379,7 @@ fn marked_at(doc: &Doc, i: usize, marker: Marker) -> Result<Marked, String> {
 // Matching
 
 /// Whether `text` matches `pattern`, in which `...` stands for any text.
-pub fn glob(pattern: &str, text: &str) -> bool {
+fn glob(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split("...").collect();
     if parts.len() == 1 {
         return pattern == text;
@@ -415,7 +417,7 @@ fn seq<P, V>(pats: &[Option<P>], vals: &[V], m: &impl Fn(&P, &V) -> bool) -> boo
 }
 
 /// Whether the quoted lines match the output's, `...` lines standing for any run of lines.
-pub fn lines_match(quote: &[String], output: &str, excerpt: bool) -> bool {
+fn lines_match(quote: &[String], output: &str, excerpt: bool) -> bool {
     let mut pats: Vec<Option<&str>> = quote
         .iter()
         .map(|l| (l.trim() != "...").then(|| l.trim_end()))
@@ -430,7 +432,7 @@ pub fn lines_match(quote: &[String], output: &str, excerpt: bool) -> bool {
 
 /// A quoted JSON value with elisions.
 #[derive(Debug)]
-pub enum Pat {
+enum Pat {
     Any,
     Str(String),
     Scalar(Value),
@@ -570,7 +572,7 @@ impl Parser {
 }
 
 /// Parses a quoted JSON block: one value, or members of an object (an excerpt of it).
-pub fn json_pattern(text: &str) -> Result<Pat, String> {
+fn json_pattern(text: &str) -> Result<Pat, String> {
     let toks = tokens(text)?;
     let fragment =
         matches!(toks.first(), Some(Tok::Str(_))) && toks.get(1) == Some(&Tok::Punct(':'));
@@ -589,7 +591,7 @@ pub fn json_pattern(text: &str) -> Result<Pat, String> {
     Ok(pat)
 }
 
-pub fn json_match(p: &Pat, v: &Value) -> bool {
+fn json_match(p: &Pat, v: &Value) -> bool {
     match (p, v) {
         (Pat::Any, _) => true,
         (Pat::Str(g), Value::String(s)) => glob(g, s),
@@ -712,7 +714,7 @@ struct Ran {
 }
 
 /// Runs the marked commands; one per test run.
-pub struct Runner {
+struct Runner {
     root: PathBuf,
     base: PathBuf,
     count: usize,
@@ -720,7 +722,7 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(name: &str) -> Runner {
+    fn new(name: &str) -> Runner {
         Runner {
             root: root(),
             base: scratch(name),
