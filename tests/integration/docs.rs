@@ -1294,6 +1294,16 @@ fn figures() -> Vec<(&'static str, String)> {
         ),
     ));
 
+    // the shipped programs' table (README.md)
+    let banks = json_of(&["run", "programs/bank_conflict.yaml"]);
+    out.push((
+        "README.md",
+        format!(
+            "colliding UB bank groups and costs {} more cycles of V",
+            banks["bank_conflict_cycles"].as_u64().unwrap()
+        ),
+    ));
+
     out.extend(sweep_figures());
     out.extend(sync_figures());
 
