@@ -5,6 +5,7 @@ mod bad_inputs;
 mod check_cli;
 mod cli;
 mod compare_cli;
+mod docs;
 mod double_buffers;
 mod hostile;
 mod html_cli;
