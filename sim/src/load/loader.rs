@@ -156,8 +156,19 @@ pub(super) struct Loader<'a, 'f> {
     pub buffers: Vec<Buffer>,
     pub views: Vec<View>,
     pub vars: Vec<Var>,
-    /// Inclusive value range of each loop variable, where it can be bounded.
+    /// Inclusive value range of each loop variable, where it can be bounded; inside an `if`
+    /// branch, narrowed by its guard ([`crate::guard::narrow`]).
     pub ranges: Vec<Option<(i64, i64)>>,
+    /// Per loop variable: the variables its loop's bounds read, and theirs (by [`VarId`];
+    /// shorter than `vars` where nothing was recorded, a launch variable's is empty).
+    pub bound_by: Vec<Vec<VarId>>,
+    /// The variables of the loops around the op being loaded.
+    pub enclosing: Vec<VarId>,
+    /// Whether every `if` around the op being loaded says exactly where its branch runs in
+    /// `ranges` ([`crate::guard::Guard::Exact`]): then an operand out of bounds for some values
+    /// in the ranges is out of bounds in an iteration that runs, and is refused; otherwise it is
+    /// left to the engine's run-time check (docs/decisions.md, "Guards").
+    pub certain: bool,
     pub ops: Vec<Op>,
     pub scopes: Scopes,
     /// The buffers an earlier op has written, in program order.
@@ -172,6 +183,14 @@ pub(super) struct Loader<'a, 'f> {
 }
 
 impl Loader<'_, '_> {
+    /// Whether an operand bound `e` that can leave its dimension for some values in the ranges
+    /// is refused now, rather than checked by the engine when the op runs: when the branches
+    /// around the op say exactly where they run, or when `e` does not depend on the loop at all
+    /// (then it is out of bounds whenever the op runs).
+    pub fn refuses(&self, e: &Expr) -> bool {
+        self.certain || e.as_const().is_some()
+    }
+
     // ----- names -------------------------------------------------------------------------
 
     pub fn lookup(&self, name: &str) -> Option<&Name> {

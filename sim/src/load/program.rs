@@ -178,6 +178,9 @@ fn build(
         views: Vec::new(),
         vars: Vec::new(),
         ranges: Vec::new(),
+        bound_by: Vec::new(),
+        enclosing: Vec::new(),
+        certain: true,
         ops: Vec::new(),
         scopes: {
             let mut s = Scopes::default();
@@ -924,7 +927,10 @@ impl<'a> Loader<'a, '_> {
             Ref::Tensor(_) => unreachable!("windows are never of tensors"),
         };
         let fits = match offset.bounds(&self.ranges) {
-            Some((lo, hi)) => lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128,
+            Some((lo, hi)) => {
+                (lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128)
+                    || (!self.refuses(&offset) && elements <= of_elements)
+            }
             None => elements <= of_elements,
         };
         if !fits {
@@ -1318,7 +1324,14 @@ impl<'a> Loader<'a, '_> {
         let var = var_name
             .as_ref()
             .map(|n| self.declare_var(n, id, range, &join(opath, "var")));
+        if let Some(v) = var {
+            self.note_bounds(v, [&from, &to, &step].into_iter().flatten());
+            self.enclosing.push(v);
+        }
         let body = self.loop_block(entries, path, opath, inner);
+        if var.is_some() {
+            self.enclosing.pop();
+        }
         self.scopes.pop();
         if let (Some(var), Some(from), Some(to), Some(step)) = (var, from, to, step) {
             let l = ForLoop {
@@ -1413,7 +1426,14 @@ impl<'a> Loader<'a, '_> {
                 v
             }
         });
+        if let Some(v) = var {
+            self.note_bounds(v, trips.iter());
+            self.enclosing.push(v);
+        }
         let body = self.loop_block(entries, path, opath, inner);
+        if var.is_some() {
+            self.enclosing.pop();
+        }
         self.scopes.pop();
         if let (Some(var), Some(trips)) = (var, trips) {
             self.ops[id.index()].kind = OpKind::While { var, trips, body };
@@ -1436,22 +1456,67 @@ impl<'a> Loader<'a, '_> {
             loop_parent: ctx.loop_parent,
         };
         let get = |k: &str| entries.iter().find(|(x, _)| x == k).map(|(_, v)| v);
-        let then = match get("then") {
-            Some(n) => Some(self.block(n, &join(opath, "then"), inner)),
-            None => {
-                self.r.error_hint(
-                    path,
-                    "missing required key \"then\" beside if",
-                    Some("write then: (and optionally else:) as siblings of if: in the same list item".into()),
-                );
-                None
+        // each branch is checked over the ranges its guard narrows (the variables declared
+        // inside keep theirs: they are out of scope afterwards)
+        let (outside, certain) = (self.ranges.clone(), self.certain);
+        let branch = |l: &mut Self, holds: bool, key: &str| {
+            if let Some(c) = &cond {
+                let g = crate::guard::narrow(c, holds, &mut l.ranges);
+                l.certain &= l.exact(g, &outside);
             }
+            let b = get(key).map(|n| l.block(n, &join(opath, key), inner));
+            l.ranges[..outside.len()].copy_from_slice(&outside);
+            l.certain = certain;
+            b
         };
-        let els = get("else").map(|n| self.block(n, &join(opath, "else"), inner));
+        let then = branch(self, true, "then");
+        if then.is_none() {
+            self.r.error_hint(
+                path,
+                "missing required key \"then\" beside if",
+                Some("write then: (and optionally else:) as siblings of if: in the same list item".into()),
+            );
+        }
+        let els = branch(self, false, "else");
         if let (Some(cond), Some(then)) = (cond, then) {
             self.ops[id.index()].kind = OpKind::If { cond, then, els };
         }
         Some(id)
+    }
+
+    /// Records which variables loop variable `v`'s bounds `exprs` read, directly or through
+    /// theirs.
+    fn note_bounds<'e>(&mut self, v: VarId, exprs: impl Iterator<Item = &'e Expr>) {
+        let mut read = Vec::new();
+        for e in exprs {
+            e.vars(&mut read);
+        }
+        let mut all = read.clone();
+        for r in read {
+            all.extend(self.bound_by.get(r.index()).into_iter().flatten().copied());
+        }
+        all.sort_unstable();
+        all.dedup();
+        if self.bound_by.len() <= v.index() {
+            self.bound_by.resize(v.index() + 1, Vec::new());
+        }
+        self.bound_by[v.index()] = all;
+    }
+
+    /// Whether a branch whose guard narrowed the ranges from `outside` as `g` says exactly
+    /// where it runs: `g` is exact, and no enclosing loop's range was computed from a variable
+    /// the guard narrowed (`for i from j` inside `if: "j < 2"` keeps i's range over every j,
+    /// values the branch never sees).
+    fn exact(&self, g: crate::guard::Guard, outside: &[Option<(i64, i64)>]) -> bool {
+        if g != crate::guard::Guard::Exact {
+            return false;
+        }
+        let narrowed = |v: &VarId| self.ranges[v.index()] != outside[v.index()];
+        !self.enclosing.iter().any(|w| {
+            self.bound_by
+                .get(w.index())
+                .is_some_and(|read| read.iter().any(narrowed))
+        })
     }
 
     // ----- whole program -----------------------------------------------------------------
