@@ -174,7 +174,12 @@ fn walk(e: &Expr, holds: bool, b: &mut Boxed) -> Guard {
             y,
         ) => compare(if holds { *op } else { negate(*op) }, x, y, b),
         // a value is true when it is not zero
-        _ => compare(if holds { BinOp::Ne } else { BinOp::Eq }, e, &Expr::Const(0), b),
+        _ => compare(
+            if holds { BinOp::Ne } else { BinOp::Eq },
+            e,
+            &Expr::Const(0),
+            b,
+        ),
     }
 }
 
@@ -373,7 +378,13 @@ mod tests {
 
     #[test]
     fn what_is_not_understood_does_not_narrow() {
-        for src in ["j % 2 == 0", "min(j, 3) < 2", "j * i < 4", "j != 5", "j < 2 || j > 9"] {
+        for src in [
+            "j % 2 == 0",
+            "min(j, 3) < 2",
+            "j * i < 4",
+            "j != 5",
+            "j < 2 || j > 9",
+        ] {
             let (g, r) = narrowed(src, true, J);
             if src.contains("||") {
                 // the hull of [0, 1] and [10, 15]
@@ -390,12 +401,22 @@ mod tests {
         let (g, r) = narrowed("i + j < 4", true, J);
         assert_eq!((g, r[0], r[1]), (Guard::Loose, Some((0, 3)), Some((0, 3))));
         let (g, r) = narrowed("j - i > 12", true, J);
-        assert_eq!((g, r[0], r[1]), (Guard::Loose, Some((13, 15)), Some((0, 2))));
+        assert_eq!(
+            (g, r[0], r[1]),
+            (Guard::Loose, Some((13, 15)), Some((0, 2)))
+        );
     }
 
     #[test]
     fn a_guard_that_never_holds_leaves_the_ranges() {
-        for src in ["j > 20", "j < 0", "j > 4 && j < 3", "2 * j == 7", "0", "j - j > 0"] {
+        for src in [
+            "j > 20",
+            "j < 0",
+            "j > 4 && j < 3",
+            "2 * j == 7",
+            "0",
+            "j - j > 0",
+        ] {
             let (g, r) = narrowed(src, true, J);
             assert_eq!((g, &r[..]), (Guard::Never, J), "{src}");
         }

@@ -994,7 +994,11 @@ fn a_guard_proves_the_checks_of_its_branch() {
     assert_eq!(checks(&p), [true, true]);
     // t = 0 is even: the else loads x[-1]
     let e = run(&p, &config()).unwrap_err();
-    assert!(e.message.contains("index -1 out of bounds"), "{}", e.message);
+    assert!(
+        e.message.contains("index -1 out of bounds"),
+        "{}",
+        e.message
+    );
     assert_eq!(
         (e.path.as_str(), e.iteration.as_str()),
         ("body[0].for.body[0].else[0]", ", t=0")

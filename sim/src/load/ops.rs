@@ -410,7 +410,8 @@ impl Loader<'_, '_> {
                         ok = false;
                     }
                     Some(m) => {
-                        if let Some((lo, hi)) = k.bounds(&self.ranges).filter(|_| self.refuses(&k)) {
+                        if let Some((lo, hi)) = k.bounds(&self.ranges).filter(|_| self.refuses(&k))
+                        {
                             if lo < 0 || hi >= m as i64 {
                                 let bad = if lo < 0 { lo } else { hi };
                                 if m == 1 {

@@ -1474,7 +1474,10 @@ impl<'a> Loader<'a, '_> {
             self.r.error_hint(
                 path,
                 "missing required key \"then\" beside if",
-                Some("write then: (and optionally else:) as siblings of if: in the same list item".into()),
+                Some(
+                    "write then: (and optionally else:) as siblings of if: in the same list item"
+                        .into(),
+                ),
             );
         }
         let els = branch(self, false, "else");
