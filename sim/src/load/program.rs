@@ -18,7 +18,7 @@ use crate::types::{Pipe, Space};
 use crate::written::Written;
 use crate::yaml::{Node, Value};
 
-use super::loader::{Ctx, Entity, Loader, Scopes, OP_SIBLINGS};
+use super::loader::{Ctx, Entity, Grid, Loader, Scopes, VarFacts, OP_SIBLINGS};
 
 pub(crate) fn program(
     r: &mut Reader,
@@ -178,7 +178,7 @@ fn build(
         views: Vec::new(),
         vars: Vec::new(),
         ranges: Vec::new(),
-        bound_by: Vec::new(),
+        facts: Vec::new(),
         enclosing: Vec::new(),
         certain: true,
         ops: Vec::new(),
@@ -1325,7 +1325,15 @@ impl<'a> Loader<'a, '_> {
             .as_ref()
             .map(|n| self.declare_var(n, id, range, &join(opath, "var")));
         if let Some(v) = var {
-            self.note_bounds(v, [&from, &to, &step].into_iter().flatten());
+            let grid = match (from.as_ref().and_then(Expr::as_const), step.as_ref()) {
+                (_, Some(s)) if s.as_const() == Some(1) => Grid::Every,
+                (Some(from), Some(s)) => match s.as_const() {
+                    Some(step) if step > 1 => Grid::Step { from, step },
+                    _ => Grid::Unknown,
+                },
+                _ => Grid::Unknown,
+            };
+            self.note_bounds(v, [&from, &to, &step].into_iter().flatten(), grid);
             self.enclosing.push(v);
         }
         let body = self.loop_block(entries, path, opath, inner);
@@ -1427,7 +1435,7 @@ impl<'a> Loader<'a, '_> {
             }
         });
         if let Some(v) = var {
-            self.note_bounds(v, trips.iter());
+            self.note_bounds(v, trips.iter(), Grid::Every);
             self.enclosing.push(v);
         }
         let body = self.loop_block(entries, path, opath, inner);
@@ -1461,8 +1469,7 @@ impl<'a> Loader<'a, '_> {
         let (outside, certain) = (self.ranges.clone(), self.certain);
         let branch = |l: &mut Self, holds: bool, key: &str| {
             if let Some(c) = &cond {
-                let g = crate::guard::narrow(c, holds, &mut l.ranges);
-                l.certain &= l.exact(g, &outside);
+                l.certain &= l.narrow(c, holds);
             }
             let b = get(key).map(|n| l.block(n, &join(opath, key), inner));
             l.ranges[..outside.len()].copy_from_slice(&outside);
@@ -1488,38 +1495,68 @@ impl<'a> Loader<'a, '_> {
     }
 
     /// Records which variables loop variable `v`'s bounds `exprs` read, directly or through
-    /// theirs.
-    fn note_bounds<'e>(&mut self, v: VarId, exprs: impl Iterator<Item = &'e Expr>) {
+    /// theirs, and which values it takes in its range.
+    fn note_bounds<'e>(&mut self, v: VarId, exprs: impl Iterator<Item = &'e Expr>, grid: Grid) {
         let mut read = Vec::new();
         for e in exprs {
             e.vars(&mut read);
         }
         let mut all = read.clone();
         for r in read {
-            all.extend(self.bound_by.get(r.index()).into_iter().flatten().copied());
+            all.extend(self.facts.get(r.index()).into_iter().flat_map(|f| &f.read));
         }
         all.sort_unstable();
         all.dedup();
-        if self.bound_by.len() <= v.index() {
-            self.bound_by.resize(v.index() + 1, Vec::new());
+        if self.facts.len() <= v.index() {
+            self.facts.resize(v.index() + 1, VarFacts::default());
         }
-        self.bound_by[v.index()] = all;
+        self.facts[v.index()] = VarFacts { read: all, grid };
     }
 
-    /// Whether a branch whose guard narrowed the ranges from `outside` as `g` says exactly
-    /// where it runs: `g` is exact, and no enclosing loop's range was computed from a variable
-    /// the guard narrowed (`for i from j` inside `if: "j < 2"` keeps i's range over every j,
-    /// values the branch never sees).
-    fn exact(&self, g: crate::guard::Guard, outside: &[Option<(i64, i64)>]) -> bool {
-        if g != crate::guard::Guard::Exact {
+    /// Narrows the ranges by `cond` (true: `holds`) for a branch, and says whether the
+    /// narrowed ranges are exactly where the branch runs: the guard is exact
+    /// ([`crate::guard::Guard::Exact`]); each narrowed variable's range is trimmed to values its
+    /// loop takes (`t` from 0 step 4 under `t < 10` is 0 .. 8, not 0 .. 9); and no enclosing
+    /// loop's range was computed from a narrowed variable (`for i from j` inside `if: "j < 2"`
+    /// keeps i's range over every j, values the branch never sees).
+    fn narrow(&mut self, cond: &Expr, holds: bool) -> bool {
+        let outside = self.ranges.clone();
+        let g = crate::guard::narrow(cond, holds, &mut self.ranges);
+        if g == crate::guard::Guard::Never {
             return false;
         }
-        let narrowed = |v: &VarId| self.ranges[v.index()] != outside[v.index()];
-        !self.enclosing.iter().any(|w| {
-            self.bound_by
-                .get(w.index())
-                .is_some_and(|read| read.iter().any(narrowed))
-        })
+        let mut exact = g == crate::guard::Guard::Exact;
+        for v in 0..outside.len() {
+            if self.ranges[v] == outside[v] {
+                continue;
+            }
+            let grid = self.facts.get(v).map_or(Grid::Every, |f| f.grid);
+            match (grid, self.ranges[v]) {
+                (Grid::Every, _) => {}
+                (Grid::Step { from, step }, Some((lo, hi))) => {
+                    // the first and last values from + k·step in [lo, hi]
+                    let up = (lo as i128 - from as i128).max(0);
+                    let lo = from as i128 + (up + step as i128 - 1) / step as i128 * step as i128;
+                    let hi = from as i128
+                        + (hi as i128 - from as i128).div_euclid(step as i128) * step as i128;
+                    if lo > hi {
+                        // no value of the loop satisfies the guard: the branch never runs
+                        return false;
+                    }
+                    self.ranges[v] = Some((lo as i64, hi as i64));
+                }
+                _ => exact = false,
+            }
+            let narrowed = VarId::new(v);
+            if self.enclosing.iter().any(|w| {
+                self.facts
+                    .get(w.index())
+                    .is_some_and(|f| f.read.contains(&narrowed))
+            }) {
+                exact = false;
+            }
+        }
+        exact
     }
 
     // ----- whole program -----------------------------------------------------------------

@@ -865,3 +865,37 @@ fn an_access_out_of_bounds_whatever_the_loop_variables_is_refused_under_any_guar
         assert!(msg.contains(want), "{msg}");
     }
 }
+
+#[test]
+fn a_narrowed_range_keeps_to_the_values_its_loop_takes() {
+    // t takes 0, 4, 8, 12; under t < 10 it is 0 .. 8, so t + 8 stays below 17
+    let text = r#"
+kernel: k
+core: aiv
+gm: { x: { shape: [17], dtype: f16 } }
+buffers: { a: { scope: ub, shape: [1], dtype: f16 } }
+body:
+  - for: { var: t, to: 16, step: 4 }
+    body:
+      - if: "GUARD"
+        then:
+          - load: { src: "x[t + 8 : t + 9]", dst: a }
+"#;
+    load(&text.replace("GUARD", "t < 10"));
+    // t < 11 lets t reach 8 too; t <= 12 reaches 12, t + 9 = 21
+    load(&text.replace("GUARD", "t < 11"));
+    let (_, msg, ..) = one(&text.replace("GUARD", "t <= 12"));
+    assert!(msg.contains("(can reach 21)"), "{msg}");
+    // t == 5 never holds: the branch never runs, and nothing is refused
+    load(&text.replace("GUARD", "t == 5"));
+    // a step from a bound that is not constant: which values t takes is not known, so the
+    // narrowed range may hold values the loop never reaches, and the check is left to the run
+    // (which stops at u = 0, t = 12)
+    let from_u = text
+        .replace(
+            "  - for: { var: t, to: 16, step: 4 }\n    body:",
+            "  - for: { var: u, to: 2 }\n    body:\n    - for: { var: t, from: u, to: 16, step: 4 }\n      body:",
+        )
+        .replace("      - if: \"GUARD\"\n        then:\n          - load", "        - if: \"GUARD\"\n          then:\n            - load");
+    load(&from_u.replace("GUARD", "t <= 12"));
+}
