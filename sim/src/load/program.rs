@@ -1336,7 +1336,12 @@ impl<'a> Loader<'a, '_> {
             self.note_bounds(v, [&from, &to, &step].into_iter().flatten(), grid);
             self.enclosing.push(v);
         }
+        // a loop with no known values may never run its body: nothing in it is refused for
+        // a value it may never take
+        let certain = self.certain;
+        self.certain &= range.is_some();
         let body = self.loop_block(entries, path, opath, inner);
+        self.certain = certain;
         if var.is_some() {
             self.enclosing.pop();
         }
@@ -1438,7 +1443,12 @@ impl<'a> Loader<'a, '_> {
             self.note_bounds(v, trips.iter(), Grid::Every);
             self.enclosing.push(v);
         }
+        // a loop with no known values may never run its body: nothing in it is refused for
+        // a value it may never take
+        let certain = self.certain;
+        self.certain &= range.is_some();
         let body = self.loop_block(entries, path, opath, inner);
+        self.certain = certain;
         if var.is_some() {
             self.enclosing.pop();
         }

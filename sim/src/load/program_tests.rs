@@ -817,6 +817,22 @@ fn an_access_under_a_guard_the_narrowing_does_not_capture_is_left_to_the_run() {
     load(&prefetch("j != 7", NEXT, NOTHING));
     // a guard that never holds: its branch never runs
     load(&prefetch("j > n", NEXT, NOTHING));
+    // nor does the body of a loop that runs no times: k[t + 14] is never loaded (k[16] would
+    // be refused anywhere: it is out of bounds whatever the loop variables)
+    load(
+        r#"
+kernel: k
+core: aiv
+gm: { k: { shape: [16], dtype: f16 } }
+buffers: { a: { scope: ub, shape: [1], dtype: f16 } }
+body:
+  - for: { var: u, to: 0 }
+    body:
+      - for: { var: t, to: 4 }
+        body:
+          - load: { src: "k[t + 14]", dst: a }
+"#,
+    );
     // nested guards: the inner one is exact, the outer is not
     load(&prefetch(
         "j % 2 == 0",
