@@ -1536,8 +1536,8 @@ impl<'a> Loader<'a, '_> {
             return false;
         }
         let mut exact = g == crate::guard::Guard::Exact;
-        for v in 0..outside.len() {
-            if self.ranges[v] == outside[v] {
+        for (v, before) in outside.iter().enumerate() {
+            if self.ranges[v] == *before {
                 continue;
             }
             let grid = self.facts.get(v).map_or(Grid::Every, |f| f.grid);
