@@ -263,12 +263,11 @@ fn walk_block(
                 ranges[var.index()] = outside;
             }
             OpKind::If { cond, then, els } => {
-                let outside = ranges.clone();
                 for (holds, block) in [(true, Some(then)), (false, els.as_ref())] {
                     let Some(block) = block else { continue };
-                    crate::guard::narrow(cond, holds, ranges);
+                    let narrowed = crate::guard::narrow(cond, holds, ranges);
                     walk_block(program, &block.ops, ranges, visit);
-                    ranges.copy_from_slice(&outside);
+                    narrowed.undo(ranges);
                 }
             }
             _ => {}

@@ -8,6 +8,7 @@
 
 use crate::expr::{BinOp, Expr, UnOp};
 use crate::footprint::Span;
+use crate::ids::VarId;
 
 /// What narrowing by a guard found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -33,63 +34,117 @@ impl Guard {
     }
 }
 
-/// Narrows `ranges` (inclusive, by [`crate::VarId`]) to the values for which `cond` is true
+/// What narrowing by a guard did: its verdict, and the ranges it changed, to put back when
+/// the branch is done ([`Narrowed::undo`]). It touches only the variables the condition reads,
+/// so a branch costs what its condition is, not the program's number of loop variables.
+#[derive(Debug)]
+#[must_use = "the ranges stay narrowed until undone"]
+pub struct Narrowed {
+    pub guard: Guard,
+    /// (variable, its range before), for each variable whose range changed.
+    old: Vec<(usize, Span)>,
+}
+
+impl Narrowed {
+    /// The variables whose range changed.
+    pub fn changed(&self) -> impl Iterator<Item = VarId> + '_ {
+        self.old.iter().map(|&(v, _)| VarId::new(v))
+    }
+
+    /// Puts the ranges back as they were before [`narrow`] (the ones it changed; a caller's
+    /// own change to one of those is undone too).
+    pub fn undo(&self, ranges: &mut [Span]) {
+        for &(v, r) in &self.old {
+            ranges[v] = r;
+        }
+    }
+}
+
+/// Narrows `ranges` (inclusive, by [`VarId`]) to the values for which `cond` is true
 /// (`holds`) or false (`!holds`). Understood: comparisons `< <= > >= == !=` whose two sides
 /// differ by a linear form (`k·v + c`, params folded), joined by `&&` (or, when false, by
 /// `||`), `!`, and constants. A form in one variable narrows exactly; one in several narrows
 /// each variable by the others' ranges (loosely); anything else does not narrow. A range that
 /// was unknown becomes known (loosely: the loop may never reach it) only when the guard bounds
-/// it on both sides.
-pub fn narrow(cond: &Expr, holds: bool, ranges: &mut [Span]) -> Guard {
+/// it on both sides. [`Guard::Never`] leaves the ranges as they were.
+pub fn narrow(cond: &Expr, holds: bool, ranges: &mut [Span]) -> Narrowed {
+    let mut read = Vec::new();
+    cond.vars(&mut read);
+    let mut vars: Vec<usize> = read
+        .iter()
+        .map(|v| v.index())
+        .filter(|&v| v < ranges.len())
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
     let mut b = Boxed {
-        iv: ranges
+        iv: vars
             .iter()
-            .map(|r| match r {
-                Some((lo, hi)) => (Some(i128::from(*lo)), Some(i128::from(*hi))),
+            .map(|&v| match ranges[v] {
+                Some((lo, hi)) => (Some(i128::from(lo)), Some(i128::from(hi))),
                 None => (None, None),
             })
             .collect(),
-        touched: vec![false; ranges.len()],
+        touched: vec![false; vars.len()],
+        vars,
+    };
+    let mut out = Narrowed {
+        guard: Guard::Never,
+        old: Vec::new(),
     };
     let mut g = walk(cond, holds, &mut b);
     if g == Guard::Never {
-        return g;
+        return out;
     }
-    let mut out = ranges.to_vec();
-    for (v, (&(lo, hi), &touched)) in b.iv.iter().zip(&b.touched).enumerate() {
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if lo > hi => return Guard::Never,
+    let mut new = Vec::with_capacity(b.vars.len());
+    for (k, &v) in b.vars.iter().enumerate() {
+        match b.iv[k] {
+            (Some(lo), Some(hi)) if lo > hi => return out,
             (Some(lo), Some(hi)) => {
                 // within the i64 range the variable takes anyway
                 let c = |x: i128| x.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
                 // nothing says the loop reaches the values of a range the guard alone gives
-                if out[v].is_none() {
+                if ranges[v].is_none() {
                     g = g.and(Guard::Loose);
                 }
-                out[v] = Some((c(lo), c(hi)));
+                new.push((v, Some((c(lo), c(hi)))));
             }
             // a bound on one side of an unknown range cannot be written down
-            _ if touched => g = g.and(Guard::Loose),
+            _ if b.touched[k] => g = g.and(Guard::Loose),
             _ => {}
         }
     }
-    ranges.copy_from_slice(&out);
-    g
+    for (v, r) in new {
+        if ranges[v] != r {
+            out.old.push((v, ranges[v]));
+            ranges[v] = r;
+        }
+    }
+    out.guard = g;
+    out
 }
 
-/// Ranges being narrowed: `None` is unbounded on that side; `touched` marks a variable some
-/// comparison bounded.
+/// Ranges being narrowed, of the variables `vars` a condition reads (sorted; `iv` and `touched`
+/// by position): `None` is unbounded on that side; `touched` marks a variable some comparison
+/// bounded.
 #[derive(Clone)]
 struct Boxed {
+    vars: Vec<usize>,
     iv: Vec<(Option<i128>, Option<i128>)>,
     touched: Vec<bool>,
 }
 
 impl Boxed {
+    /// The position of variable `v`.
+    fn pos(&self, v: usize) -> Option<usize> {
+        self.vars.binary_search(&v).ok()
+    }
+
     /// `k·v <= m`.
     fn at_most(&mut self, v: usize, k: i128, m: i128) {
-        let Some(iv) = self.iv.get_mut(v) else { return };
-        self.touched[v] = true;
+        let Some(p) = self.pos(v) else { return };
+        self.touched[p] = true;
+        let iv = &mut self.iv[p];
         if k > 0 {
             let hi = m.div_euclid(k);
             iv.1 = Some(iv.1.map_or(hi, |h| h.min(hi)));
@@ -102,7 +157,7 @@ impl Boxed {
 
     /// Whether no value is left for variable `v`.
     fn empty(&self, v: usize) -> bool {
-        matches!(self.iv.get(v), Some((Some(lo), Some(hi))) if lo > hi)
+        matches!(self.pos(v).map(|p| self.iv[p]), Some((Some(lo), Some(hi))) if lo > hi)
     }
 
     /// The least (`hi` false) or greatest value of `Σ k·v` over `terms` but variable `skip`.
@@ -112,7 +167,7 @@ impl Boxed {
             if u == skip {
                 continue;
             }
-            let (lo_u, hi_u) = *self.iv.get(u)?;
+            let (lo_u, hi_u) = self.iv[self.pos(u)?];
             let x = if (k > 0) == hi { hi_u? } else { lo_u? };
             s = s.checked_add(k.checked_mul(x)?)?;
         }
@@ -121,12 +176,12 @@ impl Boxed {
 
     /// The hull of two narrowings (the branch runs when either holds).
     fn hull(&mut self, x: &Boxed, y: &Boxed) {
-        for v in 0..self.iv.len() {
-            let (a, b) = (x.iv[v], y.iv[v]);
+        for p in 0..self.iv.len() {
+            let (a, b) = (x.iv[p], y.iv[p]);
             let lo = a.0.zip(b.0).map(|(p, q)| p.min(q));
             let hi = a.1.zip(b.1).map(|(p, q)| p.max(q));
-            self.iv[v] = (lo, hi);
-            self.touched[v] = x.touched[v] || y.touched[v];
+            self.iv[p] = (lo, hi);
+            self.touched[p] = x.touched[p] || y.touched[p];
         }
     }
 }
@@ -274,9 +329,10 @@ fn not_equal(terms: &[(usize, i128)], c: i128, b: &mut Boxed) -> Guard {
         return Guard::Exact; // k·v never equals -c
     }
     let p = -c / k;
-    let Some(iv) = b.iv.get_mut(v) else {
+    let Some(at) = b.pos(v) else {
         return Guard::Loose;
     };
+    let iv = &mut b.iv[at];
     match *iv {
         (Some(lo), Some(hi)) if p < lo || p > hi => Guard::Exact,
         (Some(lo), Some(hi)) if lo == hi => Guard::Never,
@@ -295,7 +351,6 @@ fn not_equal(terms: &[(usize, i128)], c: i128, b: &mut Boxed) -> Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::VarId;
 
     /// `j` is variable 0, `i` variable 1, `n` the param 16.
     fn cond(src: &str) -> Expr {
@@ -310,8 +365,12 @@ mod tests {
 
     fn narrowed(src: &str, holds: bool, ranges: &[Span]) -> (Guard, Vec<Span>) {
         let mut r = ranges.to_vec();
-        let g = narrow(&cond(src), holds, &mut r);
-        (g, r)
+        let n = narrow(&cond(src), holds, &mut r);
+        // undoing puts back exactly what was there
+        let mut back = r.clone();
+        n.undo(&mut back);
+        assert_eq!(back, ranges, "{src}");
+        (n.guard, r)
     }
 
     const J: &[Span] = &[Some((0, 15)), Some((0, 3))];

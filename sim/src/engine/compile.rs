@@ -1178,11 +1178,10 @@ impl<'p> Compiler<'p, '_> {
     /// Compiles an `if` branch over the ranges its guard narrows ([`crate::guard::narrow`]):
     /// a check the narrowed ranges prove is left out, any other stays.
     fn branch(&mut self, cond: &Expr, holds: bool, ops: &'p [OpId]) -> Result<(), CompileError> {
-        let outside = self.ranges.clone();
         // a branch that never runs keeps every check: nothing is proven there
-        crate::guard::narrow(cond, holds, &mut self.ranges);
+        let narrowed = crate::guard::narrow(cond, holds, &mut self.ranges);
         let r = self.block(ops);
-        self.ranges = outside;
+        narrowed.undo(&mut self.ranges);
         r
     }
 

@@ -1474,15 +1474,18 @@ impl<'a> Loader<'a, '_> {
             loop_parent: ctx.loop_parent,
         };
         let get = |k: &str| entries.iter().find(|(x, _)| x == k).map(|(_, v)| v);
-        // each branch is checked over the ranges its guard narrows (the variables declared
-        // inside keep theirs: they are out of scope afterwards)
-        let (outside, certain) = (self.ranges.clone(), self.certain);
+        // each branch is checked over the ranges its guard narrows
+        let certain = self.certain;
         let branch = |l: &mut Self, holds: bool, key: &str| {
-            if let Some(c) = &cond {
-                l.certain &= l.narrow(c, holds);
-            }
+            let narrowed = cond.as_ref().map(|c| {
+                let (exact, n) = l.narrow(c, holds);
+                l.certain &= exact;
+                n
+            });
             let b = get(key).map(|n| l.block(n, &join(opath, key), inner));
-            l.ranges[..outside.len()].copy_from_slice(&outside);
+            if let Some(n) = narrowed {
+                n.undo(&mut l.ranges);
+            }
             l.certain = certain;
             b
         };
@@ -1529,17 +1532,15 @@ impl<'a> Loader<'a, '_> {
     /// loop takes (`t` from 0 step 4 under `t < 10` is 0 .. 8, not 0 .. 9); and no enclosing
     /// loop's range was computed from a narrowed variable (`for i from j` inside `if: "j < 2"`
     /// keeps i's range over every j, values the branch never sees).
-    fn narrow(&mut self, cond: &Expr, holds: bool) -> bool {
-        let outside = self.ranges.clone();
-        let g = crate::guard::narrow(cond, holds, &mut self.ranges);
-        if g == crate::guard::Guard::Never {
-            return false;
+    fn narrow(&mut self, cond: &Expr, holds: bool) -> (bool, crate::guard::Narrowed) {
+        let n = crate::guard::narrow(cond, holds, &mut self.ranges);
+        if n.guard == crate::guard::Guard::Never {
+            return (false, n);
         }
-        let mut exact = g == crate::guard::Guard::Exact;
-        for (v, before) in outside.iter().enumerate() {
-            if self.ranges[v] == *before {
-                continue;
-            }
+        let mut exact = n.guard == crate::guard::Guard::Exact;
+        let changed: Vec<VarId> = n.changed().collect();
+        for narrowed in changed {
+            let v = narrowed.index();
             let grid = self.facts.get(v).map_or(Grid::Every, |f| f.grid);
             match (grid, self.ranges[v]) {
                 (Grid::Every, _) => {}
@@ -1551,13 +1552,12 @@ impl<'a> Loader<'a, '_> {
                         + (hi as i128 - from as i128).div_euclid(step as i128) * step as i128;
                     if lo > hi {
                         // no value of the loop satisfies the guard: the branch never runs
-                        return false;
+                        return (false, n);
                     }
                     self.ranges[v] = Some((lo as i64, hi as i64));
                 }
                 _ => exact = false,
             }
-            let narrowed = VarId::new(v);
             if self.enclosing.iter().any(|w| {
                 self.facts
                     .get(w.index())
@@ -1566,7 +1566,7 @@ impl<'a> Loader<'a, '_> {
                 exact = false;
             }
         }
-        exact
+        (exact, n)
     }
 
     // ----- whole program -----------------------------------------------------------------

@@ -70,7 +70,7 @@ proptest! {
         let cond = parse(&g);
         let before = [Some((ilo, ilo + ilen)), Some((jlo, jlo + jlen))];
         let mut after = before;
-        let verdict = narrow(&cond, holds, &mut after);
+        let verdict = narrow(&cond, holds, &mut after).guard;
         let points = || {
             (ilo..=ilo + ilen).flat_map(move |i| (jlo..=jlo + jlen).map(move |j| (i, j)))
         };
