@@ -1,7 +1,7 @@
 //! The command line as a user meets it: exit codes, messages on stderr, `-o` files, `configs`,
 //! determinism.
 
-use crate::{npusim, stderr, stdout};
+use crate::{npusim, root, stderr, stdout};
 
 const DB: &str = "programs/vec_add_db_manual.yaml";
 
