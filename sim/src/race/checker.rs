@@ -4,13 +4,17 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::clock::{max_of, min_of, Clock, Global};
+use super::fix::{self, End, Ids};
 use super::plan::{plans, Ctl, Plans};
-use super::table::{Rec, Table, NO_ALT, PRUNE_MIN};
+use super::region::{first_common, Common, Region, Runs, WALK_BUDGET};
+use super::table::{Rec, Table, HULL, NO_ALT, NO_PAT, PRUNE_MIN, SELECT};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::engine::{CrossEvent, Issue, Observer};
+use crate::footprint::Selected;
 use crate::ids::OpId;
+use crate::launch::Slot;
 use crate::program::Program;
 use crate::types::{Pipe, Space};
 
@@ -54,7 +58,7 @@ struct Pending {
     nacc: u32,
 }
 
-/// An access resolved at issue (byte range and variables known), checked at start.
+/// An access resolved at issue (byte range, runs and variables known), checked at start.
 #[derive(Clone, Copy, Debug)]
 struct Acc {
     table: u32,
@@ -63,6 +67,90 @@ struct Acc {
     write: bool,
     alt: u64,
     vars: u32,
+    /// Its runs in the region slab, when strided ([`NO_PAT`] otherwise).
+    pat: u32,
+    approx: u8,
+}
+
+/// A record that conflicts with the access being checked, with the first bytes both touch.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    rec: Rec,
+    lo: u64,
+    hi: u64,
+    /// [`Rec::approx`] of both, and [`HULL`] when their runs were compared by hull.
+    approx: u8,
+}
+
+/// The runs of strided accesses, recycled through a free list like the variable slab.
+#[derive(Default)]
+struct Regions {
+    data: Vec<Region>,
+    free: Vec<u32>,
+}
+
+impl Regions {
+    fn alloc(&mut self, r: Region) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                self.data[id as usize] = r;
+                id
+            }
+            None => {
+                self.data.push(r);
+                (self.data.len() - 1) as u32
+            }
+        }
+    }
+
+    #[inline]
+    fn free(&mut self, id: u32) {
+        if id != NO_PAT {
+            self.free.push(id);
+        }
+    }
+
+    /// The runs of an access: its region, or its byte range.
+    #[inline]
+    fn runs(&self, pat: u32, lo: u64, hi: u64) -> Runs<'_> {
+        if pat == NO_PAT {
+            Runs::range(lo, hi)
+        } else {
+            self.data[pat as usize].runs()
+        }
+    }
+
+    /// Whether two accesses, each a pattern or a range, are the same bytes.
+    fn same(&self, a: u32, b: u32) -> bool {
+        a != NO_PAT && b != NO_PAT && self.data[a as usize] == self.data[b as usize]
+    }
+
+    /// A fingerprint of a pattern's shape (0 for a range), for telling records with the same
+    /// hull apart.
+    fn shape_key(&self, pat: u32) -> u64 {
+        if pat == NO_PAT {
+            return 0;
+        }
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.data[pat as usize].hash(&mut h);
+        h.finish() | 1
+    }
+}
+
+/// The record of a strided selection `runs` (of `bits`-bit elements, the root at byte `at`):
+/// its region, or [`NO_PAT`] with [`HULL`] when its runs cannot be kept.
+#[inline]
+fn pattern(regions: &mut Regions, runs: Option<&Selected>, bits: u64, at: u64) -> (u32, u8) {
+    match runs {
+        None | Some(Selected::Empty) => (NO_PAT, 0),
+        Some(Selected::Runs(s)) => match Region::of(s, bits, at) {
+            Some(r) if r.rank > 0 => (regions.alloc(r), 0),
+            Some(_) => (NO_PAT, 0),
+            None => (NO_PAT, HULL),
+        },
+        Some(Selected::Deep) => (NO_PAT, HULL),
+    }
 }
 
 /// Fixed-width snapshots of loop-variable values, recycled through a free list.
@@ -168,14 +256,21 @@ pub struct RaceChecker<'p> {
     cores: Vec<CoreState>,
     /// How reports name each core (`block 1 aiv 0`), when the launch has more than one.
     names: Vec<String>,
+    /// The cores of the launch ([`crate::launch::slots`]).
+    slots: Vec<Slot>,
     events: usize,
+    /// `cross_core.flag_ids` of the config (0 without cross-core flags).
+    cross_ids: u32,
     /// Each core's on-chip memories (`core * SC + scope`), then gm's tensors, shared.
     tables: Vec<Table>,
     vars: VarSlab,
+    regions: Regions,
+    /// The lowest free flag ids, for the fixes hazards suggest.
+    ids: Ids,
     hazards: Vec<Hazard>,
     /// (first part, op, pipe; second part, op, pipe; across cores).
     seen: HashSet<(u32, u32, u8, u32, u32, u8, bool)>,
-    found: Vec<Rec>,
+    found: Vec<Found>,
     records: usize,
     peak_records: usize,
     /// With more than one core: the core and pipe of each instruction issued and not started.
@@ -271,13 +366,17 @@ impl<'p> RaceChecker<'p> {
             parts,
             cores,
             names,
+            slots,
             events,
+            cross_ids: config.cross_core.map_or(0, |c| c.flag_ids),
             tables,
             vars: VarSlab {
                 width,
                 data: Vec::new(),
                 free: Vec::new(),
             },
+            regions: Regions::default(),
+            ids: Ids::default(),
             hazards: Vec::new(),
             seen: HashSet::new(),
             found: Vec::new(),
@@ -382,12 +481,13 @@ impl<'p> RaceChecker<'p> {
     /// newest is kept (whoever does not know an older one does not know the newest either).
     fn prune(&mut self, t: usize) {
         let (floor, own) = self.floor(t);
-        let vars = &mut self.vars;
+        let (vars, regions) = (&mut self.vars, &mut self.regions);
         let mut dropped = 0;
         self.tables[t].retain(
             |r| !ordered_flat(r, &floor),
             |r| {
                 vars.free(r.vars);
+                regions.free(r.pat);
                 dropped += 1;
             },
         );
@@ -396,20 +496,41 @@ impl<'p> RaceChecker<'p> {
                 let k = &own[r.core as usize];
                 k[r.pipe as usize] > r.idx || (r.alt != NO_ALT && k[M] > r.alt)
             };
-            let mut newest: HashMap<(u32, u32, u8, bool, u64, u64), u64> = HashMap::new();
+            // the same bytes: the same hull, and the same runs for a strided one
+            let key = |r: &Rec, regions: &Regions| {
+                (
+                    r.core,
+                    r.op,
+                    r.pipe,
+                    r.write,
+                    r.lo,
+                    r.hi,
+                    regions.shape_key(r.pat),
+                )
+            };
+            let mut newest: HashMap<SameBytes, u64> = HashMap::new();
             for i in 0..self.tables[t].len() {
                 let r = self.tables[t].get(i);
                 if settled(r) {
-                    let e = newest
-                        .entry((r.core, r.op, r.pipe, r.write, r.lo, r.hi))
-                        .or_insert(r.idx);
+                    let e = newest.entry(key(r, regions)).or_insert(r.idx);
                     *e = (*e).max(r.idx);
                 }
             }
+            let keys: Vec<bool> = (0..self.tables[t].len())
+                .map(|i| {
+                    let r = self.tables[t].get(i);
+                    !settled(r) || newest[&key(r, regions)] == r.idx
+                })
+                .collect();
+            let mut at = 0;
             self.tables[t].retain(
-                |r| !settled(r) || newest[&(r.core, r.op, r.pipe, r.write, r.lo, r.hi)] == r.idx,
+                |_| {
+                    at += 1;
+                    keys[at - 1]
+                },
                 |r| {
                     vars.free(r.vars);
+                    regions.free(r.pat);
                     dropped += 1;
                 },
             );
@@ -430,6 +551,7 @@ impl<'p> RaceChecker<'p> {
         // the one record this access may replace (same core, op, pipe and direction, inside it)
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
+        let regions = &self.regions;
         for i in lo_i..hi_i {
             let r = table.get(i);
             if !r.overlaps(a.lo, a.hi) {
@@ -439,8 +561,7 @@ impl<'p> RaceChecker<'p> {
                 && r.core == core
                 && r.pipe as usize == pipe
                 && r.write == a.write
-                && r.lo >= a.lo
-                && r.hi <= a.hi
+                && covers(regions, &a, r)
             {
                 if subsumed.is_none() {
                     subsumed = Some(i);
@@ -451,7 +572,28 @@ impl<'p> RaceChecker<'p> {
             if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k, core) {
                 continue;
             }
-            self.found.push(*r);
+            let approx = r.approx | a.approx;
+            let (lo, hi, approx) = if r.pat == NO_PAT && a.pat == NO_PAT {
+                (r.lo.max(a.lo), r.hi.min(a.hi), approx)
+            } else {
+                // a strided side: the bytes both touch, not their hulls
+                let mut budget = WALK_BUDGET;
+                match first_common(
+                    regions.runs(r.pat, r.lo, r.hi),
+                    regions.runs(a.pat, a.lo, a.hi),
+                    &mut budget,
+                ) {
+                    Common::Disjoint => continue,
+                    Common::At(lo, hi) => (lo, hi, approx),
+                    Common::Unknown => (r.lo.max(a.lo), r.hi.min(a.hi), approx | HULL),
+                }
+            };
+            self.found.push(Found {
+                rec: *r,
+                lo,
+                hi,
+                approx,
+            });
         }
         if !self.found.is_empty() {
             self.report(c, pipe, pd, &a);
@@ -465,8 +607,10 @@ impl<'p> RaceChecker<'p> {
             op: pd.op,
             vars: a.vars,
             core,
+            pat: a.pat,
             pipe: pipe as u8,
             write: a.write,
+            approx: a.approx,
         };
         // A later access of the same core, op, pipe and direction covering an older one
         // reports every hazard the older one would (pipe knowledge is a prefix), in the same
@@ -477,8 +621,9 @@ impl<'p> RaceChecker<'p> {
                 && self.tables[t].get(i).lo == a.lo
                 && self.cores[c].oldest_pending() > pd.seq
             {
-                let old = self.tables[t].get(i).vars;
-                self.vars.free(old);
+                let old = *self.tables[t].get(i);
+                self.vars.free(old.vars);
+                self.regions.free(old.pat);
                 self.tables[t].replace(i, rec);
                 return;
             }
@@ -496,8 +641,9 @@ impl<'p> RaceChecker<'p> {
     #[cold]
     fn report(&mut self, c: usize, pipe: usize, pd: &Pending, a: &Acc) {
         let mut found = std::mem::take(&mut self.found);
-        found.sort_by_key(|r| (r.seq, r.write, r.lo));
-        for r in &found {
+        found.sort_by_key(|f| (f.rec.seq, f.rec.write, f.rec.lo));
+        for f in &found {
+            let r = &f.rec;
             let other = HazardSide {
                 core: r.core as usize,
                 seq: r.seq,
@@ -547,18 +693,58 @@ impl<'p> RaceChecker<'p> {
             let (mem, _) = self.memory_of(a.table as usize);
             let memory = Memory::from_index(mem);
             let program = self.parts[self.cores[c].part].program;
+            let fix = self.fix(&first, &second);
             self.hazards.push(Hazard {
                 kind,
                 memory,
                 memory_label: memory.label(program),
-                lo: r.lo.max(a.lo),
-                hi: r.hi.min(a.hi),
+                lo: f.lo,
+                hi: f.hi,
                 first: self.side(&first),
                 second: self.side(&second),
+                conservative: conservative(f.approx),
+                fix,
             });
         }
         found.clear();
         self.found = found;
+    }
+
+    /// What `sync: auto` would insert to order the two sides ([`fix`]).
+    fn fix(&mut self, first: &HazardSide, second: &HazardSide) -> Option<fix::Fix> {
+        let end = |s: &HazardSide| {
+            let part = self.cores[s.core].part;
+            End {
+                part,
+                program: self.parts[part].program,
+                op: OpId(s.op),
+                pipe: Pipe::ALL[s.pipe],
+            }
+        };
+        let (a, b) = (end(first), end(second));
+        if first.core == second.core {
+            fix::within(&mut self.ids, self.events as u32, a, b)
+        } else {
+            let programs: Vec<&Program> = self.parts.iter().map(|p| p.program).collect();
+            let slot = |c: usize| {
+                self.slots.get(c).copied().unwrap_or(Slot {
+                    part: 0,
+                    core: crate::ids::CoreId(0),
+                    block: 0,
+                    subblock: 0,
+                    index: 0,
+                    ai_core: 0,
+                    vector: false,
+                })
+            };
+            fix::across(
+                &mut self.ids,
+                self.cross_ids,
+                &programs,
+                (a, &slot(first.core)),
+                (b, &slot(second.core)),
+            )
+        }
     }
 
     fn side(&self, s: &HazardSide) -> HazardAccess {
@@ -606,6 +792,34 @@ impl<'p> RaceChecker<'p> {
         self.last_sets.extend_from_slice(sets);
         self.last_signal = out.clone();
         out
+    }
+}
+
+/// A gm record's core, op, pipe, direction, hull and the fingerprint of its runs: records
+/// with the same are the same access but for when it happened.
+type SameBytes = (u32, u32, u8, bool, u64, u64, u64);
+
+/// What a hazard says about its conservative comparisons ([`Rec::approx`] of its two sides).
+fn conservative(approx: u8) -> Option<&'static str> {
+    match (approx & HULL != 0, approx & SELECT != 0) {
+        (false, false) => None,
+        (true, false) => Some("compared by byte hull"),
+        (false, true) => Some("a select counts as each of its buffers"),
+        (true, true) => Some("compared by byte hull; a select counts as each of its buffers"),
+    }
+}
+
+/// Whether access `a` touches every byte record `r` does (both of one op: `r` can then be
+/// replaced by `a`).
+#[inline]
+fn covers(regions: &Regions, a: &Acc, r: &Rec) -> bool {
+    if a.pat == NO_PAT {
+        // a range covers what is inside it; a range standing for a strided access only
+        // the same one
+        (a.approx & HULL == 0 && r.lo >= a.lo && r.hi <= a.hi)
+            || (r.lo == a.lo && r.hi == a.hi && r.approx == a.approx && r.pat == NO_PAT)
+    } else {
+        r.lo == a.lo && r.hi == a.hi && regions.same(a.pat, r.pat)
     }
 }
 
@@ -692,7 +906,12 @@ impl Observer for RaceChecker<'_> {
                 write: acc.write,
                 alt,
                 vars: 0,
+                pat: NO_PAT,
+                approx: 0,
             };
+            // a selection that may be several runs: which, for these loop variables
+            let runs = acc.elems.runs(issue.vars);
+            let regions = &mut self.regions;
             let loop_vars = &plan.loop_vars;
             let mut push = |a: Acc| {
                 let mut a = a;
@@ -702,9 +921,11 @@ impl Observer for RaceChecker<'_> {
                 self.cores[c].accs[p].push_back(a);
             };
             if acc.roots.is_empty() {
+                (a.pat, a.approx) = pattern(regions, runs.as_ref(), acc.bits, 0);
                 push(a);
                 nacc += 1;
             } else {
+                let select = if acc.roots.len() > 1 { SELECT } else { 0 };
                 let slot = issue.slots.get(acc.k).copied().unwrap_or(0) as usize;
                 // a `select` may be any of its buffers: check all (conservative)
                 for root in &acc.roots {
@@ -719,6 +940,8 @@ impl Observer for RaceChecker<'_> {
                     );
                     a.lo = base + blo;
                     a.hi = base + bhi;
+                    let (pat, approx) = pattern(regions, runs.as_ref(), acc.bits, base);
+                    (a.pat, a.approx) = (pat, approx | select);
                     push(a);
                     nacc += 1;
                 }
@@ -950,6 +1173,45 @@ mod tests {
             h.to_string(),
             "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (body[1] store) / \
              block 1 aiv 0 MTE3 write (body[1] store)"
+        );
+    }
+
+    /// Two blocks each storing `[4, w]` f32 column blocks of gm `y` `[4, 64]`, block b's at
+    /// column `b * step`.
+    fn column_blocks(w: u32, step: u32) -> Program {
+        let text = format!(
+            "kernel: k\ncore: aiv\nsync: manual\nlaunch: {{ blocks: 2 }}\ngm:\n  x: {{ shape: [4, {w}], dtype: f32 }}\n  y: {{ shape: [4, 64], dtype: f32 }}\nbuffers:\n  b: {{ scope: ub, shape: [4, {w}], dtype: f32 }}\nbody:\n  - load: {{ src: x, dst: b }}\n  - store: {{ src: b, dst: \"y[:, block * {step} : block * {step} + {w}]\" }}\n"
+        );
+        crate::load::load_launched(&text, "k.yaml", &config(), &[], Some(2))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn blocks_writing_their_own_column_blocks_do_not_race() {
+        // the byte hulls of y[:, 0:32] and y[:, 32:64] overlap; their bytes do not
+        assert_eq!(hazards(&column_blocks(32, 32)), vec![]);
+    }
+
+    #[test]
+    fn overlapping_column_blocks_race_on_the_bytes_both_write() {
+        // y[:, 0:32] and y[:, 16:48]: columns 16..32 of every row, first those of row 0
+        let h = hazards(&column_blocks(32, 16));
+        assert_eq!(h.len(), 1, "{h:#?}");
+        assert_eq!(h[0].kind, HazardKind::Waw);
+        assert_eq!((h[0].lo, h[0].hi), (64, 128));
+        assert_eq!(h[0].conservative, None);
+        assert_eq!(
+            h[0].to_string(),
+            "WAW hazard in GM y [0x0040, 0x0080): block 0 aiv 0 MTE3 write (body[1] store) / \
+             block 1 aiv 0 MTE3 write (body[1] store)"
+        );
+        // across two vector cores of one type: a mode-0 cross-core flag
+        assert_eq!(
+            h[0].fix.as_ref().map(|f| f.to_string()).as_deref(),
+            Some(
+                "cross_set: { mode: 0, pipe: mte3, id: 0 } after body[1] (store); \
+                 cross_wait: { pipe: mte3, id: 0 } before body[1] (store)"
+            )
         );
     }
 

@@ -96,12 +96,15 @@
 
 mod checker;
 mod clock;
+mod fix;
 mod plan;
+mod region;
 mod table;
 
 use std::fmt;
 
 pub use checker::RaceChecker;
+pub use fix::{Fix, FixOp};
 
 use crate::addresses::Addresses;
 use crate::config::Config;
@@ -195,6 +198,13 @@ pub struct Hazard {
     /// The access issued first (program order).
     pub first: HazardAccess,
     pub second: HazardAccess,
+    /// Why the two accesses may not really share a byte, when the checker could not compare
+    /// them exactly (`compared by byte hull`); `None` when they do.
+    pub conservative: Option<&'static str>,
+    /// The synchronisation that would order the two accesses, where `sync: auto` would put it
+    /// ([`Fix`]); `None` when no single one does (a cube and a vector core of different AI
+    /// cores). The pipeline keeps it only for `sync: manual` parts.
+    pub fix: Option<Fix>,
 }
 
 impl fmt::Display for Hazard {
@@ -203,7 +213,12 @@ impl fmt::Display for Hazard {
             f,
             "{} hazard in {} [{:#06x}, {:#06x}): {} / {}",
             self.kind, self.memory_label, self.lo, self.hi, self.first, self.second
-        )
+        )?;
+        // said apart from the rest of the message
+        if let Some(why) = self.conservative {
+            write!(f, " (conservative: {why})")?;
+        }
+        Ok(())
     }
 }
 

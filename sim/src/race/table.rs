@@ -9,7 +9,18 @@
 /// "No second epoch" in [`Rec::alt`].
 pub(super) const NO_ALT: u64 = u64::MAX;
 
-/// One recorded access: the bytes `[lo, hi)` read or written by one dynamic instruction.
+/// "Contiguous" in [`Rec::pat`]: the access is its byte range.
+pub(super) const NO_PAT: u32 = u32::MAX;
+
+/// [`Rec::approx`]: a strided access whose runs could not be kept (an `i1` selection whose
+/// rows start on different bits, or one of more than [`crate::footprint::STRIDED_DIMS`]
+/// dimensions), compared by its byte range.
+pub(super) const HULL: u8 = 1;
+/// [`Rec::approx`]: an access through a `select`, recorded on each of its buffers.
+pub(super) const SELECT: u8 = 2;
+
+/// One recorded access: the bytes `[lo, hi)` read or written by one dynamic instruction (a
+/// strided access: its byte hull, and its runs in the checker's region slab).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Rec {
     pub lo: u64,
@@ -26,8 +37,13 @@ pub(super) struct Rec {
     pub vars: u32,
     /// The core of the launch that made it (gm is shared by every core).
     pub core: u32,
+    /// A strided access's runs, a slot of the checker's region slab; [`NO_PAT`] when the
+    /// access is the whole of `[lo, hi)`.
+    pub pat: u32,
     pub pipe: u8,
     pub write: bool,
+    /// Why it may stand for more bytes than it touches: [`HULL`], [`SELECT`] (0: exact).
+    pub approx: u8,
 }
 
 /// The recent accesses of one memory (of one core, or gm's, shared by the cores).
@@ -137,8 +153,10 @@ mod tests {
             op: 0,
             vars: 0,
             core: 0,
+            pat: NO_PAT,
             pipe: 0,
             write: true,
+            approx: 0,
         }
     }
 
