@@ -7,3 +7,4 @@ mod load_errors;
 mod memory;
 mod properties;
 mod race;
+mod race_strided;
