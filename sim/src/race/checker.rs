@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::clock::{max_of, min_of, Clock, Global};
 use super::fix::{self, End, Ids};
-use super::plan::{plans, Ctl, Plans};
+use super::plan::{plans, Ctl, Elems, Plans};
 use super::region::{first_common, Common, Region, Runs, WALK_BUDGET};
-use super::table::{Rec, Table, HULL, NO_ALT, NO_PAT, PRUNE_MIN, SELECT};
+use super::table::{Rec, Shape, Table, HULL, NO_ALT, PRUNE_MIN, SELECT};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
 use crate::config::Config;
@@ -67,9 +67,8 @@ struct Acc {
     write: bool,
     alt: u64,
     vars: u32,
-    /// Its runs in the region slab, when strided ([`NO_PAT`] otherwise).
-    pat: u32,
-    approx: u8,
+    /// What `[lo, hi)` stands for.
+    shape: Shape,
 }
 
 /// A record that conflicts with the access being checked, with the first bytes both touch.
@@ -78,7 +77,7 @@ struct Found {
     rec: Rec,
     lo: u64,
     hi: u64,
-    /// [`Rec::approx`] of both, and [`HULL`] when their runs were compared by hull.
+    /// [`Shape::approx`] of both, and [`HULL`] when their runs were compared by hull.
     approx: u8,
 }
 
@@ -103,53 +102,57 @@ impl Regions {
         }
     }
 
+    /// Frees the region of a record that goes.
     #[inline]
-    fn free(&mut self, id: u32) {
-        if id != NO_PAT {
+    fn free(&mut self, shape: Shape) {
+        if let Some(id) = shape.id() {
             self.free.push(id);
         }
     }
 
     /// The runs of an access: its region, or its byte range.
     #[inline]
-    fn runs(&self, pat: u32, lo: u64, hi: u64) -> Runs<'_> {
-        if pat == NO_PAT {
-            Runs::range(lo, hi)
-        } else {
-            self.data[pat as usize].runs()
+    fn runs(&self, shape: Shape, lo: u64, hi: u64) -> Runs<'_> {
+        match shape.id() {
+            None => Runs::range(lo, hi),
+            Some(id) => self.data[id as usize].runs(),
         }
     }
 
-    /// Whether two accesses, each a pattern or a range, are the same bytes.
-    fn same(&self, a: u32, b: u32) -> bool {
-        a != NO_PAT && b != NO_PAT && self.data[a as usize] == self.data[b as usize]
+    /// Whether two strided accesses have the same runs.
+    fn same(&self, a: Shape, b: Shape) -> bool {
+        match (a.id(), b.id()) {
+            (Some(a), Some(b)) => self.data[a as usize] == self.data[b as usize],
+            _ => false,
+        }
     }
 
-    /// A fingerprint of a pattern's shape (0 for a range), for telling records with the same
-    /// hull apart.
-    fn shape_key(&self, pat: u32) -> u64 {
-        if pat == NO_PAT {
+    /// A fingerprint of a strided access's runs (0 for a range), for telling records with the
+    /// same hull apart.
+    fn shape_key(&self, shape: Shape) -> u64 {
+        let Some(id) = shape.id() else {
             return 0;
-        }
+        };
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.data[pat as usize].hash(&mut h);
+        self.data[id as usize].hash(&mut h);
         h.finish() | 1
     }
 }
 
-/// The record of a strided selection `runs` (of `bits`-bit elements, the root at byte `at`):
-/// its region, or [`NO_PAT`] with [`HULL`] when its runs cannot be kept.
-#[inline]
-fn pattern(regions: &mut Regions, runs: Option<&Selected>, bits: u64, at: u64) -> (u32, u8) {
-    match runs {
-        None | Some(Selected::Empty) => (NO_PAT, 0),
-        Some(Selected::Runs(s)) => match Region::of(s, bits, at) {
-            Some(r) if r.rank > 0 => (regions.alloc(r), 0),
-            Some(_) => (NO_PAT, 0),
-            None => (NO_PAT, HULL),
+/// The shape of a selection that may be strided, `elems` for the loop variables `vars` (of
+/// `bits`-bit elements, the root at byte `at`): its region, a range when it is one run, or a
+/// range with [`HULL`] when its runs cannot be kept.
+#[inline(never)]
+fn pattern(regions: &mut Regions, elems: &Elems, vars: &[i64], bits: u64, at: u64) -> Shape {
+    match elems.runs(vars) {
+        None | Some(Selected::Empty) => Shape::RANGE,
+        Some(Selected::Runs(s)) => match Region::of(&s, bits, at) {
+            Some(r) if r.rank > 0 => Shape::region(regions.alloc(r)),
+            Some(_) => Shape::RANGE,
+            None => Shape::RANGE.with(HULL),
         },
-        Some(Selected::Deep) => (NO_PAT, HULL),
+        Some(Selected::Deep) => Shape::RANGE.with(HULL),
     }
 }
 
@@ -270,7 +273,8 @@ pub struct RaceChecker<'p> {
     hazards: Vec<Hazard>,
     /// (first part, op, pipe; second part, op, pipe; across cores).
     seen: HashSet<(u32, u32, u8, u32, u32, u8, bool)>,
-    found: Vec<Found>,
+    /// The records an access's range meets that it is not ordered with (`access`).
+    found: Vec<Rec>,
     records: usize,
     peak_records: usize,
     /// With more than one core: the core and pipe of each instruction issued and not started.
@@ -487,7 +491,7 @@ impl<'p> RaceChecker<'p> {
             |r| !ordered_flat(r, &floor),
             |r| {
                 vars.free(r.vars);
-                regions.free(r.pat);
+                regions.free(r.shape);
                 dropped += 1;
             },
         );
@@ -505,7 +509,7 @@ impl<'p> RaceChecker<'p> {
                     r.write,
                     r.lo,
                     r.hi,
-                    regions.shape_key(r.pat),
+                    regions.shape_key(r.shape),
                 )
             };
             let mut newest: HashMap<SameBytes, u64> = HashMap::new();
@@ -530,7 +534,7 @@ impl<'p> RaceChecker<'p> {
                 },
                 |r| {
                     vars.free(r.vars);
-                    regions.free(r.pat);
+                    regions.free(r.shape);
                     dropped += 1;
                 },
             );
@@ -547,11 +551,11 @@ impl<'p> RaceChecker<'p> {
         let table = &self.tables[t];
         let (lo_i, hi_i) = table.candidates(a.lo, a.hi);
         self.found.clear();
-        let core = c as u32;
-        // the one record this access may replace (same core, op, pipe and direction, inside it)
+        let core = c as u16;
+        // the one record this access may replace (same core, op, pipe and direction, inside its
+        // range; and its bytes inside this access's, checked once it is chosen)
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
-        let regions = &self.regions;
         for i in lo_i..hi_i {
             let r = table.get(i);
             if !r.overlaps(a.lo, a.hi) {
@@ -561,7 +565,8 @@ impl<'p> RaceChecker<'p> {
                 && r.core == core
                 && r.pipe as usize == pipe
                 && r.write == a.write
-                && covers(regions, &a, r)
+                && r.lo >= a.lo
+                && r.hi <= a.hi
             {
                 if subsumed.is_none() {
                     subsumed = Some(i);
@@ -572,28 +577,8 @@ impl<'p> RaceChecker<'p> {
             if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k, core) {
                 continue;
             }
-            let approx = r.approx | a.approx;
-            let (lo, hi, approx) = if r.pat == NO_PAT && a.pat == NO_PAT {
-                (r.lo.max(a.lo), r.hi.min(a.hi), approx)
-            } else {
-                // a strided side: the bytes both touch, not their hulls
-                let mut budget = WALK_BUDGET;
-                match first_common(
-                    regions.runs(r.pat, r.lo, r.hi),
-                    regions.runs(a.pat, a.lo, a.hi),
-                    &mut budget,
-                ) {
-                    Common::Disjoint => continue,
-                    Common::At(lo, hi) => (lo, hi, approx),
-                    Common::Unknown => (r.lo.max(a.lo), r.hi.min(a.hi), approx | HULL),
-                }
-            };
-            self.found.push(Found {
-                rec: *r,
-                lo,
-                hi,
-                approx,
-            });
+            // whether a strided one shares a byte is for `report` to say: the loop stays lean
+            self.found.push(*r);
         }
         if !self.found.is_empty() {
             self.report(c, pipe, pd, &a);
@@ -606,11 +591,10 @@ impl<'p> RaceChecker<'p> {
             alt: a.alt,
             op: pd.op,
             vars: a.vars,
+            shape: a.shape,
             core,
-            pat: a.pat,
             pipe: pipe as u8,
             write: a.write,
-            approx: a.approx,
         };
         // A later access of the same core, op, pipe and direction covering an older one
         // reports every hazard the older one would (pipe knowledge is a prefix), in the same
@@ -620,10 +604,12 @@ impl<'p> RaceChecker<'p> {
             if !more_subsumed
                 && self.tables[t].get(i).lo == a.lo
                 && self.cores[c].oldest_pending() > pd.seq
+                && (a.shape.is_exact_range() || covers(&self.regions, &a, self.tables[t].get(i)))
             {
-                let old = *self.tables[t].get(i);
-                self.vars.free(old.vars);
-                self.regions.free(old.pat);
+                let old = self.tables[t].get(i);
+                let (vars, shape) = (old.vars, old.shape);
+                self.vars.free(vars);
+                self.regions.free(shape);
                 self.tables[t].replace(i, rec);
                 return;
             }
@@ -636,12 +622,25 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
-    /// Records the hazards between access `a` and the records in `found`, once per op pair
-    /// (and whether across cores), the earliest record first.
+    /// Records the hazards between access `a` and the records in `found` that share a byte
+    /// with it, once per op pair (and whether across cores), the earliest record first.
     #[cold]
     fn report(&mut self, c: usize, pipe: usize, pd: &Pending, a: &Acc) {
-        let mut found = std::mem::take(&mut self.found);
-        found.sort_by_key(|f| (f.rec.seq, f.rec.write, f.rec.lo));
+        let mut recs = std::mem::take(&mut self.found);
+        recs.sort_by_key(|r| (r.seq, r.write, r.lo));
+        // the bytes both touch: their ranges', unless one is strided
+        let found: Vec<Found> = recs
+            .iter()
+            .filter_map(|r| match (r.shape.id(), a.shape.id()) {
+                (None, None) => Some(Found {
+                    rec: *r,
+                    lo: r.lo.max(a.lo),
+                    hi: r.hi.min(a.hi),
+                    approx: r.shape.approx() | a.shape.approx(),
+                }),
+                _ => common(&self.regions, r, a),
+            })
+            .collect();
         for f in &found {
             let r = &f.rec;
             let other = HazardSide {
@@ -706,8 +705,8 @@ impl<'p> RaceChecker<'p> {
                 fix,
             });
         }
-        found.clear();
-        self.found = found;
+        recs.clear();
+        self.found = recs;
     }
 
     /// What `sync: auto` would insert to order the two sides ([`fix`]).
@@ -797,7 +796,29 @@ impl<'p> RaceChecker<'p> {
 
 /// A gm record's core, op, pipe, direction, hull and the fingerprint of its runs: records
 /// with the same are the same access but for when it happened.
-type SameBytes = (u32, u32, u8, bool, u64, u64, u64);
+type SameBytes = (u16, u32, u8, bool, u64, u64, u64);
+
+/// The first bytes record `r` and access `a`, one of them strided, both touch (`None`: none).
+#[inline(never)]
+fn common(regions: &Regions, r: &Rec, a: &Acc) -> Option<Found> {
+    let approx = r.shape.approx() | a.shape.approx();
+    let mut budget = WALK_BUDGET;
+    let (lo, hi, approx) = match first_common(
+        regions.runs(r.shape, r.lo, r.hi),
+        regions.runs(a.shape, a.lo, a.hi),
+        &mut budget,
+    ) {
+        Common::Disjoint => return None,
+        Common::At(lo, hi) => (lo, hi, approx),
+        Common::Unknown => (r.lo.max(a.lo), r.hi.min(a.hi), approx | HULL),
+    };
+    Some(Found {
+        rec: *r,
+        lo,
+        hi,
+        approx,
+    })
+}
 
 /// What a hazard says about its conservative comparisons ([`Rec::approx`] of its two sides).
 fn conservative(approx: u8) -> Option<&'static str> {
@@ -809,17 +830,16 @@ fn conservative(approx: u8) -> Option<&'static str> {
     }
 }
 
-/// Whether access `a` touches every byte record `r` does (both of one op: `r` can then be
-/// replaced by `a`).
-#[inline]
+/// Whether access `a`, not an exact contiguous one, touches every byte record `r` does (both
+/// of one op, `r` inside `a`'s range: `r` can then be replaced by `a`). An exact range covers
+/// what is inside it; anything else covers only the same bytes.
+#[inline(never)]
 fn covers(regions: &Regions, a: &Acc, r: &Rec) -> bool {
-    if a.pat == NO_PAT {
-        // a range covers what is inside it; a range standing for a strided access only
-        // the same one
-        (a.approx & HULL == 0 && r.lo >= a.lo && r.hi <= a.hi)
-            || (r.lo == a.lo && r.hi == a.hi && r.approx == a.approx && r.pat == NO_PAT)
-    } else {
-        r.lo == a.lo && r.hi == a.hi && regions.same(a.pat, r.pat)
+    match a.shape.id() {
+        None => {
+            a.shape.approx() & HULL == 0 || (r.lo == a.lo && r.hi == a.hi && r.shape == a.shape)
+        }
+        Some(_) => r.lo == a.lo && r.hi == a.hi && regions.same(a.shape, r.shape),
     }
 }
 
@@ -835,7 +855,7 @@ struct HazardSide {
 /// Whether the access `r` is known complete under clock `k` of core `core` (it happens
 /// before).
 #[inline(always)]
-fn ordered(r: &Rec, k: &Clock, core: u32) -> bool {
+fn ordered(r: &Rec, k: &Clock, core: u16) -> bool {
     if r.core == core {
         k.knows(r.pipe as usize, r.idx) || (r.alt != NO_ALT && k.knows(M, r.alt))
     } else {
@@ -906,11 +926,11 @@ impl Observer for RaceChecker<'_> {
                 write: acc.write,
                 alt,
                 vars: 0,
-                pat: NO_PAT,
-                approx: 0,
+                shape: acc.shape,
             };
-            // a selection that may be several runs: which, for these loop variables
-            let runs = acc.elems.runs(issue.vars);
+            // a selection that may be several runs needs them (out of line: the common
+            // contiguous access pays one test)
+            let strided = acc.strided;
             let regions = &mut self.regions;
             let loop_vars = &plan.loop_vars;
             let mut push = |a: Acc| {
@@ -921,11 +941,12 @@ impl Observer for RaceChecker<'_> {
                 self.cores[c].accs[p].push_back(a);
             };
             if acc.roots.is_empty() {
-                (a.pat, a.approx) = pattern(regions, runs.as_ref(), acc.bits, 0);
+                if strided {
+                    a.shape = pattern(regions, &acc.elems, issue.vars, acc.bits, 0);
+                }
                 push(a);
                 nacc += 1;
             } else {
-                let select = if acc.roots.len() > 1 { SELECT } else { 0 };
                 let slot = issue.slots.get(acc.k).copied().unwrap_or(0) as usize;
                 // a `select` may be any of its buffers: check all (conservative)
                 for root in &acc.roots {
@@ -940,8 +961,10 @@ impl Observer for RaceChecker<'_> {
                     );
                     a.lo = base + blo;
                     a.hi = base + bhi;
-                    let (pat, approx) = pattern(regions, runs.as_ref(), acc.bits, base);
-                    (a.pat, a.approx) = (pat, approx | select);
+                    if strided {
+                        a.shape = pattern(regions, &acc.elems, issue.vars, acc.bits, base)
+                            .with(acc.shape.approx());
+                    }
                     push(a);
                     nacc += 1;
                 }

@@ -2,6 +2,7 @@
 //! direction (read, write), with the memory table it lands in and its element range relative
 //! to the root buffer or tensor, precomputed when it does not depend on loop variables.
 
+use super::table::{Shape, SELECT};
 use crate::expr::Expr;
 use crate::footprint::{Bases, Footprint, Memory, Selected};
 use crate::ids::{BufferId, VarId};
@@ -38,6 +39,11 @@ pub(super) struct AccPlan<'p> {
     pub roots: Vec<BufferId>,
     pub bits: u64,
     pub elems: Elems<'p>,
+    /// Whether it may be more than one run (`elems.may_stride()`, kept at hand).
+    pub strided: bool,
+    /// Its record's shape unless it is strided: its range, standing for every buffer of a
+    /// `select`.
+    pub shape: Shape,
 }
 
 /// What an op does to the happens-before relation.
@@ -184,14 +190,17 @@ fn access<'p>(
         (false, false) => Elems::Dyn(fp),
         (false, true) => Elems::DynRuns(fp),
     };
+    let roots = bases.roots(o.base);
     AccPlan {
         k,
         write,
         read_if_zero: if write { None } else { read_if_zero },
         stage,
         table: Memory::of(o.base, o.space).index() as u32,
-        roots: bases.roots(o.base),
+        shape: Shape::RANGE.with(if roots.len() > 1 { SELECT } else { 0 }),
+        roots,
         bits: o.dtype.bits(),
+        strided: elems.may_stride(),
         elems,
     }
 }
@@ -204,6 +213,12 @@ impl Elems<'_> {
             Elems::Static(lo, hi) | Elems::StaticRuns(lo, hi, _) => (lo < hi).then_some((*lo, *hi)),
             Elems::Dyn(fp) | Elems::DynRuns(fp) => fp.elems_at(vars),
         }
+    }
+
+    /// Whether the selection may be more than one run ([`Elems::runs`] then says which).
+    #[inline]
+    pub fn may_stride(&self) -> bool {
+        matches!(self, Elems::StaticRuns(..) | Elems::DynRuns(_))
     }
 
     /// The runs for the current loop variables, when they may be more than one (`None`: the

@@ -9,15 +9,59 @@
 /// "No second epoch" in [`Rec::alt`].
 pub(super) const NO_ALT: u64 = u64::MAX;
 
-/// "Contiguous" in [`Rec::pat`]: the access is its byte range.
-pub(super) const NO_PAT: u32 = u32::MAX;
-
-/// [`Rec::approx`]: a strided access whose runs could not be kept (an `i1` selection whose
+/// [`Shape::approx`]: a strided access whose runs could not be kept (an `i1` selection whose
 /// rows start on different bits, or one of more than [`crate::footprint::STRIDED_DIMS`]
 /// dimensions), compared by its byte range.
 pub(super) const HULL: u8 = 1;
-/// [`Rec::approx`]: an access through a `select`, recorded on each of its buffers.
+/// [`Shape::approx`]: an access through a `select`, recorded on each of its buffers.
 pub(super) const SELECT: u8 = 2;
+
+/// What an access's byte range stands for: its bytes, or a strided access's hull whose runs
+/// are a region of the checker's slab; and why it may stand for more bytes than the access
+/// touches ([`HULL`], [`SELECT`]). Packed in 32 bits (an id of 30, two flags) so that a record
+/// stays 56 bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Shape(u32);
+
+impl Shape {
+    /// The id bits' value for "no region".
+    const NONE: u32 = (1 << 30) - 1;
+
+    /// The access is exactly its byte range.
+    pub const RANGE: Shape = Shape(Self::NONE);
+
+    /// Strided, its runs region `id` of the slab.
+    #[inline]
+    pub fn region(id: u32) -> Shape {
+        assert!(id < Self::NONE, "race checker: more than 2^30 regions live");
+        Shape(id)
+    }
+
+    /// The region, if strided.
+    #[inline(always)]
+    pub fn id(self) -> Option<u32> {
+        let id = self.0 & Self::NONE;
+        (id != Self::NONE).then_some(id)
+    }
+
+    /// [`HULL`] and [`SELECT`], or 0 when exact.
+    #[inline(always)]
+    pub fn approx(self) -> u8 {
+        (self.0 >> 30) as u8
+    }
+
+    /// The same with flags `approx` added.
+    #[inline(always)]
+    pub fn with(self, approx: u8) -> Shape {
+        Shape(self.0 | (approx as u32) << 30)
+    }
+
+    /// Whether the access is exactly its byte range (the common case: one test).
+    #[inline(always)]
+    pub fn is_exact_range(self) -> bool {
+        self.0 == Self::NONE
+    }
+}
 
 /// One recorded access: the bytes `[lo, hi)` read or written by one dynamic instruction (a
 /// strided access: its byte hull, and its runs in the checker's region slab).
@@ -35,16 +79,19 @@ pub(super) struct Rec {
     pub op: u32,
     /// The loop-variable values, a slot of the checker's variable slab.
     pub vars: u32,
-    /// The core of the launch that made it (gm is shared by every core).
-    pub core: u32,
-    /// A strided access's runs, a slot of the checker's region slab; [`NO_PAT`] when the
-    /// access is the whole of `[lo, hi)`.
-    pub pat: u32,
+    /// What `[lo, hi)` stands for ([`Shape`]).
+    pub shape: Shape,
+    /// The core of the launch that made it (gm is shared by every core); a launch has fewer
+    /// than 2^16 cores (`limits`).
+    pub core: u16,
     pub pipe: u8,
     pub write: bool,
-    /// Why it may stand for more bytes than it touches: [`HULL`], [`SELECT`] (0: exact).
-    pub approx: u8,
 }
+
+// what keeps a record at 56 bytes: the core fits 16 bits
+const _: () = assert!(
+    crate::limits::MAX_BLOCKS as u64 * (1 + crate::limits::MAX_AIV_PER_AIC as u64) <= 1 << 16
+);
 
 /// The recent accesses of one memory (of one core, or gm's, shared by the cores).
 #[derive(Clone, Debug)]
@@ -120,6 +167,7 @@ impl Table {
 
     /// Keeps the records for which `keep` holds, calling `dropped` on the others, and
     /// recomputes the longest length.
+    #[inline]
     pub fn retain(&mut self, mut keep: impl FnMut(&Rec) -> bool, mut dropped: impl FnMut(&Rec)) {
         self.recs.retain(|r| {
             let k = keep(r);
@@ -152,11 +200,10 @@ mod tests {
             alt: NO_ALT,
             op: 0,
             vars: 0,
+            shape: Shape::RANGE,
             core: 0,
-            pat: NO_PAT,
             pipe: 0,
             write: true,
-            approx: 0,
         }
     }
 
@@ -242,6 +289,17 @@ mod tests {
                 assert_eq!(overlapping(&t, lo, hi), brute(&recs, lo, hi));
             }
         }
+    }
+
+    #[test]
+    fn a_record_is_56_bytes_and_its_shape_packs_id_and_flags() {
+        assert_eq!(std::mem::size_of::<Rec>(), 56);
+        let s = Shape::region(7).with(SELECT);
+        assert_eq!((s.id(), s.approx()), (Some(7), SELECT));
+        assert!(!s.is_exact_range());
+        let r = Shape::RANGE.with(HULL | SELECT);
+        assert_eq!((r.id(), r.approx()), (None, HULL | SELECT));
+        assert!(Shape::RANGE.is_exact_range() && !r.is_exact_range());
     }
 
     #[test]
