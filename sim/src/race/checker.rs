@@ -86,10 +86,13 @@ struct Found {
 struct Regions {
     data: Vec<Region>,
     free: Vec<u32>,
+    /// Regions in use.
+    live: usize,
 }
 
 impl Regions {
     fn alloc(&mut self, r: Region) -> u32 {
+        self.live += 1;
         match self.free.pop() {
             Some(id) => {
                 self.data[id as usize] = r;
@@ -106,6 +109,7 @@ impl Regions {
     #[inline]
     fn free(&mut self, shape: Shape) {
         if let Some(id) = shape.id() {
+            self.live -= 1;
             self.free.push(id);
         }
     }
@@ -125,18 +129,6 @@ impl Regions {
             (Some(a), Some(b)) => self.data[a as usize] == self.data[b as usize],
             _ => false,
         }
-    }
-
-    /// A fingerprint of a strided access's runs (0 for a range), for telling records with the
-    /// same hull apart.
-    fn shape_key(&self, shape: Shape) -> u64 {
-        let Some(id) = shape.id() else {
-            return 0;
-        };
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.data[id as usize].hash(&mut h);
-        h.finish() | 1
     }
 }
 
@@ -487,51 +479,45 @@ impl<'p> RaceChecker<'p> {
         let (floor, own) = self.floor(t);
         let (vars, regions) = (&mut self.vars, &mut self.regions);
         let mut dropped = 0;
-        self.tables[t].retain(
-            |r| !ordered_flat(r, &floor),
-            |r| {
-                vars.free(r.vars);
-                regions.free(r.shape);
-                dropped += 1;
-            },
-        );
+        if regions.live == 0 {
+            // no strided record anywhere (the common case): nothing else to free
+            self.tables[t].retain(
+                |r| !ordered_flat(r, &floor),
+                |r| {
+                    vars.free(r.vars);
+                    dropped += 1;
+                },
+            );
+        } else {
+            self.tables[t].retain(
+                |r| !ordered_flat(r, &floor),
+                |r| {
+                    vars.free(r.vars);
+                    regions.free(r.shape);
+                    dropped += 1;
+                },
+            );
+        }
         if !own.is_empty() {
             let settled = |r: &Rec| {
                 let k = &own[r.core as usize];
                 k[r.pipe as usize] > r.idx || (r.alt != NO_ALT && k[M] > r.alt)
             };
-            // the same bytes: the same hull, and the same runs for a strided one
-            let key = |r: &Rec, regions: &Regions| {
-                (
-                    r.core,
-                    r.op,
-                    r.pipe,
-                    r.write,
-                    r.lo,
-                    r.hi,
-                    regions.shape_key(r.shape),
-                )
-            };
+            // The same bytes: the same hull. Of one op, that is the same runs too: an op's
+            // selection has a fixed shape, and its first and last element fix where each
+            // dimension's slice starts and how long it is (row-major, inside its base).
             let mut newest: HashMap<SameBytes, u64> = HashMap::new();
             for i in 0..self.tables[t].len() {
                 let r = self.tables[t].get(i);
                 if settled(r) {
-                    let e = newest.entry(key(r, regions)).or_insert(r.idx);
+                    let e = newest
+                        .entry((r.core, r.op, r.pipe, r.write, r.lo, r.hi))
+                        .or_insert(r.idx);
                     *e = (*e).max(r.idx);
                 }
             }
-            let keys: Vec<bool> = (0..self.tables[t].len())
-                .map(|i| {
-                    let r = self.tables[t].get(i);
-                    !settled(r) || newest[&key(r, regions)] == r.idx
-                })
-                .collect();
-            let mut at = 0;
             self.tables[t].retain(
-                |_| {
-                    at += 1;
-                    keys[at - 1]
-                },
+                |r| !settled(r) || newest[&(r.core, r.op, r.pipe, r.write, r.lo, r.hi)] == r.idx,
                 |r| {
                     vars.free(r.vars);
                     regions.free(r.shape);
@@ -556,8 +542,7 @@ impl<'p> RaceChecker<'p> {
         // range; and its bytes inside this access's, checked once it is chosen)
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
-        for i in lo_i..hi_i {
-            let r = table.get(i);
+        for (i, r) in (lo_i..).zip(table.slice(lo_i, hi_i)) {
             if !r.overlaps(a.lo, a.hi) {
                 continue;
             }
@@ -794,9 +779,9 @@ impl<'p> RaceChecker<'p> {
     }
 }
 
-/// A gm record's core, op, pipe, direction, hull and the fingerprint of its runs: records
-/// with the same are the same access but for when it happened.
-type SameBytes = (u16, u32, u8, bool, u64, u64, u64);
+/// A gm record's core, op, pipe, direction and byte range: records with the same are the
+/// same access but for when it happened.
+type SameBytes = (u16, u32, u8, bool, u64, u64);
 
 /// The first bytes record `r` and access `a`, one of them strided, both touch (`None`: none).
 #[inline(never)]
@@ -928,10 +913,7 @@ impl Observer for RaceChecker<'_> {
                 vars: 0,
                 shape: acc.shape,
             };
-            // a selection that may be several runs needs them (out of line: the common
-            // contiguous access pays one test)
-            let strided = acc.strided;
-            let regions = &mut self.regions;
+            let pushed = nacc;
             let loop_vars = &plan.loop_vars;
             let mut push = |a: Acc| {
                 let mut a = a;
@@ -941,9 +923,6 @@ impl Observer for RaceChecker<'_> {
                 self.cores[c].accs[p].push_back(a);
             };
             if acc.roots.is_empty() {
-                if strided {
-                    a.shape = pattern(regions, &acc.elems, issue.vars, acc.bits, 0);
-                }
                 push(a);
                 nacc += 1;
             } else {
@@ -961,12 +940,21 @@ impl Observer for RaceChecker<'_> {
                     );
                     a.lo = base + blo;
                     a.hi = base + bhi;
-                    if strided {
-                        a.shape = pattern(regions, &acc.elems, issue.vars, acc.bits, base)
-                            .with(acc.shape.approx());
-                    }
                     push(a);
                     nacc += 1;
+                }
+            }
+            // a selection that may be several runs: its runs, on the accesses just queued (out
+            // of line, so that a contiguous access pays one test)
+            if acc.strided {
+                let queue = &mut self.cores[c].accs[p];
+                let new = queue.len() - (nacc - pushed) as usize;
+                for a in queue.range_mut(new..) {
+                    // the root's placed offset: where the bytes of element 0 are
+                    let at = a.lo - blo;
+                    let approx = a.shape.approx();
+                    a.shape = pattern(&mut self.regions, &acc.elems, issue.vars, acc.bits, at)
+                        .with(approx);
                 }
             }
         }

@@ -15,7 +15,7 @@ use crate::footprint::{Strided, STRIDED_DIMS};
 /// A strided access's bytes: runs of `len` bytes at `base + Σ i_d × stride_d` for `i_d <
 /// count_d`, `dims[..rank]` = `(count_d, stride_d)` outermost first; runs in increasing order
 /// and never overlapping (each stride at least the span of what it repeats).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Region {
     pub base: u64,
     pub len: u64,

@@ -137,16 +137,18 @@ impl Table {
     #[inline]
     pub fn candidates(&self, lo: u64, hi: u64) -> (usize, usize) {
         let end = self.recs.partition_point(|r| r.lo < hi);
-        let mut start = end;
-        while start > 0 {
-            let r = &self.recs[start - 1];
-            // sorted by lo: every record before this one ends by lo + max_len too
-            if r.lo.saturating_add(self.max_len) <= lo {
-                break;
-            }
-            start -= 1;
-        }
+        // sorted by lo: every record before one ending by lo + max_len ends by then too
+        let start = self.recs[..end]
+            .iter()
+            .rposition(|r| r.lo.saturating_add(self.max_len) <= lo)
+            .map_or(0, |i| i + 1);
         (start, end)
+    }
+
+    /// Records `lo_i..hi_i` (of [`Table::candidates`]).
+    #[inline]
+    pub fn slice(&self, lo_i: usize, hi_i: usize) -> &[Rec] {
+        &self.recs[lo_i..hi_i]
     }
 
     /// Adds a record, after the ones starting at the same byte.
@@ -166,17 +168,24 @@ impl Table {
     }
 
     /// Keeps the records for which `keep` holds, calling `dropped` on the others, and
-    /// recomputes the longest length.
+    /// recomputes the longest length. (A plain compaction: `Vec::retain` with these closures
+    /// inside is not inlined, at a call per record.)
     #[inline]
     pub fn retain(&mut self, mut keep: impl FnMut(&Rec) -> bool, mut dropped: impl FnMut(&Rec)) {
-        self.recs.retain(|r| {
-            let k = keep(r);
-            if !k {
-                dropped(r);
+        let mut kept = 0;
+        let mut max_len = 0;
+        for i in 0..self.recs.len() {
+            let r = self.recs[i];
+            if keep(&r) {
+                self.recs[kept] = r;
+                kept += 1;
+                max_len = max_len.max(r.hi - r.lo);
+            } else {
+                dropped(&r);
             }
-            k
-        });
-        self.max_len = self.recs.iter().map(|r| r.hi - r.lo).max().unwrap_or(0);
+        }
+        self.recs.truncate(kept);
+        self.max_len = max_len;
     }
 }
 
