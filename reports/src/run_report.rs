@@ -456,6 +456,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             out.push_str(&format!("\nhazards ({}):\n", hs.len()));
             for h in hs {
                 out.push_str(&format!("  {h}\n"));
+                if let Some(fix) = &h.fix {
+                    out.push_str(&format!("    fix: {fix}\n"));
+                }
             }
         }
     }
@@ -556,7 +559,26 @@ pub fn hazard_json(h: &Hazard) -> Value {
         "first": access(&h.first),
         "second": access(&h.second),
         "message": h.to_string(),
+        "conservative": h.conservative,
+        "fix": h.fix.as_ref().map_or(Value::Null, fix_json),
     })
+}
+
+/// A hazard's suggested synchronisation: the ops to insert, each with where, and the line.
+fn fix_json(fix: &sim::race::Fix) -> Value {
+    let ops: Vec<Value> = fix
+        .ops
+        .iter()
+        .map(|o| {
+            json!({
+                "insert": o.yaml,
+                "place": if o.after { "after" } else { "before" },
+                "op": o.path,
+                "op_kind": o.name,
+            })
+        })
+        .collect();
+    json!({ "ops": ops, "message": fix.to_string() })
 }
 
 /// The run report as a JSON document with a stable key order: `schema`, then [`RUN_KEYS`] (see

@@ -8,3 +8,4 @@ mod load_errors;
 mod memory;
 mod properties;
 mod race;
+mod race_strided;

@@ -649,6 +649,8 @@ fn hazard_display_names_memory_range_and_both_sides() {
             name: "store",
             vars: vec![("t".into(), 3)],
         },
+        conservative: None,
+        fix: None,
     };
     assert_eq!(
         h.to_string(),
