@@ -38,16 +38,6 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The scheduler variables `sweep` reads: removed, so a test run inside a cluster job prints
-/// what the docs show.
-const SCHEDULER_VARS: [&str; 5] = [
-    "SLURM_ARRAY_TASK_ID",
-    "SLURM_ARRAY_TASK_COUNT",
-    "SLURM_ARRAY_TASK_MIN",
-    "JOB_COMPLETION_INDEX",
-    "HQ_TASK_ID",
-];
-
 /// Options whose value is a file the command writes: redirected into the scratch directory.
 const OUTPUT_OPTIONS: [&str; 4] = ["-o", "--output", "--html", "--trace"];
 
@@ -752,7 +742,7 @@ impl Runner {
         }
         let mut c = Command::new(env!("CARGO_BIN_EXE_npusim"));
         c.args(&args).current_dir(cwd.unwrap_or(&self.root));
-        for v in SCHEDULER_VARS {
+        for v in crate::sweep_cli::SCHEDULER_VARS {
             c.env_remove(v);
         }
         let (code, bytes) = match stream {
@@ -796,7 +786,7 @@ impl Runner {
                 .arg("-o")
                 .arg(dir.join(out))
                 .current_dir(root());
-            for v in SCHEDULER_VARS {
+            for v in crate::sweep_cli::SCHEDULER_VARS {
                 c.env_remove(v);
             }
             let o = c.output().expect("npusim runs");

@@ -11,9 +11,9 @@ use crate::{default_config, root, stderr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The variables a scheduler sets: cleared for every run here, so that a test run inside a
-/// cluster job sees only what the test sets.
-const SCHEDULER_VARS: [&str; 5] = [
+/// The variables a scheduler sets: cleared for every run here (and for the docs' sweep
+/// commands), so that a test run inside a cluster job sees only what the test sets.
+pub(crate) const SCHEDULER_VARS: [&str; 5] = [
     "SLURM_ARRAY_TASK_ID",
     "SLURM_ARRAY_TASK_COUNT",
     "SLURM_ARRAY_TASK_MIN",
