@@ -964,8 +964,8 @@ pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usiz
     lines.len()
 }
 
-/// The lines [`report_problems`] prints, one per problem (a sweep records them as a point's
-/// message).
+/// The lines [`report_problems`] prints, one entry per problem (a sweep records them as a
+/// point's message); a hazard with a suggested fix has it on a `fix:` line under it.
 pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<String> {
     let result = &sim.result;
     let who = |core: u32| match result.cores.get(core as usize) {
@@ -975,7 +975,11 @@ pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<St
     let hazards = sim.hazards.as_deref().unwrap_or_default();
     let mut lines: Vec<String> = hazards
         .iter()
-        .map(|h| format!("hazard: {context}{h}"))
+        .map(|h| match &h.fix {
+            // what would order it, on a line of its own under it
+            Some(fix) => format!("hazard: {context}{h}\nfix: {context}{fix}"),
+            None => format!("hazard: {context}{h}"),
+        })
         .collect();
     for f in &result.findings {
         let core = match f {

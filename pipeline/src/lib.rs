@@ -348,7 +348,16 @@ pub fn run_prepared_kernel<O: Observer>(
         let mut all = (&mut checker, (&mut coverage, observer));
         let result = sim::engine::run_launch(&launch, config, opts.limits, &mut all)
             .map_err(Failure::Run)?;
-        (result, Some(checker.into_hazards()))
+        let mut hazards = checker.into_hazards();
+        let programs: Vec<&Program> = launch.iter().map(|p| p.0).collect();
+        let slots = sim::launch::slots(&programs, config);
+        let manual = |core: u32| {
+            slots
+                .get(core as usize)
+                .is_some_and(|s| parts[s.part as usize].auto_sync.is_none())
+        };
+        keep_manual_fixes(&mut hazards, manual);
+        (result, Some(hazards))
     } else {
         let mut both = (&mut coverage, observer);
         let result = sim::engine::run_launch(&launch, config, opts.limits, &mut both)
@@ -436,7 +445,9 @@ pub fn run_prepared<O: Observer>(
         let mut all = (&mut checker, (&mut coverage, observer));
         let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut all)
             .map_err(Failure::Run)?;
-        (result, Some(checker.into_hazards()))
+        let mut hazards = checker.into_hazards();
+        keep_manual_fixes(&mut hazards, |_| auto_sync.is_none());
+        (result, Some(hazards))
     } else {
         let mut both = (&mut coverage, observer);
         let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut both)
@@ -457,6 +468,17 @@ pub fn run_prepared<O: Observer>(
         hazards,
         dropped,
     })
+}
+
+/// Keeps a hazard's suggested synchronisation (`Hazard::fix`) only when the cores of both its
+/// sides run `sync: manual` parts (`manual(core)`): in a `sync: auto` part the flags are the
+/// sync pass's to place, so a hazard there is not the user's to fix by hand.
+fn keep_manual_fixes(hazards: &mut [Hazard], manual: impl Fn(u32) -> bool) {
+    for h in hazards {
+        if !(manual(h.first.core) && manual(h.second.core)) {
+            h.fix = None;
+        }
+    }
 }
 
 /// What one level of a comparison gave.

@@ -117,8 +117,9 @@ impl Plan {
 /// Why a program could not be planned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    /// HIVM's overflow diagnostic, followed by what needed the space.
-    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available!{}{}{}", .space.hivm_name(), Fragmented(*.required_bits <= *.available_bits), Peak(.peak), Details(.largest))]
+    /// HIVM's overflow diagnostic (in bits, as HIVM words it, then the same in bytes, which is
+    /// what a program's shapes and `--capacity` speak), followed by what needed the space.
+    #[error("{} overflow, requires {required_bits} bits while {available_bits} bits available! ({} bytes needed, {} available){}{}{}", .space.hivm_name(), .required_bits / 8, .available_bits / 8, Fragmented(*.required_bits <= *.available_bits), Peak(.peak), Details(.largest))]
     Overflow {
         space: Space,
         required_bits: u64,

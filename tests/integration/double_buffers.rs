@@ -92,8 +92,7 @@ fn n_tiled_matmul_overlaps_its_l0c_and_l1_slots() {
         .replace("l1a@(kk % 2)", "l1a@((n * (K / kt) + kk) % 2)")
         .replace("l1b@(kk % 2)", "l1b@((n * (K / kt) + kk) % 2)");
     assert!(text.contains("(n * (K / kt) + kk) % 2"));
-    let dir = std::env::temp_dir().join(format!("npusim-ntiled-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("ntiled");
     let path = dir.join("ntiled_count.yaml");
     std::fs::write(&path, text).unwrap();
     let rewritten = run_json(&[path.to_str().unwrap()]);
@@ -131,8 +130,7 @@ fn a_slot_that_restarts_with_each_block_is_reported_serialised() {
     let text = std::fs::read_to_string(crate::root().join("programs/matmul_blocked.yaml"))
         .unwrap()
         .replace("@(kk % 2)", "@(((K / kt) * ((N / bn) * mb + nb) + kk) % 2)");
-    let dir = std::env::temp_dir().join(format!("npusim-blocked-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("blocked");
     let path = dir.join("blocked_count.yaml");
     std::fs::write(&path, text).unwrap();
     let fixed = run_json(&[path.to_str().unwrap(), "--param", "K=768"]);
@@ -243,8 +241,7 @@ fn accumulating_mmad_and_mmad_l1_are_ordered_alike() {
         "  - copy: { src: l1a, dst: l0a }\n  - copy: { src: l1b, dst: l0b }\n",
     );
     let mmad_l1 = program("mmad_l1", "", "");
-    let dir = std::env::temp_dir().join(format!("npusim-acc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("acc");
     for (name, text) in [("mmad.yaml", mmad), ("mmad_l1.yaml", mmad_l1)] {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();

@@ -5,6 +5,7 @@ mod bad_inputs;
 mod check_cli;
 mod cli;
 mod compare_cli;
+mod docs;
 mod double_buffers;
 mod dropped_work;
 mod hostile;
@@ -26,6 +27,16 @@ mod trace_cli;
 use sim::{Config, Kernel, Program};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// A fresh empty directory for one test's files: under cargo's target directory
+/// (`CARGO_TARGET_TMPDIR`, which follows `CARGO_TARGET_DIR`), never in the source tree, and
+/// named by the test so that tests running in parallel never share one.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
 
 /// The workspace root (where `programs/` and `tests/fixtures/` live).
 pub fn root() -> PathBuf {

@@ -4,7 +4,7 @@
 //! the file must be exactly what stdout holds without `-o`, and nothing else may be left in the
 //! directory (outputs go through a temporary file that is renamed, or are not written at all).
 
-use crate::{npusim, root};
+use crate::npusim;
 
 const DB: &str = "programs/vec_add_db_manual.yaml";
 
@@ -131,12 +131,8 @@ fn cases() -> Vec<(Vec<&'static str>, i32, bool)> {
     ]
 }
 
-/// A fresh empty directory under the target dir.
 fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = root().join("target").join("outputs-test").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::scratch(&format!("outputs/{name}"))
 }
 
 #[test]

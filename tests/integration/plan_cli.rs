@@ -177,7 +177,7 @@ fn an_overflow_whose_peak_fits_says_why() {
     let err = stderr(&o);
     // the level-0 peak: b0 (2 slots of 1,024 bytes) + b5 (2,048) + b4 (512) = 4,608 bytes
     assert!(
-        err.contains("ub overflow, requires 36864 bits while 40704 bits available!\n  the level-0 peak fits, but first fit with rollback found no address for every slot"),
+        err.contains("ub overflow, requires 36864 bits while 40704 bits available! (4608 bytes needed, 5088 available)\n  the level-0 peak fits, but first fit with rollback found no address for every slot"),
         "{err}"
     );
     assert!(err.contains("help: plan with `--placement exact`"), "{err}");

@@ -67,8 +67,7 @@ fn the_planner_places_buffers_at_the_plan_alignment() {
         "ub:  { bytes: 196608, align: 32 }",
         "ub:  { bytes: 196608, align: 32, plan_align: 1024 }",
     );
-    let dir = std::env::temp_dir().join(format!("npusim-plan-align-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("plan-align");
     let file = dir.join("coarse.yaml");
     std::fs::write(&file, &text).unwrap();
     let config = file.to_str().unwrap();

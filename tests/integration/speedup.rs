@@ -122,7 +122,7 @@ fn a_launch_of_48_blocks_shares_hbm() {
     // ... up to 2,048 for the 48th (16 bytes a cycle), 51,082 in all. Every later load takes at
     // least the path's 298 cycles, so the 48 MTE2s are busy at least 51,082 + 208 × 298 =
     // 113,066 cycles, against the 76,288 the same loads take on one core with HBM to itself.
-    let file = std::env::temp_dir().join(format!("npusim-hbm-48-{}.json", std::process::id()));
+    let file = crate::scratch("hbm-48").join("run.json");
     let o = crate::npusim(&[
         "run",
         "programs/vec_add_blocks.yaml",

@@ -67,8 +67,7 @@ fn round_trip(
 
 #[test]
 fn show_sync_runs_with_the_cycles_of_the_original_at_every_level() {
-    let dir = std::env::temp_dir().join(format!("npusim-show-sync-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("show-sync");
     let mut programs: Vec<_> = std::fs::read_dir(root().join("programs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -93,8 +92,7 @@ fn show_sync_runs_with_the_cycles_of_the_original_at_every_level() {
 
 #[test]
 fn show_sync_keeps_the_blocks_given_on_the_command_line() {
-    let dir = std::env::temp_dir().join(format!("npusim-show-blocks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("show-blocks");
     // a launch with other blocks than it declares, a program without `launch:` (whose blocks
     // all write the same rows: a race, which is not what this test is about), and a mixed
     // kernel on one AI core

@@ -21,10 +21,9 @@ fn programs() -> Vec<PathBuf> {
     v
 }
 
+/// A file in a directory of its own (tests call this in parallel, each with its own name).
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("npusim-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    crate::scratch(&format!("trace/{name}")).join(name)
 }
 
 /// Runs `npusim run PROGRAM --format json --trace FILE EXTRA...`: the report and the trace.

@@ -84,7 +84,7 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "ub overflow, requires 16 bits while 8 bits available!\n  peak liveness at position 3, body[0] (load); live there:\n  a: 2 bytes"
+            "ub overflow, requires 16 bits while 8 bits available! (2 bytes needed, 1 available)\n  peak liveness at position 3, body[0] (load); live there:\n  a: 2 bytes"
         );
     }
 }

@@ -659,6 +659,8 @@ fn hazard_display_names_memory_range_and_both_sides() {
             at: "body[0].for.body[3] store".into(),
             vars: vec![("t".into(), 3)],
         },
+        conservative: None,
+        fix: None,
     };
     assert_eq!(
         h.to_string(),
