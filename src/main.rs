@@ -827,8 +827,12 @@ fn commit_trace(
     Ok(())
 }
 
-/// Prints a run's problems; exit 1 when there are any.
+/// Prints a run's dropped work (warnings: the exit code stays) and its problems; exit 1 when
+/// there are problems.
 fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Result<(), Exit> {
+    for d in dropped_work(sim, src) {
+        err_line!("{d}");
+    }
     let n = report_problems(config, sim, "");
     if n > 0 {
         err_line!(
@@ -927,6 +931,27 @@ fn best_level(
     }
 }
 
+/// The work a run dropped, one warning per tensor and kind, located at the tensor's declaration
+/// (`FILE:LINE:COL: warning: gm.y: gm tensor `y` ... is stored to, but ...`).
+fn dropped_work(sim: &Simulation, src: &input::Source) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = sim
+        .dropped
+        .iter()
+        .map(|g| {
+            let w = reports::Warning::dropped(&sim.program, g);
+            let mut d = Diagnostic::error(
+                &src.name,
+                &sim.program.tensor(g.tensor).path,
+                format!("[{}] {}", w.kind, w.message),
+            );
+            d.severity = sim::diag::Severity::Warning;
+            d
+        })
+        .collect();
+    sim::load::locate(&src.text, &mut out);
+    out
+}
+
 /// Prints a run's hazards, sync findings and deadlock on stderr, each line prefixed with
 /// `context` after its kind (`hazard: level 0: ...`), and returns how many there were. In a
 /// launch of more than one core, a finding and a waiter name their core (`block 1 aiv 0: `)
@@ -939,8 +964,8 @@ pub fn report_problems(config: &Config, sim: &Simulation, context: &str) -> usiz
     lines.len()
 }
 
-/// The lines [`report_problems`] prints, one per problem (a sweep records them as a point's
-/// message).
+/// The lines [`report_problems`] prints, one entry per problem (a sweep records them as a
+/// point's message); a hazard with a suggested fix has it on a `fix:` line under it.
 pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<String> {
     let result = &sim.result;
     let who = |core: u32| match result.cores.get(core as usize) {
@@ -950,7 +975,11 @@ pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<St
     let hazards = sim.hazards.as_deref().unwrap_or_default();
     let mut lines: Vec<String> = hazards
         .iter()
-        .map(|h| format!("hazard: {context}{h}"))
+        .map(|h| match &h.fix {
+            // what would order it, on a line of its own under it
+            Some(fix) => format!("hazard: {context}{h}\nfix: {context}{fix}"),
+            None => format!("hazard: {context}{h}"),
+        })
         .collect();
     for f in &result.findings {
         let core = match f {

@@ -16,6 +16,7 @@
 use planner::{
     LivenessError, PlanError, PlanFailure, PlanOptions, Planned, Serialised, SyncStats, Violation,
 };
+use sim::coverage::{Coverage, Gap};
 use sim::engine::{Limits, Observer};
 use sim::program::SyncMode;
 use sim::race::RaceChecker;
@@ -106,6 +107,11 @@ pub struct Simulation {
     pub result: RunResult,
     /// `None` when the race checker did not run.
     pub hazards: Option<Vec<Hazard>>,
+    /// The work the run dropped: gm bytes the program stores to that no op wrote, rows of a
+    /// loaded tensor no op read while others were ([`Coverage::gaps`]). Warnings, not
+    /// findings; empty when the run deadlocked or stopped at a limit, which left work undone
+    /// for another reason.
+    pub dropped: Vec<Gap>,
 }
 
 impl Simulation {
@@ -335,18 +341,32 @@ pub fn run_prepared_kernel<O: Observer>(
     let addresses: Vec<sim::Addresses> = parts.iter().map(|p| p.planned.plan.addresses()).collect();
     let launch: Vec<(&Program, &sim::Addresses)> =
         parts.iter().map(|p| &p.program).zip(&addresses).collect();
+    let programs: Vec<&Program> = launch.iter().map(|p| p.0).collect();
+    let mut coverage = Coverage::for_launch(&programs, config);
     let (result, hazards) = if opts.race_check {
         let mut checker = RaceChecker::for_launch(&launch, config);
-        let mut both = (&mut checker, observer);
-        let result = sim::engine::run_launch(&launch, config, opts.limits, &mut both)
+        let mut all = (&mut checker, (&mut coverage, observer));
+        let result = sim::engine::run_launch(&launch, config, opts.limits, &mut all)
             .map_err(Failure::Run)?;
-        (result, Some(checker.into_hazards()))
+        let mut hazards = checker.into_hazards();
+        let programs: Vec<&Program> = launch.iter().map(|p| p.0).collect();
+        let slots = sim::launch::slots(&programs, config);
+        let manual = |core: u32| {
+            slots
+                .get(core as usize)
+                .is_some_and(|s| parts[s.part as usize].auto_sync.is_none())
+        };
+        keep_manual_fixes(&mut hazards, manual);
+        (result, Some(hazards))
     } else {
-        let result = sim::engine::run_launch(&launch, config, opts.limits, observer)
+        let mut both = (&mut coverage, observer);
+        let result = sim::engine::run_launch(&launch, config, opts.limits, &mut both)
             .map_err(Failure::Run)?;
         (result, None)
     };
     result.check_accounting().map_err(Failure::Accounting)?;
+    let dropped = dropped(&coverage, &result);
+    drop(coverage);
     let mut rest = parts.split_off(1);
     let first = parts.pop().expect("a kernel has a part");
     rest.shrink_to_fit();
@@ -359,7 +379,16 @@ pub fn run_prepared_kernel<O: Observer>(
         handoffs: first.handoffs,
         result,
         hazards,
+        dropped,
     })
+}
+
+/// What the run dropped, when it ran to its end.
+fn dropped(coverage: &Coverage, result: &RunResult) -> Vec<Gap> {
+    if result.deadlock.is_some() || result.stopped.is_some() {
+        return Vec::new();
+    }
+    coverage.gaps()
 }
 
 /// A planned and synchronised program, ready to run: what an observer that names ops (a
@@ -410,18 +439,24 @@ pub fn run_prepared<O: Observer>(
         planned_program: _,
     } = prepared;
     let addresses = planned.plan.addresses();
+    let mut coverage = Coverage::new(&program, config);
     let (result, hazards) = if opts.race_check {
         let mut checker = RaceChecker::new(&program, config, &addresses);
-        let mut both = (&mut checker, observer);
-        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut both)
+        let mut all = (&mut checker, (&mut coverage, observer));
+        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut all)
             .map_err(Failure::Run)?;
-        (result, Some(checker.into_hazards()))
+        let mut hazards = checker.into_hazards();
+        keep_manual_fixes(&mut hazards, |_| auto_sync.is_none());
+        (result, Some(hazards))
     } else {
-        let result = sim::run_placed(&program, config, &addresses, opts.limits, observer)
+        let mut both = (&mut coverage, observer);
+        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut both)
             .map_err(Failure::Run)?;
         (result, None)
     };
     result.check_accounting().map_err(Failure::Accounting)?;
+    let dropped = dropped(&coverage, &result);
+    drop(coverage);
     Ok(Simulation {
         planned,
         auto_sync,
@@ -431,7 +466,19 @@ pub fn run_prepared<O: Observer>(
         handoffs,
         result,
         hazards,
+        dropped,
     })
+}
+
+/// Keeps a hazard's suggested synchronisation (`Hazard::fix`) only when the cores of both its
+/// sides run `sync: manual` parts (`manual(core)`): in a `sync: auto` part the flags are the
+/// sync pass's to place, so a hazard there is not the user's to fix by hand.
+fn keep_manual_fixes(hazards: &mut [Hazard], manual: impl Fn(u32) -> bool) {
+    for h in hazards {
+        if !(manual(h.first.core) && manual(h.second.core)) {
+            h.fix = None;
+        }
+    }
 }
 
 /// What one level of a comparison gave.

@@ -17,7 +17,7 @@
 
 use sim::expr::Expr;
 use sim::footprint::{Bases, Footprint};
-use sim::program::{Block, CrossMode, Kernel, Op, OpKind, Program, Ref, SyncMode};
+use sim::program::{Block, CrossMode, Kernel, Loc, Op, OpKind, Program, Ref, Side, SyncMode};
 use sim::{Config, OpId, Pipe, TensorId};
 
 /// What the pass inserted for one hand-off.
@@ -652,9 +652,14 @@ fn emit(old: &Program, ins: &Inserts) -> Program {
         buffers: old.body.buffers.clone(),
         views: old.body.views.clone(),
     };
+    // the head's ops point at the body's first op, which they precede
+    let head = match old.body.ops.first() {
+        Some(&f) => Loc::inserted(&old.op(f).loc, Side::Before),
+        None => Loc::default(),
+    };
     for (kind, pipe) in &ins.head {
         body.ops
-            .push(e.inserted(kind, *pipe, None, None, "at the start of the body"));
+            .push(e.inserted(kind, *pipe, None, None, "at the start of the body", &head));
     }
     let rest = e.block(&old.body, None, None);
     body.ops.extend(rest.ops);
@@ -682,14 +687,19 @@ impl Emitter<'_> {
             views: b.views.clone(),
         };
         for &op in &b.ops {
+            let loc = &self.old.op(op).loc;
             for (kind, pipe) in &self.ins.before[op.index()] {
                 let at = format!("before {}", self.old.op(op).path);
-                out.ops.push(self.inserted(kind, *pipe, parent, lp, &at));
+                let l = Loc::inserted(loc, Side::Before);
+                out.ops
+                    .push(self.inserted(kind, *pipe, parent, lp, &at, &l));
             }
             out.ops.push(self.op(op, parent, lp));
             for (kind, pipe) in &self.ins.after[op.index()] {
                 let at = format!("after {}", self.old.op(op).path);
-                out.ops.push(self.inserted(kind, *pipe, parent, lp, &at));
+                let l = Loc::inserted(loc, Side::After);
+                out.ops
+                    .push(self.inserted(kind, *pipe, parent, lp, &at, &l));
             }
         }
         out
@@ -715,6 +725,7 @@ impl Emitter<'_> {
         parent: Option<OpId>,
         lp: Option<OpId>,
         at: &str,
+        loc: &Loc,
     ) -> OpId {
         let what = match kind {
             OpKind::CrossSet { .. } => "cross_set",
@@ -724,6 +735,7 @@ impl Emitter<'_> {
         self.ops.push(Op {
             kind: kind.clone(),
             path: format!("{what} (inserted {at})"),
+            loc: loc.clone(),
             pipe: Some(pipe),
             loop_parent: lp,
             parent,
@@ -799,5 +811,48 @@ mod tests {
         let ok = synchronize_within(&k, &config, ENUMERATION_LIMIT).unwrap();
         assert_eq!(ok.handoffs[0].count, 24);
         assert_eq!(ok.handoffs[0].reverse, Some((1, 3)));
+    }
+
+    #[test]
+    fn inserted_cross_core_ops_point_at_the_op_beside_them() {
+        let (k, config) = kernel(&[], 2);
+        let ok = synchronize_within(&k, &config, ENUMERATION_LIMIT).unwrap();
+        let mut seen = 0;
+        for (part, p) in ok.kernel.parts.iter().enumerate() {
+            for (i, op) in p.ops.iter().enumerate() {
+                let Some(side) = op.loc.inserted else {
+                    continue;
+                };
+                seen += 1;
+                // the op it went beside is an op of the part as loaded, at that line and column
+                let beside = k.parts[part]
+                    .ops
+                    .iter()
+                    .position(|o| (o.loc.line, o.loc.column) == (op.loc.line, op.loc.column))
+                    .expect("an op at the inserted op's location");
+                assert_eq!(
+                    p.op_text(OpId::new(i)),
+                    k.parts[part].op_text(OpId::new(beside))
+                );
+                let side = if side == Side::Before {
+                    "before"
+                } else {
+                    "after"
+                };
+                // the body's head goes before its first op
+                assert!(
+                    op.path.contains(side) || op.path.contains("at the start of the body"),
+                    "{} / {side}",
+                    op.path
+                );
+                let at = p.locate(OpId::new(i));
+                assert!(
+                    at.starts_with("matmul_add.yaml:")
+                        && at.contains(&format!("(inserted {side} ")),
+                    "{at}"
+                );
+            }
+        }
+        assert!(seen >= 2, "a cross_set and a cross_wait at least");
     }
 }

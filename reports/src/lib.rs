@@ -28,14 +28,14 @@
 //! | `efficiency` | pipe bound / total |
 //! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
 //! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`, `hbm`, `l2`}; `hbm` and `l2` are the bandwidth drawn on the chip's two rates: {`bytes`, `gb_per_s`, `peak_gb_per_s`, `of_peak`} |
-//! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `vars`}, `message`} |
+//! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `line`, `column`, `vars`}, `message`} |
 //! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
-//! | `deadlock` | null, or {`cycle`, `waiters`: [{`pipe`, `waits_on`, `op`, `op_kind`}]} |
+//! | `deadlock` | null, or {`cycle`, `waiters`: [{`core`, `pipe`, `waits_on`, `op`, `op_kind`, `line`, `column`}]} |
 //! | `stopped` | null, or {`limit`, `value`, `cycle`}: the run reached `--max-cycles` or `--max-instructions` |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |
 //! | `cross_sync` | the cross-core hand-offs `sync: auto` inserted in a mixed kernel ([`planner::Handoff`]): [{`tensor`, `producer` and `consumer` {`core`, `ops`}, `flag`, `reverse` (`null` or {`flag`, `depth`}), `count`}]; `[]` when it inserted none |
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
-//! | `warnings` | [{`kind`, `message`}]: `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
+//! | `warnings` | [{`kind`, `tensor`, `range`, `message`}]: `unwritten` and `unread_rows` (work the run dropped in gm tensor `tensor`, its first missing `range` {`elements`, `bytes`, `rows`, `from`, `to`}; `sim::coverage`), `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
 //! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]) |
 //! | `plan` | the plan document ([`plan_json`]) |
 //! | `launch` | the launch ([`launch_json`]): `blocks`, `parts` (a mixed kernel's `{core, plan}` per part, else `null`), `by_type` (per core type: `cores`, `end_cycle` and per pipe `busy`/`stalled` as {`min`, `max`, `mean`}), `cores` (every core: `name`, `block`, `type`, `index`, `end_cycle`, `pipes`, `overlap_cycles`, `bank_conflict_cycles`) |
@@ -88,7 +88,8 @@ pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
-    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, Run, Warning, RUN_KEYS,
+    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, Run, Warning,
+    RUN_KEYS,
 };
 pub use sweep::{short_name, sweep_summary_text, Best, Pivot, SweepTable, SweepView};
 pub use trace::{live_bytes, Trace, TracePart, TraceWindow};
@@ -198,6 +199,7 @@ pub(crate) mod testutil {
         Op {
             kind,
             path: path.into(),
+            loc: Default::default(),
             pipe,
             loop_parent: Some(OpId::new(0)),
             parent: Some(OpId::new(0)),
@@ -219,6 +221,7 @@ pub(crate) mod testutil {
                 },
             }),
             path: "body[0]".into(),
+            loc: Default::default(),
             pipe: Some(Pipe::S),
             loop_parent: None,
             parent: None,
@@ -262,6 +265,8 @@ pub(crate) mod testutil {
         ));
         Program {
             kernel: "vec_add_db".into(),
+            file: String::new(),
+            texts: Default::default(),
             core: CoreId::new(0),
             sync: SyncMode::Manual,
             params: vec![("tiles".into(), 16), ("n".into(), 16384)],

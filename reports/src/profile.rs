@@ -97,24 +97,23 @@ impl Profiler {
                 }
                 let mut stalls = self.stalls[k].clone();
                 stalls.sort();
-                // a flag names its pipes; an inserted op's path already starts with its kind
-                let kind = match &op.kind {
-                    OpKind::SetFlag { src, dst, .. } | OpKind::WaitFlag { src, dst, .. } => {
-                        format!("{} {src}->{dst}", op.kind.name())
+                let label = if op.loc.line > 0 {
+                    program.locate(OpId::new(i))
+                } else {
+                    // a flag names its pipes; an inserted op's path already starts with its kind
+                    let kind = op.kind.title();
+                    match op.path.strip_prefix(op.kind.name()) {
+                        Some(rest) => format!("{kind}{rest}"),
+                        None => format!("{kind} {}", op.path),
                     }
-                    OpKind::Barrier(sim::program::BarrierTarget::Pipe(p)) => format!("barrier {p}"),
-                    OpKind::Barrier(_) => "barrier all".into(),
-                    k => k.name().to_string(),
-                };
-                let label = match op.path.strip_prefix(op.kind.name()) {
-                    Some(rest) => format!("{kind}{rest}"),
-                    None => format!("{kind} {}", op.path),
                 };
                 rows.push(ProfileRow {
                     part: part as u32,
                     op: OpId(i as u32),
                     label,
                     path: op.path.clone(),
+                    line: op.loc.line,
+                    column: op.loc.column,
                     kind: op.kind.name(),
                     pipe: op.pipe.unwrap_or(Pipe::S),
                     count: self.count[k],
@@ -173,9 +172,14 @@ pub struct ProfileRow {
     pub part: u32,
     /// The op, in its part's program.
     pub op: OpId,
-    /// How the text table names it: `vadd body[2]`, `set_flag V->MTE2 (inserted after ...)`.
+    /// How the text table names it: where it is written and its text
+    /// (`programs/softmax.yaml:23:9 vexp { ins: [xb], out: xb }`, [`Program::locate`]); without
+    /// a location, its kind and path (`vadd body[2]`, `set_flag V->MTE2 (inserted after ...)`).
     pub label: String,
     pub path: String,
+    /// Where the op is written (0 when unknown).
+    pub line: u32,
+    pub column: u32,
     /// The op's YAML key (`vadd`, `load`, `for`).
     pub kind: &'static str,
     /// The pipe that executes it (S for scalar and control ops; `mmad_l1` is M, with its
@@ -215,6 +219,8 @@ pub fn profile_json(rows: &[ProfileRow]) -> Value {
                 json!({
                     "op": r.path,
                     "name": r.label,
+                    "line": crate::run_report::line_json(r.line),
+                    "column": crate::run_report::line_json(r.column),
                     "kind": r.kind,
                     "pipe": r.pipe.report_name(),
                     "count": r.count,

@@ -4,6 +4,7 @@
 use crate::table::{Align, Table};
 use planner::{Plan, Serialised, SyncStats};
 use serde_json::{json, Map, Value};
+use sim::coverage::{Gap, GapKind};
 use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
 use sim::race::{Hazard, HazardAccess};
 use sim::{Config, OpId, Program, RunResult};
@@ -32,6 +33,8 @@ pub struct Run<'a> {
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
     pub core: Option<usize>,
+    /// The work the run dropped ([`pipeline::Simulation::dropped`]).
+    pub dropped: &'a [Gap],
 }
 
 impl Run<'_> {
@@ -136,10 +139,7 @@ impl BestLevel {
                 self.chosen
             ),
         };
-        Some(Warning {
-            kind: "slower_level",
-            message,
-        })
+        Some(Warning::new("slower_level", message))
     }
 }
 
@@ -160,6 +160,7 @@ impl<'a> Run<'a> {
             others: &[],
             handoffs: &[],
             core: None,
+            dropped: &[],
         }
     }
 }
@@ -178,38 +179,157 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             others: &s.others,
             handoffs: &s.handoffs,
             core: None,
+            dropped: &s.dropped,
         }
     }
 }
 
-/// Something the user should know about a run that is not a mistake in the program: the
+/// Something the user should know about a run that does not stop it: work the run dropped, the
 /// planner's warnings, a multi-buffer the sync pass serialised, a wait that sets the pace of the
-/// busiest pipe.
+/// busiest pipe. Warnings never change the exit code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    /// `plan`, `serialised`, `dominant_wait` or `slower_level`.
+    /// `unwritten`, `unread_rows`, `plan`, `serialised`, `dominant_wait` or `slower_level`.
     pub kind: &'static str,
+    /// The gm tensor a dropped-work warning is about.
+    pub tensor: Option<String>,
+    /// Its first missing range.
+    pub range: Option<GapRange>,
     pub message: String,
+}
+
+impl Warning {
+    /// A warning about no tensor.
+    pub fn new(kind: &'static str, message: String) -> Warning {
+        Warning {
+            kind,
+            tensor: None,
+            range: None,
+            message,
+        }
+    }
+
+    /// The warning about the work a run dropped in one tensor ([`Gap`]).
+    pub fn dropped(program: &Program, gap: &Gap) -> Warning {
+        let t = program.tensor(gap.tensor);
+        let range = GapRange::of(t, gap);
+        let at = |index: &[u64]| {
+            let i: Vec<String> = index.iter().map(u64::to_string).collect();
+            format!("{}[{}]", t.name, i.join(", "))
+        };
+        let shape: Vec<String> = t.shape.iter().map(u64::to_string).collect();
+        let tensor = format!("gm tensor `{}` [{}] {}", t.name, shape.join(", "), t.dtype);
+        let (e, b) = (range.elements, range.bytes);
+        let ranges = match gap.ranges {
+            1 => "1 range".to_string(),
+            n => format!("{n} ranges"),
+        };
+        let message = match (gap.kind, gap.rows) {
+            (GapKind::Unread, Some((r0, r1))) => format!(
+                "{tensor} is loaded, but no op read rows [{r0}, {r1}) ({} to {}, elements [{}, {}), bytes [{}, {})) while others were read; rows never read: {} of {}, in {ranges}",
+                at(&range.from),
+                at(&range.to),
+                e.0,
+                e.1,
+                b.0,
+                b.1,
+                gap.missing,
+                t.shape.first().copied().unwrap_or(1),
+            ),
+            _ => format!(
+                "{tensor} is stored to, but no op wrote elements [{}, {}) ({} to {}, bytes [{}, {})); bytes never written: {} of {}, in {ranges}",
+                e.0,
+                e.1,
+                at(&range.from),
+                at(&range.to),
+                b.0,
+                b.1,
+                gap.missing,
+                t.bytes,
+            ),
+        };
+        Warning {
+            kind: gap.kind.name(),
+            tensor: Some(t.name.clone()),
+            range: Some(range),
+            message,
+        }
+    }
+}
+
+/// The first range of a tensor a run left undone, as the run document's `warnings[].range`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GapRange {
+    /// Elements `[lo, hi)`, row-major.
+    pub elements: (u64, u64),
+    /// Bytes `[lo, hi)` from the tensor's start.
+    pub bytes: (u64, u64),
+    /// Rows `[lo, hi)` (indices of the first dimension), for unread rows.
+    pub rows: Option<(u64, u64)>,
+    /// The indices of the range's first and last element.
+    pub from: Vec<u64>,
+    pub to: Vec<u64>,
+}
+
+impl GapRange {
+    fn of(t: &sim::program::Tensor, gap: &Gap) -> GapRange {
+        // the elements a byte range reaches, clipped to the tensor (an `i1` byte holds eight)
+        let (lo, hi) = (
+            gap.elements.0.min(t.elements.saturating_sub(1)),
+            gap.elements.1.min(t.elements),
+        );
+        GapRange {
+            elements: (lo, hi),
+            bytes: gap.bytes,
+            rows: gap.rows,
+            from: unravel(lo, &t.shape),
+            to: unravel(hi.saturating_sub(1).max(lo), &t.shape),
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "elements": [self.elements.0, self.elements.1],
+            "bytes": [self.bytes.0, self.bytes.1],
+            "rows": self.rows.map_or(Value::Null, |(a, b)| json!([a, b])),
+            "from": self.from,
+            "to": self.to,
+        })
+    }
+}
+
+/// The index of row-major element `e` of `shape`.
+fn unravel(mut e: u64, shape: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        out[d] = e % n.max(1);
+        e /= n.max(1);
+    }
+    out
 }
 
 /// A wait on one flag that takes at least this share of the run on the busiest pipe ...
 const DOMINANT_SHARE: f64 = 0.2;
 
-/// The run's warnings, in a fixed order: plan, serialised buffers, dominant waits, a slower
-/// default level.
+/// The run's warnings, in a fixed order: dropped work (tensor by tensor), plan, serialised
+/// buffers, dominant waits, a slower default level.
 pub fn warnings(run: &Run) -> Vec<Warning> {
     let mut out: Vec<Warning> = run
-        .plan
-        .warnings
+        .dropped
         .iter()
-        .map(|w| Warning {
-            kind: "plan",
-            message: w.clone(),
-        })
+        .map(|g| Warning::dropped(run.program, g))
         .collect();
-    out.extend(run.serialised.iter().map(|s| Warning {
-        kind: "serialised",
-        message: format!("multi-buffer `{}` is serialised: {}", s.buffer, s.message),
+    out.extend(
+        run.plan
+            .warnings
+            .iter()
+            .map(|w| Warning::new("plan", w.clone())),
+    );
+    out.extend(run.serialised.iter().map(|s| {
+        Warning::new(
+            "serialised",
+            format!("multi-buffer `{}` is serialised: {}", s.buffer, s.message),
+        )
     }));
     out.extend(dominant_waits(run.program, run.result));
     out.extend(run.best.and_then(BestLevel::warning));
@@ -251,7 +371,8 @@ fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
         let ops: Vec<String> = program
             .ops
             .iter()
-            .filter(|o| match &o.kind {
+            .enumerate()
+            .filter(|(_, o)| match &o.kind {
                 sim::program::OpKind::WaitFlag { src: s, dst, id: e } => {
                     *s == src
                         && *dst == p.pipe
@@ -259,7 +380,7 @@ fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
                 }
                 _ => false,
             })
-            .map(|o| format!("`{}`", o.path))
+            .map(|(i, _)| format!("`{}`", program.locate(OpId::new(i))))
             .collect();
         let shown = match ops.len() {
             0 => String::new(),
@@ -268,24 +389,32 @@ fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
         };
         let ids: Vec<String> = ids.iter().map(|i| format!("#{i}")).collect();
         let id = ids.join(", ");
-        out.push(Warning {
-            kind: "dominant_wait",
-            message: format!(
+        out.push(Warning::new(
+            "dominant_wait",
+            format!(
                 "{pipe}, the busiest pipe, waits {c} cycles ({pct} % of the run) for flags {src}->{pipe} ({id}){shown}: that wait, more than {pipe}'s own work, sets the pace",
                 pipe = p.pipe,
                 pct = crate::percent(c, total),
             ),
-        });
+        ));
     }
     out
 }
 
-/// The warnings as the run document's `warnings`: [{`kind`, `message`}].
+/// The warnings as the run document's `warnings`: [{`kind`, `tensor`, `range`, `message`}]
+/// (`tensor` and `range` `null` but for dropped work).
 pub fn warnings_json(warnings: &[Warning]) -> Value {
     Value::Array(
         warnings
             .iter()
-            .map(|w| json!({ "kind": w.kind, "message": w.message }))
+            .map(|w| {
+                json!({
+                    "kind": w.kind,
+                    "tensor": w.tensor,
+                    "range": w.range.as_ref().map_or(Value::Null, GapRange::json),
+                    "message": w.message,
+                })
+            })
             .collect(),
     )
 }
@@ -392,7 +521,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         ("instr".to_string(), Align::Right),
         ("busy".to_string(), Align::Right),
     ];
-    columns.extend(reasons.iter().map(|r| (column_name(*r), Align::Right)));
+    // a column is headed by the reason's one name, the JSON key (`wait_flag V#0`), as in every
+    // other report
+    columns.extend(reasons.iter().map(|r| (r.to_string(), Align::Right)));
     columns.extend([
         ("starved".to_string(), Align::Right),
         ("idle".to_string(), Align::Right),
@@ -478,6 +609,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             out.push_str(&format!("\nhazards ({}):\n", hs.len()));
             for h in hs {
                 out.push_str(&format!("  {h}\n"));
+                if let Some(fix) = &h.fix {
+                    out.push_str(&format!("    fix: {fix}\n"));
+                }
             }
         }
     }
@@ -568,6 +702,8 @@ pub fn hazard_json(h: &Hazard) -> Value {
             "access": if a.write { "write" } else { "read" },
             "op": a.path,
             "op_kind": a.name,
+            "line": line_json(a.line),
+            "column": line_json(a.column),
             "vars": vars,
         })
     };
@@ -578,7 +714,28 @@ pub fn hazard_json(h: &Hazard) -> Value {
         "first": access(&h.first),
         "second": access(&h.second),
         "message": h.to_string(),
+        "conservative": h.conservative,
+        "fix": h.fix.as_ref().map_or(Value::Null, fix_json),
     })
+}
+
+/// A hazard's suggested synchronisation: the ops to insert, each with where, and the line.
+fn fix_json(fix: &sim::race::Fix) -> Value {
+    let ops: Vec<Value> = fix
+        .ops
+        .iter()
+        .map(|o| {
+            json!({
+                "insert": o.yaml,
+                "place": if o.after { "after" } else { "before" },
+                "op": o.path,
+                "op_kind": o.name,
+                "line": line_json(o.line),
+                "column": line_json(o.column),
+            })
+        })
+        .collect();
+    json!({ "ops": ops, "message": fix.to_string() })
 }
 
 /// The run report as a JSON document with a stable key order: `schema`, then [`RUN_KEYS`] (see
@@ -623,6 +780,8 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
                     "waits_on": w.on.to_string(),
                     "op": op_path(p, w.op),
                     "op_kind": op_kind(p, w.op),
+                    "line": op_line(p, w.op),
+                    "column": op_column(p, w.op),
                 })
             }).collect::<Vec<_>>(),
         }),
@@ -1066,6 +1225,8 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "flag": format!("{src}->{dst}#{id}"),
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
             "cycle": cycle,
         }),
         SyncFinding::UnpairedSet {
@@ -1075,6 +1236,8 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "flag": format!("{src}->{dst}#{id}"),
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
         }),
         SyncFinding::CrossOverflow {
             core,
@@ -1090,14 +1253,36 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "count": count,
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
             "cycle": cycle,
         }),
     }
 }
 
-/// `body[0].for.body[3] wait_flag`: the op's YAML path and kind.
+/// How a finding names op `op`: its file, line, column and text, or its YAML path and kind
+/// when it has no location ([`Program::locate`]).
 pub fn op_ref(program: &Program, op: OpId) -> String {
-    format!("{} {}", op_path(program, op), op_kind(program, op))
+    program.locate(op)
+}
+
+/// A line or column in JSON: `null` when unknown (0).
+pub(crate) fn line_json(n: u32) -> Value {
+    if n == 0 {
+        Value::Null
+    } else {
+        json!(n)
+    }
+}
+
+/// The line op `op` is written at, in JSON (`null` when unknown).
+pub(crate) fn op_line(program: &Program, op: OpId) -> Value {
+    line_json(program.ops.get(op.index()).map_or(0, |o| o.loc.line))
+}
+
+/// The column op `op` is written at, in JSON (`null` when unknown).
+pub(crate) fn op_column(program: &Program, op: OpId) -> Value {
+    line_json(program.ops.get(op.index()).map_or(0, |o| o.loc.column))
 }
 
 fn op_path(program: &Program, op: OpId) -> String {
@@ -1125,15 +1310,6 @@ fn stall_reasons(result: &RunResult) -> Vec<Stall> {
         .flat_map(|p| p.stalls.iter().filter(|(_, c)| *c > 0).map(|(s, _)| *s))
         .collect();
     set.into_iter().collect()
-}
-
-/// A stall reason as a text column header: its JSON key, with `wait_flag` shortened to `wait`.
-fn column_name(reason: Stall) -> String {
-    let name = reason.to_string();
-    match name.strip_prefix("wait_flag ") {
-        Some(rest) => format!("wait {rest}"),
-        None => name,
-    }
 }
 
 fn stall_cycles(p: &PipeStats, reason: Stall) -> u64 {
@@ -1170,7 +1346,7 @@ fn legend(reasons: &[Stall]) -> String {
     for r in reasons {
         let (key, text) = match r {
             Stall::WaitFlag { .. } => (
-                "wait P#i",
+                "wait_flag P#i",
                 "a wait_flag at the head of the queue waited for the flag from pipe P with id i",
             ),
             Stall::CrossWait { .. } => (
@@ -1178,7 +1354,7 @@ fn legend(reasons: &[Stall]) -> String {
                 "a cross_wait at the head of the queue waited for its core's cross-core counter i",
             ),
             Stall::WaitMacro { .. } => (
-                "wait P#mmad_l1",
+                "wait_flag P#mmad_l1",
                 "a part of an mmad_l1 waited for the other on pipe P (M: a chunk's copies; MTE1: M to free an L0 half)",
             ),
             Stall::Drain => (
@@ -1411,9 +1587,27 @@ mod tests {
     #[test]
     fn legend_defines_only_the_reasons_that_occur() {
         let text = run_text_of(&result_clean(), Some(&[]), None);
-        assert!(text.contains("wait P#i"));
+        assert!(text.contains("wait_flag P#i"));
         assert!(!text.contains("queue_full P"));
         assert!(text.contains("overlap"));
+    }
+
+    /// One name per stall reason: the text table's columns are the JSON document's keys (and so
+    /// compare's, the profile's and the trace's, which all print the reason as it displays).
+    #[test]
+    fn text_columns_are_named_as_the_json_keys() {
+        let r = result_clean();
+        let text = run_text_of(&r, Some(&[]), None);
+        let header = text.lines().find(|l| l.starts_with("pipe ")).unwrap();
+        let j = run_json_of(&r, None, None);
+        let mut keys = 0;
+        for p in j["pipes"].as_object().unwrap().values() {
+            for key in p["stalls"].as_object().unwrap().keys() {
+                assert!(header.contains(key.as_str()), "{key} not in {header}");
+                keys += 1;
+            }
+        }
+        assert!(keys > 0 && header.contains("wait_flag "), "{header}");
     }
 
     #[test]
@@ -1428,5 +1622,48 @@ mod tests {
         }];
         let text = run_text_of(&r, None, None);
         assert!(text.contains("op999 ?"), "{text}");
+    }
+
+    #[test]
+    fn dropped_work_names_the_tensor_and_its_range_clipped_to_its_elements() {
+        // 15 i1 elements in 2 bytes: the second byte holds elements 8..15 and 7 bits of nothing
+        let text = "kernel: k\ncore: aiv\ngm:\n  m: { shape: [3, 5], dtype: i1 }\nbody: []\n";
+        let program = sim::load_program(text, "k.yaml", &config(), &[]).unwrap();
+        let gap = Gap {
+            kind: GapKind::Unwritten,
+            tensor: sim::TensorId::new(0),
+            elements: (8, 16),
+            bytes: (1, 2),
+            rows: None,
+            missing: 1,
+            ranges: 1,
+        };
+        let w = Warning::dropped(&program, &gap);
+        assert_eq!((w.kind, w.tensor.as_deref()), ("unwritten", Some("m")));
+        assert_eq!(
+            w.range,
+            Some(GapRange {
+                elements: (8, 15),
+                bytes: (1, 2),
+                rows: None,
+                from: vec![1, 3],
+                to: vec![2, 4],
+            })
+        );
+        assert_eq!(
+            w.message,
+            "gm tensor `m` [3, 5] i1 is stored to, but no op wrote elements [8, 15) (m[1, 3] to m[2, 4], bytes [1, 2)); bytes never written: 1 of 2, in 1 range"
+        );
+        let j = warnings_json(&[w]);
+        assert_eq!(
+            j[0]["range"],
+            json!({ "elements": [8, 15], "bytes": [1, 2], "rows": null, "from": [1, 3], "to": [2, 4] })
+        );
+        // other warnings have no tensor
+        let j = warnings_json(&[Warning::new("plan", "p".into())]);
+        assert_eq!(
+            j,
+            json!([{ "kind": "plan", "tensor": null, "range": null, "message": "p" }])
+        );
     }
 }

@@ -89,10 +89,13 @@ struct OpndInfo<'p> {
 struct OpInfo<'p> {
     /// `,"cat":"op","name":"vadd` (a flag's ` #id` and the closing quote follow).
     name: Vec<u8>,
-    /// `","args":{"op":"body[2]"` (the rest of the args follow).
+    /// `","args":{"op":"body[2]","line":5,"column":9` (the rest of the args follow).
     op: Vec<u8>,
-    /// `,"args":{"op":"body[2]"` for its stall slices.
+    /// `,"args":{"op":"body[2]","line":5,"column":9` for its stall slices (no line and column
+    /// when unknown).
     stall: Vec<u8>,
+    /// Where the path ends in `stall`.
+    path_end: usize,
     /// Loop variables around the op, outermost first: `"t":` and the variable's id.
     vars: Vec<(Vec<u8>, usize)>,
     operands: Vec<OpndInfo<'p>>,
@@ -347,6 +350,12 @@ impl<'p> PartInfo<'p> {
                 };
                 let quoted = json(&name);
                 let path = json(&op.path);
+                // where the op is written, after its path
+                let at = if op.loc.line > 0 {
+                    format!(",\"line\":{},\"column\":{}", op.loc.line, op.loc.column)
+                } else {
+                    String::new()
+                };
                 let dynamic = operands.iter().any(|o: &OpndInfo| o.fixed.is_none());
                 let is_move = matches!(
                     op.kind,
@@ -360,8 +369,9 @@ impl<'p> PartInfo<'p> {
                     is_move,
                     name: format!(",\"cat\":\"op\",\"name\":{}", &quoted[..quoted.len() - 1])
                         .into_bytes(),
-                    op: format!("\",\"args\":{{\"op\":{path}").into_bytes(),
-                    stall: format!(",\"args\":{{\"op\":{path}").into_bytes(),
+                    op: format!("\",\"args\":{{\"op\":{path}{at}").into_bytes(),
+                    stall: format!(",\"args\":{{\"op\":{path}{at}").into_bytes(),
+                    path_end: 14 + path.len(),
                     vars,
                     operands,
                     pos,
@@ -737,9 +747,9 @@ impl<'p, W: Write> Trace<'p, W> {
         num(&mut self.buf, r.branches);
         self.buf.extend_from_slice(b",\"first\":");
         let part = self.cores[c].part;
-        let first = &self.parts[part].ops[r.first as usize].stall;
+        let first = &self.parts[part].ops[r.first as usize];
         // `,"args":{"op":"body[2]"` minus its `,"args":{"op":` prefix
-        self.buf.extend_from_slice(&first[14..]);
+        self.buf.extend_from_slice(&first.stall[14..first.path_end]);
         self.cut(r.from, r.to, a, b);
         self.buf.extend_from_slice(b"}}");
         self.maybe_drain();

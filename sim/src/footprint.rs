@@ -12,7 +12,7 @@
 //! `[lo × bits / 8, ceil(hi × bits / 8))` (an `i1` range rounds out to whole bytes).
 
 use crate::expr::{EvalError, Expr};
-use crate::ids::{BufferId, TensorId};
+use crate::ids::{BufferId, OpId, TensorId};
 use crate::program::{Buffer, Index, OpKind, Operand, Program, Ref, Tensor, View, ViewKind};
 use crate::types::Space;
 
@@ -229,25 +229,50 @@ pub fn static_count(o: &Operand, shape: &[u64]) -> Option<u64> {
     Some(n)
 }
 
-/// The values each loop variable can take (inclusive), where they can be bounded: a `for`
-/// from its bounds and step, a `while` from its trip count. Indexed by [`crate::VarId`].
-pub fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
+/// Calls `visit(op, ranges)` for every op of `program` in op order (pre-order), with the values
+/// each loop variable in scope there can take (inclusive, by [`crate::VarId`]; `None` where
+/// unknown): a `for` from its bounds and step, a `while` from its trip count, narrowed inside an
+/// `if` branch by its guard ([`crate::guard::narrow`]), so a guarded access's footprint stays
+/// within what the branch can touch.
+pub fn walk_ranges(program: &Program, visit: &mut dyn FnMut(OpId, &[Span])) {
     let mut ranges = vec![None; program.vars.len()];
-    // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
-    for op in &program.ops {
-        match &op.kind {
+    walk_block(program, &program.body.ops, &mut ranges, visit);
+}
+
+fn walk_block(
+    program: &Program,
+    ops: &[OpId],
+    ranges: &mut Vec<Span>,
+    visit: &mut dyn FnMut(OpId, &[Span]),
+) {
+    for &id in ops {
+        visit(id, ranges);
+        match &program.op(id).kind {
             OpKind::For(l) => {
-                ranges[l.var.index()] = crate::load::for_range(&l.from, &l.to, &l.step, &ranges)
+                let r = crate::load::for_range(&l.from, &l.to, &l.step, ranges);
+                let outside = std::mem::replace(&mut ranges[l.var.index()], r);
+                walk_block(program, &l.body.ops, ranges, visit);
+                ranges[l.var.index()] = outside;
             }
-            OpKind::While { var, trips, .. } => {
-                ranges[var.index()] = trips
-                    .range(&ranges)
+            OpKind::While { var, trips, body } => {
+                let r = trips
+                    .range(ranges)
                     .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+                let outside = std::mem::replace(&mut ranges[var.index()], r);
+                walk_block(program, &body.ops, ranges, visit);
+                ranges[var.index()] = outside;
+            }
+            OpKind::If { cond, then, els } => {
+                for (holds, block) in [(true, Some(then)), (false, els.as_ref())] {
+                    let Some(block) = block else { continue };
+                    let narrowed = crate::guard::narrow(cond, holds, ranges);
+                    walk_block(program, &block.ops, ranges, visit);
+                    narrowed.undo(ranges);
+                }
             }
             _ => {}
         }
     }
-    ranges
 }
 
 /// How many elements operand `o` (on a base of `shape`) selects for the loop variables
@@ -437,6 +462,43 @@ fn runs_in<'a>(
     }
 }
 
+/// The most outer dimensions a [`Strided`] selection holds; deeper selections (past every
+/// shape kernels write) are [`Selected::Deep`].
+pub const STRIDED_DIMS: usize = 8;
+
+/// The elements an operand selects, exactly, as runs of `len` elements on a lattice: one run at
+/// `first + Σ i_d × stride_d` for every `i_d < count_d`, `dims[..rank]` = `(count_d, stride_d)`
+/// outermost first (elements of the root, window offsets included). Dimensions of count 1 are
+/// left out and a dimension that continues the one inside it (`stride = count × stride` of the
+/// inner one) is merged into it, so a contiguous selection has rank 0. The runs are in
+/// increasing order and never touch: each dimension's stride is larger than the span of what
+/// it repeats (a row-major selection inside its base).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strided {
+    pub first: u64,
+    pub len: u64,
+    pub rank: u8,
+    pub dims: [(u64, u64); STRIDED_DIMS],
+}
+
+impl Strided {
+    /// The outer dimensions, outermost first.
+    #[inline]
+    pub fn dims(&self) -> &[(u64, u64)] {
+        &self.dims[..self.rank as usize]
+    }
+}
+
+/// What [`Footprint::strided_at`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selected {
+    /// Nothing.
+    Empty,
+    Runs(Strided),
+    /// More than [`STRIDED_DIMS`] outer dimensions: only the bounding range is known.
+    Deep,
+}
+
 /// An operand's bounding range over every value of the loop variables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Over {
@@ -522,6 +584,84 @@ impl<'a> Footprint<'a> {
             off += ev(w);
         }
         Some((lo + off, last + 1 + off))
+    }
+
+    /// Whether the operand can select more than one run for some value of the loop variables:
+    /// some dimension outside the innermost one that is not selected whole can select more
+    /// than one index. When it cannot, [`Footprint::elems_at`] is exact.
+    pub fn may_stride(&self) -> bool {
+        let n = self.shape.len();
+        // the innermost dimension not statically whole; every dimension outside it must pick
+        // at most one index
+        let whole = |d: usize| match self.sel(d) {
+            Sel::Whole(_) => true,
+            Sel::At(_) => self.shape[d] == 1,
+            Sel::Slice(a, b) => {
+                a.as_const() == Some(0) && b.as_const() == Some(self.shape[d] as i64)
+            }
+        };
+        let Some(k) = (0..n).rev().find(|&d| !whole(d)) else {
+            return false;
+        };
+        (0..k).any(|d| match self.sel(d) {
+            Sel::Whole(e) => e > 1,
+            Sel::At(_) => false,
+            Sel::Slice(..) => self.sel(d).const_len().is_none_or(|l| l > 1),
+        })
+    }
+
+    /// The elements the operand selects for the loop variables `vars`, as runs on a lattice
+    /// ([`Strided`]); the runs of [`gm_runs_at`], in elements of the root. The engine checks
+    /// bounds before anything reads this, so an expression that fails to evaluate counts as 0.
+    pub fn strided_at(&self, vars: &[i64]) -> Selected {
+        let n = self.shape.len();
+        let ev = |e: &Expr| e.eval(vars).unwrap_or(0).max(0) as u64;
+        let mut first = self.base;
+        for w in &self.windows {
+            first += ev(w);
+        }
+        let mut len = 1u64;
+        let mut merging = true;
+        // collected innermost first, then reversed
+        let mut dims = [(0u64, 0u64); STRIDED_DIMS];
+        let mut rank = 0usize;
+        for d in (0..n).rev() {
+            let (a, b) = self.sel(d).at(vars).unwrap_or((0, 0));
+            let (a, b) = (a.max(0) as u64, b.max(0) as u64);
+            if b <= a {
+                return Selected::Empty;
+            }
+            let stride = self.strides[d];
+            first += a * stride;
+            let count = b - a;
+            if merging {
+                // the innermost dimensions selected whole and the first one that is not make
+                // one run
+                len = count * stride;
+                merging = a == 0 && b == self.shape[d];
+                continue;
+            }
+            if count == 1 {
+                continue;
+            }
+            if rank > 0 && dims[rank - 1].0 * dims[rank - 1].1 == stride {
+                // continues the dimension inside it
+                dims[rank - 1].0 *= count;
+                continue;
+            }
+            if rank == STRIDED_DIMS {
+                return Selected::Deep;
+            }
+            dims[rank] = (count, stride);
+            rank += 1;
+        }
+        dims[..rank].reverse();
+        Selected::Runs(Strided {
+            first,
+            len,
+            rank: rank as u8,
+            dims,
+        })
     }
 
     /// The bounding element range of the root over every value the loop variables can take
@@ -711,6 +851,66 @@ body:
         assert_eq!(runs(2), [(16384, 16384)]);
         // one row
         assert_eq!(runs(3), [(768, 256)]);
+    }
+
+    #[test]
+    fn strided_selections_are_their_runs() {
+        let p = program();
+        let runs = |f: &Footprint, vars: &[i64]| match f.strided_at(vars) {
+            Selected::Runs(s) => (s.first, s.len, s.dims().to_vec()),
+            other => panic!("{other:?}"),
+        };
+        // the whole buffer: one run
+        let whole = fp(&p, 0, 1);
+        assert!(!whole.may_stride());
+        assert_eq!(runs(&whole, &[]), (0, 32, vec![]));
+        // a[1:3, 2:4]: two runs of 2, a row (8) apart, from element 10
+        let strided = fp(&p, 2, 0);
+        assert!(strided.may_stride());
+        assert_eq!(runs(&strided, &[0]), (10, 2, vec![(2, 8)]));
+        // a[i, 0:4]: one run whatever i is
+        let row = fp(&p, 2, 1);
+        assert!(!row.may_stride());
+        assert_eq!(runs(&row, &[1]), (8, 4, vec![]));
+        // a window's offset moves the runs
+        let win = fp(&p, 3, 0);
+        assert_eq!(runs(&win, &[0]), (18, 2, vec![]));
+
+        let config = crate::load_config(
+            crate::builtin::builtin(crate::builtin::DEFAULT).unwrap(),
+            "config",
+        )
+        .unwrap();
+        let text = r#"
+kernel: strided
+core: aiv
+sync: manual
+gm:
+  t: { shape: [2, 3, 8], dtype: f16 }
+buffers:
+  a: { scope: ub, shape: [2, 3, 4], dtype: f16 }
+  b: { scope: ub, shape: [2, 1, 4], dtype: f16 }
+  c: { scope: ub, shape: [2, 3, 8], dtype: f16 }
+body:
+  - for: { var: i, to: 2 }
+    body:
+      - load: { src: "t[:, :, 0:4]", dst: a }
+      - load: { src: "t[:, i:i + 1, 4:8]", dst: b }
+      - load: { src: "t[0:2, 0:3]", dst: c }
+"#;
+        let p = crate::load_program(text, "strided.yaml", &config, &[]).unwrap();
+        // t[:, :, 0:4]: the two outer dimensions continue each other: 6 runs, 8 apart
+        let a = fp(&p, 1, 0);
+        assert!(a.may_stride());
+        assert_eq!(runs(&a, &[0]), (0, 4, vec![(6, 8)]));
+        // t[:, i:i + 1, 4:8]: one run per plane, a plane (24) apart
+        let b = fp(&p, 2, 0);
+        assert!(b.may_stride());
+        assert_eq!(runs(&b, &[1]), (12, 4, vec![(2, 24)]));
+        // t[0:2, 0:3]: everything, one run
+        let c = fp(&p, 3, 0);
+        assert!(!c.may_stride());
+        assert_eq!(runs(&c, &[0]), (0, 48, vec![]));
     }
 
     #[test]

@@ -11,10 +11,12 @@
 pub mod addresses;
 pub mod builtin;
 pub mod config;
+pub mod coverage;
 pub mod diag;
 pub mod engine;
 pub mod expr;
 pub mod footprint;
+pub mod guard;
 pub mod ids;
 pub mod launch;
 pub mod limits;

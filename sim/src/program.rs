@@ -10,10 +10,17 @@ use crate::ids::CoreId;
 use crate::ids::{BufferId, OpId, TensorId, VarId, ViewId};
 use crate::types::{Dtype, Pipe, Space};
 pub use crate::types::{VecForm, VecOp};
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Program {
     pub kernel: String,
+    /// The file the program was loaded from, as the user named it (`programs/softmax.yaml`);
+    /// empty for a program built in code. Findings name their ops with it ([`Program::locate`]).
+    pub file: String,
+    /// The one-line texts of the ops, one after the other ([`Loc::text`]): one buffer, shared
+    /// by the programs a pass rebuilds from this one, not an allocation per op.
+    pub texts: Arc<str>,
     /// The core type the program runs on (an index into the config's `cores`).
     pub core: CoreId,
     pub sync: SyncMode,
@@ -194,6 +201,8 @@ pub struct Op {
     pub kind: OpKind,
     /// YAML path of the op (`body[0].for.body[2]`).
     pub path: String,
+    /// Where the op is written in the program file ([`Program::locate`]).
+    pub loc: Loc,
     /// The pipe that executes it: the path's pipe for moves, V for vector ops, M for mmad
     /// (mmad_l1 also stages on MTE1), S for scalar and control ops, `None` for `use`.
     pub pipe: Option<Pipe>,
@@ -201,6 +210,44 @@ pub struct Op {
     pub loop_parent: Option<OpId>,
     /// The enclosing control op.
     pub parent: Option<OpId>,
+}
+
+/// Where an op is written: what findings point at (docs/cli.md, "Where findings point").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loc {
+    /// 1-based line and column (in characters) of the op's list item in the program file; 0 when
+    /// unknown (a program built in code, an op inserted into an empty body).
+    pub line: u32,
+    pub column: u32,
+    /// The op as written, in one line: bytes `[text.0, text.1)` of [`Program::texts`], its key
+    /// and its value in flow style (`vexp { ins: [xb], out: yb }`; a loop's or branch's blocks
+    /// left out), at most [`Loc::TEXT_MAX`] characters ([`Program::op_text`]). An op a pass
+    /// inserted has the text of the op it was inserted beside.
+    pub text: (u32, u32),
+    /// For an op a pass inserted (the sync pass, the cross-core pass): on which side of the op
+    /// at `line:column` it went.
+    pub inserted: Option<Side>,
+}
+
+impl Loc {
+    /// The longest op text kept: enough for an op's operands, short enough for one line of a
+    /// table.
+    pub const TEXT_MAX: usize = 60;
+
+    /// The location of an op inserted on `side` of an op written at `beside`.
+    pub fn inserted(beside: &Loc, side: Side) -> Loc {
+        Loc {
+            inserted: Some(side),
+            ..beside.clone()
+        }
+    }
+}
+
+/// Where a pass inserted an op, relative to the op it names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    Before,
+    After,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -461,6 +508,47 @@ impl Program {
         }
     }
 
+    /// How findings name op `id` (docs/cli.md, "Where findings point"): the file, line and
+    /// column of the op and its text, `programs/softmax.yaml:23:9 vexp { ins: [xb], out: xb }`;
+    /// an op a pass inserted names itself and the op it went beside,
+    /// `programs/softmax.yaml:20:9 set_flag MTE2->V (inserted after load { ... })`. An op
+    /// without a location (a program built in code) is named by its YAML path and key,
+    /// `body[0].for.body[2] vadd`; an id the program does not have, `op999 ?`.
+    pub fn locate(&self, id: OpId) -> String {
+        let Some(op) = self.ops.get(id.index()) else {
+            return format!("{id} ?");
+        };
+        let loc = &op.loc;
+        if loc.line == 0 {
+            return format!("{} {}", op.path, op.kind.name());
+        }
+        let mut out = if self.file.is_empty() {
+            format!("{}:{} ", loc.line, loc.column)
+        } else {
+            format!("{}:{}:{} ", self.file, loc.line, loc.column)
+        };
+        let text = self.op_text(id);
+        match loc.inserted {
+            None => out.push_str(text),
+            Some(side) => {
+                let side = match side {
+                    Side::Before => "before",
+                    Side::After => "after",
+                };
+                out.push_str(&format!("{} (inserted {side} {text})", op.kind.title()));
+            }
+        }
+        out
+    }
+
+    /// Op `id`'s one-line text ([`Loc::text`]); empty when unknown.
+    pub fn op_text(&self, id: OpId) -> &str {
+        self.ops
+            .get(id.index())
+            .and_then(|o| self.texts.get(o.loc.text.0 as usize..o.loc.text.1 as usize))
+            .unwrap_or("")
+    }
+
     /// The name of a loop variable, for printing expressions.
     pub fn var_name(&self, v: VarId) -> String {
         self.vars[v.index()].name.clone()
@@ -490,6 +578,19 @@ impl OpKind {
             OpKind::For(_) => "for",
             OpKind::If { .. } => "if",
             OpKind::While { .. } => "while",
+        }
+    }
+
+    /// The key with what tells an instance apart at a glance: `set_flag MTE2->V`, `barrier V`,
+    /// `barrier all`; the key alone for other ops.
+    pub fn title(&self) -> String {
+        match self {
+            OpKind::SetFlag { src, dst, .. } | OpKind::WaitFlag { src, dst, .. } => {
+                format!("{} {src}->{dst}", self.name())
+            }
+            OpKind::Barrier(BarrierTarget::Pipe(p)) => format!("barrier {p}"),
+            OpKind::Barrier(BarrierTarget::All) => "barrier all".to_string(),
+            k => k.name().to_string(),
         }
     }
 

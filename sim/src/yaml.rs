@@ -365,6 +365,137 @@ pub fn locate(text: &str, path: &str) -> Option<(u32, u32)> {
     Some((n.line, n.column))
 }
 
+/// `node` in one line of flow YAML (`{ ins: [xb], out: yb }`), at most `max` characters: a
+/// longer rendering ends in `...` (for naming an op in a message, not for reading back). A string
+/// is plain when it is a name (`xb`, `xb@1`) and double-quoted otherwise, whatever its style in
+/// the source, which the tree does not keep.
+pub fn flow(node: &Node, max: usize) -> String {
+    let mut out = String::new();
+    write_flow(node, &mut out, 0, max);
+    out
+}
+
+/// [`flow`], appended to `out`, so that `out[from..]` (what was there from `from` on, then the
+/// node) holds at most `max` characters: a loader renders every op of a big program this way,
+/// into one buffer.
+pub fn write_flow(node: &Node, out: &mut String, from: usize, max: usize) {
+    // stop early (a `use` of ten thousand operands needs only its first few), past the bytes
+    // that `max + 1` characters can take
+    flow_into(node, out, from + 4 * (max + 1));
+    shorten_from(out, from, max);
+}
+
+/// `text` cut to at most `max` characters, ending in `...` when it was longer.
+pub fn shorten(mut text: String, max: usize) -> String {
+    shorten_from(&mut text, 0, max);
+    text
+}
+
+/// [`shorten`] of `text[from..]`, in place.
+fn shorten_from(text: &mut String, from: usize, max: usize) {
+    let tail = &text[from..];
+    // at most `max` bytes is at most `max` characters
+    if tail.len() <= max || tail.chars().count() <= max {
+        return;
+    }
+    let keep = max.saturating_sub(3);
+    let cut = from + tail.char_indices().nth(keep).map_or(tail.len(), |(i, _)| i);
+    text.truncate(cut);
+    text.truncate(from + text[from..].trim_end().len());
+    text.push_str("...");
+}
+
+/// Appends `node` in flow style to `out`, stopping once `out` holds `budget` bytes.
+fn flow_into(node: &Node, out: &mut String, budget: usize) {
+    use std::fmt::Write;
+    if out.len() > budget {
+        return;
+    }
+    match &node.value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::TooLarge(s) => out.push_str(s),
+        Value::Float(f) => {
+            let _ = write!(out, "{f}");
+        }
+        Value::Str(s) => flow_string(s, out),
+        Value::Seq(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                flow_into(item, out, budget);
+                if out.len() > budget {
+                    return;
+                }
+            }
+            out.push(']');
+        }
+        Value::Map(entries) if entries.is_empty() => out.push_str("{}"),
+        Value::Map(entries) => {
+            out.push_str("{ ");
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                flow_string(k, out);
+                out.push_str(": ");
+                flow_into(v, out, budget);
+                if out.len() > budget {
+                    return;
+                }
+            }
+            out.push_str(" }");
+        }
+    }
+}
+
+/// Whether `s` is a name YAML reads back as the same string when written plain: a letter or
+/// `_`, then letters, digits, `_`, `.`, `@`, `-`, and not a null or a boolean (a plain scalar
+/// that starts with a letter is never a number: [`scalar`]).
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'@' | b'-'))
+        && !matches!(
+            s,
+            "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
+        )
+}
+
+/// A string plain when it is a name ([`is_name`]), else in double quotes with `"`, `\` and
+/// control characters escaped.
+fn flow_string(s: &str, out: &mut String) {
+    if is_name(s) {
+        out.push_str(s);
+        return;
+    }
+    out.push('"');
+    if !s.contains(['"', '\\']) && !s.chars().any(char::is_control) {
+        out.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push('"');
+}
+
 /// Serialises a value as a YAML document.
 pub fn to_string<T: serde::Serialize>(value: &T) -> String {
     serde_yaml::to_string(value).expect("plain data always serialises")
@@ -480,6 +611,40 @@ mod tests {
         );
         assert_eq!(e.line, Some(41));
         assert_eq!(parse("").unwrap().value, Value::Null);
+    }
+
+    #[test]
+    fn flow_renders_one_line_and_cuts_long_ones() {
+        let item = parse(DOC).unwrap();
+        let body = item.get("body").unwrap();
+        let Value::Seq(ops) = &body.value else {
+            panic!("a list")
+        };
+        let for_op = ops[0].get("for").unwrap();
+        assert_eq!(flow(for_op, 60), "{ var: t, to: tiles }");
+        let inner = ops[0].get("body").unwrap();
+        assert_eq!(
+            flow(inner, 80),
+            "[{ load: { src: \"x[t]\", dst: xb } }, { vadd: { ins: [a, b], out: zb } }]"
+        );
+        assert_eq!(flow(inner, 20), "[{ load: { src: \"...");
+        let v = |text: &str| {
+            parse(&format!("k: {text}"))
+                .unwrap()
+                .get("k")
+                .unwrap()
+                .clone()
+        };
+        // strings YAML would read as something else are quoted
+        assert_eq!(flow(&v("\"42\""), 10), "\"42\"");
+        assert_eq!(flow(&v("\"true\""), 10), "\"true\"");
+        assert_eq!(flow(&v("xb@1"), 10), "xb@1");
+        assert_eq!(flow(&v("'a\"b'"), 10), "\"a\\\"b\"");
+        assert_eq!(flow(&v("~"), 10), "null");
+        assert_eq!(flow(&v("{}"), 10), "{}");
+        // characters, not bytes, are counted
+        assert_eq!(flow(&v("\"ééééé\""), 7), "\"ééééé\"");
+        assert_eq!(flow(&v("\"éééééé\""), 7), "\"ééé...");
     }
 
     #[test]

@@ -9,7 +9,12 @@
 //!   - `# config: ...`: the file is a chip config, run as
 //!     `npusim check programs/vec_add_db.yaml --config FILE`;
 //!   - `# run: ...`: the program loads but `npusim run FILE` stops with a run-time error;
-//!   - `# finding: ...`: a finding (an overflow), exit code 1 instead of 2.
+//!   - `# finding: ...`: a finding (an overflow; with `# args: run {file}`, a hazard), exit
+//!     code 1 instead of 2;
+//!   - `# run finding: ...`: `npusim run FILE` runs to its report (on stdout) and finds
+//!     something in the run (a hazard, a deadlock): exit code 1;
+//!   - `# run warning: ...`: `npusim run FILE` runs to its report and warns (dropped work):
+//!     exit code 0.
 //!
 //!   An optional second line `# args: ARGS` gives the whole command instead (`{file}` stands
 //!   for the fixture), for mistakes in command-line options.
@@ -21,10 +26,12 @@
 //! `tests/fixtures/bad/support/` holds files fixtures refer to; they are not fixtures.
 //!
 //! For each fixture the test asserts the exit code (2, or 1 for a finding), an empty stdout,
-//! a stderr that names the fixture and locates every problem in it (`FILE:LINE:COLUMN` or
-//! miette's `[FILE:LINE:COLUMN]`; `FILE:LINE` for CSV rows), without a panic, and that it
-//! finishes within a time limit. `run` fixtures are run again with `-o` to check that no
-//! output file is left behind. The rendered stderr is the snapshot
+//! a stderr that names the fixture and locates every problem, finding and warning in it
+//! (`FILE:LINE:COLUMN` or miette's `[FILE:LINE:COLUMN]`; `FILE:LINE` for CSV rows), without a
+//! panic, and that it finishes within a time limit. `run` fixtures are run again with `-o` to
+//! check that no output file is left behind. A `run` that finishes (it finds something, exit 1,
+//! or only warns) is the exception: like any run that finishes it prints its report, on stdout
+//! or into the `-o` file, and only that file is left. The rendered stderr is the snapshot
 //! (`snapshots/integration__bad_inputs__stderr@FIXTURE.snap`).
 
 use crate::root;
@@ -74,9 +81,11 @@ struct Case {
     /// The first comment line (without `# ` and marker), or the CSV's file name.
     about: String,
     args: Vec<String>,
-    /// 2 for bad input, 1 for a finding.
+    /// 2 for bad input, 1 for a finding, 0 for a run that only warns.
     code: i32,
     csv: bool,
+    /// A run that finishes: its report is on stdout (or in `-o`'s file).
+    report: bool,
 }
 
 impl Case {
@@ -111,6 +120,7 @@ impl Case {
                 path,
                 code: 2,
                 csv: true,
+                report: false,
             },
             "args" => {
                 let about = comment(&first);
@@ -125,13 +135,21 @@ impl Case {
                     args,
                     code: 2,
                     csv: false,
+                    report: false,
                 }
             }
             "yaml" => {
                 let mut about = comment(&first);
                 let mut code = 2;
                 let mut command = "check {file}".to_string();
-                if let Some(rest) = about.strip_prefix("config: ") {
+                let mut report = false;
+                if let Some(rest) = about.strip_prefix("run finding: ") {
+                    (command, code, report) = ("run {file}".to_string(), 1, true);
+                    about = rest.to_string();
+                } else if let Some(rest) = about.strip_prefix("run warning: ") {
+                    (command, code, report) = ("run {file}".to_string(), 0, true);
+                    about = rest.to_string();
+                } else if let Some(rest) = about.strip_prefix("config: ") {
                     command = format!("check {CONFIG_PROGRAM} --config {{file}}");
                     about = rest.to_string();
                 } else if let Some(rest) = about.strip_prefix("run: ") {
@@ -151,6 +169,7 @@ impl Case {
                     about,
                     code,
                     csv: false,
+                    report,
                 }
             }
             _ => panic!("{name}: a fixture is .yaml, .csv or .args"),
@@ -226,8 +245,9 @@ fn has_location(text: &str, path: &str, line_only: bool) -> bool {
 }
 
 /// The diagnostics in `stderr` that do not say where in `path` the problem is: each miette
-/// report (from its `  × ` line to the next) and each other `error:` line that is not a
-/// summary.
+/// report (from its `  × ` line to the next), each other `error:` line that is not a summary,
+/// and each finding (`hazard:`, `finding:`) and warning (`FILE:LINE:COLUMN: warning:`) of a
+/// run.
 fn unlocated(stderr: &str, path: &str, csv: bool) -> Vec<String> {
     let mut head = String::new();
     let mut reports: Vec<String> = Vec::new();
@@ -250,6 +270,14 @@ fn unlocated(stderr: &str, path: &str, csv: bool) -> Vec<String> {
         format!("error: {path}: the run found"),
     ];
     let mut errors = 0;
+    for line in head.lines().filter(|l| {
+        ["hazard: ", "finding: "].iter().any(|k| l.starts_with(k)) || l.contains(": warning: ")
+    }) {
+        errors += 1;
+        if !has_location(line, path, false) {
+            missing.push(line.to_string());
+        }
+    }
     for line in head.lines().filter(|l| l.starts_with("error: ")) {
         errors += 1;
         // HIVM's overflow line is kept verbatim; the located report after it shows the peak op
@@ -290,8 +318,15 @@ fn every_bad_input_is_rejected_with_its_place() {
                 }
                 Some(_) => {}
             }
-            if !ran.stdout.is_empty() {
-                problem(format!("stdout is not empty:\n{}", ran.stdout));
+            // a run that finishes prints its report (its findings and warnings are in it too)
+            let reports = case.report
+                || (case.code == 1 && case.args.first().map(String::as_str) == Some("run"));
+            if ran.stdout.is_empty() == reports {
+                problem(format!(
+                    "stdout is {}:\n{}",
+                    if reports { "empty" } else { "not empty" },
+                    ran.stdout
+                ));
             }
             let stderr = &ran.stderr;
             if stderr.trim().is_empty() {
@@ -328,7 +363,8 @@ fn every_bad_input_is_rejected_with_its_place() {
                 }
             }
 
-            // a failed run writes no output file, not even a temporary one
+            // a failed run writes no output file, not even a temporary one; a run that finishes
+            // writes its report and nothing else
             if case.args.first().map(String::as_str) == Some("run") {
                 let dir = crate::scratch(&format!("bad-inputs/{}", case.name));
                 let out = dir.join("report.txt");
@@ -339,7 +375,8 @@ fn every_bad_input_is_rejected_with_its_place() {
                     .unwrap()
                     .map(|e| e.unwrap().path())
                     .collect();
-                if again.code != Some(case.code) || !left.is_empty() {
+                let expected = if reports { vec![out] } else { vec![] };
+                if again.code != Some(case.code) || left != expected {
                     problem(format!(
                         "with -o: exit code {:?}, files left behind {left:?}",
                         again.code

@@ -177,7 +177,7 @@ fn rmsnorm_level_two_serialises_a_double_buffer_and_says_so() {
     let w = warnings(&l2, "serialised");
     assert_eq!(
         w,
-        ["multi-buffer `yb` is serialised: slot 1 of `yb` and slot 0 of `xb` share bytes under the plan, so body[1].for.body[0] (load) waits for body[1].for.body[8] (store) of the iteration before: their slots cannot overlap the iterations of body[1] (for)"]
+        ["multi-buffer `yb` is serialised: slot 1 of `yb` and slot 0 of `xb` share bytes under the plan, so `tests/fixtures/rmsnorm_blocks.yaml:29:9 load { src: \"x[b * blk : (b + 1) * blk]\", dst: xb }` waits for `tests/fixtures/rmsnorm_blocks.yaml:37:9 store { src: yb, dst: \"y[b * blk : (b + 1) * blk]\" }` of the iteration before: their slots cannot overlap the iterations of `tests/fixtures/rmsnorm_blocks.yaml:22:5 for { var: b, to: \"rows / blk\" }`"]
     );
     assert!(warnings(&l1, "serialised").is_empty());
     // --level best keeps level 1 (level 0 ties it: the higher level wins) and warns

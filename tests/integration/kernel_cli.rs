@@ -100,8 +100,7 @@ fn a_capacity_no_part_has_is_bad_input_naming_each_parts_scopes() {
         .filter(|l| !l.trim_start().starts_with("bt:") && !l.contains("to: bt"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let dir = root().join("target/cli-test-scratch/kernel");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("kernel/no-bt");
     let file = dir.join("no_bt.yaml");
     std::fs::write(&file, config).unwrap();
     let f = file.to_string_lossy().into_owned();
@@ -377,8 +376,7 @@ fn a_deadlock_names_each_waiting_core_and_its_parts_op() {
         .filter(|l| !l.contains("cross_set"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let dir = root().join("target/cli-test-scratch/kernel");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("kernel/no-cross-set");
     let file = dir.join("no_cross_set.yaml");
     std::fs::write(&file, dead).unwrap();
     let f = file.to_string_lossy().into_owned();
@@ -394,11 +392,12 @@ fn a_deadlock_names_each_waiting_core_and_its_parts_op() {
             .lines()
             .find(|l| l.starts_with(&format!("finding: {context}deadlock at cycle ")))
             .unwrap_or_else(|| panic!("{command}: no deadlock line in\n{err}"));
-        // aiv.body[1] is the vector part's cross_wait; both vector cores of block 0 wait there
+        // aiv.body[1], line 37, is the vector part's cross_wait; both vector cores of block 0
+        // wait there
         for core in ["block 0 aiv 0", "block 0 aiv 1"] {
             assert!(
                 line.contains(&format!(
-                    "{core}: MTE2 waits on cross-core flag #0 (aiv.body[1] cross_wait)"
+                    "{core}: MTE2 waits on cross-core flag #0 ({f}:37:7 cross_wait {{ id: 0, pipe: mte2 }})"
                 )),
                 "{command}: {line}"
             );

@@ -1,7 +1,7 @@
 //! Every program in `programs/`: it loads as a kernel, plans, synchronises (`sync: auto`) and
 //! runs on the default config as the command line runs it (a mixed kernel's every part, a
-//! launch's every core), race-free and clean, every core of it accounting for every cycle;
-//! its reports are snapshots. Plans at every level are snapshots in `plans.rs`; auto sync at
+//! launch's every core), race-free and clean, dropping no work, every core of it accounting for
+//! every cycle; its reports are snapshots. Plans at every level are snapshots in `plans.rs`; auto sync at
 //! every level and under memory pressure is `planner`'s `sync` test.
 
 use crate::simulate_kernel;
@@ -45,6 +45,14 @@ fn every_program_runs_and_accounts_for_every_cycle() {
             path.display(),
             result.deadlock,
             result.findings
+        );
+        // every shipped program does all its work: nothing stored to is left unwritten, no
+        // row of what it loads left unread
+        assert!(
+            sim.dropped.is_empty(),
+            "{}: a shipped program drops work: {:?}",
+            path.display(),
+            sim.dropped
         );
 
         let json = reports::run_json(&config, &(&sim).into());

@@ -11,9 +11,9 @@ use crate::{default_config, root, stderr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The variables a scheduler sets: cleared for every run here, so that a test run inside a
-/// cluster job sees only what the test sets.
-const SCHEDULER_VARS: [&str; 5] = [
+/// The variables a scheduler sets: cleared for every run here (and for the docs' sweep
+/// commands), so that a test run inside a cluster job sees only what the test sets.
+pub(crate) const SCHEDULER_VARS: [&str; 5] = [
     "SLURM_ARRAY_TASK_ID",
     "SLURM_ARRAY_TASK_COUNT",
     "SLURM_ARRAY_TASK_MIN",
@@ -407,8 +407,10 @@ fn failing_points_are_recorded_and_the_sweep_goes_on() {
         status,
         ["ok", "ok", "error", "error", "finding", "finding", "error", "error"]
     );
-    // the message of a finding is the line `npusim run` prints for it
-    let run = crate::npusim(&["run", "tests/fixtures/unpaired.yaml", "--param", "n=1024"]);
+    // the message of a finding is the line `npusim run` prints for it (the program named as the
+    // sweep file names it)
+    let unpaired = p("tests/fixtures/unpaired.yaml");
+    let run = crate::npusim(&["run", &unpaired, "--param", "n=1024"]);
     let line = stderr(&run)
         .lines()
         .find(|l| l.starts_with("finding: "))

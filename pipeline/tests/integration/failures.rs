@@ -120,3 +120,36 @@ fn buffers_the_program_pins_on_the_same_bytes_are_not_a_planner_bug() {
     // the same overlap of buffers the planner placed would still be its bug: the validator
     // runs on every other shipped plan in a_plan_is_checked_by_the_validator_when_asked
 }
+
+#[test]
+fn a_hazard_suggests_its_synchronisation_only_in_a_manual_part() {
+    // two blocks store the same row: a WAW across cores. Written with its own flags, the
+    // hazard says which cross-core flags order it; in a sync: auto part the flags are the
+    // sync pass's, and nothing is suggested
+    let body = "gm:\n  x: { shape: [64], dtype: f32 }\n  y: { shape: [2, 64], dtype: f32 }\nbuffers:\n  b: { scope: ub, shape: [64], dtype: f32 }\nbody:\n  - load: { src: x, dst: b }\n";
+    let manual = format!(
+        "kernel: k\ncore: aiv\nsync: manual\nlaunch: {{ blocks: 2 }}\n{body}  - set_flag: {{ src: mte2, dst: mte3, id: 0 }}\n  - wait_flag: {{ src: mte2, dst: mte3, id: 0 }}\n  - store: {{ src: b, dst: \"y[0]\" }}\n"
+    );
+    let auto = format!(
+        "kernel: k\ncore: aiv\nlaunch: {{ blocks: 2 }}\n{body}  - store: {{ src: b, dst: \"y[0]\" }}\n"
+    );
+    let hazards = |text: &str| {
+        let k = sim::load_kernel(text, "k.yaml", &config(), &[], None).unwrap();
+        let sim = pipeline::simulate_kernel(&k, &config(), &opts()).unwrap();
+        sim.hazards.unwrap()
+    };
+    let h = hazards(&manual);
+    assert_eq!(h.len(), 1, "{h:#?}");
+    assert_eq!(
+        h[0].fix.as_ref().map(|f| f.to_string()).as_deref(),
+        Some(
+            "cross_set: { mode: 0, pipe: mte3, id: 0 } after k.yaml:14:5 store { src: b, dst: \
+             \"y[0]\" }; cross_wait: { pipe: mte3, id: 0 } before k.yaml:14:5 store { src: b, \
+             dst: \"y[0]\" }"
+        )
+    );
+    let h = hazards(&auto);
+    assert_eq!(h.len(), 1, "{h:#?}");
+    assert_eq!(h[0].kind, sim::race::HazardKind::Waw);
+    assert_eq!(h[0].fix, None);
+}

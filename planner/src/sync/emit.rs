@@ -2,7 +2,7 @@
 //! that names an op remapped, buffers/views/tensors/vars unchanged.
 
 use sim::expr::{BinOp, Expr};
-use sim::program::{BarrierTarget, Block, ForLoop, Op, OpKind, Program, SyncMode};
+use sim::program::{BarrierTarget, Block, ForLoop, Loc, Op, OpKind, Program, Side, SyncMode};
 use sim::{OpId, Pipe};
 
 use super::tree::Tree;
@@ -44,18 +44,23 @@ pub(super) fn emit(tree: &Tree, edges: &[Edge], inserts: &Inserts) -> (Program, 
         counts: Counts::default(),
     };
     let mut body = em.block(&old.body, None, None);
-    let end = match old.body.ops.last() {
-        Some(&l) => ("after ", old.op(l).path.as_str()),
-        None => ("", "body"),
+    let (end, end_loc) = match old.body.ops.last() {
+        Some(&l) => (
+            ("after ", old.op(l).path.as_str()),
+            Loc::inserted(&old.op(l).loc, Side::After),
+        ),
+        None => (("", "body"), Loc::default()),
     };
     for ins in &inserts.tail {
-        let id = em.ins(ins, None, None, end);
+        let id = em.ins(ins, None, None, end, &end_loc);
         body.ops.push(id);
     }
     let map = &em.map;
     // every field but the ops and the body as they were (the old ops are not cloned)
     let mut p = Program {
         kernel: old.kernel.clone(),
+        file: old.file.clone(),
+        texts: old.texts.clone(),
         core: old.core,
         sync: SyncMode::Manual,
         params: old.params.clone(),
@@ -80,6 +85,7 @@ pub(crate) fn placeholder(src: &Op, parent: Option<OpId>, lp: Option<OpId>) -> O
             cycles: Expr::Const(0),
         },
         path: src.path.clone(),
+        loc: src.loc.clone(),
         pipe: src.pipe,
         loop_parent: lp,
         parent,
@@ -128,13 +134,17 @@ impl Emitter<'_> {
             views: b.views.clone(),
         };
         for &op in &b.ops {
-            let path = &program.op(op).path;
+            let (path, loc) = (&program.op(op).path, &program.op(op).loc);
             for ins in &self.inserts.before[op.index()] {
-                out.ops.push(self.ins(ins, parent, lp, ("before ", path)));
+                let at = Loc::inserted(loc, Side::Before);
+                out.ops
+                    .push(self.ins(ins, parent, lp, ("before ", path), &at));
             }
             out.ops.push(self.op(op, parent, lp));
             for ins in &self.inserts.after[op.index()] {
-                out.ops.push(self.ins(ins, parent, lp, ("after ", path)));
+                let at = Loc::inserted(loc, Side::After);
+                out.ops
+                    .push(self.ins(ins, parent, lp, ("after ", path), &at));
             }
         }
         out
@@ -169,8 +179,15 @@ impl Emitter<'_> {
         }
     }
 
-    /// `at`: where, as a prefix and a path (`before `, `body[2]`).
-    fn ins(&mut self, ins: &Ins, parent: Option<OpId>, lp: Option<OpId>, at: (&str, &str)) -> OpId {
+    /// `at`: where, as a prefix and a path (`before `, `body[2]`); `loc`: the same, located.
+    fn ins(
+        &mut self,
+        ins: &Ins,
+        parent: Option<OpId>,
+        lp: Option<OpId>,
+        at: (&str, &str),
+        loc: &Loc,
+    ) -> OpId {
         let (kind, pipe, what) = match *ins {
             Ins::Set { edge, fixed } => {
                 let e = &self.edges[edge as usize];
@@ -212,6 +229,7 @@ impl Emitter<'_> {
         self.ops.push(Op {
             kind,
             path,
+            loc: loc.clone(),
             pipe: Some(pipe),
             loop_parent: lp,
             parent,

@@ -258,10 +258,8 @@ type Note = (OpId, OpId, OpId, u32, Why);
 fn note(tree: &Tree, &(lp, first, second, d, why): &Note) -> Serialised {
     let program = tree.program;
     let name = |b: sim::BufferId| program.buffer(b).name.clone();
-    let at = |op: OpId| {
-        let o = program.op(op);
-        format!("{} ({})", o.path, o.kind.name())
-    };
+    // where each op is written, as every finding names an op
+    let at = |op: OpId| format!("`{}`", program.locate(op));
     let before = match d {
         1 => "the iteration before".to_string(),
         d => format!("{d} iterations before"),

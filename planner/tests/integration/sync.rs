@@ -131,6 +131,23 @@ body:
     store b ->z
     barrier all
     ");
+    // every inserted op points at the op it went beside, by line and column
+    let p = &synced.program;
+    let at = |i: usize| p.locate(sim::OpId::new(i));
+    assert_eq!(at(0), "p.yaml:7:5 load { src: x, dst: a }");
+    assert_eq!(
+        at(1),
+        "p.yaml:7:5 set_flag MTE2->V (inserted after load { src: x, dst: a })"
+    );
+    assert_eq!(
+        at(2),
+        "p.yaml:8:5 wait_flag MTE2->V (inserted before vadds { ins: [a], out: b, scalar: 1 })"
+    );
+    assert_eq!(
+        at(7),
+        "p.yaml:9:5 barrier all (inserted after store { src: b, dst: z })"
+    );
+    assert_eq!((p.ops[7].loc.line, p.ops[7].loc.column), (9, 5));
 }
 
 const LOAD_STORE_LOOP: &str = r#"

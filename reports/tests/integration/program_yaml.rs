@@ -287,6 +287,7 @@ fn insert(p: &mut Program, kind: OpKind, pipe: Option<Pipe>) {
     p.ops.push(Op {
         kind,
         path: "<inserted by a pass>".into(),
+        loc: Default::default(),
         pipe,
         loop_parent: None,
         parent: None,

@@ -1908,7 +1908,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.s_time) {
                     return Ok(());
                 }
-                let out = self.prepare_send(spec as usize, cx.obs.watches_issues())?;
+                let out = self.prepare_send(spec as usize, cx.obs.watches_slots())?;
                 self.pc += 1;
                 // what the next turn of the event loop would do: nothing has changed the pipes
                 // since their start cycles were refreshed, so S sends now if it still goes first

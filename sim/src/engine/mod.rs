@@ -200,6 +200,14 @@ pub trait Observer {
         true
     }
 
+    /// Whether `on_issue` reads [`Issue::slots`]: an observer that watches issues but not the
+    /// slots of their operands (gm coverage: gm tensors have none) spares the engine choosing
+    /// them ([`Observer::watches_issues`] unless overridden).
+    #[inline(always)]
+    fn watches_slots(&self) -> bool {
+        self.watches_issues()
+    }
+
     /// Whether the observer needs the calls of a launch's cores in one global cycle order
     /// (true unless overridden; `()` says false). When nothing watching does, the engine lets
     /// each core run ahead through events that touch nothing shared, which gives the same
@@ -328,6 +336,11 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
 
     #[inline(always)]
+    fn watches_slots(&self) -> bool {
+        self.0.watches_slots() || self.1.watches_slots()
+    }
+
+    #[inline(always)]
     fn ordered(&self) -> bool {
         self.0.ordered() || self.1.ordered()
     }
@@ -369,6 +382,11 @@ impl<O: Observer> Observer for Option<O> {
     #[inline(always)]
     fn watches_issues(&self) -> bool {
         self.as_ref().is_some_and(|o| o.watches_issues())
+    }
+
+    #[inline(always)]
+    fn watches_slots(&self) -> bool {
+        self.as_ref().is_some_and(|o| o.watches_slots())
     }
 
     #[inline(always)]
@@ -415,6 +433,11 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn watches_issues(&self) -> bool {
         (**self).watches_issues()
+    }
+
+    #[inline(always)]
+    fn watches_slots(&self) -> bool {
+        (**self).watches_slots()
     }
 
     #[inline(always)]

@@ -4,13 +4,17 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::clock::{max_of, min_of, Clock, Global};
-use super::plan::{plans, Ctl, Plans};
-use super::table::{Rec, Table, NO_ALT, PRUNE_MIN};
+use super::fix::{self, End, Ids};
+use super::plan::{plans, Ctl, Elems, Plans};
+use super::region::{first_common, Common, Region, Runs, WALK_BUDGET};
+use super::table::{Rec, Shape, Table, HULL, NO_ALT, PRUNE_MIN, SELECT};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::engine::{CrossEvent, Issue, Observer};
+use crate::footprint::Selected;
 use crate::ids::OpId;
+use crate::launch::Slot;
 use crate::program::Program;
 use crate::types::{Pipe, Space};
 
@@ -54,7 +58,7 @@ struct Pending {
     nacc: u32,
 }
 
-/// An access resolved at issue (byte range and variables known), checked at start.
+/// An access resolved at issue (byte range, runs and variables known), checked at start.
 #[derive(Clone, Copy, Debug)]
 struct Acc {
     table: u32,
@@ -63,6 +67,85 @@ struct Acc {
     write: bool,
     alt: u64,
     vars: u32,
+    /// What `[lo, hi)` stands for.
+    shape: Shape,
+}
+
+/// A record that conflicts with the access being checked, with the first bytes both touch.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    rec: Rec,
+    lo: u64,
+    hi: u64,
+    /// [`Shape::approx`] of both, and [`HULL`] when their runs were compared by hull.
+    approx: u8,
+}
+
+/// The runs of strided accesses, recycled through a free list like the variable slab.
+#[derive(Default)]
+struct Regions {
+    data: Vec<Region>,
+    free: Vec<u32>,
+    /// Regions in use.
+    live: usize,
+}
+
+impl Regions {
+    fn alloc(&mut self, r: Region) -> u32 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.data[id as usize] = r;
+                id
+            }
+            None => {
+                self.data.push(r);
+                (self.data.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Frees the region of a record that goes.
+    #[inline]
+    fn free(&mut self, shape: Shape) {
+        if let Some(id) = shape.id() {
+            self.live -= 1;
+            self.free.push(id);
+        }
+    }
+
+    /// The runs of an access: its region, or its byte range.
+    #[inline]
+    fn runs(&self, shape: Shape, lo: u64, hi: u64) -> Runs<'_> {
+        match shape.id() {
+            None => Runs::range(lo, hi),
+            Some(id) => self.data[id as usize].runs(),
+        }
+    }
+
+    /// Whether two strided accesses have the same runs.
+    fn same(&self, a: Shape, b: Shape) -> bool {
+        match (a.id(), b.id()) {
+            (Some(a), Some(b)) => self.data[a as usize] == self.data[b as usize],
+            _ => false,
+        }
+    }
+}
+
+/// The shape of a selection that may be strided, `elems` for the loop variables `vars` (of
+/// `bits`-bit elements, the root at byte `at`): its region, a range when it is one run, or a
+/// range with [`HULL`] when its runs cannot be kept.
+#[inline(never)]
+fn pattern(regions: &mut Regions, elems: &Elems, vars: &[i64], bits: u64, at: u64) -> Shape {
+    match elems.runs(vars) {
+        None | Some(Selected::Empty) => Shape::RANGE,
+        Some(Selected::Runs(s)) => match Region::of(&s, bits, at) {
+            Some(r) if r.rank > 0 => Shape::region(regions.alloc(r)),
+            Some(_) => Shape::RANGE,
+            None => Shape::RANGE.with(HULL),
+        },
+        Some(Selected::Deep) => Shape::RANGE.with(HULL),
+    }
 }
 
 /// Fixed-width snapshots of loop-variable values, recycled through a free list.
@@ -168,13 +251,21 @@ pub struct RaceChecker<'p> {
     cores: Vec<CoreState>,
     /// How reports name each core (`block 1 aiv 0`), when the launch has more than one.
     names: Vec<String>,
+    /// The cores of the launch ([`crate::launch::slots`]).
+    slots: Vec<Slot>,
     events: usize,
+    /// `cross_core.flag_ids` of the config (0 without cross-core flags).
+    cross_ids: u32,
     /// Each core's on-chip memories (`core * SC + scope`), then gm's tensors, shared.
     tables: Vec<Table>,
     vars: VarSlab,
+    regions: Regions,
+    /// The lowest free flag ids, for the fixes hazards suggest.
+    ids: Ids,
     hazards: Vec<Hazard>,
     /// (first part, op, pipe; second part, op, pipe; across cores).
     seen: HashSet<(u32, u32, u8, u32, u32, u8, bool)>,
+    /// The records an access's range meets that it is not ordered with (`access`).
     found: Vec<Rec>,
     records: usize,
     peak_records: usize,
@@ -271,13 +362,17 @@ impl<'p> RaceChecker<'p> {
             parts,
             cores,
             names,
+            slots,
             events,
+            cross_ids: config.cross_core.map_or(0, |c| c.flag_ids),
             tables,
             vars: VarSlab {
                 width,
                 data: Vec::new(),
                 free: Vec::new(),
             },
+            regions: Regions::default(),
+            ids: Ids::default(),
             hazards: Vec::new(),
             seen: HashSet::new(),
             found: Vec::new(),
@@ -382,21 +477,36 @@ impl<'p> RaceChecker<'p> {
     /// newest is kept (whoever does not know an older one does not know the newest either).
     fn prune(&mut self, t: usize) {
         let (floor, own) = self.floor(t);
-        let vars = &mut self.vars;
+        let (vars, regions) = (&mut self.vars, &mut self.regions);
         let mut dropped = 0;
-        self.tables[t].retain(
-            |r| !ordered_flat(r, &floor),
-            |r| {
-                vars.free(r.vars);
-                dropped += 1;
-            },
-        );
+        if regions.live == 0 {
+            // no strided record anywhere (the common case): nothing else to free
+            self.tables[t].retain(
+                |r| !ordered_flat(r, &floor),
+                |r| {
+                    vars.free(r.vars);
+                    dropped += 1;
+                },
+            );
+        } else {
+            self.tables[t].retain(
+                |r| !ordered_flat(r, &floor),
+                |r| {
+                    vars.free(r.vars);
+                    regions.free(r.shape);
+                    dropped += 1;
+                },
+            );
+        }
         if !own.is_empty() {
             let settled = |r: &Rec| {
                 let k = &own[r.core as usize];
                 k[r.pipe as usize] > r.idx || (r.alt != NO_ALT && k[M] > r.alt)
             };
-            let mut newest: HashMap<(u32, u32, u8, bool, u64, u64), u64> = HashMap::new();
+            // The same bytes: the same hull. Of one op, that is the same runs too: an op's
+            // selection has a fixed shape, and its first and last element fix where each
+            // dimension's slice starts and how long it is (row-major, inside its base).
+            let mut newest: HashMap<SameBytes, u64> = HashMap::new();
             for i in 0..self.tables[t].len() {
                 let r = self.tables[t].get(i);
                 if settled(r) {
@@ -410,6 +520,7 @@ impl<'p> RaceChecker<'p> {
                 |r| !settled(r) || newest[&(r.core, r.op, r.pipe, r.write, r.lo, r.hi)] == r.idx,
                 |r| {
                     vars.free(r.vars);
+                    regions.free(r.shape);
                     dropped += 1;
                 },
             );
@@ -426,12 +537,12 @@ impl<'p> RaceChecker<'p> {
         let table = &self.tables[t];
         let (lo_i, hi_i) = table.candidates(a.lo, a.hi);
         self.found.clear();
-        let core = c as u32;
-        // the one record this access may replace (same core, op, pipe and direction, inside it)
+        let core = c as u16;
+        // the one record this access may replace (same core, op, pipe and direction, inside its
+        // range; and its bytes inside this access's, checked once it is chosen)
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
-        for i in lo_i..hi_i {
-            let r = table.get(i);
+        for (i, r) in (lo_i..).zip(table.slice(lo_i, hi_i)) {
             if !r.overlaps(a.lo, a.hi) {
                 continue;
             }
@@ -451,6 +562,7 @@ impl<'p> RaceChecker<'p> {
             if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k, core) {
                 continue;
             }
+            // whether a strided one shares a byte is for `report` to say: the loop stays lean
             self.found.push(*r);
         }
         if !self.found.is_empty() {
@@ -464,6 +576,7 @@ impl<'p> RaceChecker<'p> {
             alt: a.alt,
             op: pd.op,
             vars: a.vars,
+            shape: a.shape,
             core,
             pipe: pipe as u8,
             write: a.write,
@@ -476,9 +589,12 @@ impl<'p> RaceChecker<'p> {
             if !more_subsumed
                 && self.tables[t].get(i).lo == a.lo
                 && self.cores[c].oldest_pending() > pd.seq
+                && (a.shape.is_exact_range() || covers(&self.regions, &a, self.tables[t].get(i)))
             {
-                let old = self.tables[t].get(i).vars;
-                self.vars.free(old);
+                let old = self.tables[t].get(i);
+                let (vars, shape) = (old.vars, old.shape);
+                self.vars.free(vars);
+                self.regions.free(shape);
                 self.tables[t].replace(i, rec);
                 return;
             }
@@ -491,13 +607,27 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
-    /// Records the hazards between access `a` and the records in `found`, once per op pair
-    /// (and whether across cores), the earliest record first.
+    /// Records the hazards between access `a` and the records in `found` that share a byte
+    /// with it, once per op pair (and whether across cores), the earliest record first.
     #[cold]
     fn report(&mut self, c: usize, pipe: usize, pd: &Pending, a: &Acc) {
-        let mut found = std::mem::take(&mut self.found);
-        found.sort_by_key(|r| (r.seq, r.write, r.lo));
-        for r in &found {
+        let mut recs = std::mem::take(&mut self.found);
+        recs.sort_by_key(|r| (r.seq, r.write, r.lo));
+        // the bytes both touch: their ranges', unless one is strided
+        let found: Vec<Found> = recs
+            .iter()
+            .filter_map(|r| match (r.shape.id(), a.shape.id()) {
+                (None, None) => Some(Found {
+                    rec: *r,
+                    lo: r.lo.max(a.lo),
+                    hi: r.hi.min(a.hi),
+                    approx: r.shape.approx() | a.shape.approx(),
+                }),
+                _ => common(&self.regions, r, a),
+            })
+            .collect();
+        for f in &found {
+            let r = &f.rec;
             let other = HazardSide {
                 core: r.core as usize,
                 seq: r.seq,
@@ -547,18 +677,58 @@ impl<'p> RaceChecker<'p> {
             let (mem, _) = self.memory_of(a.table as usize);
             let memory = Memory::from_index(mem);
             let program = self.parts[self.cores[c].part].program;
+            let fix = self.fix(&first, &second);
             self.hazards.push(Hazard {
                 kind,
                 memory,
                 memory_label: memory.label(program),
-                lo: r.lo.max(a.lo),
-                hi: r.hi.min(a.hi),
+                lo: f.lo,
+                hi: f.hi,
                 first: self.side(&first),
                 second: self.side(&second),
+                conservative: conservative(f.approx),
+                fix,
             });
         }
-        found.clear();
-        self.found = found;
+        recs.clear();
+        self.found = recs;
+    }
+
+    /// What `sync: auto` would insert to order the two sides ([`fix`]).
+    fn fix(&mut self, first: &HazardSide, second: &HazardSide) -> Option<fix::Fix> {
+        let end = |s: &HazardSide| {
+            let part = self.cores[s.core].part;
+            End {
+                part,
+                program: self.parts[part].program,
+                op: OpId(s.op),
+                pipe: Pipe::ALL[s.pipe],
+            }
+        };
+        let (a, b) = (end(first), end(second));
+        if first.core == second.core {
+            fix::within(&mut self.ids, self.events as u32, a, b)
+        } else {
+            let programs: Vec<&Program> = self.parts.iter().map(|p| p.program).collect();
+            let slot = |c: usize| {
+                self.slots.get(c).copied().unwrap_or(Slot {
+                    part: 0,
+                    core: crate::ids::CoreId(0),
+                    block: 0,
+                    subblock: 0,
+                    index: 0,
+                    ai_core: 0,
+                    vector: false,
+                })
+            };
+            fix::across(
+                &mut self.ids,
+                self.cross_ids,
+                &programs,
+                (a, &slot(first.core)),
+                (b, &slot(second.core)),
+            )
+        }
     }
 
     fn side(&self, s: &HazardSide) -> HazardAccess {
@@ -576,6 +746,9 @@ impl<'p> RaceChecker<'p> {
             write: s.write,
             path: op.path.clone(),
             name: op.kind.name(),
+            line: op.loc.line,
+            column: op.loc.column,
+            at: program.locate(id),
             vars: part.plans.ops[id.index()]
                 .loop_vars
                 .iter()
@@ -609,6 +782,55 @@ impl<'p> RaceChecker<'p> {
     }
 }
 
+/// A gm record's core, op, pipe, direction and byte range: records with the same are the
+/// same access but for when it happened.
+type SameBytes = (u16, u32, u8, bool, u64, u64);
+
+/// The first bytes record `r` and access `a`, one of them strided, both touch (`None`: none).
+#[inline(never)]
+fn common(regions: &Regions, r: &Rec, a: &Acc) -> Option<Found> {
+    let approx = r.shape.approx() | a.shape.approx();
+    let mut budget = WALK_BUDGET;
+    let (lo, hi, approx) = match first_common(
+        regions.runs(r.shape, r.lo, r.hi),
+        regions.runs(a.shape, a.lo, a.hi),
+        &mut budget,
+    ) {
+        Common::Disjoint => return None,
+        Common::At(lo, hi) => (lo, hi, approx),
+        Common::Unknown => (r.lo.max(a.lo), r.hi.min(a.hi), approx | HULL),
+    };
+    Some(Found {
+        rec: *r,
+        lo,
+        hi,
+        approx,
+    })
+}
+
+/// What a hazard says about its conservative comparisons ([`Rec::approx`] of its two sides).
+fn conservative(approx: u8) -> Option<&'static str> {
+    match (approx & HULL != 0, approx & SELECT != 0) {
+        (false, false) => None,
+        (true, false) => Some("compared by byte hull"),
+        (false, true) => Some("a select counts as each of its buffers"),
+        (true, true) => Some("compared by byte hull; a select counts as each of its buffers"),
+    }
+}
+
+/// Whether access `a`, not an exact contiguous one, touches every byte record `r` does (both
+/// of one op, `r` inside `a`'s range: `r` can then be replaced by `a`). An exact range covers
+/// what is inside it; anything else covers only the same bytes.
+#[inline(never)]
+fn covers(regions: &Regions, a: &Acc, r: &Rec) -> bool {
+    match a.shape.id() {
+        None => {
+            a.shape.approx() & HULL == 0 || (r.lo == a.lo && r.hi == a.hi && r.shape == a.shape)
+        }
+        Some(_) => r.lo == a.lo && r.hi == a.hi && regions.same(a.shape, r.shape),
+    }
+}
+
 struct HazardSide {
     core: usize,
     seq: u64,
@@ -621,7 +843,7 @@ struct HazardSide {
 /// Whether the access `r` is known complete under clock `k` of core `core` (it happens
 /// before).
 #[inline(always)]
-fn ordered(r: &Rec, k: &Clock, core: u32) -> bool {
+fn ordered(r: &Rec, k: &Clock, core: u16) -> bool {
     if r.core == core {
         k.knows(r.pipe as usize, r.idx) || (r.alt != NO_ALT && k.knows(M, r.alt))
     } else {
@@ -692,7 +914,9 @@ impl Observer for RaceChecker<'_> {
                 write: acc.write,
                 alt,
                 vars: 0,
+                shape: acc.shape,
             };
+            let pushed = nacc;
             let loop_vars = &plan.loop_vars;
             let mut push = |a: Acc| {
                 let mut a = a;
@@ -721,6 +945,19 @@ impl Observer for RaceChecker<'_> {
                     a.hi = base + bhi;
                     push(a);
                     nacc += 1;
+                }
+            }
+            // a selection that may be several runs: its runs, on the accesses just queued (out
+            // of line, so that a contiguous access pays one test)
+            if acc.strided {
+                let queue = &mut self.cores[c].accs[p];
+                let new = queue.len() - (nacc - pushed) as usize;
+                for a in queue.range_mut(new..) {
+                    // the root's placed offset: where the bytes of element 0 are
+                    let at = a.lo - blo;
+                    let approx = a.shape.approx();
+                    a.shape = pattern(&mut self.regions, &acc.elems, issue.vars, acc.bits, at)
+                        .with(approx);
                 }
             }
         }
@@ -948,8 +1185,52 @@ mod tests {
         assert_eq!(h.first.pipe, Pipe::Mte3);
         assert_eq!(
             h.to_string(),
-            "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (body[1] store) / \
-             block 1 aiv 0 MTE3 write (body[1] store)"
+            "WAW hazard in GM y [0x0000, 0x0100): block 0 aiv 0 MTE3 write (k.yaml:13:5 store { \
+             src: b, dst: \"y[0]\" }) / block 1 aiv 0 MTE3 write (k.yaml:13:5 store { src: b, \
+             dst: \"y[0]\" })"
+        );
+        assert_eq!((h.first.line, h.first.column), (13, 5));
+        assert_eq!(h.first.path, "body[1]");
+    }
+
+    /// Two blocks each storing `[4, w]` f32 column blocks of gm `y` `[4, 64]`, block b's at
+    /// column `b * step`.
+    fn column_blocks(w: u32, step: u32) -> Program {
+        let text = format!(
+            "kernel: k\ncore: aiv\nsync: manual\nlaunch: {{ blocks: 2 }}\ngm:\n  x: {{ shape: [4, {w}], dtype: f32 }}\n  y: {{ shape: [4, 64], dtype: f32 }}\nbuffers:\n  b: {{ scope: ub, shape: [4, {w}], dtype: f32 }}\nbody:\n  - load: {{ src: x, dst: b }}\n  - store: {{ src: b, dst: \"y[:, block * {step} : block * {step} + {w}]\" }}\n"
+        );
+        crate::load::load_launched(&text, "k.yaml", &config(), &[], Some(2))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn blocks_writing_their_own_column_blocks_do_not_race() {
+        // the byte hulls of y[:, 0:32] and y[:, 32:64] overlap; their bytes do not
+        assert_eq!(hazards(&column_blocks(32, 32)), vec![]);
+    }
+
+    #[test]
+    fn overlapping_column_blocks_race_on_the_bytes_both_write() {
+        // y[:, 0:32] and y[:, 16:48]: columns 16..32 of every row, first those of row 0
+        let h = hazards(&column_blocks(32, 16));
+        assert_eq!(h.len(), 1, "{h:#?}");
+        assert_eq!(h[0].kind, HazardKind::Waw);
+        assert_eq!((h[0].lo, h[0].hi), (64, 128));
+        assert_eq!(h[0].conservative, None);
+        assert_eq!(
+            h[0].to_string(),
+            "WAW hazard in GM y [0x0040, 0x0080): block 0 aiv 0 MTE3 write (k.yaml:12:5 store { \
+             src: b, dst: \"y[:, block * 16 : block * 16 + 32]\" }) / block 1 aiv 0 MTE3 write \
+             (k.yaml:12:5 store { src: b, dst: \"y[:, block * 16 : block * 16 + 32]\" })"
+        );
+        // across two vector cores of one type: a mode-0 cross-core flag
+        let store = "k.yaml:12:5 store { src: b, dst: \"y[:, block * 16 : block * 16 + 32]\" }";
+        assert_eq!(
+            h[0].fix.as_ref().map(|f| f.to_string()),
+            Some(format!(
+                "cross_set: {{ mode: 0, pipe: mte3, id: 0 }} after {store}; \
+                 cross_wait: {{ pipe: mte3, id: 0 }} before {store}"
+            ))
         );
     }
 

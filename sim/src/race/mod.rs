@@ -12,15 +12,20 @@
 //! or written per [`crate::program::OpKind::reads`] / `writes` (a vector op's `tmp` is written;
 //! an `mmad`'s `c` is read only when `init` evaluates to 0 at that iteration). An `mmad_l1`'s
 //! `a` and `b` are read by its MTE1 part, `c` by its M part; its own L0A/L0B staging is not an
-//! access. An access covers the bytes `[offset + first element × bits / 8, offset + (last
-//! element + 1) × bits / 8)` of its memory, where the memory is the buffer's scope (offset: the
-//! placed address of the slot the engine chose) or, for gm, the tensor (offset 0: gm conflicts
-//! are per tensor). Index lists and window offsets are evaluated with the loop variables of the
-//! issue. **Conservative:** a strided selection (`a[:, 0:64]`) counts as its bounding range, and
-//! an operand through a `select` view counts as an access to every buffer of the select, so both
-//! may report hazards that cannot occur; `i1` ranges are rounded out to whole bytes. A buffer
-//! with no address (an empty offset list, or a slot past its list) is not checked. A memory
-//! nothing writes is never checked.
+//! access. An access covers exactly the bytes of its selection's contiguous runs of elements,
+//! each `[offset + first element × bits / 8, offset + (last element + 1) × bits / 8)` of its
+//! memory (`i1` runs rounded out to whole bytes), where the memory is the buffer's scope
+//! (offset: the placed address of the slot the engine chose) or, for gm, the tensor (offset 0:
+//! gm conflicts are per tensor); so `y[:, 0:64]` and `y[:, 64:128]` do not conflict. Index
+//! lists and window offsets are evaluated with the loop variables of the issue.
+//! **Conservative** (said at the end of the hazard, [`Hazard::conservative`]): an access
+//! counted as its bounding range (an `i1` selection whose rows start on different bits of a
+//! byte, one of more than [`crate::footprint::STRIDED_DIMS`] dimensions, or two strided
+//! accesses whose lattices do not line up and whose runs the walk could not settle within its
+//! budget), and an operand through a `select` view, which counts as an access to every buffer of
+//! the select; both may report hazards that cannot occur. A buffer with no address (an empty
+//! offset list, or a slot past its list) is not checked. A memory nothing writes is never
+//! checked.
 //!
 //! **Happens-before.** Access A happens before access B when A's instruction is known to have
 //! completed when B's instruction starts, through:
@@ -53,9 +58,10 @@
 //! (program order) is "first"; of two cores, which have no common program order, the lower
 //! core's: write then read is RAW, read then write WAR, write then write WAW. Each ordered pair
 //! of ops (and parts) of a kernel part is reported once, at the first dynamic occurrence found,
-//! with both ops' loop variables, the memory and the overlapping bytes: once within a core and
-//! once across cores (not once per pair of cores). Hazards come in the order found, which is
-//! the engine's deterministic order.
+//! with both ops' loop variables, the memory and the first bytes both touch: once within a core
+//! and once across cores (not once per pair of cores). Hazards come in the order found, which
+//! is the engine's deterministic order. Each carries the synchronisation that would order it
+//! ([`Fix`], `fix.rs`), placed where the sync pass would place it.
 //!
 //! # Implementation and invariants
 //!
@@ -78,7 +84,9 @@
 //! which the engine calls in nondecreasing cycle order: if A happens before B, A's start was
 //! reported before B's, and a `set_flag`'s start before its `wait_flag`'s (checked). Every
 //! unordered pair is therefore seen when its later-starting access is checked against the
-//! records of its memory (`table.rs`: byte ranges sorted by start).
+//! records of its memory (`table.rs`: byte ranges sorted by start; a strided access's range is
+//! its hull, and its runs, a lattice of `region.rs`, decide whether a record whose range
+//! overlaps it shares a byte).
 //!
 //! Memory is bounded by what is live: a memory's records are pruned (amortised, when the table
 //! doubles) of every access that all pipes able to access that memory are known to have passed
@@ -96,12 +104,15 @@
 
 mod checker;
 mod clock;
+mod fix;
 mod plan;
+mod region;
 mod table;
 
 use std::fmt;
 
 pub use checker::RaceChecker;
+pub use fix::{Fix, FixOp};
 
 use crate::addresses::Addresses;
 use crate::config::Config;
@@ -156,6 +167,11 @@ pub struct HazardAccess {
     pub path: String,
     /// The op's YAML key (`vadd`, `store`).
     pub name: &'static str,
+    /// Where the op is written (0 when unknown: a program built in code).
+    pub line: u32,
+    pub column: u32,
+    /// How messages name the op: file, line, column and text ([`Program::locate`]).
+    pub at: String,
     /// The enclosing named loop variables and their values, outermost first.
     pub vars: Vec<(String, i64)>,
 }
@@ -166,13 +182,7 @@ impl fmt::Display for HazardAccess {
         if let Some(core) = &self.core_name {
             write!(f, "{core} ")?;
         }
-        write!(
-            f,
-            "{} {rw} ({} {}",
-            self.pipe.report_name(),
-            self.path,
-            self.name
-        )?;
+        write!(f, "{} {rw} ({}", self.pipe.report_name(), self.at)?;
         for (name, v) in &self.vars {
             write!(f, ", {name}={v}")?;
         }
@@ -195,6 +205,13 @@ pub struct Hazard {
     /// The access issued first (program order).
     pub first: HazardAccess,
     pub second: HazardAccess,
+    /// Why the two accesses may not really share a byte, when the checker could not compare
+    /// them exactly (`compared by byte hull`); `None` when they do.
+    pub conservative: Option<&'static str>,
+    /// The synchronisation that would order the two accesses, where `sync: auto` would put it
+    /// ([`Fix`]); `None` when no single one does (a cube and a vector core of different AI
+    /// cores). The pipeline keeps it only for `sync: manual` parts.
+    pub fix: Option<Fix>,
 }
 
 impl fmt::Display for Hazard {
@@ -203,7 +220,12 @@ impl fmt::Display for Hazard {
             f,
             "{} hazard in {} [{:#06x}, {:#06x}): {} / {}",
             self.kind, self.memory_label, self.lo, self.hi, self.first, self.second
-        )
+        )?;
+        // said apart from the rest of the message
+        if let Some(why) = self.conservative {
+            write!(f, " (conservative: {why})")?;
+        }
+        Ok(())
     }
 }
 

@@ -2,19 +2,25 @@
 //! direction (read, write), with the memory table it lands in and its element range relative
 //! to the root buffer or tensor, precomputed when it does not depend on loop variables.
 
+use super::table::{Shape, SELECT};
 use crate::expr::Expr;
-use crate::footprint::{Bases, Footprint, Memory};
+use crate::footprint::{Bases, Footprint, Memory, Selected};
 use crate::ids::{BufferId, VarId};
 use crate::program::{ForLoop, OpKind, Operand, Program};
 use crate::types::Pipe;
 
-/// The element range an operand selects, relative to its root buffer or tensor.
+/// The elements an operand selects, relative to its root buffer or tensor: their bounding
+/// range, and their runs when they may be more than one.
 #[derive(Clone, Debug)]
 pub(super) enum Elems<'p> {
-    /// `[lo, hi)`, or nothing when `lo == hi`.
+    /// `[lo, hi)`, or nothing when `lo == hi`: one run.
     Static(u64, u64),
-    /// Evaluated per issue.
+    /// A static selection of several runs: its bounding range and its runs.
+    StaticRuns(u64, u64, Box<Selected>),
+    /// Evaluated per issue, one run whatever the loop variables.
     Dyn(Footprint<'p>),
+    /// Evaluated per issue, possibly several runs.
+    DynRuns(Footprint<'p>),
 }
 
 /// One access of an op: an operand, read or written.
@@ -33,6 +39,11 @@ pub(super) struct AccPlan<'p> {
     pub roots: Vec<BufferId>,
     pub bits: u64,
     pub elems: Elems<'p>,
+    /// Whether it may be more than one run (`elems.may_stride()`, kept at hand).
+    pub strided: bool,
+    /// Its record's shape unless it is strided: its range, standing for every buffer of a
+    /// `select`.
+    pub shape: Shape,
 }
 
 /// What an op does to the happens-before relation.
@@ -165,31 +176,59 @@ fn access<'p>(
 ) -> AccPlan<'p> {
     let bases = Bases::of(program);
     let fp = Footprint::new(&bases, o);
-    let elems = if fp.is_static() {
-        let (lo, hi) = fp.elems_at(&[]).unwrap_or((0, 0));
-        Elems::Static(lo, hi)
-    } else {
-        Elems::Dyn(fp)
+    let elems = match (fp.is_static(), fp.may_stride()) {
+        (true, strided) => {
+            let (lo, hi) = fp.elems_at(&[]).unwrap_or((0, 0));
+            match fp.strided_at(&[]) {
+                Selected::Runs(r) if strided && r.rank > 0 => {
+                    Elems::StaticRuns(lo, hi, Box::new(Selected::Runs(r)))
+                }
+                Selected::Deep => Elems::StaticRuns(lo, hi, Box::new(Selected::Deep)),
+                _ => Elems::Static(lo, hi),
+            }
+        }
+        (false, false) => Elems::Dyn(fp),
+        (false, true) => Elems::DynRuns(fp),
     };
+    let roots = bases.roots(o.base);
     AccPlan {
         k,
         write,
         read_if_zero: if write { None } else { read_if_zero },
         stage,
         table: Memory::of(o.base, o.space).index() as u32,
-        roots: bases.roots(o.base),
+        shape: Shape::RANGE.with(if roots.len() > 1 { SELECT } else { 0 }),
+        roots,
         bits: o.dtype.bits(),
+        strided: elems.may_stride(),
         elems,
     }
 }
 
 impl Elems<'_> {
-    /// The element range for the current loop variables.
+    /// The bounding element range for the current loop variables.
     #[inline]
     pub fn eval(&self, vars: &[i64]) -> Option<(u64, u64)> {
         match self {
-            Elems::Static(lo, hi) => (lo < hi).then_some((*lo, *hi)),
-            Elems::Dyn(fp) => fp.elems_at(vars),
+            Elems::Static(lo, hi) | Elems::StaticRuns(lo, hi, _) => (lo < hi).then_some((*lo, *hi)),
+            Elems::Dyn(fp) | Elems::DynRuns(fp) => fp.elems_at(vars),
+        }
+    }
+
+    /// Whether the selection may be more than one run ([`Elems::runs`] then says which).
+    #[inline]
+    pub fn may_stride(&self) -> bool {
+        matches!(self, Elems::StaticRuns(..) | Elems::DynRuns(_))
+    }
+
+    /// The runs for the current loop variables, when they may be more than one (`None`: the
+    /// bounding range is exact).
+    #[inline]
+    pub fn runs(&self, vars: &[i64]) -> Option<Selected> {
+        match self {
+            Elems::Static(..) | Elems::Dyn(_) => None,
+            Elems::StaticRuns(_, _, r) => Some(**r),
+            Elems::DynRuns(fp) => Some(fp.strided_at(vars)),
         }
     }
 }
@@ -217,11 +256,19 @@ mod tests {
         assert!(matches!(load[1].elems, Elems::Static(0, 32)));
 
         let v = accs(&plans, 2);
-        // a strided slice counts as its bounding range: rows 1..3, columns 2..4
-        assert!(matches!(v[0].elems, Elems::Static(10, 20)));
+        // a strided slice: its bounding range, rows 1..3, columns 2..4, and its two runs
+        assert!(matches!(v[0].elems, Elems::StaticRuns(10, 20, _)));
+        match v[0].elems.runs(&[]) {
+            Some(Selected::Runs(r)) => {
+                assert_eq!((r.first, r.len, r.dims()), (10, 2, &[(2, 8)][..]))
+            }
+            other => panic!("{other:?}"),
+        }
         // a slice indexed by a loop variable is evaluated per issue
         assert_eq!(v[1].elems.eval(&[0]), Some((0, 4)));
         assert_eq!(v[1].elems.eval(&[1]), Some((8, 12)));
+        // one run whatever the variable: nothing more to evaluate
+        assert!(v[1].elems.runs(&[1]).is_none());
         assert_eq!(plans.ops[2].loop_vars.len(), 1);
         assert_eq!(plans.depth, 1);
 

@@ -9,7 +9,62 @@
 /// "No second epoch" in [`Rec::alt`].
 pub(super) const NO_ALT: u64 = u64::MAX;
 
-/// One recorded access: the bytes `[lo, hi)` read or written by one dynamic instruction.
+/// [`Shape::approx`]: a strided access whose runs could not be kept (an `i1` selection whose
+/// rows start on different bits, or one of more than [`crate::footprint::STRIDED_DIMS`]
+/// dimensions), compared by its byte range.
+pub(super) const HULL: u8 = 1;
+/// [`Shape::approx`]: an access through a `select`, recorded on each of its buffers.
+pub(super) const SELECT: u8 = 2;
+
+/// What an access's byte range stands for: its bytes, or a strided access's hull whose runs
+/// are a region of the checker's slab; and why it may stand for more bytes than the access
+/// touches ([`HULL`], [`SELECT`]). Packed in 32 bits (an id of 30, two flags) so that a record
+/// stays 56 bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Shape(u32);
+
+impl Shape {
+    /// The id bits' value for "no region".
+    const NONE: u32 = (1 << 30) - 1;
+
+    /// The access is exactly its byte range.
+    pub const RANGE: Shape = Shape(Self::NONE);
+
+    /// Strided, its runs region `id` of the slab.
+    #[inline]
+    pub fn region(id: u32) -> Shape {
+        assert!(id < Self::NONE, "race checker: more than 2^30 regions live");
+        Shape(id)
+    }
+
+    /// The region, if strided.
+    #[inline(always)]
+    pub fn id(self) -> Option<u32> {
+        let id = self.0 & Self::NONE;
+        (id != Self::NONE).then_some(id)
+    }
+
+    /// [`HULL`] and [`SELECT`], or 0 when exact.
+    #[inline(always)]
+    pub fn approx(self) -> u8 {
+        (self.0 >> 30) as u8
+    }
+
+    /// The same with flags `approx` added.
+    #[inline(always)]
+    pub fn with(self, approx: u8) -> Shape {
+        Shape(self.0 | (approx as u32) << 30)
+    }
+
+    /// Whether the access is exactly its byte range (the common case: one test).
+    #[inline(always)]
+    pub fn is_exact_range(self) -> bool {
+        self.0 == Self::NONE
+    }
+}
+
+/// One recorded access: the bytes `[lo, hi)` read or written by one dynamic instruction (a
+/// strided access: its byte hull, and its runs in the checker's region slab).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Rec {
     pub lo: u64,
@@ -24,11 +79,19 @@ pub(super) struct Rec {
     pub op: u32,
     /// The loop-variable values, a slot of the checker's variable slab.
     pub vars: u32,
-    /// The core of the launch that made it (gm is shared by every core).
-    pub core: u32,
+    /// What `[lo, hi)` stands for ([`Shape`]).
+    pub shape: Shape,
+    /// The core of the launch that made it (gm is shared by every core); a launch has fewer
+    /// than 2^16 cores (`limits`).
+    pub core: u16,
     pub pipe: u8,
     pub write: bool,
 }
+
+// what keeps a record at 56 bytes: the core fits 16 bits
+const _: () = assert!(
+    crate::limits::MAX_BLOCKS as u64 * (1 + crate::limits::MAX_AIV_PER_AIC as u64) <= 1 << 16
+);
 
 /// The recent accesses of one memory (of one core, or gm's, shared by the cores).
 #[derive(Clone, Debug)]
@@ -74,16 +137,18 @@ impl Table {
     #[inline]
     pub fn candidates(&self, lo: u64, hi: u64) -> (usize, usize) {
         let end = self.recs.partition_point(|r| r.lo < hi);
-        let mut start = end;
-        while start > 0 {
-            let r = &self.recs[start - 1];
-            // sorted by lo: every record before this one ends by lo + max_len too
-            if r.lo.saturating_add(self.max_len) <= lo {
-                break;
-            }
-            start -= 1;
-        }
+        // sorted by lo: every record before one ending by lo + max_len ends by then too
+        let start = self.recs[..end]
+            .iter()
+            .rposition(|r| r.lo.saturating_add(self.max_len) <= lo)
+            .map_or(0, |i| i + 1);
         (start, end)
+    }
+
+    /// Records `lo_i..hi_i` (of [`Table::candidates`]).
+    #[inline]
+    pub fn slice(&self, lo_i: usize, hi_i: usize) -> &[Rec] {
+        &self.recs[lo_i..hi_i]
     }
 
     /// Adds a record, after the ones starting at the same byte.
@@ -103,16 +168,24 @@ impl Table {
     }
 
     /// Keeps the records for which `keep` holds, calling `dropped` on the others, and
-    /// recomputes the longest length.
+    /// recomputes the longest length. (A plain compaction: `Vec::retain` with these closures
+    /// inside is not inlined, at a call per record.)
+    #[inline]
     pub fn retain(&mut self, mut keep: impl FnMut(&Rec) -> bool, mut dropped: impl FnMut(&Rec)) {
-        self.recs.retain(|r| {
-            let k = keep(r);
-            if !k {
-                dropped(r);
+        let mut kept = 0;
+        let mut max_len = 0;
+        for i in 0..self.recs.len() {
+            let r = self.recs[i];
+            if keep(&r) {
+                self.recs[kept] = r;
+                kept += 1;
+                max_len = max_len.max(r.hi - r.lo);
+            } else {
+                dropped(&r);
             }
-            k
-        });
-        self.max_len = self.recs.iter().map(|r| r.hi - r.lo).max().unwrap_or(0);
+        }
+        self.recs.truncate(kept);
+        self.max_len = max_len;
     }
 }
 
@@ -136,6 +209,7 @@ mod tests {
             alt: NO_ALT,
             op: 0,
             vars: 0,
+            shape: Shape::RANGE,
             core: 0,
             pipe: 0,
             write: true,
@@ -224,6 +298,17 @@ mod tests {
                 assert_eq!(overlapping(&t, lo, hi), brute(&recs, lo, hi));
             }
         }
+    }
+
+    #[test]
+    fn a_record_is_56_bytes_and_its_shape_packs_id_and_flags() {
+        assert_eq!(std::mem::size_of::<Rec>(), 56);
+        let s = Shape::region(7).with(SELECT);
+        assert_eq!((s.id(), s.approx()), (Some(7), SELECT));
+        assert!(!s.is_exact_range());
+        let r = Shape::RANGE.with(HULL | SELECT);
+        assert_eq!((r.id(), r.approx()), (None, HULL | SELECT));
+        assert!(Shape::RANGE.is_exact_range() && !r.is_exact_range());
     }
 
     #[test]

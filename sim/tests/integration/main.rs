@@ -3,7 +3,9 @@
 mod banks;
 mod cross_core;
 mod golden;
+mod guards;
 mod load_errors;
 mod memory;
 mod properties;
 mod race;
+mod race_strided;

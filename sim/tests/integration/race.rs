@@ -170,8 +170,9 @@ fn fixture_without_the_store_dequeue_reports_the_raw_it_prevented() {
     assert_eq!(
         text,
         vec![
-            "RAW hazard in UB [0x20000, 0x28000): V write (body[0].for.body[6] vadd, t=0) / \
-             MTE3 read (body[0].for.body[9] store, t=0)"
+            "RAW hazard in UB [0x20000, 0x28000): V write (vec_add_db_no_dequeue_z.yaml:44:9 \
+             vadd { ins: [xb, yb], out: zb }, t=0) / MTE3 read \
+             (vec_add_db_no_dequeue_z.yaml:47:9 store { src: zb, dst: \"z[t]\" }, t=0)"
         ]
     );
     let h = &hazards[0];
@@ -269,7 +270,8 @@ fn two_loads_into_one_buffer_race_unless_a_barrier_separates_them() {
     );
     assert_eq!(
         hazards[0].to_string(),
-        "WAW hazard in UB [0x0000, 0x0800): MTE2 write (body[0] load) / MTE2 write (body[1] load)"
+        "WAW hazard in UB [0x0000, 0x0800): MTE2 write (small.yaml:12:5 load { src: \"x[0]\", \
+         dst: a }) / MTE2 write (small.yaml:13:5 load { src: \"x[1]\", dst: a })"
     );
     assert!(check(&small(&body("  - barrier: mte2\n"))).is_empty());
     // a set_flag drains its pipe too
@@ -300,7 +302,8 @@ fn a_store_of_what_a_vector_op_writes_needs_a_flag() {
     );
     assert_eq!(
         hazards[0].to_string(),
-        "RAW hazard in UB [0x0800, 0x1000): V write (body[3] vadds) / MTE3 read (body[4] store)"
+        "RAW hazard in UB [0x0800, 0x1000): V write (small.yaml:15:5 vadds { ins: [a], out: b, \
+         scalar: 1 }) / MTE3 read (small.yaml:16:5 store { src: b, dst: \"z[0]\" })"
     );
     let flag =
         "  - set_flag: { src: v, dst: mte3, id: 0 }\n  - wait_flag: { src: v, dst: mte3, id: 0 }\n";
@@ -621,6 +624,7 @@ fn live_records_do_not_grow_with_the_run() {
 
 #[test]
 fn hazard_display_names_memory_range_and_both_sides() {
+    // the first op is located (file:line:col and its text), the second is not (built in code)
     let h = Hazard {
         kind: Raw,
         memory: Memory::Scope(sim::Space::Ub),
@@ -636,6 +640,9 @@ fn hazard_display_names_memory_range_and_both_sides() {
             write: true,
             path: "body[0].for.body[2]".into(),
             name: "vadd",
+            line: 12,
+            column: 9,
+            at: "k.yaml:12:9 vadd { ins: [x, y], out: z }".into(),
             vars: vec![("t".into(), 3)],
         },
         second: race::HazardAccess {
@@ -647,13 +654,18 @@ fn hazard_display_names_memory_range_and_both_sides() {
             write: false,
             path: "body[0].for.body[3]".into(),
             name: "store",
+            line: 0,
+            column: 0,
+            at: "body[0].for.body[3] store".into(),
             vars: vec![("t".into(), 3)],
         },
+        conservative: None,
+        fix: None,
     };
     assert_eq!(
         h.to_string(),
-        "RAW hazard in UB [0x0000, 0x8000): V write (body[0].for.body[2] vadd, t=3) / MTE3 read \
-         (body[0].for.body[3] store, t=3)"
+        "RAW hazard in UB [0x0000, 0x8000): V write (k.yaml:12:9 vadd { ins: [x, y], out: z }, \
+         t=3) / MTE3 read (body[0].for.body[3] store, t=3)"
     );
     // in a launch of several cores, each side says which core
     let mut h = h;
@@ -662,7 +674,7 @@ fn hazard_display_names_memory_range_and_both_sides() {
     h.second.core_name = Some("block 1 aiv 0".into());
     assert_eq!(
         h.to_string(),
-        "RAW hazard in UB [0x0000, 0x8000): block 0 aiv 0 V write (body[0].for.body[2] vadd, t=3) \
-         / block 1 aiv 0 MTE3 read (body[0].for.body[3] store, t=3)"
+        "RAW hazard in UB [0x0000, 0x8000): block 0 aiv 0 V write (k.yaml:12:9 vadd { ins: [x, \
+         y], out: z }, t=3) / block 1 aiv 0 MTE3 read (body[0].for.body[3] store, t=3)"
     );
 }
