@@ -29,7 +29,9 @@ mod compare;
 mod input;
 mod output;
 mod pack;
+mod progress;
 mod sweep;
+mod workers;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
