@@ -23,6 +23,7 @@ macro_rules! err_text {
     }};
 }
 
+mod calibrate;
 mod check;
 mod cli;
 mod compare;
@@ -131,6 +132,7 @@ fn main() -> ExitCode {
             output: output.as_deref(),
         }),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Configs { show: None } => configs(),
         Command::Configs { show: Some(name) } => show_config(&name),
     };
