@@ -259,6 +259,12 @@ fn plain(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// `+4.7`, `-16.7`: percentage points with a sign, and no `-0.0`.
+pub(crate) fn signed1(d: f64) -> String {
+    let r = (d * 10.0).round() / 10.0;
+    format!("{:+.1}", if r == 0.0 { 0.0 } else { r })
+}
+
 /// `12.3 %`, or `inf` for an error that is not finite.
 fn error_percent(e: f64) -> String {
     if e.is_finite() {
@@ -328,8 +334,7 @@ pub fn calibration_text(cal: &Calibration) -> String {
                     format!("{:.1}", b.measured_percent),
                     b.simulated_percent
                         .map_or("-".into(), |s| format!("{s:.1}")),
-                    b.difference_points()
-                        .map_or("-".into(), |d| format!("{d:+.1}")),
+                    b.difference_points().map_or("-".into(), signed1),
                     match (c.judged, b.tolerance_points) {
                         (true, Some(t)) => format!("±{} pts", plain(t)),
                         _ => "-".into(),
@@ -682,7 +687,10 @@ pub(crate) mod tests {
     fn text_and_json_say_the_same() {
         let cal = sample();
         let text = calibration_text(&cal);
-        assert!(text.contains("within   run          100.000       105.000  1.050      ±10 %  within"), "{text}");
+        assert!(
+            text.contains("within   run          100.000       105.000  1.050      ±10 %  within"),
+            "{text}"
+        );
         assert!(text.contains("±10 %"), "{text}");
         assert!(
             text.contains("worst case: failed: failed: deadlock at cycle 5"),

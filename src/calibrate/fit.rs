@@ -275,7 +275,7 @@ pub fn fit(inputs: &Inputs, keys: &[String], args: &CalibrateArgs) -> Result<(),
     let max_evals = args.max_evals;
     let failed = |e: String| Exit::input(format!("--fit: the minimiser failed: {e}"));
     err_line!(
-        "calibrate: fitting {} key{} to {} judged case{} ({} run{} a simulation), then once leaving out each case",
+        "calibrate: fitting {} key{} to {} judged case{} ({} run{} per simulation), then once leaving out each case",
         fitter.located.len(),
         if fitter.located.len() == 1 { "" } else { "s" },
         judged.len(),
@@ -466,7 +466,7 @@ impl FitReport<'_, '_> {
             .map(|(k, l)| {
                 vec![
                     format!(
-                        "{}: fitted by npusim calibrate --fit {} on {}: {} -> {} (range {}..{} {}); was as the comment says",
+                        "{}: fitted by npusim calibrate --fit {} on {}: {} -> {} (range {}..{} {}); the comment on the line is about the value before the fit",
                         l.key,
                         self.key_names(),
                         self.inputs.file.name,

@@ -303,6 +303,51 @@ pub fn load(path: &Path, config: &str) -> Result<Inputs, Exit> {
             },
         };
         let config = &configs[config_of[i]].config;
+        // the case's params against the program's: a param it lacks is the case's mistake,
+        // said at the case (the program alone is checked by loading it as written)
+        match sim::load_kernel(&src.text, &src.name, config, &[], None) {
+            Ok(plain) => {
+                let declared: Vec<&str> = plain
+                    .first()
+                    .params
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                let mut unknown = false;
+                for (name, _) in &run.params {
+                    if !declared.contains(&name.as_str()) {
+                        unknown = true;
+                        let hint = sim::diag::did_you_mean(name, declared.iter().copied())
+                            .map(|d| format!("did you mean `{d}`?"))
+                            .unwrap_or_else(|| match declared[..] {
+                                [] => "the program declares no params".into(),
+                                _ => format!("the program declares {}", declared.join(", ")),
+                            });
+                        here.push(at(
+                            format!("{p}.params.{name}"),
+                            format!("{} declares no param `{name}`", run.program),
+                            Some(hint),
+                        ));
+                    }
+                }
+                if unknown {
+                    programs[i] = Some(src);
+                    continue;
+                }
+            }
+            Err(e) => {
+                for d in e.diagnostics {
+                    if !elsewhere.contains(&d) {
+                        elsewhere.push(d);
+                    }
+                }
+                if !sources.iter().any(|s| s.name == src.name) {
+                    sources.push(src.clone());
+                }
+                programs[i] = Some(src);
+                continue;
+            }
+        }
         match sim::load_kernel(&src.text, &src.name, config, &run.params, run.blocks) {
             Ok(kernel) => {
                 busy[i] = case
@@ -318,15 +363,23 @@ pub fn load(path: &Path, config: &str) -> Result<Inputs, Exit> {
                     .collect();
             }
             Err(e) => {
-                // a param the program lacks, a bad --blocks: said in the program's terms,
-                // with the case that asked for it
+                // blocks out of range is the case's; what its params do to the program (a
+                // shape that no longer fits) is said in the program, naming the case
+                let mut in_program = false;
                 for mut d in e.diagnostics {
-                    if d.path == "params" || d.path.starts_with("launch") {
-                        d.message = format!("{} (case {} of {})", d.message, case.name, file.name);
+                    if d.path == "--blocks" {
+                        here.push(at(format!("{p}.blocks"), d.message, d.hint));
+                        continue;
                     }
+                    in_program = true;
+                    d.message = format!("{} (with the params of case {})", d.message, case.name);
                     if !elsewhere.contains(&d) {
                         elsewhere.push(d);
                     }
+                }
+                if !in_program {
+                    programs[i] = Some(src);
+                    continue;
                 }
                 if !sources.iter().any(|s| s.name == src.name) {
                     sources.push(src.clone());

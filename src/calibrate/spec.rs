@@ -252,6 +252,25 @@ type Refs = [(String, String); 2];
 fn case(r: &mut Reader, name: &str, node: &Node, path: &str) -> Option<(Case, Option<Refs>)> {
     let before = r.count();
     let f = r.map(node, path, &format!("case {name}"), &[], &CASE_KEYS)?;
+    // a key written short or long (`tolerance`, `measured`): the reader's hint lists every key;
+    // name the one meant, and count the key as given so that no second problem follows
+    let mut meant: Vec<&str> = Vec::new();
+    for (k, _) in f.entries {
+        if CASE_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        let close = CASE_KEYS
+            .iter()
+            .find(|c| c.starts_with(k.as_str()) || k.starts_with(*c));
+        if let Some(c) = close {
+            let at = join(path, k);
+            if let Some(d) = r.diags.iter_mut().rev().find(|d| d.path == at) {
+                d.hint = Some(format!("did you mean \"{c}\"?"));
+            }
+            meant.push(c);
+        }
+    }
+    let given = |key: &str| f.has(key) || meant.contains(&key);
     let derived = f.has("difference");
     if f.has("program") && derived {
         r.error_hint(
@@ -260,7 +279,7 @@ fn case(r: &mut Reader, name: &str, node: &Node, path: &str) -> Option<(Case, Op
             Some("drop program or difference".into()),
         );
         return None;
-    } else if !f.has("program") && !derived {
+    } else if !given("program") && !given("difference") {
         r.error_hint(
             path,
             format!("case {name} has neither program nor difference"),
@@ -358,9 +377,9 @@ fn case(r: &mut Reader, name: &str, node: &Node, path: &str) -> Option<(Case, Op
     };
 
     // a measured_us with a problem of its own is still a measured value here
-    let measured = f.has("measured_us") || derived;
+    let measured = given("measured_us") || derived;
     if judged {
-        if measured && tolerance_percent.is_none() && !f.has("tolerance_percent") {
+        if measured && tolerance_percent.is_none() && !given("tolerance_percent") {
             r.error_hint(
                 path,
                 format!("case {name} is judged but has no tolerance_percent"),
@@ -390,7 +409,7 @@ fn case(r: &mut Reader, name: &str, node: &Node, path: &str) -> Option<(Case, Op
             );
         }
     }
-    if (measured || !busy.is_empty()) && source.is_none() && !f.has("source") {
+    if (measured || !busy.is_empty()) && source.is_none() && !given("source") {
         r.error_hint(
             path,
             format!("case {name} has a measurement but no source"),

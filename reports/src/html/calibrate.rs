@@ -157,7 +157,7 @@ fn busy_table(cal: &Calibration) -> String {
                 b.measured_percent,
                 cell(b.simulated_percent, 1),
                 b.difference_points()
-                    .map_or("-".into(), |d| format!("{d:+.1}")),
+                    .map_or("-".into(), crate::calibrate::signed1),
                 if c.judged {
                     cell(b.tolerance_points, 1)
                 } else {
