@@ -195,7 +195,7 @@ pub fn run_cases(
         let case = &inputs.measurements.cases[i];
         run_case(
             case,
-            &inputs.programs[i]
+            inputs.programs[i]
                 .as_ref()
                 .expect("a run case has its program"),
             configs[i],
