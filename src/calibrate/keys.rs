@@ -396,6 +396,21 @@ vector:
         }
     }
 
+    /// docs/calibration.md repeats the table: a range changed here must change there.
+    #[test]
+    fn the_docs_state_every_range() {
+        let docs = include_str!("../../docs/calibration.md");
+        for r in RANGES {
+            let row = format!(
+                "| `{}` | {}..{} | {} | {} |",
+                r.pattern, r.min, r.max, r.unit, r.why
+            );
+            assert!(docs.contains(&row), "docs/calibration.md lacks the row\n{row}");
+        }
+        let rows = docs.lines().filter(|l| l.starts_with("| `") && l.contains("..")).count();
+        assert_eq!(rows, RANGES.len(), "docs/calibration.md has a range row the table lacks");
+    }
+
     #[test]
     fn keys_are_found_where_they_are_written() {
         let l = locate(CONFIG, "c.yaml", "paths.ub.gm.bytes_per_cycle").unwrap();
