@@ -9,9 +9,9 @@
 //! runs are cached), on `-j` workers, with the race checker off (it only watches: the cycles
 //! are the same without it).
 //!
-//! Then, for each judged case, the fit again without that case, started from the full fit:
-//! the case's error there is its leave-one-out error, what the fit predicts for a measurement
-//! it was not fitted on. The config is written with the fitted values edited in at their
+//! Then, for each judged case, the fit again without that case, from the same start: the
+//! case's error there is its leave-one-out error, what the fit predicts for a measurement it
+//! was not fitted on. The config is written with the fitted values edited in at their
 //! places, each with a comment saying how it was fitted.
 
 use super::keys::{self, Located};
@@ -36,6 +36,9 @@ const OUT_OF_BUDGET: f64 = 1e30;
 
 /// Each key's first step: a tenth of its range.
 const STEP: f64 = 0.1;
+
+/// Nelder-Mead runs one fit may chain, each from the best point of the one before.
+const RESTARTS: usize = 4;
 
 /// Every case's value (µs, or why it has none) at one set of key values.
 type Values = Rc<Vec<Result<f64, String>>>;
@@ -133,6 +136,36 @@ impl Fitter<'_> {
     /// simulations at most: the fitted values.
     fn fit(&self, cases: &[usize], start: &[i64], max_evals: u32) -> Result<Vec<i64>, String> {
         self.budget.set(max_evals);
+        let problem = Problem {
+            fitter: self,
+            cases: cases.to_vec(),
+        };
+        let cost = |values: &[i64]| {
+            problem
+                .cost(&self.unit_of(values))
+                .expect("the cost never fails")
+        };
+        // a simplex collapses along a key whose whole-number steps it cannot resolve while
+        // another key still improves the fit; started again from its best point, with full
+        // steps, it can move along that key again. Restarts stop when one finds nothing better.
+        let mut best = start.to_vec();
+        let mut best_cost = cost(&best);
+        for _ in 0..RESTARTS {
+            let found = self.simplex(cases, &best, max_evals)?;
+            let c = cost(&found);
+            if c >= best_cost || self.budget.get() == 0 {
+                if c < best_cost {
+                    best = found;
+                }
+                break;
+            }
+            (best, best_cost) = (found, c);
+        }
+        Ok(best)
+    }
+
+    /// One Nelder-Mead run from `start`, each key's first step a tenth of its range.
+    fn simplex(&self, cases: &[usize], start: &[i64], max_evals: u32) -> Result<Vec<i64>, String> {
         let u0 = self.unit_of(start);
         let mut vertices = vec![u0.clone()];
         for k in 0..u0.len() {
@@ -292,7 +325,9 @@ pub fn fit(inputs: &Inputs, keys: &[String], args: &CalibrateArgs) -> Result<(),
     let mut per_case = Vec::new();
     for &j in &judged {
         let others: Vec<usize> = judged.iter().copied().filter(|&i| i != j).collect();
-        let loo = fitter.fit(&others, &fitted, max_evals).map_err(failed)?;
+        // from the config's values, not the full fit's: started there, a key only the left-out
+        // case moves would keep the value that case gave it, and the case would look predicted
+        let loo = fitter.fit(&others, &start, max_evals).map_err(failed)?;
         let v_loo = at(&loo);
         per_case.push(CaseFit {
             case: j,

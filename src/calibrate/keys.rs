@@ -405,10 +405,20 @@ vector:
                 "| `{}` | {}..{} | {} | {} |",
                 r.pattern, r.min, r.max, r.unit, r.why
             );
-            assert!(docs.contains(&row), "docs/calibration.md lacks the row\n{row}");
+            assert!(
+                docs.contains(&row),
+                "docs/calibration.md lacks the row\n{row}"
+            );
         }
-        let rows = docs.lines().filter(|l| l.starts_with("| `") && l.contains("..")).count();
-        assert_eq!(rows, RANGES.len(), "docs/calibration.md has a range row the table lacks");
+        let rows = docs
+            .lines()
+            .filter(|l| l.starts_with("| `") && l.contains(".."))
+            .count();
+        assert_eq!(
+            rows,
+            RANGES.len(),
+            "docs/calibration.md has a range row the table lacks"
+        );
     }
 
     #[test]
