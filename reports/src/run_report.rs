@@ -392,7 +392,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         ("instr".to_string(), Align::Right),
         ("busy".to_string(), Align::Right),
     ];
-    columns.extend(reasons.iter().map(|r| (column_name(*r), Align::Right)));
+    // a column is headed by the reason's one name, the JSON key (`wait_flag V#0`), as in every
+    // other report
+    columns.extend(reasons.iter().map(|r| (r.to_string(), Align::Right)));
     columns.extend([
         ("starved".to_string(), Align::Right),
         ("idle".to_string(), Align::Right),
@@ -1024,15 +1026,6 @@ fn stall_reasons(result: &RunResult) -> Vec<Stall> {
     set.into_iter().collect()
 }
 
-/// A stall reason as a text column header: its JSON key, with `wait_flag` shortened to `wait`.
-fn column_name(reason: Stall) -> String {
-    let name = reason.to_string();
-    match name.strip_prefix("wait_flag ") {
-        Some(rest) => format!("wait {rest}"),
-        None => name,
-    }
-}
-
 fn stall_cycles(p: &PipeStats, reason: Stall) -> u64 {
     p.stalls
         .iter()
@@ -1067,7 +1060,7 @@ fn legend(reasons: &[Stall]) -> String {
     for r in reasons {
         let (key, text) = match r {
             Stall::WaitFlag { .. } => (
-                "wait P#i",
+                "wait_flag P#i",
                 "a wait_flag at the head of the queue waited for the flag from pipe P with id i",
             ),
             Stall::CrossWait { .. } => (
@@ -1075,7 +1068,7 @@ fn legend(reasons: &[Stall]) -> String {
                 "a cross_wait at the head of the queue waited for its core's cross-core counter i",
             ),
             Stall::WaitMacro { .. } => (
-                "wait P#mmad_l1",
+                "wait_flag P#mmad_l1",
                 "a part of an mmad_l1 waited for the other on pipe P (M: a chunk's copies; MTE1: M to free an L0 half)",
             ),
             Stall::Drain => (
@@ -1307,9 +1300,27 @@ mod tests {
     #[test]
     fn legend_defines_only_the_reasons_that_occur() {
         let text = run_text_of(&result_clean(), Some(&[]), None);
-        assert!(text.contains("wait P#i"));
+        assert!(text.contains("wait_flag P#i"));
         assert!(!text.contains("queue_full P"));
         assert!(text.contains("overlap"));
+    }
+
+    /// One name per stall reason: the text table's columns are the JSON document's keys (and so
+    /// compare's, the profile's and the trace's, which all print the reason as it displays).
+    #[test]
+    fn text_columns_are_named_as_the_json_keys() {
+        let r = result_clean();
+        let text = run_text_of(&r, Some(&[]), None);
+        let header = text.lines().find(|l| l.starts_with("pipe ")).unwrap();
+        let j = run_json_of(&r, None, None);
+        let mut keys = 0;
+        for p in j["pipes"].as_object().unwrap().values() {
+            for key in p["stalls"].as_object().unwrap().keys() {
+                assert!(header.contains(key.as_str()), "{key} not in {header}");
+                keys += 1;
+            }
+        }
+        assert!(keys > 0 && header.contains("wait_flag "), "{header}");
     }
 
     #[test]

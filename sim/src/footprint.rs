@@ -12,7 +12,7 @@
 //! `[lo × bits / 8, ceil(hi × bits / 8))` (an `i1` range rounds out to whole bytes).
 
 use crate::expr::{EvalError, Expr};
-use crate::ids::{BufferId, TensorId};
+use crate::ids::{BufferId, OpId, TensorId};
 use crate::program::{Buffer, Index, OpKind, Operand, Program, Ref, Tensor, View, ViewKind};
 use crate::types::Space;
 
@@ -229,25 +229,50 @@ pub fn static_count(o: &Operand, shape: &[u64]) -> Option<u64> {
     Some(n)
 }
 
-/// The values each loop variable can take (inclusive), where they can be bounded: a `for`
-/// from its bounds and step, a `while` from its trip count. Indexed by [`crate::VarId`].
-pub fn var_ranges(program: &Program) -> Vec<Option<(i64, i64)>> {
+/// Calls `visit(op, ranges)` for every op of `program` in op order (pre-order), with the values
+/// each loop variable in scope there can take (inclusive, by [`crate::VarId`]; `None` where
+/// unknown): a `for` from its bounds and step, a `while` from its trip count, narrowed inside an
+/// `if` branch by its guard ([`crate::guard::narrow`]), so a guarded access's footprint stays
+/// within what the branch can touch.
+pub fn walk_ranges(program: &Program, visit: &mut dyn FnMut(OpId, &[Span])) {
     let mut ranges = vec![None; program.vars.len()];
-    // ops are in pre-order: an outer loop's variable is bounded before an inner loop reads it
-    for op in &program.ops {
-        match &op.kind {
+    walk_block(program, &program.body.ops, &mut ranges, visit);
+}
+
+fn walk_block(
+    program: &Program,
+    ops: &[OpId],
+    ranges: &mut Vec<Span>,
+    visit: &mut dyn FnMut(OpId, &[Span]),
+) {
+    for &id in ops {
+        visit(id, ranges);
+        match &program.op(id).kind {
             OpKind::For(l) => {
-                ranges[l.var.index()] = crate::load::for_range(&l.from, &l.to, &l.step, &ranges)
+                let r = crate::load::for_range(&l.from, &l.to, &l.step, ranges);
+                let outside = std::mem::replace(&mut ranges[l.var.index()], r);
+                walk_block(program, &l.body.ops, ranges, visit);
+                ranges[l.var.index()] = outside;
             }
-            OpKind::While { var, trips, .. } => {
-                ranges[var.index()] = trips
-                    .range(&ranges)
+            OpKind::While { var, trips, body } => {
+                let r = trips
+                    .range(ranges)
                     .and_then(|(_, hi)| (hi >= 1).then_some((0, hi - 1)));
+                let outside = std::mem::replace(&mut ranges[var.index()], r);
+                walk_block(program, &body.ops, ranges, visit);
+                ranges[var.index()] = outside;
+            }
+            OpKind::If { cond, then, els } => {
+                for (holds, block) in [(true, Some(then)), (false, els.as_ref())] {
+                    let Some(block) = block else { continue };
+                    let narrowed = crate::guard::narrow(cond, holds, ranges);
+                    walk_block(program, &block.ops, ranges, visit);
+                    narrowed.undo(ranges);
+                }
             }
             _ => {}
         }
     }
-    ranges
 }
 
 /// How many elements operand `o` (on a base of `shape`) selects for the loop variables

@@ -15,6 +15,7 @@ pub mod diag;
 pub mod engine;
 pub mod expr;
 pub mod footprint;
+pub mod guard;
 pub mod ids;
 pub mod launch;
 pub mod limits;

@@ -1,7 +1,7 @@
 //! The command line as a user meets it: exit codes, messages on stderr, `-o` files, `configs`,
 //! determinism.
 
-use crate::{npusim, stderr, stdout};
+use crate::{npusim, root, stderr, stdout};
 
 const DB: &str = "programs/vec_add_db_manual.yaml";
 
@@ -168,6 +168,45 @@ fn bad_config_file_is_reported_like_a_bad_program() {
     let err = stderr(&o);
     assert!(err.contains("unknown key \"queue_depht\""), "{err}");
     assert!(err.contains(&format!("[{cfg}:")), "{err}");
+}
+
+#[test]
+fn a_guarded_access_is_proven_refused_or_checked_at_run_time_as_its_guard_says() {
+    // the fixture prefetches tile j + 2 under j != n - 2: a hole, not a range, so the loader
+    // leaves the load to the engine, which stops at j = 15 naming the op, j and the bound
+    const FIXTURE: &str = "tests/fixtures/bad/run_guarded_access_out_of_bounds.yaml";
+    let o = npusim(&["run", FIXTURE]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(stdout(&o).is_empty());
+    for want in [
+        "the run stopped",
+        "slice 2176:2304 out of bounds for dimension 0 (size 2048)",
+        "j=15)",
+        "run_guarded_access_out_of_bounds.yaml:19:13]",
+        "body[2].for.body[0].if.then[0]",
+    ] {
+        assert!(err.contains(want), "no {want:?} in\n{err}");
+    }
+    let text = std::fs::read_to_string(root().join(FIXTURE)).unwrap();
+    let dir = scratch("guards");
+    let with = |guard: &str| {
+        let path = dir.join(format!("{}.yaml", guard.replace(' ', "")));
+        std::fs::write(&path, text.replace("j != n - 2", guard)).unwrap();
+        npusim(&["run", path.to_str().unwrap()])
+    };
+    // the guard it meant narrows j to 0 .. 13: proven, and it runs
+    let o = with("j + 2 < n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // one that narrows j exactly but still lets it reach 14 is refused when loading
+    let o = with("j + 2 <= n");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("rejected: 1 problem"), "{err}");
+    assert!(
+        err.contains("slice end (j + 3) * 128 (can reach 2176) is out of bounds"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -100,8 +100,7 @@ fn a_capacity_no_part_has_is_bad_input_naming_each_parts_scopes() {
         .filter(|l| !l.trim_start().starts_with("bt:") && !l.contains("to: bt"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let dir = root().join("target/cli-test-scratch/kernel");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("kernel/no-bt");
     let file = dir.join("no_bt.yaml");
     std::fs::write(&file, config).unwrap();
     let f = file.to_string_lossy().into_owned();
@@ -377,8 +376,7 @@ fn a_deadlock_names_each_waiting_core_and_its_parts_op() {
         .filter(|l| !l.contains("cross_set"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let dir = root().join("target/cli-test-scratch/kernel");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("kernel/no-cross-set");
     let file = dir.join("no_cross_set.yaml");
     std::fs::write(&file, dead).unwrap();
     let f = file.to_string_lossy().into_owned();

@@ -6,6 +6,7 @@ mod calibrate_cli;
 mod check_cli;
 mod cli;
 mod compare_cli;
+mod docs;
 mod double_buffers;
 mod hostile;
 mod html_cli;

@@ -75,9 +75,7 @@ fn exact_mode_proves_tricky_infeasible_at_4_and_places_it_at_5() {
 #[test]
 fn exact_mode_places_a_challenging_instance_at_the_published_capacity() {
     let f = format!("{DATA}/challenging/K.1048576.csv");
-    let dir = crate::root().join("target/cli-test-scratch/pack");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("pack");
     let target = dir.join("K.csv");
     let t = target.to_string_lossy().into_owned();
     let o = npusim(&[
@@ -104,9 +102,7 @@ fn exact_mode_places_a_challenging_instance_at_the_published_capacity() {
 
 #[test]
 fn malformed_csv_is_bad_input_with_line_numbers() {
-    let dir = crate::root().join("target/cli-test-scratch/pack-bad");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("pack-bad");
     let f = dir.join("bad.csv");
     std::fs::write(&f, "id,lower,upper,size\na,0,3,4\nb,5,2,4\nc,0,x,4\n").unwrap();
     let o = npusim(&["pack", &f.to_string_lossy(), "--capacity", "8"]);
@@ -135,9 +131,7 @@ fn malformed_csv_is_bad_input_with_line_numbers() {
 
 #[test]
 fn fixed_offsets_and_alignment_survive_the_round_trip() {
-    let dir = crate::root().join("target/cli-test-scratch/pack-fixed");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch("pack-fixed");
     let f = dir.join("fixed.csv");
     std::fs::write(
         &f,

@@ -82,6 +82,35 @@ fn flash_attention_gets_three_hand_offs_each_with_a_reverse_flag_of_depth_two() 
     );
 }
 
+#[test]
+fn flash_attention_prefetch_has_the_hand_offs_and_the_cycles_of_the_peeled_loop() {
+    // the same kernel with its cube loop over every block and its prefetches under guards
+    let peeled =
+        pipeline::simulate_kernel(&kernel("programs/flash_attention.yaml"), &config(), &opts())
+            .unwrap();
+    let guarded = pipeline::simulate_kernel(
+        &kernel("programs/flash_attention_prefetch.yaml"),
+        &config(),
+        &opts(),
+    )
+    .unwrap();
+    clean("flash_attention_prefetch", &guarded);
+    let handoffs = |sim: &pipeline::Simulation| -> Vec<_> {
+        sim.handoffs
+            .iter()
+            .map(|h| (h.tensor.clone(), h.producer.0, h.flag, h.reverse, h.count))
+            .collect()
+    };
+    assert_eq!(handoffs(&guarded), handoffs(&peeled));
+    // the cube core's guarded ops cost its sync pass no fallback to barrier: all
+    assert_eq!(guarded.auto_sync.map(|s| s.fallbacks), Some(0));
+    let (g, p) = (guarded.result.total_cycles, peeled.result.total_cycles);
+    assert!(
+        g.abs_diff(p) * 100 <= p,
+        "guarded {g} vs peeled {p}: more than 1 % apart"
+    );
+}
+
 /// The cycles each (core, op, value of `j`) kept its pipe working.
 #[derive(Default)]
 struct Busy {

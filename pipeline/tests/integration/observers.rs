@@ -75,6 +75,7 @@ fn a_launch_runs_the_same_whether_its_cores_run_ahead_or_go_in_one_global_order(
         ("programs/matmul_add.yaml", [1, 2, 24]),
         ("programs/matmul_add_manual.yaml", [1, 2, 24]),
         ("programs/flash_attention.yaml", [1, 2, 24]),
+        ("programs/flash_attention_prefetch.yaml", [1, 2, 24]),
     ] {
         let text = std::fs::read_to_string(crate::root().join(file)).unwrap();
         for b in blocks {

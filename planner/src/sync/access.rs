@@ -163,19 +163,25 @@ pub(super) fn serialised(a: &Part, b: &Part, lp: OpId, d: u32) -> Option<Why> {
 }
 
 /// The parts of every op, in op order (`parts_of[op]` lists indices into the returned parts).
+/// Each op's footprints are over the ranges of the loop variables where it is: inside an `if`
+/// branch, narrowed by the guard, as the loader checks and the engine runs it.
 pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
     let program = tree.program;
-    let ranges = sim::footprint::var_ranges(program);
-    let ctx = Ctx {
-        program,
-        plan,
-        ranges: &ranges,
-        counts: &tree.counts,
-    };
     let mut parts = Vec::new();
     let mut parts_of = vec![Vec::new(); program.ops.len()];
-    for (i, op) in program.ops.iter().enumerate() {
-        let id = OpId::new(i);
+    let mut next = 0;
+    sim::footprint::walk_ranges(program, &mut |id, ranges| {
+        // parts are numbered in op order
+        debug_assert_eq!(id.index(), next, "ops are visited in op order");
+        next += 1;
+        let ctx = Ctx {
+            program,
+            plan,
+            ranges,
+            counts: &tree.counts,
+        };
+        let i = id.index();
+        let op = program.op(id);
         let kind = &op.kind;
         if kind.is_control()
             || matches!(
@@ -190,9 +196,9 @@ pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
                     | OpKind::CrossWait { .. }
             )
         {
-            continue;
+            return;
         }
-        let Some(pipe) = op.pipe else { continue };
+        let Some(pipe) = op.pipe else { return };
         let reads = kind.reads();
         let writes = kind.writes();
         let mut main = Vec::new();
@@ -221,7 +227,7 @@ pub(super) fn parts(tree: &Tree, plan: &Plan) -> (Vec<Part>, Vec<Vec<u32>>) {
             pipe,
             pieces: main,
         });
-    }
+    });
     (parts, parts_of)
 }
 

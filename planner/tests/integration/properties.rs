@@ -40,6 +40,13 @@ struct Gen {
     views: usize,
     next_var: usize,
     vars: Vec<String>,
+    /// Whether branches may bound a loop variable (`v0 + 1 <= 2`) and slices move with one
+    /// (`b0[v0 * 128 + 256:v0 * 128 + 512]`), in bounds only thanks to such a guard; off, the
+    /// generator draws what it drew before guards were understood (the regression seeds).
+    guards: bool,
+    /// The largest value of each of `vars` where the program is being generated: its loop's
+    /// last, or less inside a branch whose guard bounds it.
+    his: Vec<u64>,
     /// Visible buffers and windows, one frame per block.
     frames: Vec<Vec<Buf>>,
     /// Roots written so far in program text (the loader's read-before-write rule is textual).
@@ -60,10 +67,18 @@ impl Gen {
             views: 0,
             next_var: 0,
             vars: Vec::new(),
+            guards: false,
+            his: Vec::new(),
             frames: Vec::new(),
             written: Vec::new(),
             totals: Vec::new(),
         }
+    }
+
+    /// The same generator, with guards that bound loop variables or without ([`Gen::guards`]).
+    fn guards(mut self, on: bool) -> Gen {
+        self.guards = on;
+        self
     }
 
     fn r(&mut self, n: u64) -> u64 {
@@ -226,8 +241,19 @@ impl Gen {
         }
         if len < b.len {
             let step = if self.cube { ROWS } else { 128 };
-            let start = step * self.r((b.len - len) / step + 1);
-            o += &format!("[{start}:{}]", start + len);
+            let room = (b.len - len) / step;
+            match (self.vars.last().cloned(), self.his.last().copied()) {
+                // a slice that moves with the innermost loop, in bounds for the values the
+                // variable takes here: inside a guard that bounds it, only thanks to the guard
+                (Some(v), Some(hi)) if self.guards && hi <= room && self.chance(40) => {
+                    let c = step * self.r(room - hi + 1);
+                    o += &format!("[{v} * {step} + {c}:{v} * {step} + {}]", c + len);
+                }
+                _ => {
+                    let start = step * self.r(room + 1);
+                    o += &format!("[{start}:{}]", start + len);
+                }
+            }
         }
         format!("\"{o}\"")
     }
@@ -272,19 +298,35 @@ impl Gen {
         self.out += &format!("{inner}body:\n");
         self.frames.push(frame);
         self.vars.push(v);
+        self.his.push(trips - 1);
         self.block(indent + 4, depth + 1);
+        self.his.pop();
         self.vars.pop();
         self.frames.pop();
     }
 
     fn branch(&mut self, pad: &str, indent: usize, depth: usize) {
         let k = self.r(2);
-        let cond = match self.vars.last() {
-            Some(v) => format!("{v} % 2 == {k}"),
-            None => "1 == 1".into(),
+        // a guard that bounds the innermost variable (v < m) narrows its range in `then`
+        let mut bound = None;
+        let cond = match (self.vars.last().cloned(), self.his.last().copied()) {
+            (Some(v), Some(hi)) if self.guards && hi > 0 && self.chance(50) => {
+                let m = 1 + self.r(hi);
+                bound = Some(m - 1);
+                format!("{v} + 1 <= {m}")
+            }
+            (Some(v), _) => format!("{v} % 2 == {k}"),
+            _ => "1 == 1".into(),
         };
         self.out += &format!("{pad}- if: \"{cond}\"\n{pad}  then:\n");
+        let outside = self.his.last().copied();
+        if let (Some(hi), Some(b)) = (self.his.last_mut(), bound) {
+            *hi = b;
+        }
         self.block(indent + 4, depth + 1);
+        if let (Some(hi), Some(o)) = (self.his.last_mut(), outside) {
+            *hi = o;
+        }
         if self.chance(50) {
             self.out += &format!("{pad}  else:\n");
             self.block(indent + 4, depth + 1);
@@ -439,6 +481,8 @@ struct Knobs {
     caps: [u64; 4],
     /// Per mille added to each capacity for the monotonicity check.
     more: u64,
+    /// [`Gen::guards`].
+    guards: bool,
 }
 
 fn knobs() -> impl Strategy<Value = Knobs> {
@@ -450,9 +494,10 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         any::<bool>(),
         [200u64..1300, 200u64..1300, 200u64..1300, 200u64..1300],
         1u64..600,
+        any::<bool>(),
     )
         .prop_map(
-            |(seed, cube, manual, max_level, scoped, caps, more)| Knobs {
+            |(seed, cube, manual, max_level, scoped, caps, more, guards)| Knobs {
                 seed,
                 cube,
                 manual,
@@ -460,6 +505,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 scoped,
                 caps,
                 more,
+                guards,
             },
         )
 }
@@ -526,7 +572,7 @@ fn check(p: &Program, opts: &PlanOptions, text: &str) -> Result<Planned, PlanFai
 /// The first property for one case: valid or a well-formed overflow, deterministic, the same
 /// plan with `--placement exact` where first fit succeeds, and monotone in the capacity.
 fn plans_case(k: &Knobs) -> Result<(), TestCaseError> {
-    let (text, totals) = Gen::new(k.seed, k.cube).program(k.manual);
+    let (text, totals) = Gen::new(k.seed, k.cube).guards(k.guards).program(k.manual);
     let p = sim::load_program(&text, "prop.yaml", &config(), &[])
         .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
     let opts = options(k, &totals, 0);
@@ -600,8 +646,9 @@ proptest! {
         seed in any::<u64>(),
         cube in any::<bool>(),
         manual in any::<bool>(),
+        guards in any::<bool>(),
     ) {
-        let (text, _) = Gen::new(seed, cube).program(manual);
+        let (text, _) = Gen::new(seed, cube).guards(guards).program(manual);
         let p = sim::load_program(&text, "prop.yaml", &config(), &[])
             .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
         for mode in [LivenessMode::Precise, LivenessMode::Scoped] {
@@ -626,6 +673,7 @@ fn plans_property_regressions() {
             scoped: false,
             caps: [643, 200, 200, 200],
             more: 1,
+            guards: false,
         },
     ];
     for k in &cases {
@@ -651,7 +699,7 @@ proptest! {
 
 /// The auto-sync property for one case.
 fn auto_sync_case(k: &Knobs) -> Result<(), TestCaseError> {
-    let (text, totals) = Gen::new(k.seed, k.cube).program(false);
+    let (text, totals) = Gen::new(k.seed, k.cube).guards(k.guards).program(false);
     let config = config();
     let p = sim::load_program(&text, "prop.yaml", &config, &[])
         .unwrap_or_else(|e| panic!("generator bug: {e}\n{text}"));
@@ -694,6 +742,7 @@ fn auto_sync_property_regressions() {
             scoped: false,
             caps: [265, 200, 200, 200],
             more: 1,
+            guards: false,
         },
         // a WAW on MTE2 the pass left unordered
         Knobs {
@@ -704,6 +753,7 @@ fn auto_sync_property_regressions() {
             scoped: false,
             caps: [328, 200, 200, 200],
             more: 1,
+            guards: false,
         },
     ];
     for k in &cases {
@@ -723,6 +773,7 @@ fn regression_unique_buffer_at_level_1() {
         scoped: false,
         caps: [289, 200, 200, 200],
         more: 111,
+        guards: false,
     };
     plans_case(&k).unwrap();
 }

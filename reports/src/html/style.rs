@@ -70,11 +70,12 @@ impl Kind {
     pub(super) fn label(self) -> String {
         match self {
             Kind::Busy(p) => format!("{p} busy"),
-            Kind::WaitOn(p) => format!("waits for {p}"),
+            // the stall reasons' own names, their varying part as the text legend writes it
+            Kind::WaitOn(p) => format!("wait_flag {p}#i"),
             Kind::Drain => "drain".into(),
-            Kind::QueueFull => "queue_full".into(),
+            Kind::QueueFull => "queue_full P".into(),
             Kind::BarrierAll => "barrier_all".into(),
-            Kind::CrossWait => "cross_wait".into(),
+            Kind::CrossWait => "cross_wait #i".into(),
             Kind::Starved => "starved".into(),
             Kind::Idle => "idle".into(),
         }

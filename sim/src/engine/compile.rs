@@ -881,11 +881,11 @@ impl<'p> Compiler<'p, '_> {
                     cond: Val::new(cond),
                     els: 0,
                 });
-                self.block(&then.ops)?;
+                self.branch(cond, true, &then.ops)?;
                 let target = if let Some(els) = els {
                     let jump = self.emit(SOp::Jump { to: 0 });
                     let target = self.pc();
-                    self.block(&els.ops)?;
+                    self.branch(cond, false, &els.ops)?;
                     let end = self.pc();
                     self.out.code[jump as usize] = SOp::Jump { to: end };
                     target
@@ -1173,6 +1173,16 @@ impl<'p> Compiler<'p, '_> {
         let exit = self.pc();
         self.out.code[head as usize] = SOp::LoopHead { lp, exit };
         Ok(())
+    }
+
+    /// Compiles an `if` branch over the ranges its guard narrows ([`crate::guard::narrow`]):
+    /// a check the narrowed ranges prove is left out, any other stays.
+    fn branch(&mut self, cond: &Expr, holds: bool, ops: &'p [OpId]) -> Result<(), CompileError> {
+        // a branch that never runs keeps every check: nothing is proven there
+        let narrowed = crate::guard::narrow(cond, holds, &mut self.ranges);
+        let r = self.block(ops);
+        narrowed.undo(&mut self.ranges);
+        r
     }
 
     fn need_pipe(&self, op: OpId, pipe: Pipe) -> Result<(), CompileError> {

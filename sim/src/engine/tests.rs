@@ -950,6 +950,62 @@ fn bounds_checks_are_left_out_only_where_they_cannot_fail() {
 }
 
 #[test]
+fn a_guard_proves_the_checks_of_its_branch() {
+    use super::compile::compile;
+    // for t < 4: if GUARD: load x[t + 1]; else: load x[t - 1] (x has 4 rows); t is variable 0
+    let t = Expr::Var(VarId::new(0));
+    let build = |guard: &Expr| {
+        let mut b = B::new();
+        let t = Expr::Var(b.var("t"));
+        let x = b.tensor("x", &[4, 64], Dtype::F16);
+        let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+        let next = Expr::binary(BinOp::Add, t.clone(), Expr::Const(1)).unwrap();
+        let prev = Expr::binary(BinOp::Sub, t.clone(), Expr::Const(1)).unwrap();
+        let Expr::Var(v) = t else { unreachable!() };
+        let ops = vec![for_(
+            v,
+            4,
+            vec![T::If {
+                cond: guard.clone(),
+                then: vec![load(b.row(x, next), b.b(xb))],
+                els: Some(vec![load(b.row(x, prev), b.b(xb))]),
+            }],
+        )];
+        b.build(ops)
+    };
+    let checks = |p: &Program| -> Vec<bool> {
+        let c = compile(p, &config(), &crate::Addresses::default())
+            .ok()
+            .unwrap();
+        c.opnds.iter().step_by(2).map(|o| o.check).collect()
+    };
+    // t < 3: then t + 1 <= 3, else t = 3 and t - 1 = 2: both proven, and both run
+    let p = build(&Expr::binary(BinOp::Lt, t.clone(), Expr::Const(3)).unwrap());
+    assert_eq!(checks(&p), [false, false]);
+    ok(&p);
+    // t % 2 == 1 is not understood: both loads keep their checks
+    let odd = Expr::binary(
+        BinOp::Eq,
+        Expr::binary(BinOp::Rem, t.clone(), Expr::Const(2)).unwrap(),
+        Expr::Const(1),
+    )
+    .unwrap();
+    let p = build(&odd);
+    assert_eq!(checks(&p), [true, true]);
+    // t = 0 is even: the else loads x[-1]
+    let e = run(&p, &config()).unwrap_err();
+    assert!(
+        e.message.contains("index -1 out of bounds"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        (e.path.as_str(), e.iteration.as_str()),
+        ("body[0].for.body[0].else[0]", ", t=0")
+    );
+}
+
+#[test]
 fn zero_trip_loop_costs_nothing() {
     let mut b = B::new();
     let t = b.var("t");

@@ -145,6 +145,28 @@ const RESERVED: &[&str] = &["min", "max", "true", "false", "all"];
 pub(super) const LAUNCH_NAMES: &[&str] = &["block", "blocks", "subblock"];
 pub(super) const OP_SIBLINGS: &[&str] = &["buffers", "views", "body", "then", "else"];
 
+/// What the loader knows of a loop variable besides its range (a launch variable's and a
+/// `while` variable's are the default: they read nothing and take every value).
+#[derive(Clone, Default, Debug)]
+pub(super) struct VarFacts {
+    /// The variables its loop's bounds read, and theirs.
+    pub read: Vec<VarId>,
+    /// The values it takes in its range.
+    pub grid: Grid,
+}
+
+/// The values a loop variable takes in its range.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(super) enum Grid {
+    /// Every one (step 1).
+    #[default]
+    Every,
+    /// `from + k·step`, from and step constant.
+    Step { from: i64, step: i64 },
+    /// Not known (a step other than 1 from a bound that is not constant).
+    Unknown,
+}
+
 pub(super) struct Loader<'a, 'f> {
     pub r: &'a mut Reader<'f>,
     pub config: &'a Config,
@@ -156,8 +178,19 @@ pub(super) struct Loader<'a, 'f> {
     pub buffers: Vec<Buffer>,
     pub views: Vec<View>,
     pub vars: Vec<Var>,
-    /// Inclusive value range of each loop variable, where it can be bounded.
+    /// Inclusive value range of each loop variable, where it can be bounded; inside an `if`
+    /// branch, narrowed by its guard ([`crate::guard::narrow`]).
     pub ranges: Vec<Option<(i64, i64)>>,
+    /// Per loop variable (by [`VarId`]; shorter than `vars` where nothing was recorded): what
+    /// says whether a narrowed range is exact.
+    pub facts: Vec<VarFacts>,
+    /// The variables of the loops around the op being loaded.
+    pub enclosing: Vec<VarId>,
+    /// Whether every `if` around the op being loaded says exactly where its branch runs in
+    /// `ranges` ([`crate::guard::Guard::Exact`]): then an operand out of bounds for some values
+    /// in the ranges is out of bounds in an iteration that runs, and is refused; otherwise it is
+    /// left to the engine's run-time check (docs/decisions.md, "Guards").
+    pub certain: bool,
     pub ops: Vec<Op>,
     pub scopes: Scopes,
     /// The buffers an earlier op has written, in program order.
@@ -172,6 +205,14 @@ pub(super) struct Loader<'a, 'f> {
 }
 
 impl Loader<'_, '_> {
+    /// Whether an operand bound `e` that can leave its dimension for some values in the ranges
+    /// is refused now, rather than checked by the engine when the op runs: when the branches
+    /// around the op say exactly where they run, or when `e` does not depend on the loop at all
+    /// (then it is out of bounds whenever the op runs).
+    pub fn refuses(&self, e: &Expr) -> bool {
+        self.certain || e.as_const().is_some()
+    }
+
     // ----- names -------------------------------------------------------------------------
 
     pub fn lookup(&self, name: &str) -> Option<&Name> {

@@ -343,7 +343,7 @@ impl Loader<'_, '_> {
                 Sel::Whole(_) => elements = elements.and_then(|x| x.checked_mul(extent_u)),
                 Sel::At(e) => {
                     // [e, e + 1) lies in [0, extent)
-                    if let Some((lo, hi)) = sb {
+                    if let Some((lo, hi)) = sb.filter(|_| self.refuses(e)) {
                         if lo < 0 || hi >= extent {
                             let what = self.reach("index", e, if lo < 0 { lo } else { hi });
                             oob(self, what);
@@ -352,12 +352,12 @@ impl Loader<'_, '_> {
                 }
                 Sel::Slice(s, e) => {
                     let mut reported = false;
-                    if let Some((lo, _)) = sb.filter(|b| b.0 < 0) {
+                    if let Some((lo, _)) = sb.filter(|b| b.0 < 0 && self.refuses(s)) {
                         let what = self.reach("slice start", s, lo);
                         oob(self, what);
                         reported = true;
                     }
-                    if let Some((_, hi)) = eb.filter(|b| b.1 > extent) {
+                    if let Some((_, hi)) = eb.filter(|b| b.1 > extent && self.refuses(e)) {
                         let what = self.reach("slice end", e, hi);
                         oob(self, what);
                         reported = true;
@@ -373,7 +373,7 @@ impl Loader<'_, '_> {
                         }
                         None => {
                             elements = None;
-                            matches!((sb, eb), (Some(a), Some(b)) if a.0 > b.1)
+                            self.certain && matches!((sb, eb), (Some(a), Some(b)) if a.0 > b.1)
                         }
                     };
                     if backwards {
@@ -410,7 +410,8 @@ impl Loader<'_, '_> {
                         ok = false;
                     }
                     Some(m) => {
-                        if let Some((lo, hi)) = k.bounds(&self.ranges) {
+                        if let Some((lo, hi)) = k.bounds(&self.ranges).filter(|_| self.refuses(&k))
+                        {
                             if lo < 0 || hi >= m as i64 {
                                 let bad = if lo < 0 { lo } else { hi };
                                 if m == 1 {

@@ -18,7 +18,7 @@ use crate::types::{Pipe, Space};
 use crate::written::Written;
 use crate::yaml::{Node, Value};
 
-use super::loader::{Ctx, Entity, Loader, Scopes, OP_SIBLINGS};
+use super::loader::{Ctx, Entity, Grid, Loader, Scopes, VarFacts, OP_SIBLINGS};
 
 pub(crate) fn program(
     r: &mut Reader,
@@ -178,6 +178,9 @@ fn build(
         views: Vec::new(),
         vars: Vec::new(),
         ranges: Vec::new(),
+        facts: Vec::new(),
+        enclosing: Vec::new(),
+        certain: true,
         ops: Vec::new(),
         scopes: {
             let mut s = Scopes::default();
@@ -924,7 +927,10 @@ impl<'a> Loader<'a, '_> {
             Ref::Tensor(_) => unreachable!("windows are never of tensors"),
         };
         let fits = match offset.bounds(&self.ranges) {
-            Some((lo, hi)) => lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128,
+            Some((lo, hi)) => {
+                (lo >= 0 && (hi as i128 + elements as i128) <= of_elements as i128)
+                    || (!self.refuses(&offset) && elements <= of_elements)
+            }
             None => elements <= of_elements,
         };
         if !fits {
@@ -1318,7 +1324,27 @@ impl<'a> Loader<'a, '_> {
         let var = var_name
             .as_ref()
             .map(|n| self.declare_var(n, id, range, &join(opath, "var")));
+        if let Some(v) = var {
+            let grid = match (from.as_ref().and_then(Expr::as_const), step.as_ref()) {
+                (_, Some(s)) if s.as_const() == Some(1) => Grid::Every,
+                (Some(from), Some(s)) => match s.as_const() {
+                    Some(step) if step > 1 => Grid::Step { from, step },
+                    _ => Grid::Unknown,
+                },
+                _ => Grid::Unknown,
+            };
+            self.note_bounds(v, [&from, &to, &step].into_iter().flatten(), grid);
+            self.enclosing.push(v);
+        }
+        // a loop with no known values may never run its body: nothing in it is refused for
+        // a value it may never take
+        let certain = self.certain;
+        self.certain &= range.is_some();
         let body = self.loop_block(entries, path, opath, inner);
+        self.certain = certain;
+        if var.is_some() {
+            self.enclosing.pop();
+        }
         self.scopes.pop();
         if let (Some(var), Some(from), Some(to), Some(step)) = (var, from, to, step) {
             let l = ForLoop {
@@ -1413,7 +1439,19 @@ impl<'a> Loader<'a, '_> {
                 v
             }
         });
+        if let Some(v) = var {
+            self.note_bounds(v, trips.iter(), Grid::Every);
+            self.enclosing.push(v);
+        }
+        // a loop with no known values may never run its body: nothing in it is refused for
+        // a value it may never take
+        let certain = self.certain;
+        self.certain &= range.is_some();
         let body = self.loop_block(entries, path, opath, inner);
+        self.certain = certain;
+        if var.is_some() {
+            self.enclosing.pop();
+        }
         self.scopes.pop();
         if let (Some(var), Some(trips)) = (var, trips) {
             self.ops[id.index()].kind = OpKind::While { var, trips, body };
@@ -1436,22 +1474,99 @@ impl<'a> Loader<'a, '_> {
             loop_parent: ctx.loop_parent,
         };
         let get = |k: &str| entries.iter().find(|(x, _)| x == k).map(|(_, v)| v);
-        let then = match get("then") {
-            Some(n) => Some(self.block(n, &join(opath, "then"), inner)),
-            None => {
-                self.r.error_hint(
-                    path,
-                    "missing required key \"then\" beside if",
-                    Some("write then: (and optionally else:) as siblings of if: in the same list item".into()),
-                );
-                None
+        // each branch is checked over the ranges its guard narrows
+        let certain = self.certain;
+        let branch = |l: &mut Self, holds: bool, key: &str| {
+            let narrowed = cond.as_ref().map(|c| {
+                let (exact, n) = l.narrow(c, holds);
+                l.certain &= exact;
+                n
+            });
+            let b = get(key).map(|n| l.block(n, &join(opath, key), inner));
+            if let Some(n) = narrowed {
+                n.undo(&mut l.ranges);
             }
+            l.certain = certain;
+            b
         };
-        let els = get("else").map(|n| self.block(n, &join(opath, "else"), inner));
+        let then = branch(self, true, "then");
+        if then.is_none() {
+            self.r.error_hint(
+                path,
+                "missing required key \"then\" beside if",
+                Some(
+                    "write then: (and optionally else:) as siblings of if: in the same list item"
+                        .into(),
+                ),
+            );
+        }
+        let els = branch(self, false, "else");
         if let (Some(cond), Some(then)) = (cond, then) {
             self.ops[id.index()].kind = OpKind::If { cond, then, els };
         }
         Some(id)
+    }
+
+    /// Records which variables loop variable `v`'s bounds `exprs` read, directly or through
+    /// theirs, and which values it takes in its range.
+    fn note_bounds<'e>(&mut self, v: VarId, exprs: impl Iterator<Item = &'e Expr>, grid: Grid) {
+        let mut read = Vec::new();
+        for e in exprs {
+            e.vars(&mut read);
+        }
+        let mut all = read.clone();
+        for r in read {
+            all.extend(self.facts.get(r.index()).into_iter().flat_map(|f| &f.read));
+        }
+        all.sort_unstable();
+        all.dedup();
+        if self.facts.len() <= v.index() {
+            self.facts.resize(v.index() + 1, VarFacts::default());
+        }
+        self.facts[v.index()] = VarFacts { read: all, grid };
+    }
+
+    /// Narrows the ranges by `cond` (true: `holds`) for a branch, and says whether the
+    /// narrowed ranges are exactly where the branch runs: the guard is exact
+    /// ([`crate::guard::Guard::Exact`]); each narrowed variable's range is trimmed to values its
+    /// loop takes (`t` from 0 step 4 under `t < 10` is 0 .. 8, not 0 .. 9); and no enclosing
+    /// loop's range was computed from a narrowed variable (`for i from j` inside `if: "j < 2"`
+    /// keeps i's range over every j, values the branch never sees).
+    fn narrow(&mut self, cond: &Expr, holds: bool) -> (bool, crate::guard::Narrowed) {
+        let n = crate::guard::narrow(cond, holds, &mut self.ranges);
+        if n.guard == crate::guard::Guard::Never {
+            return (false, n);
+        }
+        let mut exact = n.guard == crate::guard::Guard::Exact;
+        let changed: Vec<VarId> = n.changed().collect();
+        for narrowed in changed {
+            let v = narrowed.index();
+            let grid = self.facts.get(v).map_or(Grid::Every, |f| f.grid);
+            match (grid, self.ranges[v]) {
+                (Grid::Every, _) => {}
+                (Grid::Step { from, step }, Some((lo, hi))) => {
+                    // the first and last values from + k·step in [lo, hi]
+                    let up = (lo as i128 - from as i128).max(0);
+                    let lo = from as i128 + (up + step as i128 - 1) / step as i128 * step as i128;
+                    let hi = from as i128
+                        + (hi as i128 - from as i128).div_euclid(step as i128) * step as i128;
+                    if lo > hi {
+                        // no value of the loop satisfies the guard: the branch never runs
+                        return (false, n);
+                    }
+                    self.ranges[v] = Some((lo as i64, hi as i64));
+                }
+                _ => exact = false,
+            }
+            if self.enclosing.iter().any(|w| {
+                self.facts
+                    .get(w.index())
+                    .is_some_and(|f| f.read.contains(&narrowed))
+            }) {
+                exact = false;
+            }
+        }
+        (exact, n)
     }
 
     // ----- whole program -----------------------------------------------------------------

@@ -820,6 +820,32 @@ fn mixed_kernel_blocks_count_ai_cores() {
 }
 
 #[test]
+fn a_launch_owns_block_blocks_and_subblock() {
+    program_case(
+        "launch_name_declared.yaml",
+        Want {
+            path: "params.block",
+            at: (6, 25),
+            words: &["\"block\" is the launch's", "name a core of the launch"],
+            hint: Some("pick another name"),
+        },
+    );
+}
+
+#[test]
+fn block_is_not_a_constant() {
+    program_case(
+        "launch_block_in_shape.yaml",
+        Want {
+            path: "buffers.xb.shape[0]",
+            at: (8, 28),
+            words: &["\"block\" differs from core to core", "must be constant"],
+            hint: None,
+        },
+    );
+}
+
+#[test]
 fn mixed_kernel_needs_a_split_chip() {
     program_case(
         "mixed_needs_split_chip.yaml",

@@ -3,6 +3,7 @@
 mod banks;
 mod cross_core;
 mod golden;
+mod guards;
 mod load_errors;
 mod memory;
 mod properties;
