@@ -316,7 +316,24 @@ pub fn fit(inputs: &Inputs, keys: &[String], args: &CalibrateArgs) -> Result<(),
         fitter.runs.len(),
         if fitter.runs.len() == 1 { "" } else { "s" },
     );
+    // a fit of the real suite takes minutes: a line on stderr after each fit says how far it is
+    let started = std::time::Instant::now();
+    let said = |what: &str, values: &[i64]| {
+        let shown: Vec<String> = fitter
+            .located
+            .iter()
+            .zip(values)
+            .map(|(l, v)| format!("{} {v}", l.key))
+            .collect();
+        err_line!(
+            "calibrate: {what}: {} ({} simulations, {:.1} s)",
+            shown.join(", "),
+            fitter.simulations.get(),
+            started.elapsed().as_secs_f64()
+        );
+    };
     let fitted = fitter.fit(&judged, &start, max_evals).map_err(failed)?;
+    said("fitted on every case", &fitted);
     let at = |values: &[i64]| {
         fitter.budget.set(1);
         fitter.evaluate(values).expect("a budget of one")
@@ -328,6 +345,7 @@ pub fn fit(inputs: &Inputs, keys: &[String], args: &CalibrateArgs) -> Result<(),
         // from the config's values, not the full fit's: started there, a key only the left-out
         // case moves would keep the value that case gave it, and the case would look predicted
         let loo = fitter.fit(&others, &start, max_evals).map_err(failed)?;
+        said(&format!("without {}", cases[j].name), &loo);
         let v_loo = at(&loo);
         per_case.push(CaseFit {
             case: j,
