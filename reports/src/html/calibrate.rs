@@ -124,7 +124,7 @@ fn cases_table(cal: &Calibration) -> String {
             _ => c.source.clone().unwrap_or_default(),
         };
         out.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td class=\"text\">{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td class=\"text src\">{}</td></tr>\n",
             esc(&c.name),
             cell(c.measured_us, 3),
             cell(c.simulated_us(), 3),

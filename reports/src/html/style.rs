@@ -204,6 +204,7 @@ svg.calib rect.measured{fill:#8c959f}
 svg.calib rect.within{fill:#1a7f37}
 svg.calib rect.outside{fill:#cf222e}
 svg.calib rect.shown{fill:#0072b2}
+#calibration td.src{overflow-wrap:anywhere;min-width:40ch;max-width:70ch}
 footer{max-width:1400px;margin:30px auto 20px;padding:0 24px;color:#8c959f;font-size:12px}
 "#;
 
