@@ -326,10 +326,15 @@ pub fn fit(inputs: &Inputs, keys: &[String], args: &CalibrateArgs) -> Result<(),
             .map(|(l, v)| format!("{} {v}", l.key))
             .collect();
         err_line!(
-            "calibrate: {what}: {} ({} simulations, {:.1} s)",
+            "calibrate: {what}: {} ({} simulations, {:.1} s){}",
             shown.join(", "),
             fitter.simulations.get(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            if fitter.budget.get() == 0 {
+                format!("; it spent all of --max-evals {max_evals}: raise it for a finer fit")
+            } else {
+                String::new()
+            }
         );
     };
     let fitted = fitter.fit(&judged, &start, max_evals).map_err(failed)?;
