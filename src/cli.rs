@@ -122,6 +122,11 @@ pub enum Command {
     /// order whatever N is; or join the parts of a sharded sweep (`--merge`); or summarise a
     /// sweep's results (`--summary`).
     Sweep(SweepArgs),
+    /// Compare the simulator with measured hardware: run every case of a measurements file and
+    /// report each case's measured and simulated time, their ratio and the geometric-mean error
+    /// (`--check`), or fit named config numbers to the measurements and write the config with
+    /// them (`--fit KEY,KEY,...`).
+    Calibrate(CalibrateArgs),
     /// List the built-in chip configs, or print one's YAML (`--show NAME`).
     Configs {
         /// Print the YAML text of the built-in config NAME, verbatim: a starting point for
@@ -186,6 +191,53 @@ pub struct SweepArgs {
     /// input that varies).
     #[arg(long, value_name = "COLUMN", requires = "summary")]
     pub by: Option<String>,
+}
+
+/// `npusim calibrate` (docs/cli.md, "npusim calibrate"; docs/calibration.md).
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("mode").args(["check", "fit"]).required(true)))]
+pub struct CalibrateArgs {
+    /// The measurements file (YAML): per case a program run (or a quantity derived from two),
+    /// the measured time, its tolerance and its source.
+    #[arg(value_name = "MEASUREMENTS")]
+    pub file: PathBuf,
+    /// Run every case and compare it with its measurement; exit 1 when a judged case is
+    /// outside its tolerance.
+    #[arg(long)]
+    pub check: bool,
+    /// Fit these config numbers (comma-separated keys, e.g. memory.hbm_bytes_per_cycle) to the
+    /// judged cases, each within its plausible range, and write the config with the fitted
+    /// values to -o FILE.
+    #[arg(
+        long,
+        value_name = "KEY,KEY,...",
+        value_delimiter = ',',
+        requires = "output"
+    )]
+    pub fit: Option<Vec<String>>,
+    /// The config the cases run on unless they name their own (a built-in name or a file);
+    /// with --fit, the config whose numbers are fitted.
+    #[arg(long, value_name = "NAME|FILE", default_value = sim::builtin::DEFAULT)]
+    pub config: String,
+    /// Workers running cases at once (default: every core).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// The report's format (text, or a JSON document).
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// --check: write the report to FILE; --fit: write the fitted config to FILE (required).
+    /// Written whole or not at all.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// --check: also write the report as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "fit")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub checks: CheckArgs,
+    /// --fit: the most simulations of the whole set of judged cases one fit may run (each
+    /// fit: the fit on every case, and one leaving each case out).
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(10..=100_000), requires = "fit")]
+    pub max_evals: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -23,13 +23,16 @@ macro_rules! err_text {
     }};
 }
 
+mod calibrate;
 mod check;
 mod cli;
 mod compare;
 mod input;
 mod output;
 mod pack;
+mod progress;
 mod sweep;
+mod workers;
 
 use clap::Parser;
 use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
             output: output.as_deref(),
         }),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Configs { show: None } => configs(),
         Command::Configs { show: Some(name) } => show_config(&name),
     };

@@ -13,6 +13,7 @@
 //! | plan | [`plan_json`], [`plan_yaml`]; of a kernel [`kernel_plan_json`], [`kernel_plan_yaml`] | `plan --format json\|yaml`; also the `plan` of a run and of a check document, `schema` included |
 //! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
 //! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
+//! | calibration | [`calibration_json`] | `calibrate --check --format json` |
 //!
 //! Run document ([`run_json`]), keys in this order (`schema`, then [`RUN_KEYS`]):
 //!
@@ -59,6 +60,7 @@
 //! plan document; `null` when it did not plan).
 
 mod background;
+mod calibrate;
 mod check_doc;
 mod compare;
 mod explain;
@@ -73,13 +75,17 @@ pub mod table;
 mod trace;
 
 pub use background::Background;
+pub use calibrate::{
+    calibration_json, calibration_text, BusyReport, Calibration, CaseKind, CaseReport, Outcome,
+    Summary, Verdict,
+};
 pub use check_doc::{check_json, diagnostic_json, Check};
 pub use compare::{
     compare_entry, compare_json, compare_levels, compare_text, kernel_compare_text, reused_buffers,
     CompareLevel, CompareOutcome,
 };
 pub use explain::plan_explain;
-pub use html::{compare_html, run_html, slot_rects, sweep_html, Timeline};
+pub use html::{calibration_html, compare_html, run_html, slot_rects, sweep_html, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,

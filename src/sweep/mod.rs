@@ -11,7 +11,6 @@
 
 mod merge;
 mod point;
-mod progress;
 mod runner;
 mod shard;
 mod spec;
@@ -104,7 +103,8 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
     if args.format == SweepFormat::Csv {
         head.extend(table::csv_record(&table::header(&inputs.columns)));
     }
-    let mut progress = progress::Progress::new(count, args.output.is_none());
+    let mut progress =
+        crate::progress::Progress::new("sweep", "point", count, args.output.is_none());
     match args.output.as_deref() {
         Some(path) => {
             // the file appears whole, once the last point is written, or not at all

@@ -21,6 +21,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// How the progress counts it.
+    pub fn tally(self) -> crate::progress::Tally {
+        match self {
+            Status::Ok => crate::progress::Tally::Ok,
+            Status::Finding => crate::progress::Tally::Finding,
+            Status::Error => crate::progress::Tally::Error,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "ok",

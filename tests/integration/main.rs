@@ -2,6 +2,7 @@
 //! (load -> plan -> run -> report) on the shipped programs. One module per scenario.
 
 mod bad_inputs;
+mod calibrate_cli;
 mod check_cli;
 mod cli;
 mod compare_cli;

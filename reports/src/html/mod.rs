@@ -4,11 +4,13 @@
 //! (docs/html.md). Pure functions: the same inputs give byte-identical pages.
 
 mod bars;
+mod calibrate;
 mod memory;
 mod style;
 mod sweep;
 mod timeline;
 
+pub use calibrate::calibration_html;
 pub use memory::slot_rects;
 pub use sweep::sweep_html;
 pub use timeline::Timeline;

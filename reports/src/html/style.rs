@@ -199,12 +199,18 @@ ul.findings li{margin:2px 0}
 .plot{margin:0 0 22px}
 svg.sweep polyline.line{fill:none;stroke-width:2}
 svg.sweep circle.point{stroke:#fff;stroke-width:1.2;cursor:help}
+svg.calib rect{cursor:help}
+svg.calib rect.measured{fill:#8c959f}
+svg.calib rect.within{fill:#1a7f37}
+svg.calib rect.outside{fill:#cf222e}
+svg.calib rect.shown{fill:#0072b2}
+#calibration td.src{overflow-wrap:anywhere;min-width:40ch;max-width:70ch}
 footer{max-width:1400px;margin:30px auto 20px;padding:0 24px;color:#8c959f;font-size:12px}
 "#;
 
 /// The page's script: the timeline's zoom, highlighting every slot of the buffer under the
 /// pointer, a check that every memory map drew the slots it announces (and every sweep plot
-/// the points it announces), and `data-ready="1"` on
+/// the points it announces, every calibration chart its cases), and `data-ready="1"` on
 /// `<body>` once all of that ran (the browser test waits for it).
 pub(super) const SCRIPT: &str = r#"(function () {
   "use strict";
@@ -235,6 +241,12 @@ pub(super) const SCRIPT: &str = r#"(function () {
     var points = plot.querySelectorAll("circle.point").length;
     if (String(points) !== plot.getAttribute("data-points")) {
       throw new Error("plot " + plot.id + ": " + points + " points, expected " + plot.getAttribute("data-points"));
+    }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("svg.calib"), function (plot) {
+    var cases = plot.querySelectorAll("g.case").length;
+    if (String(cases) !== plot.getAttribute("data-cases")) {
+      throw new Error("calibration bars: " + cases + " cases, expected " + plot.getAttribute("data-cases"));
     }
   });
   document.body.setAttribute("data-ready", "1");

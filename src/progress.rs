@@ -1,11 +1,23 @@
-//! A sweep's progress on stderr: an indicatif bar with its ETA on a terminal, plain lines
-//! otherwise (a log, a CI job, a cluster's output file), one at every tenth of the points.
+//! The progress of a command that runs many things (a sweep's points, a calibration's cases) on
+//! stderr: an indicatif bar with its ETA on a terminal, plain lines otherwise (a log, a CI job, a
+//! cluster's output file), one at every tenth of the work.
 
-use super::point::Status;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+/// How one thing ended, as the progress counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    Ok,
+    Finding,
+    Error,
+}
+
 pub struct Progress {
+    /// What is running, the lines' prefix: `sweep`.
+    label: &'static str,
+    /// What is counted, singular: `point`.
+    unit: &'static str,
     total: u64,
     done: u64,
     findings: u64,
@@ -17,22 +29,29 @@ pub struct Progress {
     shares_terminal: bool,
 }
 
+/// `1 point`, `2 points`.
+fn counted(n: u64, unit: &str) -> String {
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
 impl Progress {
-    /// Progress over `total` points: a bar when stderr is a terminal. `to_stdout`: the results
-    /// go to stdout, which may be the same terminal.
-    pub fn new(total: u64, to_stdout: bool) -> Progress {
+    /// Progress of `label` over `total` `unit`s: a bar when stderr is a terminal. `to_stdout`:
+    /// the results go to stdout, which may be the same terminal.
+    pub fn new(label: &'static str, unit: &'static str, total: u64, to_stdout: bool) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} points  ETA {eta}  {msg}",
-                )
+                indicatif::ProgressStyle::with_template(&format!(
+                    "{{bar:40}} {{pos}}/{{len}} {unit}s  ETA {{eta}}  {{msg}}"
+                ))
                 .expect("the template is valid"),
             );
             bar.enable_steady_tick(Duration::from_millis(250));
             bar
         });
         Progress {
+            label,
+            unit,
             total,
             done: 0,
             findings: 0,
@@ -52,24 +71,24 @@ impl Progress {
         }
     }
 
-    pub fn point_done(&mut self, status: Status) {
+    pub fn done(&mut self, tally: Tally) {
         self.done += 1;
-        match status {
-            Status::Ok => {}
-            Status::Finding => self.findings += 1,
-            Status::Error => self.errors += 1,
+        match tally {
+            Tally::Ok => {}
+            Tally::Finding => self.findings += 1,
+            Tally::Error => self.errors += 1,
         }
         match &self.bar {
             Some(bar) => {
                 let rate = self.done as f64 / self.start.elapsed().as_secs_f64().max(1e-9);
                 bar.set_message(format!(
-                    "{rate:.1} points/s, {} finding, {} error",
-                    self.findings, self.errors
+                    "{rate:.1} {}s/s, {} finding, {} error",
+                    self.unit, self.findings, self.errors
                 ));
                 bar.inc(1);
             }
             None => {
-                // a line at every tenth of the points (each point of a sweep of 10 or fewer)
+                // a line at every tenth of the work (each thing of 10 or fewer)
                 if self.done * 10 / self.total != (self.done - 1) * 10 / self.total {
                     err_line!("{}", self.line());
                 }
@@ -87,26 +106,28 @@ impl Progress {
             format!(", ETA {:.0} s", elapsed / self.done as f64 * left as f64)
         };
         format!(
-            "sweep: {}/{} points ({} %), {} finding, {} error, {elapsed:.1} s{eta}",
+            "{}: {}/{} {}s ({} %), {} finding, {} error, {elapsed:.1} s{eta}",
+            self.label,
             self.done,
             self.total,
+            self.unit,
             self.done * 100 / self.total.max(1),
             self.findings,
             self.errors
         )
     }
 
-    /// Clears the bar and prints the closing line: the points, the time, the statuses.
+    /// Clears the bar and prints the closing line: the things done, the time, the statuses.
     pub fn finish(self, jobs: usize) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
         let elapsed = self.start.elapsed().as_secs_f64();
         err_line!(
-            "sweep: {} point{} in {elapsed:.1} s on {jobs} worker{}: {} ok, {} finding, {} error",
-            self.done,
-            if self.done == 1 { "" } else { "s" },
-            if jobs == 1 { "" } else { "s" },
+            "{}: {} in {elapsed:.1} s on {}: {} ok, {} finding, {} error",
+            self.label,
+            counted(self.done, self.unit),
+            counted(jobs as u64, "worker"),
             self.done - self.findings - self.errors,
             self.findings,
             self.errors
