@@ -22,7 +22,7 @@
 //! | `schema` | [`SCHEMA`] |
 //! | `kernel`, `config` (`ascend910b/aiv`), `sync` | what ran where (`sync` is the program's mode as written: `auto` when the sync pass synchronised it) |
 //! | `total_cycles`, `microseconds` | length of the run; µs = cycles / clock MHz |
-//! | `launch_cost` | null without a `launch_cost` config section, else what starting the launch cost, apart from `total_cycles`: {`cycles`, `fixed_cycles`, `per_block_cycles`, `blocks`, `end_to_end_cycles`, `end_to_end_microseconds`} |
+//! | `launch_cost` | null without a `launch_cost` config section, else what starting the launch cost, apart from `total_cycles`: {`cycles`, `fixed_cycles`, `per_core_cycles`, `cores` (the cores it started), `end_to_end_cycles`, `end_to_end_microseconds`} |
 //! | `pipes` | per pipe (report name, pipe order): `busy`, `stalls` {reason: cycles}, `starved`, `idle`, `instructions`, `utilisation` (busy / total) |
 //! | `overlap`, `overlap_cycles` | cycles with ≥ 2 non-S pipes busy (/ total) |
 //! | `pipe_bound` | {`pipe`, `cycles`}: the non-S pipe with the most busy cycles |

@@ -564,16 +564,16 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         ),
     ]);
     if let Some(cost) = config.launch_cost {
-        let (blocks, cycles) = (program.launch.blocks, launch.launch_cycles);
+        let (cores, cycles) = (launch.cores.len(), launch.launch_cycles);
         summary.row(vec![
             "launch cost".into(),
             cycles.to_string(),
             format!(
-                "cycles = {} us: {} fixed + {blocks} block{} x {}",
+                "cycles = {} us: {} fixed + {cores} core{} x {}",
                 fmt_micros(cycles, config.clock_mhz),
                 cost.fixed_cycles,
-                if blocks == 1 { "" } else { "s" },
-                cost.per_block_cycles
+                if cores == 1 { "" } else { "s" },
+                cost.per_core_cycles
             ),
         ]);
         let end = total.saturating_add(cycles);
@@ -810,7 +810,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "sync": sync_name(program, auto_sync),
         "total_cycles": total,
         "microseconds": micros(total, config.clock_mhz),
-        "launch_cost": launch_cost_json(config, result, program.launch.blocks),
+        "launch_cost": launch_cost_json(config, result),
         "pipes": pipes,
         "overlap": crate::round4(result.overlap()),
         "overlap_cycles": result.overlap_cycles,
@@ -873,7 +873,7 @@ pub const RUN_KEYS: [&str; 25] = [
 
 /// The run document's `launch_cost`: what starting the launch cost, apart from the cores'
 /// `total_cycles`, and the two together; `null` when the config has no `launch_cost`.
-fn launch_cost_json(config: &Config, result: &RunResult, blocks: u32) -> Value {
+fn launch_cost_json(config: &Config, result: &RunResult) -> Value {
     let Some(cost) = config.launch_cost else {
         return Value::Null;
     };
@@ -881,8 +881,8 @@ fn launch_cost_json(config: &Config, result: &RunResult, blocks: u32) -> Value {
     json!({
         "cycles": result.launch_cycles,
         "fixed_cycles": cost.fixed_cycles,
-        "per_block_cycles": cost.per_block_cycles,
-        "blocks": blocks,
+        "per_core_cycles": cost.per_core_cycles,
+        "cores": result.cores.len(),
         "end_to_end_cycles": end,
         "end_to_end_microseconds": micros(end, config.clock_mhz),
     })

@@ -33,19 +33,20 @@ pub struct Config {
     pub launch_cost: Option<LaunchCost>,
 }
 
-/// `launch_cost: { fixed_cycles, per_block_cycles }` (docs/timing.md, "Launch cost"): a
-/// launch of N blocks costs `fixed_cycles + N × per_block_cycles` before its cores run.
+/// `launch_cost: { fixed_cycles, per_core_cycles }` (docs/timing.md, "Launch cost"): a
+/// launch that starts N cores (a mixed block starts its cube core and its vector cores) costs
+/// `fixed_cycles + N × per_core_cycles` before its cores run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchCost {
     pub fixed_cycles: u64,
-    pub per_block_cycles: u64,
+    pub per_core_cycles: u64,
 }
 
 impl LaunchCost {
-    /// The cycles a launch of `blocks` blocks costs.
-    pub fn cycles(&self, blocks: u32) -> u64 {
+    /// The cycles a launch that starts `cores` cores costs.
+    pub fn cycles(&self, cores: u32) -> u64 {
         self.fixed_cycles
-            .saturating_add(self.per_block_cycles.saturating_mul(u64::from(blocks)))
+            .saturating_add(self.per_core_cycles.saturating_mul(u64::from(cores)))
     }
 }
 

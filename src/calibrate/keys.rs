@@ -192,11 +192,11 @@ pub const RANGES: &[Range] = &[
         why: "a launch's start: 0 to 22 us; CATLASS-PERF states about 20-21 us for a whole full-core launch",
     },
     Range {
-        pattern: "launch_cost.per_block_cycles",
+        pattern: "launch_cost.per_core_cycles",
         min: 0,
         max: 2000,
         unit: "cycles",
-        why: "each block's start: 0 to 1.1 us; at 48 blocks at most 53 us beside the fixed part",
+        why: "each core's start: 0 to 1.1 us; a full-core mixed launch (72 cores) at most 80 us beside the fixed part",
     },
     Range {
         pattern: "sync.flag_latency",

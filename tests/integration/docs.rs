@@ -1286,11 +1286,14 @@ fn figures() -> Vec<(&'static str, String)> {
         ),
     ));
     let launch = config.launch_cost.unwrap();
-    let us = |blocks: u32| launch.cycles(blocks) as f64 / config.clock_mhz as f64;
+    // a mixed block starts its cube core and its vector cores
+    let us = |blocks: u32| {
+        launch.cycles(blocks * (1 + chip.aiv_per_aic)) as f64 / config.clock_mhz as f64
+    };
     out.push((
         "README.md",
         format!(
-            "start-up cost ({:.1} µs for one block, {:.1} µs for {})",
+            "start-up cost ({:.1} µs for one mixed block, {:.1} µs for {})",
             us(1),
             us(chip.aic),
             chip.aic

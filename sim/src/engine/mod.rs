@@ -530,6 +530,7 @@ pub fn run_launch<O: Observer>(
     }
     let programs: Vec<&Program> = parts.iter().map(|p| p.0).collect();
     let slots = crate::launch::slots(&programs, config);
+    let cores = u32::try_from(slots.len()).unwrap_or(u32::MAX);
     let with: Vec<(&Program, &compile::Compiled)> =
         programs.iter().copied().zip(compiled.iter()).collect();
     // without an observer that needs one global order, cores run ahead through their local
@@ -542,11 +543,10 @@ pub fn run_launch<O: Observer>(
         _ if relaxed => exec::Machine::new(&with, slots, config, limits, observer, false).run(),
         other => other,
     };
-    // the launch's start, paid once before every core runs (so added, not simulated)
+    // the launch's start, paid once before every core runs (so added, not simulated), by the
+    // cores it starts: a mixed block starts three
     result.map(|mut r| {
-        r.launch_cycles = config
-            .launch_cost
-            .map_or(0, |l| l.cycles(programs[0].launch.blocks));
+        r.launch_cycles = config.launch_cost.map_or(0, |l| l.cycles(cores));
         r
     })
 }

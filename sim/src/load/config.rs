@@ -169,7 +169,7 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
 
 /// The optional `launch_cost` section: both keys required, cycles not negative.
 fn launch_cost(r: &mut Reader, node: &Node) -> Option<LaunchCost> {
-    let keys = ["fixed_cycles", "per_block_cycles"];
+    let keys = ["fixed_cycles", "per_core_cycles"];
     let g = r.map(node, "launch_cost", "the launch cost", &keys, &[])?;
     let mut v = [None; 2];
     for (i, key) in keys.iter().enumerate() {
@@ -180,7 +180,7 @@ fn launch_cost(r: &mut Reader, node: &Node) -> Option<LaunchCost> {
     }
     Some(LaunchCost {
         fixed_cycles: v[0]?,
-        per_block_cycles: v[1]?,
+        per_core_cycles: v[1]?,
     })
 }
 

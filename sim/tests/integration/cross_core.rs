@@ -185,3 +185,37 @@ fn two_cores_waiting_for_each_other_deadlock_naming_both() {
     assert_eq!(s_of(&r.cores[0]), (1, 1, wait(0, 1), 0));
     assert_eq!(s_of(&r.cores[1]), (1, 2, vec![], 0));
 }
+
+#[test]
+fn a_mixed_launch_pays_its_launch_cost_by_the_cores_it_starts() {
+    // two_block_config.yaml's chip, whose AI cores have 2 vector cores each, with launches
+    // costing 40 cycles plus 3 a core started. The hand-off kernel above on 2 blocks starts
+    // 2 x (1 aic + 2 aiv) = 6 cores: 40 + 6 x 3 = 58, beside the cores' own 18 cycles (each
+    // block runs the hand-off above by itself). A vector-only kernel of 2 blocks starts 2
+    // cores: 40 + 2 x 3 = 46.
+    let text = format!("{CONFIG}launch_cost: {{ fixed_cycles: 40, per_core_cycles: 3 }}\n");
+    let config = sim::load_config(&text, "two_block_config.yaml").expect("config loads");
+    let launch = |name: &str, program: &str| {
+        let kernel = sim::load::load_kernel(program, name, &config, &[], Some(2))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let none = Addresses::default();
+        let parts: Vec<(&sim::Program, &Addresses)> =
+            kernel.parts.iter().map(|p| (p, &none)).collect();
+        sim::engine::run_launch(&parts, &config, Limits::default(), &mut ())
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let mixed = launch(
+        "handoff.yaml",
+        "kernel: handoff\nlaunch: { blocks: 2 }\n\
+         aic:\n  body:\n    - scalar: { cycles: 5 }\n    - cross_set: { mode: 2, pipe: s, id: 0 }\n\
+         aiv:\n  body:\n    - cross_wait: { id: 0 }\n    - scalar: { cycles: 3 }\n",
+    );
+    assert_eq!(mixed.cores.len(), 6);
+    assert_eq!((mixed.total_cycles, mixed.launch_cycles), (18, 58));
+    let vector = launch(
+        "scalar.yaml",
+        "kernel: scalar\ncore: aiv\nlaunch: { blocks: 2 }\nbody:\n  - scalar: { cycles: 3 }\n",
+    );
+    assert_eq!(vector.cores.len(), 2);
+    assert_eq!((vector.total_cycles, vector.launch_cycles), (3, 46));
+}

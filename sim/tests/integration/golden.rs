@@ -507,12 +507,12 @@ body:
 }
 
 #[test]
-fn golden_11_a_launch_pays_its_fixed_and_per_block_cost_outside_the_cores_cycles() {
+fn golden_11_a_launch_pays_its_fixed_and_per_core_cost_outside_the_cores_cycles() {
     // the test config as a chip of 4 AI cores of type t, whose launches cost 100 cycles plus 7
-    // a block
+    // a core started; a block of this one-core-type kernel is one core
     let text = format!(
         "{CONFIG}chip: {{ aic: 4, aiv_per_aic: 0 }}\n\
-         launch_cost: {{ fixed_cycles: 100, per_block_cycles: 7 }}\n"
+         launch_cost: {{ fixed_cycles: 100, per_core_cycles: 7 }}\n"
     );
     let config = sim::load_config(&text, "test_config.yaml").expect("config loads");
     let program = include_str!("../golden/flag_chain.yaml");

@@ -388,12 +388,12 @@ fn memory_config_errors_are_located_and_collected() {
         .as_deref()
         .unwrap()
         .contains("every core of a launch shares"));
-    let cost = format!("{CONFIG}launch_cost: {{ fixed_cycles: -1, per_blok_cycles: 3 }}\n");
+    let cost = format!("{CONFIG}launch_cost: {{ fixed_cycles: -1, per_cor_cycles: 3 }}\n");
     let e = sim::load_config(&cost, "bad.yaml").unwrap_err().to_string();
     for want in [
         "launch_cost.fixed_cycles: -1 is out of range: this value must not be negative",
-        "unknown key \"per_blok_cycles\" in the launch cost",
-        "did you mean \"per_block_cycles\"?",
+        "unknown key \"per_cor_cycles\" in the launch cost",
+        "did you mean \"per_core_cycles\"?",
     ] {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");
     }

@@ -297,6 +297,7 @@ proptest! {
             "L2 {} B in {total} cycles\n{yaml}",
             m.l2_traffic()
         );
+        prop_assert_eq!(r.cores.len(), blocks as usize); // one vector core a block
         prop_assert_eq!(r.launch_cycles, config.launch_cost.unwrap().cycles(blocks));
     }
 }
