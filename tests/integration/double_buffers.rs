@@ -64,31 +64,31 @@ fn n_tiled_matmul_overlaps_its_l0c_and_l1_slots() {
     // 256 × 128 tile of b, 64 KiB each, loaded `layout: nz` at 96 B/cycle: hits at min(96, 110),
     // misses alone on the core's HBM at 96 too, so ceil(65536 / 96) = 683 cycles of MTE2 work
     // every load, 32 × 683 = 21,856. Auto sync hands each L1 tile to MTE1 with one set_flag
-    // after its two loads, which waits for b's load to complete: 200 + 1,400 cycles of startup
-    // when it misses (n even: its columns are the first half of their 512-byte lines), 200 when
+    // after its two loads, which waits for b's load to complete: 37 + 1,400 cycles of startup
+    // when it misses (n even: its columns are the first half of their 512-byte lines), 37 when
     // it hits (n odd: the lines n - 1 brought in; a hit adds no latency to the path's startup);
-    // a's load starts earlier and completes first. MTE2 drains 8 × 1,600 + 8 × 200 = 14,400.
+    // a's load starts earlier and completes first. MTE2 drains 8 × 1,437 + 8 × 37 = 11,792.
     let doc = run_json(&["programs/matmul_ntiled.yaml"]);
     let mte2 = &doc["pipes"]["MTE2"];
     assert_eq!(mte2["busy"], 21_856);
-    assert_eq!(mte2["stalls"]["drain"], 14_400);
+    assert_eq!(mte2["stalls"]["drain"], 11_792);
     // S sends six set_flags, loops n (2), sends M's wait_flag, loops kk (2), sends MTE2's
     // wait_flag and the first load at 12, which joins MTE2 at 13. If MTE2 never waits for an
-    // L1 slot, its last load completes at 13 + 21,856 + 14,400 = 36,269: the loads of tile
+    // L1 slot, its last load completes at 13 + 21,856 + 11,792 = 33,661: the loads of tile
     // i + 2 wait for MTE1's copies of tile i (slot kk % 2). Those take, from tile i's flag (2):
     // each L0 step's copy 16 KiB / 222 + 16 KiB / 121 = 74 + 136 = 210 cycles (+ 30 to
     // complete), each mmad 256 + 21; copies 0 and 1 back to back [0, 420), mmad 0 [240, 496),
     // mmad 1 [496, 752) done at 773, copy 3 (waiting for mmad 1's L0 half) [773, 983), done at
     // 1,013, its release visible at 1,015 + 2: about 1,020 cycles, while MTE2 spends at least
-    // 2 × 683 + 200 = 1,566 on tile i + 1. After the last load, at most the last tile's work,
+    // 2 × 683 + 37 = 1,403 on tile i + 1. After the last load, at most the last tile's work,
     // serialised: its flag (2), 4 copies (210 + 30 + 2 each), 4 mmads (256 + 21 + 2), the
     // fixpipe (382 + 200) and the last release (2): 2 + 968 + 1,116 + 582 + 2 = 2,670. So the
-    // run takes at most 36,269 + 2,670 = 38,939 cycles, which it can only if the copies and
+    // run takes at most 33,661 + 2,670 = 36,331 cycles, which it can only if the copies and
     // mmads of every L1 tile but the last (and each tile's fixpipe, in its own L0C slot) hide
     // under the next loads. Without the second L1 slot MTE2 would also wait for every tile's
     // 4 × 256 cycles of M: 16 × 1,024 = 16,384 more, over 52,000.
     let total = cycles(&doc);
-    assert!((36_269..=38_939).contains(&total), "total {total}");
+    assert!((33_661..=36_331).contains(&total), "total {total}");
     // the L1 slot written as a count over both loops is the same slot, so the same sync
     let text = std::fs::read_to_string(crate::root().join("programs/matmul_ntiled.yaml"))
         .unwrap()
