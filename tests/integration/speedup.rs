@@ -229,3 +229,28 @@ fn flash_attention_on_24_blocks_takes_longer_per_block_than_on_one() {
         }
     }
 }
+
+#[test]
+fn the_48_core_copy_of_the_calibration_suite_stays_under_hbm_peak() {
+    // calibration/copy_gm_ub_gm.yaml: 48 vector cores copy a 64 MiB f16 tensor GM -> UB -> GM.
+    // Every read misses (a cold L2) and every write goes through to HBM, so HBM carries
+    // 64 MiB of line fills + 64 MiB of writes = 134,217,728 B; at the chip's 768 B a cycle that
+    // needs at least 134,217,728 / 768 = 174,763 cycles (the board: about 114 us with its
+    // launch, 1.2 TB/s). Before issue 26 the run took about 91,000 cycles (2.65 TB/s reported).
+    let o = crate::npusim(&[
+        "run",
+        "calibration/copy_gm_ub_gm.yaml",
+        "--no-race-check",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let total = doc["total_cycles"].as_u64().unwrap();
+    let hbm = &doc["memory"]["hbm"];
+    assert_eq!(hbm["bytes"].as_u64().unwrap(), 128 << 20);
+    assert!(total >= 174_763, "{total}");
+    let share = hbm["of_peak"].as_f64().unwrap();
+    assert!(share <= 1.0, "{share}");
+    assert_eq!(hbm["peak_gb_per_s"].as_f64().unwrap(), 1382.4); // 768 B x 1.8 GHz
+}
