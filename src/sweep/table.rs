@@ -45,6 +45,7 @@ pub fn header(columns: &Columns) -> Vec<String> {
     h.extend(input_header(columns));
     h.push("status".into());
     h.push("cycles".into());
+    h.push("end_to_end_cycles".into());
     for p in &columns.pipes {
         let name = p.yaml_name();
         h.push(format!("{name}_busy"));
@@ -93,7 +94,8 @@ pub fn input_cells(inputs: &Inputs, point: &Point) -> Vec<String> {
     c
 }
 
-/// The row of a point that ran (or failed): inputs, status, cycles, per pipe its busy cycles
+/// The row of a point that ran (or failed): inputs, status, cycles (the cores') and end-to-end
+/// cycles (the launch cost added), per pipe its busy cycles
 /// and its costliest stall (of the launch's first core, as in the run document's `pipes`),
 /// bytes used per scope, hazards, findings and the message.
 pub fn cells(inputs: &Inputs, point: &Point, outcome: &Outcome) -> Vec<String> {
@@ -104,6 +106,13 @@ pub fn cells(inputs: &Inputs, point: &Point, outcome: &Outcome) -> Vec<String> {
     let sim = outcome.sim.as_deref();
     let empty = || String::new();
     c.push(sim.map_or_else(empty, |s| s.result.total_cycles.to_string()));
+    // what a board's timing compares with: the launch cost, then the cores
+    c.push(sim.map_or_else(empty, |s| {
+        s.result
+            .total_cycles
+            .saturating_add(s.result.launch_cycles)
+            .to_string()
+    }));
     for pipe in &cols.pipes {
         let stats = sim.and_then(|s| s.result.pipes.iter().find(|p| p.pipe == *pipe));
         c.push(stats.map_or_else(empty, |p| p.busy.to_string()));

@@ -135,6 +135,12 @@ fn the_design_example_runs_as_written_and_each_row_is_its_point() {
         let params: Vec<(String, i64)> = tiles.iter().map(|t| ("tiles".into(), *t)).collect();
         let cycles = cycles_of(&root().join(program), &params, *level, *ub);
         assert_eq!(row[at("cycles")], cycles.to_string(), "point {i}");
+        // every point is a one-core run: the built-in launch cost 12,500 + 1 core x 340
+        assert_eq!(
+            row[at("end_to_end_cycles")],
+            (cycles + 12_840).to_string(),
+            "point {i}"
+        );
         assert_eq!(row[at("hazards")], "0");
     }
     // the vector add's first core has V and UB; the matmul's has M and L0C
