@@ -60,6 +60,22 @@ pub fn run_html(
         facts.push(("pipe bound", format!("{pipe} {} cycles", thousands(cycles))));
         facts.push(("efficiency", format!("{} %", crate::percent(cycles, total))));
     }
+    // the launch's start, apart from the cores' cycles, as the text report's two lines
+    if config.launch_cost.is_some() {
+        let end = total.saturating_add(result.launch_cycles);
+        facts.push((
+            "launch cost",
+            format!("{} cycles", thousands(result.launch_cycles)),
+        ));
+        facts.push((
+            "end to end",
+            format!(
+                "{} cycles = {} µs",
+                thousands(end),
+                fmt_micros(end, config.clock_mhz)
+            ),
+        ));
+    }
     body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n");
     if let Some(stats) = run.auto_sync {

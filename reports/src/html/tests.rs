@@ -199,3 +199,23 @@ fn snapshot_of_a_small_run_page() {
     let page = run_page(&program_db(), &plan_db(), Some(&timeline()));
     insta::assert_snapshot!(page);
 }
+
+#[test]
+fn a_config_with_a_launch_cost_shows_it_and_the_end_to_end_time() {
+    // the fixture's run is 1,000 cycles; a launch cost of 12,840 makes 13,840 end to end,
+    // 13,840 / 1,800 MHz = 7.689 µs
+    let (program, plan) = (program_db(), plan_db());
+    let mut result = result_clean();
+    result.launch_cycles = 12_840;
+    let mut cfg = config();
+    cfg.launch_cost = Some(sim::config::LaunchCost {
+        fixed_cycles: 12_500,
+        per_core_cycles: 340,
+    });
+    let page = run_html(&cfg, &Run::new(&program, &plan, &result), None, None);
+    assert!(page.contains("12,840 cycles"), "{page}");
+    assert!(page.contains("13,840 cycles = 7.689 µs"));
+    // without one, neither fact
+    let plain = run_page(&program, &plan, None);
+    assert!(!plain.contains("launch cost") && !plain.contains("end to end"));
+}
