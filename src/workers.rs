@@ -9,6 +9,21 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Runs `work`, turning a panic in it (an npusim bug) into the message an item's failure
+/// carries, so one broken item does not end the whole run.
+pub fn guarded<R>(work: impl FnOnce() -> R, failed: impl FnOnce(String) -> R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        failed(format!(
+            "internal: npusim panicked (a bug; please report it): {what}"
+        ))
+    })
+}
+
 /// Indices handed out beyond the first one whose result was not taken yet.
 fn window(jobs: usize) -> u64 {
     (jobs as u64) * 16 + 64

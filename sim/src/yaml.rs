@@ -476,6 +476,12 @@ fn flow_string(s: &str, out: &mut String) {
         out.push_str(s);
         return;
     }
+    double_quoted(s, out);
+}
+
+/// `s` in YAML double quotes, with `"`, `\` and control characters escaped: read back, the
+/// same string.
+pub fn double_quoted(s: &str, out: &mut String) {
     out.push('"');
     if !s.contains(['"', '\\']) && !s.chars().any(char::is_control) {
         out.push_str(s);

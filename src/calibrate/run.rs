@@ -48,19 +48,10 @@ pub fn run_case(
     busy: &[BusyAt],
     checks: &CheckArgs,
 ) -> RunValue {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_unguarded(case, src, config, busy, checks)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        RunValue::Failed(format!(
-            "internal: npusim panicked (a bug; please report it): {what}"
-        ))
-    })
+    crate::workers::guarded(
+        || run_unguarded(case, src, config, busy, checks),
+        RunValue::Failed,
+    )
 }
 
 /// At most this many problems go into a message; the rest are counted.

@@ -76,21 +76,14 @@ fn diagnostics(ds: &[Diagnostic]) -> String {
 /// Runs `point`. A panic in the pipeline (an npusim bug) is the point's error, not the
 /// sweep's end.
 pub fn run(inputs: &Inputs, shared: &Shared, point: &Point) -> Outcome {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_unguarded(inputs, shared, point)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        Outcome {
+    crate::workers::guarded(
+        || run_unguarded(inputs, shared, point),
+        |message| Outcome {
             status: Status::Error,
-            message: format!("internal: npusim panicked (a bug; please report it): {what}"),
+            message,
             sim: None,
-        }
-    })
+        },
+    )
 }
 
 fn run_unguarded(inputs: &Inputs, shared: &Shared, point: &Point) -> Outcome {
