@@ -15,6 +15,13 @@ pub struct Source {
     pub text: String,
 }
 
+impl Source {
+    /// The file it was read from: `None` for a built-in config (`<built-in NAME>`).
+    pub fn file(&self) -> Option<&Path> {
+        (!self.name.starts_with("<built-in ")).then_some(Path::new(&self.name))
+    }
+}
+
 /// Why an input could not be used. The text form prints it on stderr ([`Rejected::report`]);
 /// `check --format json` lists it ([`Rejected::diagnostics`]).
 pub enum Rejected {

@@ -68,6 +68,10 @@ fn main() -> ExitCode {
     // SAFETY: mi_option_set only stores the value; mimalloc reads options when it uses them.
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
     let cli = Cli::parse();
+    output::on_signals();
+    if let Err(Exit(code)) = refuse_clashes(&cli.command) {
+        return ExitCode::from(code);
+    }
     let outcome = match cli.command {
         Command::Check {
             input,
@@ -140,6 +144,61 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Exit(code)) => ExitCode::from(code),
     }
+}
+
+/// An output that is an input of the command, or another of its outputs, refused before
+/// anything runs ([`output::refuse_clashes`]). `sweep` and `calibrate` check theirs once the
+/// files their input names are known.
+fn refuse_clashes(command: &Command) -> Result<(), Exit> {
+    let (inputs, outputs) = match command {
+        Command::Plan { input, output, .. } => (input_files(input), vec![("-o", output)]),
+        Command::Run {
+            input,
+            output,
+            views,
+            ..
+        } => (
+            input_files(input),
+            vec![
+                ("-o", output),
+                ("--trace", &views.trace),
+                ("--html", &views.html),
+            ],
+        ),
+        Command::Compare {
+            input,
+            output,
+            html,
+            ..
+        } => (input_files(input), vec![("-o", output), ("--html", html)]),
+        Command::Pack {
+            instance, output, ..
+        } => (
+            vec![("the instance".to_string(), instance.as_path())],
+            vec![("-o", output)],
+        ),
+        _ => return Ok(()),
+    };
+    output::refuse_clashes(&inputs, &given(&outputs))
+}
+
+/// The outputs given on the command line, by flag.
+pub fn given<'a>(
+    outputs: &[(&'static str, &'a Option<std::path::PathBuf>)],
+) -> Vec<(&'static str, &'a Path)> {
+    outputs
+        .iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|p| (*flag, p)))
+        .collect()
+}
+
+/// The files `input` names: the program, and the config when it is a file.
+fn input_files(input: &Input) -> Vec<(String, &Path)> {
+    let mut files = vec![("the program".to_string(), input.program.as_path())];
+    if sim::builtin::builtin(&input.config).is_none() {
+        files.push(("the config".to_string(), Path::new(&input.config)));
+    }
+    files
 }
 
 fn load(input: &Input) -> Result<(Config, Kernel, input::Source), Exit> {

@@ -45,6 +45,15 @@ pub struct LoadedConfig {
 
 pub fn calibrate(args: &CalibrateArgs) -> Result<(), Exit> {
     let inputs = load(&args.file, &args.config)?;
+    let mut read = vec![("the measurements file".to_string(), args.file.as_path())];
+    for p in inputs.programs.iter().flatten() {
+        read.extend(p.file().map(|f| ("the program".to_string(), f)));
+    }
+    for c in &inputs.configs {
+        read.extend(c.source.file().map(|f| ("the config".to_string(), f)));
+    }
+    let written = crate::given(&[("-o", &args.output), ("--html", &args.html)]);
+    output::refuse_clashes(&read, &written)?;
     match &args.fit {
         Some(keys) => fit::fit(&inputs, keys, args),
         None => check(&inputs, args),

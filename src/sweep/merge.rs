@@ -22,6 +22,13 @@ struct Part {
 }
 
 pub fn merge(parts: &[PathBuf], out: Option<&Path>) -> Result<(), Exit> {
+    if let Some(out) = out {
+        let read: Vec<(String, &Path)> = parts
+            .iter()
+            .map(|p| ("the part".to_string(), p.as_path()))
+            .collect();
+        output::refuse_clashes(&read, &[("-o", out)])?;
+    }
     let mut problems: Vec<String> = Vec::new();
     let mut read: Vec<Part> = Vec::new();
     for path in parts {

@@ -72,6 +72,14 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
         placement: args.placement,
     };
     let inputs = load(file, &shared)?;
+    let mut read = vec![("the sweep file".to_string(), file)];
+    for p in &inputs.programs {
+        read.extend(p.file().map(|f| ("the program".to_string(), f)));
+    }
+    for c in &inputs.configs {
+        read.extend(c.source.file().map(|f| ("the config".to_string(), f)));
+    }
+    output::refuse_clashes(&read, &crate::given(&[("-o", &args.output)]))?;
     if let Some((_, from)) = &shard {
         err_line!("sweep: running {from}");
     } else {
@@ -118,10 +126,10 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
             file.commit()?;
         }
         None => {
-            let mut out = std::io::stdout().lock();
-            // a closed pipe (`npusim sweep s.yaml | head`) ends the sweep without a message
-            if out.write_all(&head).is_ok() {
-                let _ = runner::run(
+            let mut out = output::stdout()?;
+            // a broken pipe (`npusim sweep s.yaml | head`) ends the sweep without a message
+            output::stdout_result(out.write_all(&head).and_then(|_| {
+                runner::run(
                     &inputs,
                     &shared,
                     shard,
@@ -129,8 +137,9 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
                     args.format,
                     &mut out,
                     &mut progress,
-                );
-            }
+                )
+                .map_err(|e| e.0)
+            }))?;
         }
     }
     progress.finish(jobs);

@@ -15,6 +15,12 @@ pub struct SummaryArgs<'a> {
 }
 
 pub fn summary(args: &SummaryArgs) -> Result<(), Exit> {
+    if let Some(html) = args.html {
+        output::refuse_clashes(
+            &[("the results".to_string(), args.results)],
+            &[("--html", html)],
+        )?;
+    }
     let name = args.results.display().to_string();
     let text =
         input::read_text(args.results).map_err(|e| Exit::input(e.describe(&name, "results")))?;
