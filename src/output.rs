@@ -122,13 +122,27 @@ struct Pending {
 impl OutFile {
     /// Opens `path` for writing by the rules of this module; the error names `path`.
     pub fn create(path: &Path) -> Result<OutFile, Exit> {
-        let target = resolve(path).map_err(|e| cannot_write(path, e))?;
+        let shown = path.to_path_buf();
+        let direct = || {
+            // appending: a descriptor's file (`>> log`) keeps what is already in it
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .map_err(|e| cannot_write(path, e))?;
+            Ok(OutFile {
+                file,
+                pending: None,
+                shown: shown.clone(),
+            })
+        };
+        let Some(target) = resolve(path).map_err(|e| cannot_write(path, e))? else {
+            return direct();
+        };
         let found = match std::fs::metadata(&target) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(cannot_write(path, e)),
         };
-        let shown = path.to_path_buf();
         let mut permissions = None;
         if let Some(m) = &found {
             if m.is_dir() {
@@ -136,15 +150,7 @@ impl OutFile {
             }
             if !m.is_file() {
                 // a device or a FIFO: a stream to write into, not a file to replace
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&target)
-                    .map_err(|e| cannot_write(path, e))?;
-                return Ok(OutFile {
-                    file,
-                    pending: None,
-                    shown,
-                });
+                return direct();
             }
             let links = hard_links(m);
             if links > 1 {
@@ -237,10 +243,16 @@ fn hard_links(_: &std::fs::Metadata) -> u64 {
 
 /// `path` with every symlink at its end followed (relative links against the link's
 /// directory): the file a write goes to. A dangling link gives the path it points to.
-fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+/// `None` for a path that is, or goes through, an open descriptor (`/dev/stdout`,
+/// `/proc/self/fd/1`): its "link" names no file to replace (`pipe:[1234]`, or a file the
+/// shell opened, which a rename would take from under it), so it is written directly.
+fn resolve(path: &Path) -> std::io::Result<Option<PathBuf>> {
     let mut p = path.to_path_buf();
     // as many links as Linux follows before ELOOP
     for _ in 0..40 {
+        if is_descriptor(&p) {
+            return Ok(None);
+        }
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
                 let link = std::fs::read_link(&p)?;
@@ -249,10 +261,24 @@ fn resolve(path: &Path) -> std::io::Result<PathBuf> {
                     _ => link,
                 };
             }
-            _ => return Ok(p),
+            _ => return Ok(Some(p)),
         }
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/PID/fd/N`: a name of an open descriptor.
+fn is_descriptor(p: &Path) -> bool {
+    let parts: Vec<&str> = p
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap_or(""))
+        .collect();
+    matches!(
+        parts.as_slice(),
+        ["/", "dev", "stdout" | "stderr" | "stdin"]
+            | ["/", "dev", "fd", _]
+            | ["/", "proc", _, "fd", _]
+    )
 }
 
 /// Refuses, before anything runs, an output that is the same file as an input or as another
@@ -304,9 +330,13 @@ struct FileId {
 }
 
 impl FileId {
-    /// `None` for a device or a FIFO (see [`refuse_clashes`]).
+    /// `None` for a device, a FIFO or an open descriptor (see [`refuse_clashes`]).
     fn of(path: &Path) -> Option<FileId> {
-        let target = resolve(path).unwrap_or_else(|_| path.to_path_buf());
+        let target = match resolve(path) {
+            Ok(Some(target)) => target,
+            Ok(None) => return None,
+            Err(_) => path.to_path_buf(),
+        };
         let meta = std::fs::metadata(&target).ok();
         if meta.as_ref().is_some_and(|m| !m.is_file() && !m.is_dir()) {
             return None;
@@ -488,10 +518,11 @@ mod tests {
         let dir = scratch("resolve");
         std::fs::create_dir(dir.join("sub")).unwrap();
         std::os::unix::fs::symlink("real.txt", dir.join("sub/link")).unwrap();
-        assert_eq!(
-            resolve(&dir.join("sub/link")).unwrap(),
-            dir.join("sub/real.txt")
-        );
+        let target = resolve(&dir.join("sub/link")).unwrap();
+        assert_eq!(target, Some(dir.join("sub/real.txt")));
+        for fd in ["/dev/stdout", "/dev/stderr", "/dev/fd/3", "/proc/self/fd/1"] {
+            assert_eq!(resolve(Path::new(fd)).unwrap(), None, "{fd}");
+        }
         std::os::unix::fs::symlink("loop", dir.join("loop")).unwrap();
         assert!(resolve(&dir.join("loop")).is_err(), "a loop is an error");
         std::fs::remove_dir_all(dir).unwrap();
