@@ -328,6 +328,7 @@ fn a_file_named_by_a_sweep_or_a_measurements_file_is_an_input_too() {
         "copy.yaml",
         "loads.yaml",
         "stores.yaml",
+        "fit_config.yaml",
     ] {
         fs::copy(calibrate.join(name), dir.join(name)).unwrap();
     }
@@ -348,6 +349,17 @@ fn a_file_named_by_a_sweep_or_a_measurements_file_is_an_input_too() {
             "--check",
             "--html",
             "measurements.yaml",
+        ],
+        // the config --fit edits, written over itself
+        &[
+            "calibrate",
+            "measurements.yaml",
+            "--config",
+            "fit_config.yaml",
+            "--fit",
+            "cube.startup",
+            "-o",
+            "./fit_config.yaml",
         ],
     ] {
         all.push_str(&format!("$ npusim {}\n", args.join(" ")));
