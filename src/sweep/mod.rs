@@ -103,6 +103,12 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
     if args.format == SweepFormat::Csv {
         head.extend(table::csv_record(&table::header(&inputs.columns)));
     }
+    // a part ends with the digests of its head and rows, which --merge checks
+    let mut digest = part.map(|_| {
+        let mut d = merge::PartDigest::default();
+        d.add(&head);
+        d
+    });
     let mut progress =
         crate::progress::Progress::new("sweep", "point", count, args.output.is_none());
     match args.output.as_deref() {
@@ -113,23 +119,41 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
             let cannot =
                 |e: std::io::Error| Exit::input(format!("cannot write {}: {e}", path.display()));
             w.write_all(&head).map_err(cannot)?;
-            runner::run(&inputs, &shared, shard, jobs, args.format, w, &mut progress)
-                .map_err(|e| cannot(e.0))?;
+            runner::run(
+                &inputs,
+                &shared,
+                shard,
+                jobs,
+                args.format,
+                w,
+                digest.as_mut(),
+                &mut progress,
+            )
+            .map_err(|e| cannot(e.0))?;
+            if let Some(d) = &digest {
+                w.write_all(d.end_line().as_bytes()).map_err(cannot)?;
+            }
             file.commit()?;
         }
         None => {
             let mut out = std::io::stdout().lock();
             // a closed pipe (`npusim sweep s.yaml | head`) ends the sweep without a message
             if out.write_all(&head).is_ok() {
-                let _ = runner::run(
+                let ran = runner::run(
                     &inputs,
                     &shared,
                     shard,
                     jobs,
                     args.format,
                     &mut out,
+                    digest.as_mut(),
                     &mut progress,
                 );
+                if let (Ok(()), Some(d)) = (ran, &digest) {
+                    let _ = out
+                        .write_all(d.end_line().as_bytes())
+                        .and_then(|()| out.flush());
+                }
             }
         }
     }

@@ -19,7 +19,9 @@
 //!   An optional second line `# args: ARGS` gives the whole command instead (`{file}` stands
 //!   for the fixture), for mistakes in command-line options.
 //! - `*.csv`: a MiniMalloc instance (no comment: the file is named after the problem), run as
-//!   `npusim pack FILE --capacity 1048576`.
+//!   `npusim pack FILE --capacity 1048576`; but `sweep_merge_*.csv` is a sweep's part, run as
+//!   `npusim sweep --merge FILE`, and `sweep_summary_*.csv` a sweep's results, run as
+//!   `npusim sweep --summary FILE`.
 //! - `*.args`: a comment line, then the arguments of the command (for inputs that are not a
 //!   file of their own: a missing file, a bad `pack` option).
 //!
@@ -114,7 +116,13 @@ impl Case {
         };
         match ext {
             "csv" => Case {
-                args: split(&format!("pack {{file}} --capacity {CSV_CAPACITY}")),
+                args: split(&if name.starts_with("sweep_merge_") {
+                    "sweep --merge {file}".to_string()
+                } else if name.starts_with("sweep_summary_") {
+                    "sweep --summary {file}".to_string()
+                } else {
+                    format!("pack {{file}} --capacity {CSV_CAPACITY}")
+                }),
                 about: name.clone(),
                 name,
                 path,
@@ -268,6 +276,7 @@ fn unlocated(stderr: &str, path: &str, csv: bool) -> Vec<String> {
         format!("error: {path} rejected: "),
         format!("error: {path}: the run stopped"),
         format!("error: {path}: the run found"),
+        "error: --merge: ".to_string(),
     ];
     let mut errors = 0;
     for line in head.lines().filter(|l| {
