@@ -64,7 +64,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
         .file
         .as_deref()
         .expect("clap requires a sweep file, --merge or --summary");
-    let shard = shard::resolve(args.shard, args.shards, &|var| std::env::var(var).ok())
+    let shard = shard::resolve(args.shard, args.shards, &|var| std::env::var_os(var))
         .map_err(Exit::input)?;
     let shared = point::Shared {
         checks: args.checks.clone(),

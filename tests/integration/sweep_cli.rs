@@ -746,3 +746,30 @@ fn progress_goes_to_stderr_in_plain_lines_off_a_terminal() {
     assert!(err.contains(&format!("sweep: {n} points in ")), "{err}");
     assert!(err.contains(&closing), "{err}");
 }
+
+/// A scheduler variable that is set but is not UTF-8 is an error naming it, not "unset" (which
+/// would run the whole sweep in every task of the array).
+#[test]
+fn a_scheduler_variable_that_is_not_utf8_is_refused() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = design_dir("not-utf8");
+    let file = dir.join("sweep.yaml").to_string_lossy().into_owned();
+    for (var, flags) in [
+        ("HQ_TASK_ID", &["--shards", "3"][..]),
+        ("SLURM_ARRAY_TASK_ID", &[][..]),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_npusim"));
+        c.args(["sweep", &file]).args(flags).current_dir(root());
+        for v in SCHEDULER_VARS {
+            c.env_remove(v);
+        }
+        // `2` then 0xff, a byte no UTF-8 text holds
+        c.env(var, OsStr::from_bytes(b"2\xff"));
+        c.env("SLURM_ARRAY_TASK_COUNT", "3");
+        let o = c.output().expect("npusim runs");
+        assert_eq!(o.status.code(), Some(2), "{var}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{var}: something ran");
+        insta::assert_snapshot!(format!("not_utf8_{var}"), stderr(&o));
+    }
+}
