@@ -229,11 +229,30 @@ fn load(path: &Path, shared: &point::Shared) -> Result<Inputs, Exit> {
     };
 
     let mut programs: Vec<Option<Source>> = Vec::new();
+    // each program's file, its path resolved (`.`, `..`, symbolic links), with its index
+    let mut files: Vec<(std::path::PathBuf, usize)> = Vec::new();
     for (i, p) in file.programs.iter().enumerate() {
         let resolved = dir.join(p);
         let name = resolved.display().to_string();
         programs.push(match input::read_text(&resolved) {
-            Ok(text) => Some(Source { name, text }),
+            Ok(text) => {
+                // one file under two spellings is a value listed twice, as two equal spellings
+                // are (the sweep file's reader refuses those)
+                if let Ok(real) = std::fs::canonicalize(&resolved) {
+                    match files.iter().find(|(f, _)| *f == real) {
+                        Some((_, first)) => here.push(at(
+                            format!("programs[{i}]"),
+                            format!(
+                                "`{p}` is the program `{}` (programs[{first}]) spelled another way: one file, listed twice",
+                                file.programs[*first]
+                            ),
+                            Some("list each program once: the grid would run the same points twice".into()),
+                        )),
+                        None => files.push((real, i)),
+                    }
+                }
+                Some(Source { name, text })
+            }
             Err(e) => {
                 here.push(at(
                     format!("programs[{i}]"),
