@@ -65,6 +65,8 @@ const NO_PLACE: &[(&str, &str)] = &[
     ("arg_capacity_scope_not_on_core.yaml", "--capacity"),
     ("arg_param_too_large.yaml", "--param"),
     ("arg_unknown_builtin_config.yaml", "ascend310p"),
+    ("arg_param_twice.args", "--param n=2048"),
+    ("arg_capacity_twice.args", "--capacity UB=64KiB"),
 ];
 
 /// Known gaps: problems that have a place in the fixture, but whose message does not give it
