@@ -1,6 +1,6 @@
 //! The command line, declared with clap.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use planner::{LivenessMode, PlacementMode, PlanOptions};
 use sim::Space;
 use std::path::PathBuf;
@@ -262,6 +262,73 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
         ));
     }
     Ok((k, n))
+}
+
+impl Cli {
+    /// The command line, parsed; a usage error (also an option repeated that must not be,
+    /// [`repeated_options`]) prints clap's message and exits with code 2.
+    pub fn parse_checked() -> Cli {
+        let matches = Cli::command().get_matches();
+        let repeated = repeated_options(&matches);
+        if !repeated.is_empty() {
+            // the error shows the usage of the command the options were given to
+            let mut cli = Cli::command();
+            cli.build();
+            let name = matches.subcommand_name().unwrap_or_default().to_string();
+            let mut command = cli.find_subcommand(&name).cloned().unwrap_or(cli);
+            command
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    repeated.join("\nerror: "),
+                )
+                .exit();
+        }
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// Options that may be repeated, but not for the same name: `--param NAME=...` twice for one
+/// param, `--capacity SCOPE=...` twice for one scope. Either value could be meant, so neither
+/// wins: each is a problem naming both as written.
+pub fn repeated_options(matches: &ArgMatches) -> Vec<String> {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    let mut problems = Vec::new();
+    // the parsed values beside the values as written, for the message
+    fn pairs<K: Clone + Send + Sync + 'static, V: Clone + Send + Sync + 'static>(
+        m: &ArgMatches,
+        id: &str,
+    ) -> Vec<(K, String)> {
+        let (Ok(Some(values)), Ok(Some(raw))) = (m.try_get_many::<(K, V)>(id), m.try_get_raw(id))
+        else {
+            return Vec::new();
+        };
+        values
+            .map(|(k, _)| k.clone())
+            .zip(raw.map(|r| r.to_string_lossy().into_owned()))
+            .collect()
+    }
+    let mut twice = |option: &str, what: &str, given: Vec<(String, String)>| {
+        for (i, (name, text)) in given.iter().enumerate() {
+            if let Some((_, first)) = given[..i].iter().find(|(n, _)| n == name) {
+                problems.push(format!(
+                    "{option} gives the {what} `{name}` twice: `{option} {first}` and `{option} {text}`; give it once"
+                ));
+            }
+        }
+    };
+    twice("--param", "param", pairs::<String, i64>(m, "params"));
+    twice(
+        "--capacity",
+        "scope",
+        pairs::<Space, u64>(m, "capacities")
+            .into_iter()
+            .map(|(s, t)| (s.yaml_name().to_string(), t))
+            .collect(),
+    );
+    problems
 }
 
 /// The program and the machine it runs on.
@@ -693,6 +760,52 @@ pub fn parse_size(size: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_param_or_scope_given_twice_is_refused_on_every_command() {
+        let repeated = |args: &[&str]| {
+            let mut all = vec!["npusim"];
+            all.extend_from_slice(args);
+            repeated_options(&Cli::command().try_get_matches_from(all).unwrap())
+        };
+        for command in ["check", "plan", "run", "compare"] {
+            let p = repeated(&[command, "p.yaml", "--param", "n=1", "--param", "n=2"]);
+            assert_eq!(
+                p,
+                ["--param gives the param `n` twice: `--param n=1` and `--param n=2`; give it once"],
+                "{command}"
+            );
+            // scopes are compared as scopes, whatever their spelling
+            let c = repeated(&[
+                command,
+                "p.yaml",
+                "--capacity",
+                "ub=1KiB",
+                "--capacity",
+                "UB=1024",
+            ]);
+            assert_eq!(c.len(), 1, "{command}: {c:?}");
+            assert!(
+                c[0].contains("`--capacity ub=1KiB` and `--capacity UB=1024`"),
+                "{c:?}"
+            );
+            // different names are fine
+            assert!(repeated(&[
+                command,
+                "p.yaml",
+                "--param",
+                "n=1",
+                "--param",
+                "m=1",
+                "--capacity",
+                "ub=1KiB",
+                "--capacity",
+                "l1=1KiB"
+            ])
+            .is_empty());
+        }
+        assert!(repeated(&["pack", "x.csv", "--capacity", "4"]).is_empty());
+    }
 
     #[test]
     fn cli_is_well_formed() {

@@ -75,7 +75,15 @@ pub enum ReadError {
         byte: u8,
         offset: usize,
     },
+    /// The file starts with a UTF-8 byte-order mark, which npusim refuses (docs/decisions.md).
+    ByteOrderMark,
 }
+
+/// How a byte-order mark is refused: the message and its hint.
+const BOM: (&str, &str) = (
+    "starts with a byte-order mark (bytes EF BB BF), which npusim does not accept",
+    "save it as UTF-8 without a BOM (the editor's \"UTF-8\", not \"UTF-8 with BOM\")",
+);
 
 impl ReadError {
     /// The message for the `what` file `name`: where it stops being UTF-8, or why it could not
@@ -91,6 +99,7 @@ impl ReadError {
             } => format!(
                 "{name}:{line}:{column}: the {what} file is not UTF-8 text (byte {byte:#04x} at offset {offset}); save it as UTF-8"
             ),
+            ReadError::ByteOrderMark => format!("{name}:1:1: the {what} file {}; {}", BOM.0, BOM.1),
         }
     }
 
@@ -118,6 +127,12 @@ impl ReadError {
                 d.column = u32::try_from(*column).ok();
                 d
             }
+            ReadError::ByteOrderMark => {
+                let mut d = Diagnostic::error(name, "", format!("the {what} file {}", BOM.0))
+                    .with_hint(BOM.1);
+                (d.line, d.column) = (Some(1), Some(1));
+                d
+            }
         }
     }
 }
@@ -125,6 +140,9 @@ impl ReadError {
 /// The text of the file at `path`: every input npusim reads goes through here.
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
     let bytes = std::fs::read(path).map_err(ReadError::Io)?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err(ReadError::ByteOrderMark);
+    }
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();

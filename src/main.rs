@@ -34,7 +34,6 @@ mod progress;
 mod sweep;
 mod workers;
 
-use clap::Parser;
 use cli::{Cli, Command, Input, LevelArg, PlanArgs, PlanFormat, RunArgs, RunFormat, ViewArgs};
 use input::Rejected;
 use pipeline::{Failure, Simulation};
@@ -67,7 +66,7 @@ fn main() -> ExitCode {
     // keep the memory committed: `check` of 100,000 buffers 2.3 s -> 1.5 s.
     // SAFETY: mi_option_set only stores the value; mimalloc reads options when it uses them.
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
-    let cli = Cli::parse();
+    let cli = Cli::parse_checked();
     output::on_signals();
     if let Err(Exit(code)) = refuse_clashes(&cli.command) {
         return ExitCode::from(code);

@@ -64,7 +64,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
         .file
         .as_deref()
         .expect("clap requires a sweep file, --merge or --summary");
-    let shard = shard::resolve(args.shard, args.shards, &|var| std::env::var(var).ok())
+    let shard = shard::resolve(args.shard, args.shards, &|var| std::env::var_os(var))
         .map_err(Exit::input)?;
     let shared = point::Shared {
         checks: args.checks.clone(),
@@ -111,6 +111,12 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
     if args.format == SweepFormat::Csv {
         head.extend(table::csv_record(&table::header(&inputs.columns)));
     }
+    // a part ends with the digests of its head and rows, which --merge checks
+    let mut digest = part.map(|_| {
+        let mut d = merge::PartDigest::default();
+        d.add(&head);
+        d
+    });
     let mut progress =
         crate::progress::Progress::new("sweep", "point", count, args.output.is_none());
     match args.output.as_deref() {
@@ -121,8 +127,20 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
             let cannot =
                 |e: std::io::Error| Exit::input(format!("cannot write {}: {e}", path.display()));
             w.write_all(&head).map_err(cannot)?;
-            runner::run(&inputs, &shared, shard, jobs, args.format, w, &mut progress)
-                .map_err(|e| cannot(e.0))?;
+            runner::run(
+                &inputs,
+                &shared,
+                shard,
+                jobs,
+                args.format,
+                w,
+                digest.as_mut(),
+                &mut progress,
+            )
+            .map_err(|e| cannot(e.0))?;
+            if let Some(d) = &digest {
+                w.write_all(d.end_line().as_bytes()).map_err(cannot)?;
+            }
             file.commit()?;
         }
         None => {
@@ -136,9 +154,17 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Exit> {
                     jobs,
                     args.format,
                     &mut out,
+                    digest.as_mut(),
                     &mut progress,
                 )
-                .map_err(|e| e.0)
+                .map_err(|e| e.0)?;
+                // the digests end a part only when every row was written
+                match &digest {
+                    Some(d) => out
+                        .write_all(d.end_line().as_bytes())
+                        .and_then(|()| out.flush()),
+                    None => Ok(()),
+                }
             }))?;
         }
     }
@@ -214,11 +240,30 @@ fn load(path: &Path, shared: &point::Shared) -> Result<Inputs, Exit> {
     };
 
     let mut programs: Vec<Option<Source>> = Vec::new();
+    // each program's file, its path resolved (`.`, `..`, symbolic links), with its index
+    let mut files: Vec<(std::path::PathBuf, usize)> = Vec::new();
     for (i, p) in file.programs.iter().enumerate() {
         let resolved = dir.join(p);
         let name = resolved.display().to_string();
         programs.push(match input::read_text(&resolved) {
-            Ok(text) => Some(Source { name, text }),
+            Ok(text) => {
+                // one file under two spellings is a value listed twice, as two equal spellings
+                // are (the sweep file's reader refuses those)
+                if let Ok(real) = std::fs::canonicalize(&resolved) {
+                    match files.iter().find(|(f, _)| *f == real) {
+                        Some((_, first)) => here.push(at(
+                            format!("programs[{i}]"),
+                            format!(
+                                "`{p}` is the program `{}` (programs[{first}]) spelled another way: one file, listed twice",
+                                file.programs[*first]
+                            ),
+                            Some("list each program once: the grid would run the same points twice".into()),
+                        )),
+                        None => files.push((real, i)),
+                    }
+                }
+                Some(Source { name, text })
+            }
             Err(e) => {
                 here.push(at(
                     format!("programs[{i}]"),

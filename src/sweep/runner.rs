@@ -4,6 +4,7 @@
 //! Each worker runs its point and renders its record (the CSV row or JSON line) itself, so the
 //! main thread only writes the records: each as soon as every point before it is.
 
+use super::merge::PartDigest;
 use super::point::{self, Shared, Status};
 use super::shard::Shard;
 use super::{table, Inputs};
@@ -16,9 +17,10 @@ use std::io::Write;
 #[derive(Debug)]
 pub struct WriteFailed(pub std::io::Error);
 
-/// Writes each record and tells the progress of it.
+/// Writes each record, adds it to the part's digest, and tells the progress of it.
 struct Records<'a> {
     out: &'a mut dyn Write,
+    digest: Option<&'a mut PartDigest>,
     progress: &'a mut Progress,
 }
 
@@ -30,6 +32,9 @@ impl Sink<(Status, Vec<u8>)> for Records<'_> {
         self.progress
             .suspend(|| out.write_all(&record))
             .map_err(WriteFailed)?;
+        if let Some(d) = self.digest.as_deref_mut() {
+            d.add(&record);
+        }
         self.progress.done(status.tally());
         Ok(())
     }
@@ -39,9 +44,10 @@ impl Sink<(Status, Vec<u8>)> for Records<'_> {
     }
 }
 
-/// Runs the points of `shard` on `jobs` workers, writing each record to `out` in index order
-/// and telling `progress` of each. A failed write stops the workers after their current
+/// Runs the points of `shard` on `jobs` workers, writing each record to `out` in index order,
+/// adding it to `digest` (a part's) and telling `progress` of each. A failed write stops the workers after their current
 /// point.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     inputs: &Inputs,
     shared: &Shared,
@@ -49,6 +55,7 @@ pub fn run(
     jobs: usize,
     format: SweepFormat,
     out: &mut dyn Write,
+    digest: Option<&mut PartDigest>,
     progress: &mut Progress,
 ) -> Result<(), WriteFailed> {
     let count = shard.count(inputs.grid.points);
@@ -66,6 +73,10 @@ pub fn run(
         shard.indices(inputs.grid.points),
         jobs,
         render,
-        &mut Records { out, progress },
+        &mut Records {
+            out,
+            digest,
+            progress,
+        },
     )
 }

@@ -2,6 +2,8 @@
 //! variables of the scheduler that started it (docs/cli.md, "Shards"). Shard K of N runs the
 //! points whose index mod N is K.
 
+use std::ffi::OsString;
+
 /// Shard `k` of `n` (0 <= k < n).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
@@ -39,20 +41,27 @@ const INDEX_VARS: [(&str, &str); 3] = [
 ];
 
 /// The shard to run and where it came from (for a note on stderr), or `None` for the whole
-/// sweep; `env` reads a variable. A variable that is not a number, a K not below N, or two
-/// variables that disagree are errors naming them.
+/// sweep; `env` reads a variable. A variable that is not a number (or not even UTF-8: set, so
+/// not "unset"), a K not below N, or two variables that disagree are errors naming them.
 pub fn resolve(
     shard: Option<(u32, u32)>,
     shards: Option<u32>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Option<(Shard, String)>, String> {
     if let Some((k, n)) = shard {
         return Ok(Some((Shard { k, n }, format!("--shard {k}/{n}"))));
     }
     let number = |var: &str| -> Result<Option<u32>, String> {
-        let Some(text) = env(var) else {
+        let Some(raw) = env(var) else {
             return Ok(None);
         };
+        let text = raw.to_str().ok_or_else(|| {
+            format!(
+                "{var} is set, but not to UTF-8 text ({:?}): a shard index is a whole number; \
+                 unset it or set it to the shard's index",
+                raw
+            )
+        })?;
         text.trim().parse::<u32>().map(Some).map_err(|_| {
             format!("{var}=`{text}` is not a shard index: the variable must hold a whole number")
         })
@@ -142,12 +151,34 @@ fn checked(k: u32, n: u32, var: &str, of: &str) -> Result<Shard, String> {
 mod tests {
     use super::*;
 
-    fn with<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    fn with<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name| {
             vars.iter()
                 .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
+                .map(|(_, v)| OsString::from(v))
         }
+    }
+
+    #[test]
+    fn a_variable_that_is_not_utf8_is_an_error_not_unset() {
+        use std::os::unix::ffi::OsStringExt;
+        // 0xff is never UTF-8: "1" followed by it
+        let bad = |name: &str| (name == "HQ_TASK_ID").then(|| OsString::from_vec(vec![b'1', 0xff]));
+        let e = resolve(None, Some(3), &bad).unwrap_err();
+        assert!(
+            e.starts_with("HQ_TASK_ID is set, but not to UTF-8 text"),
+            "{e}"
+        );
+        let slurm = |name: &str| match name {
+            "SLURM_ARRAY_TASK_ID" => Some(OsString::from("1")),
+            "SLURM_ARRAY_TASK_COUNT" => Some(OsString::from_vec(vec![0xfe])),
+            _ => None,
+        };
+        let e = resolve(None, None, &slurm).unwrap_err();
+        assert!(
+            e.starts_with("SLURM_ARRAY_TASK_COUNT is set, but not"),
+            "{e}"
+        );
     }
 
     fn shard(k: u32, n: u32) -> Shard {

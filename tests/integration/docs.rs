@@ -801,7 +801,7 @@ impl Runner {
         match name {
             // the example sweep's results
             "sweep-results" => sweep(&[], "results.csv")?,
-            // the example sweep's parts in 4 shards, one copied, one cut short, and a part of
+            // the example sweep's parts in 4 shards, one copied, one cut short, one edited, and a part of
             // another sweep (docs/cli.md, "Merging")
             "sweep-parts" => {
                 for k in 0..4 {
@@ -810,8 +810,19 @@ impl Runner {
                 std::fs::copy(dir.join("p0.csv"), dir.join("p0-again.csv")).unwrap();
                 let p3 = std::fs::read_to_string(dir.join("p3.csv")).unwrap();
                 let mut lines: Vec<&str> = p3.lines().collect();
-                lines.pop();
+                // a run that stopped early: its last row and its end line are not written
+                lines.truncate(lines.len() - 2);
                 std::fs::write(dir.join("p3-short.csv"), lines.join("\n") + "\n").unwrap();
+                // point 1's cycles (the 8th field of the part's third line) changed by hand,
+                // and shard 2 with its line endings converted to CR LF
+                let p1 = std::fs::read_to_string(dir.join("p1.csv")).unwrap();
+                let mut lines: Vec<String> = p1.lines().map(str::to_string).collect();
+                let mut cells: Vec<&str> = lines[2].split(',').collect();
+                cells[7] = "1000";
+                lines[2] = cells.join(",");
+                std::fs::write(dir.join("p1-edited.csv"), lines.join("\n") + "\n").unwrap();
+                let p2 = std::fs::read_to_string(dir.join("p2.csv")).unwrap();
+                std::fs::write(dir.join("p2-crlf.csv"), p2.replace('\n', "\r\n")).unwrap();
                 sweep(&["--shard", "2/4", "--no-race-check"], "other.csv")?;
             }
             // the built-in config without the cube core's BT, beside a mixed kernel: a

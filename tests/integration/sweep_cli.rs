@@ -360,22 +360,39 @@ fn a_missing_duplicated_or_foreign_part_is_named_and_nothing_is_written() {
         }
         assert!(!merged.exists(), "{parts:?}: a merged file was written");
     }
-    // a part that lost a point (a run stopped early) or holds one twice
+    // a part that lost its last point and its end line (a run stopped early), or holds one
+    // twice (a row copied below the end line)
     let text = std::fs::read_to_string(&p1).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let short = dir.join("short.csv");
-    std::fs::write(&short, format!("{}\n", lines[..lines.len() - 1].join("\n"))).unwrap();
+    std::fs::write(&short, format!("{}\n", lines[..lines.len() - 2].join("\n"))).unwrap();
     let twice = dir.join("twice.csv");
     std::fs::write(&twice, format!("{text}{}\n", lines[2])).unwrap();
     let s = short.to_string_lossy().into_owned();
     let t = twice.to_string_lossy().into_owned();
-    for (part, message) in [
-        (&s, format!("{s}: shard 1/3 lacks point 13")),
-        (&t, format!("{t}: point 1 appears twice")),
+    // the file's lines: the part line, the header, 5 rows (points 1, 4, 7, 10, 13), the end
+    // line; short.csv has 6 lines, twice.csv its copied row on line 9
+    for (part, messages) in [
+        (
+            &s,
+            [
+                format!("{s}:6: the part has no end line"),
+                format!("{s}: shard 1/3 lacks point 13"),
+            ],
+        ),
+        (
+            &t,
+            [
+                format!("{t}:9: a row after the part's end line"),
+                format!("{t}: point 1 appears twice"),
+            ],
+        ),
     ] {
         let o = sweep(&["sweep", "--merge", &p0, part, &p2]);
         assert_eq!(o.status.code(), Some(2));
-        assert!(stderr(&o).contains(&message), "{}", stderr(&o));
+        for message in messages {
+            assert!(stderr(&o).contains(&message), "{}", stderr(&o));
+        }
     }
     // the output of a whole sweep is not a part
     let whole = dir.join("whole.csv");
@@ -728,4 +745,31 @@ fn progress_goes_to_stderr_in_plain_lines_off_a_terminal() {
     );
     assert!(err.contains(&format!("sweep: {n} points in ")), "{err}");
     assert!(err.contains(&closing), "{err}");
+}
+
+/// A scheduler variable that is set but is not UTF-8 is an error naming it, not "unset" (which
+/// would run the whole sweep in every task of the array).
+#[test]
+fn a_scheduler_variable_that_is_not_utf8_is_refused() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = design_dir("not-utf8");
+    let file = dir.join("sweep.yaml").to_string_lossy().into_owned();
+    for (var, flags) in [
+        ("HQ_TASK_ID", &["--shards", "3"][..]),
+        ("SLURM_ARRAY_TASK_ID", &[][..]),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_npusim"));
+        c.args(["sweep", &file]).args(flags).current_dir(root());
+        for v in SCHEDULER_VARS {
+            c.env_remove(v);
+        }
+        // `2` then 0xff, a byte no UTF-8 text holds
+        c.env(var, OsStr::from_bytes(b"2\xff"));
+        c.env("SLURM_ARRAY_TASK_COUNT", "3");
+        let o = c.output().expect("npusim runs");
+        assert_eq!(o.status.code(), Some(2), "{var}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{var}: something ran");
+        insta::assert_snapshot!(format!("not_utf8_{var}"), stderr(&o));
+    }
 }
