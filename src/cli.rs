@@ -11,6 +11,11 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The most bytes any input may have (a program, config, sweep file, CSV, measurements
+    /// file, merge part, or `-`, the standard input): bytes, or with a KiB or MiB suffix. A
+    /// larger input is refused (exit 2) after reading one byte more than this.
+    #[arg(long, global = true, value_name = "N", default_value = "256MiB", value_parser = parse_max_bytes)]
+    pub max_input_bytes: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -663,6 +668,14 @@ pub fn parse_pack_capacity(s: &str) -> Result<u64, String> {
         ));
     }
     Ok(n)
+}
+
+/// Parses `--max-input-bytes` and `--trace-max-bytes`: a size of at least one byte.
+pub fn parse_max_bytes(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err(format!("`{s}`: the limit is at least 1 byte")),
+        n => Ok(n),
+    }
 }
 
 /// Parses a size: bytes, or whole KiB/MiB (`160KiB`, `1MiB`).

@@ -68,6 +68,7 @@ fn main() -> ExitCode {
     // SAFETY: mi_option_set only stores the value; mimalloc reads options when it uses them.
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
     let cli = Cli::parse();
+    input::set_max_input_bytes(cli.max_input_bytes);
     let outcome = match cli.command {
         Command::Check {
             input,

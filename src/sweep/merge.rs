@@ -170,7 +170,7 @@ fn joined(parts: &[Part], problems: &mut Vec<String>) -> Option<String> {
 
 /// Reads a part: its first line, then its header (CSV) and records.
 fn read_part(path: &Path) -> Result<Part, String> {
-    let name = path.display().to_string();
+    let name = input::name(path);
     let text = input::read_text(path).map_err(|e| e.describe(&name, "part"))?;
     let not_a_part = || {
         format!(

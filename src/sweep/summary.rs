@@ -15,7 +15,7 @@ pub struct SummaryArgs<'a> {
 }
 
 pub fn summary(args: &SummaryArgs) -> Result<(), Exit> {
-    let name = args.results.display().to_string();
+    let name = input::name(args.results);
     let text =
         input::read_text(args.results).map_err(|e| Exit::input(e.describe(&name, "results")))?;
     let table = read_table(&text).map_err(|e| Exit::input(format!("{name}: {e}")))?;

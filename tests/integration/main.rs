@@ -12,6 +12,7 @@ mod dropped_work;
 mod hostile;
 mod html_cli;
 mod kernel_cli;
+mod limits;
 mod outputs;
 mod pack_cli;
 mod plan_cli;
