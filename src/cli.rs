@@ -367,6 +367,11 @@ pub struct ViewArgs {
     /// small file.
     #[arg(long, value_name = "A:B", requires = "trace", value_parser = parse_window)]
     pub trace_window: Option<reports::TraceWindow>,
+    /// The most bytes the trace file may have (default 256MiB): bytes, or with a KiB or MiB
+    /// suffix. A trace that reaches it stops there (the run goes on) and is still a valid
+    /// trace of the cycles before; --trace-window then picks the part to see.
+    #[arg(long, value_name = "N", requires = "trace", value_parser = parse_max_bytes)]
+    pub trace_max_bytes: Option<u64>,
     /// Add the per-op profile to the report: for every op, how often it ran, its busy cycles
     /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
     #[arg(long)]

@@ -134,3 +134,68 @@ fn a_dry_run_of_a_million_points_streams_in_flat_memory() {
         None => eprintln!("skipped: no /proc/PID/status VmHWM here to measure the peak"),
     }
 }
+
+#[test]
+fn a_trace_past_its_byte_limit_stops_as_a_valid_trace_of_the_cycles_before() {
+    use serde_json::Value;
+    let dir = crate::scratch("limits-trace-cap");
+    let (full, cut) = (dir.join("full.json"), dir.join("cut.json"));
+    let run = |trace: &std::path::Path, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_npusim"))
+            .args([
+                "run",
+                "programs/vec_add_db.yaml",
+                "--param",
+                "tiles=2000",
+                "--trace",
+            ])
+            .arg(trace)
+            .args(extra)
+            .current_dir(root())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("npusim starts");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&full, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = run(&cut, &["--trace-max-bytes", "100KiB"]);
+    // the run itself is whole: only the trace stops, with a warning saying how to window it
+    assert_eq!(code, Some(0), "{stderr}");
+    let size = std::fs::metadata(&cut).unwrap().len();
+    assert!(size <= 100 * 1024, "{size} bytes");
+    let events = |path: &std::path::Path| -> Vec<Value> {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+        doc["traceEvents"].as_array().expect("traceEvents").clone()
+    };
+    let (all, kept) = (events(&full), events(&cut));
+    // the full trace is about 10 MB; the cut one ends with a note of the cut
+    assert!(
+        all.len() > 10 * kept.len(),
+        "{} vs {}",
+        all.len(),
+        kept.len()
+    );
+    let note = kept.last().unwrap();
+    assert_eq!(note["name"], "trace cut at --trace-max-bytes");
+    assert_eq!(note["args"]["max_bytes"], 102400);
+    let cycle = note["args"]["cycle"].as_u64().unwrap();
+    // everything before the note is the full trace's first events, unchanged (the run is
+    // deterministic and the trace written in order), and each starts by the cut's cycle
+    let body = &kept[..kept.len() - 1];
+    assert!(body.iter().any(|e| e["ph"] == "X"), "slices are kept");
+    assert_eq!(body, &all[..body.len()]);
+    for e in body {
+        assert!(
+            e["ts"].as_u64().unwrap_or(0) <= cycle,
+            "{e} after cycle {cycle}"
+        );
+    }
+    let shown = stderr.replace(&cut.display().to_string(), "[TRACE]");
+    assert!(shown.contains(&format!("at cycle {cycle}:")), "{shown}");
+    insta::assert_snapshot!(shown.replace(&cycle.to_string(), "[C]").replace(&(2 * cycle).to_string(), "[2C]"), @"warning: the trace reached --trace-max-bytes (102400 bytes) at cycle [C]: [TRACE] holds the events that start by then; trace a part with --trace-window A:B (e.g. --trace-window [C]:[2C]), or raise --trace-max-bytes");
+}
