@@ -1374,4 +1374,56 @@ mod tests {
             .collect();
         assert_eq!(names, ["block 0 aiv 0", "block 1 aiv 0"]);
     }
+
+    #[test]
+    fn a_limit_below_the_metadata_keeps_the_metadata_and_the_note_of_the_cut() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "built-in",
+        )
+        .unwrap();
+        let text = "kernel: k\ncore: aiv\nbody:\n  - scalar: { cycles: 5 }\n";
+        let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
+        let planned =
+            planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
+        let mut t = Trace::new(
+            &program,
+            &program,
+            &planned,
+            &config,
+            TraceWindow::ALL,
+            Vec::new(),
+        )
+        .with_max_bytes(1);
+        // a chunk's worth of S spans: each is one slice, so the buffer passes CHUNK and drains
+        let span = |k: u64| Span {
+            core: 0,
+            pipe: Pipe::S,
+            from: 10 * k,
+            to: 10 * k + 5,
+            op: sim::OpId(0),
+            seq: Some(k),
+            what: Activity::Stall(Stall::BarrierAll),
+        };
+        for k in 0..10_000 {
+            t.on_span(&span(k));
+        }
+        // the metadata went before any event; the first chunk of slices did not fit
+        let cut = t.stopped_at().expect("the limit stopped the trace");
+        assert_eq!(
+            cut,
+            TraceCut {
+                max_bytes: 1,
+                cycle: 0
+            }
+        );
+        let out = t.finish().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        assert!(events[..events.len() - 1].iter().all(|e| e["ph"] == "M"));
+        assert_eq!(
+            events.last().unwrap()["name"],
+            "trace cut at --trace-max-bytes"
+        );
+    }
 }
