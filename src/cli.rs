@@ -11,6 +11,11 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The most bytes any input may have (a program, config, sweep file, CSV, measurements
+    /// file, merge part, or `-`, the standard input): bytes, or with a KiB or MiB suffix. A
+    /// larger input is refused (exit 2) after reading one byte more than this.
+    #[arg(long, global = true, value_name = "N", default_value = "256MiB", value_parser = parse_max_bytes)]
+    pub max_input_bytes: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -429,6 +434,11 @@ pub struct ViewArgs {
     /// small file.
     #[arg(long, value_name = "A:B", requires = "trace", value_parser = parse_window)]
     pub trace_window: Option<reports::TraceWindow>,
+    /// The most bytes the trace file may have (default 256MiB): bytes, or with a KiB or MiB
+    /// suffix. A trace that reaches it stops there (the run goes on) and is still a valid
+    /// trace of the cycles before; --trace-window then picks the part to see.
+    #[arg(long, value_name = "N", requires = "trace", value_parser = parse_max_bytes)]
+    pub trace_max_bytes: Option<u64>,
     /// Add the per-op profile to the report: for every op, how often it ran, its busy cycles
     /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
     #[arg(long)]
@@ -730,6 +740,14 @@ pub fn parse_pack_capacity(s: &str) -> Result<u64, String> {
         ));
     }
     Ok(n)
+}
+
+/// Parses `--max-input-bytes` and `--trace-max-bytes`: a size of at least one byte.
+pub fn parse_max_bytes(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err(format!("`{s}`: the limit is at least 1 byte")),
+        n => Ok(n),
+    }
 }
 
 /// Parses a size: bytes, or whole KiB/MiB (`160KiB`, `1MiB`).

@@ -5,8 +5,37 @@ use crate::Exit;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use sim::diag::{did_you_mean, Severity};
 use sim::{Config, Diagnostic, LoadError};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The most bytes any input may have unless `--max-input-bytes` says otherwise: 256 MiB, far
+/// above any program, config or CSV written by hand or generated (the largest shipped input is
+/// a few KiB; a 10^6-row sweep results file is about 100 MiB), yet small enough that a wrong
+/// file (`/dev/zero`, a disk image) is refused before it costs much memory.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// The `--max-input-bytes` of this run; set once by `main` before anything is read.
+static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
+
+/// Sets the most bytes an input may have (`--max-input-bytes`).
+pub fn set_max_input_bytes(limit: u64) {
+    MAX_INPUT_BYTES.store(limit, Ordering::Relaxed);
+}
+
+/// The name messages give the input at `path`: `<stdin>` for `-`, else the path.
+pub fn name(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether `path` is `-`, the standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
 
 /// The text of one input and the name diagnostics use for it.
 #[derive(Clone)]
@@ -55,7 +84,7 @@ impl Rejected {
 
 /// Reads a file named on the command line.
 pub fn read(path: &Path, what: &str) -> Result<Source, Rejected> {
-    let name = path.display().to_string();
+    let name = name(path);
     match read_text(path) {
         Ok(text) => Ok(Source { name, text }),
         Err(e) => Err(Rejected::Line {
@@ -69,6 +98,10 @@ pub fn read(path: &Path, what: &str) -> Result<Source, Rejected> {
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
+    /// More than `limit` bytes (`--max-input-bytes`): only `limit + 1` were read.
+    TooLarge {
+        limit: u64,
+    },
     NotUtf8 {
         line: usize,
         column: usize,
@@ -91,6 +124,10 @@ impl ReadError {
     pub fn describe(&self, name: &str, what: &str) -> String {
         match self {
             ReadError::Io(e) => format!("cannot read {what} file {name}: {e}"),
+            ReadError::TooLarge { limit } => format!(
+                "{name}: the {what} file is larger than {limit} bytes (--max-input-bytes); {}",
+                too_large_hint()
+            ),
             ReadError::NotUtf8 {
                 line,
                 column,
@@ -109,6 +146,12 @@ impl ReadError {
             ReadError::Io(e) => {
                 Diagnostic::error(name, "", format!("cannot read {what} file {name}: {e}"))
             }
+            ReadError::TooLarge { limit } => Diagnostic::error(
+                name,
+                "",
+                format!("the {what} file is larger than {limit} bytes (--max-input-bytes)"),
+            )
+            .with_hint(too_large_hint()),
             ReadError::NotUtf8 {
                 line,
                 column,
@@ -137,9 +180,57 @@ impl ReadError {
     }
 }
 
-/// The text of the file at `path`: every input npusim reads goes through here.
+/// What to do about an input above `--max-input-bytes`.
+fn too_large_hint() -> String {
+    format!(
+        "check that it is the file you meant; a larger one needs --max-input-bytes N (default {DEFAULT_MAX_INPUT_BYTES}, 256 MiB)"
+    )
+}
+
+/// Everything `from` gives if that is at most `limit` bytes, else `None` once it gave one byte
+/// more. Reads in 64 KiB pieces into a buffer that grows by doubling but never past
+/// `limit + 1` bytes, so neither the memory nor the bytes read depend on how long the stream
+/// goes on.
+fn read_capped(mut from: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut out: Vec<u8> = Vec::new();
+    let mut piece = vec![0u8; 1 << 16];
+    loop {
+        let n = match from.read(&mut piece) {
+            Ok(0) => return Ok(Some(out)),
+            Ok(n) => n.min(cap - out.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if out.capacity() - out.len() < n {
+            out.reserve_exact(out.capacity().max(n).min(cap - out.len()));
+        }
+        out.extend_from_slice(&piece[..n]);
+        if out.len() as u64 > limit {
+            return Ok(None);
+        }
+    }
+}
+
+/// The text of the file at `path` (`-`: the standard input): every input npusim reads goes
+/// through here. At most `--max-input-bytes` + 1 bytes are read, so an endless stream
+/// (`/dev/zero`, a pipe that never ends) is refused
+/// after that many, and a larger regular file before anything is read.
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
-    let bytes = std::fs::read(path).map_err(ReadError::Io)?;
+    let limit = MAX_INPUT_BYTES.load(Ordering::Relaxed);
+    let read = if is_stdin(path) {
+        read_capped(std::io::stdin().lock(), limit)
+    } else {
+        let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+        match file.metadata() {
+            // a regular file says its size: refused without reading it
+            Ok(meta) if meta.is_file() && meta.len() > limit => Ok(None),
+            _ => read_capped(file, limit),
+        }
+    };
+    let bytes = read
+        .map_err(ReadError::Io)?
+        .ok_or(ReadError::TooLarge { limit })?;
     if bytes.starts_with(b"\xef\xbb\xbf") {
         return Err(ReadError::ByteOrderMark);
     }
@@ -170,6 +261,9 @@ pub fn config_source_in(arg: &str, dir: &Path) -> Result<Source, Rejected> {
             name: format!("<built-in {arg}>"),
             text: text.to_string(),
         });
+    }
+    if arg == "-" {
+        return read(Path::new("-"), "config");
     }
     let path = dir.join(arg);
     let path = path.as_path();

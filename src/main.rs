@@ -67,6 +67,7 @@ fn main() -> ExitCode {
     // SAFETY: mi_option_set only stores the value; mimalloc reads options when it uses them.
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
     let cli = Cli::parse_checked();
+    input::set_max_input_bytes(cli.max_input_bytes);
     output::on_signals();
     if let Err(Exit(code)) = refuse_clashes(&cli.command) {
         return ExitCode::from(code);
@@ -684,6 +685,9 @@ fn run(
         .map(output::StreamFile::create)
         .transpose()?;
     let window = views.trace_window.unwrap_or(reports::TraceWindow::ALL);
+    let max_bytes = views
+        .trace_max_bytes
+        .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
     let profiler = views.profile.then(|| reports::Profiler::new(&ran));
@@ -699,13 +703,18 @@ fn run(
                 &config,
                 window,
                 f.writer(),
-            );
+            )
+            .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
         let mut observers = (trace, (profiler, timeline));
         let sim = pipeline::run_prepared(prepared, &config, &opts, &mut observers);
         let (trace, (profiler, timeline)) = observers;
-        let written = trace.map(|bg| bg.finish().finish().map(|_| ()));
+        let written = trace.map(|bg| {
+            let t = bg.finish();
+            let cut = t.stopped_at();
+            t.finish().map(|_| cut)
+        });
         (sim, written, profiler, timeline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
@@ -819,6 +828,9 @@ fn run_launch(
         .map(output::StreamFile::create)
         .transpose()?;
     let window = views.trace_window.unwrap_or(reports::TraceWindow::ALL);
+    let max_bytes = views
+        .trace_max_bytes
+        .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the programs that run, which the run consumes: copies
     let ran: Vec<Program> = prepared.iter().map(|p| p.program.clone()).collect();
     let ran_parts: Vec<&Program> = ran.iter().collect();
@@ -839,13 +851,18 @@ fn run_launch(
                     planned: &p.planned,
                 })
                 .collect();
-            let t = reports::Trace::for_launch(&parts, config, window, f.writer());
+            let t = reports::Trace::for_launch(&parts, config, window, f.writer())
+                .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
         let mut observers = (trace, profiler);
         let sim = pipeline::run_prepared_kernel(prepared, config, &opts, &mut observers);
         let (trace, profiler) = observers;
-        let written = trace.map(|bg| bg.finish().finish().map(|_| ()));
+        let written = trace.map(|bg| {
+            let t = bg.finish();
+            let cut = t.stopped_at();
+            t.finish().map(|_| cut)
+        });
         (sim, written, profiler)
     });
     let sim = sim.map_err(|f| failed(&f))?;
@@ -874,17 +891,36 @@ fn report_launch(
 
 /// Puts the trace file in place once its writer finished without an error (a failed write
 /// leaves no file: [`output::StreamFile`] is written beside it and renamed).
+/// A trace cut at `--trace-max-bytes` is still put in place (a valid trace of the cycles
+/// before the cut), with a warning that says how to see the rest; the exit code stays.
 fn commit_trace(
-    written: Option<std::io::Result<()>>,
+    written: Option<std::io::Result<Option<reports::TraceCut>>>,
     file: Option<output::StreamFile>,
     views: &ViewArgs,
 ) -> Result<(), Exit> {
-    if let Some(Err(e)) = written {
-        let path = views.trace.as_deref().expect("a trace has a file");
-        return Err(Exit::input(format!("cannot write {}: {e}", path.display())));
-    }
+    let path = || {
+        views
+            .trace
+            .as_deref()
+            .expect("a trace has a file")
+            .display()
+    };
+    let cut = match written {
+        Some(Err(e)) => return Err(Exit::input(format!("cannot write {}: {e}", path()))),
+        Some(Ok(cut)) => cut,
+        None => None,
+    };
     if let Some(f) = file {
         f.commit()?;
+    }
+    if let Some(cut) = cut {
+        let c = cut.cycle;
+        err_line!(
+            "warning: the trace reached --trace-max-bytes ({} bytes) at cycle {c}: {} holds the events that start by then; trace a part with --trace-window A:B (e.g. --trace-window {c}:{}), or raise --trace-max-bytes",
+            cut.max_bytes,
+            path(),
+            c.saturating_mul(2).max(c + 1),
+        );
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ pub struct PackArgs<'a> {
 }
 
 pub fn pack(a: &PackArgs) -> Result<(), Exit> {
-    let name = a.instance.display().to_string();
+    let name = crate::input::name(a.instance);
     let text = crate::input::read_text(a.instance)
         .map_err(|e| Exit::input(e.describe(&name, "instance")))?;
     let (inst, columns) = csv::parse(&text).map_err(|errs| {

@@ -98,7 +98,7 @@ pub use run_report::{
     RUN_KEYS,
 };
 pub use sweep::{short_name, sweep_summary_text, Best, Pivot, SweepTable, SweepView};
-pub use trace::{live_bytes, Trace, TracePart, TraceWindow};
+pub use trace::{live_bytes, Trace, TraceCut, TracePart, TraceWindow, DEFAULT_TRACE_MAX_BYTES};
 
 /// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare
 /// entry, check): the value of their first key, `schema`. It changes when a change could break a

@@ -221,6 +221,25 @@ const CHUNK: usize = 1 << 16;
 /// increments get no arrow, so a runaway producer does not make the trace's memory grow.
 const CROSS_CAP: usize = 1 << 10;
 
+/// The default `--trace-max-bytes`: 256 MiB, about two million slices, more than the trace
+/// viewers load comfortably (ui.perfetto.dev handles a few hundred MB in a browser tab).
+pub const DEFAULT_TRACE_MAX_BYTES: u64 = 256 << 20;
+
+/// Bytes kept free under the limit for what a cut trace ends with: the note of the cut and
+/// the closing brackets.
+const CUT_RESERVE: u64 = 512;
+
+/// Where a trace stopped because it reached its byte limit ([`Trace::with_max_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceCut {
+    /// The limit.
+    pub max_bytes: u64,
+    /// The cycle the run was at when the last chunk that fits was written: every event of
+    /// the trace starts at or before it (slices may end after it), and the events after it
+    /// are left out.
+    pub cycle: u64,
+}
+
 /// The set of increments past [`CROSS_CAP`]: none, no arrow.
 const NO_SET: u64 = u64::MAX;
 
@@ -228,6 +247,15 @@ const NO_SET: u64 = u64::MAX;
 pub struct Trace<'p, W: Write> {
     out: W,
     error: Option<io::Error>,
+    /// Bytes handed to `out` so far, and the most it may get (the metadata always goes).
+    written: u64,
+    max_bytes: u64,
+    /// Set once the limit stopped the trace: nothing more is written but the end.
+    cut: Option<TraceCut>,
+    /// The latest cycle of an issue or span seen, and what it was at the last chunk written:
+    /// every event written starts at or before the latter.
+    now: u64,
+    written_to: u64,
     buf: Vec<u8>,
     window: TraceWindow,
     parts: Vec<PartInfo<'p>>,
@@ -451,6 +479,11 @@ impl<'p, W: Write> Trace<'p, W> {
         let mut t = Trace {
             out,
             error: None,
+            written: 0,
+            max_bytes: u64::MAX,
+            cut: None,
+            now: 0,
+            written_to: 0,
             buf: Vec::with_capacity(CHUNK + 4096),
             window,
             parts: infos,
@@ -465,7 +498,24 @@ impl<'p, W: Write> Trace<'p, W> {
             increments: BTreeMap::new(),
         };
         t.header(programs.first().copied(), &slots, config);
+        // the metadata goes whatever the limit, so that even a tiny limit leaves a document
+        // that names its processes and tracks
+        t.drain();
         t
+    }
+
+    /// Stops writing events once the file would pass `max_bytes` (`--trace-max-bytes`): the
+    /// events of whole 64 KiB chunks up to the limit are kept, then a note of the cut and the
+    /// document's end, so what is written is a valid trace of the run up to [`Trace::stopped_at`]'s
+    /// cycle. Without it a trace has no limit.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Where the byte limit stopped the trace, if it did.
+    pub fn stopped_at(&self) -> Option<TraceCut> {
+        self.cut
     }
 
     /// The metadata and the processes' and tracks' names and order.
@@ -518,6 +568,28 @@ impl<'p, W: Write> Trace<'p, W> {
 
     /// Ends the document and hands back the writer, or the first write error.
     pub fn finish(mut self) -> io::Result<W> {
+        if let Some(cut) = self.cut {
+            // what is still held is past the cut: only a note of the cut and the end
+            self.buf.clear();
+            self.begin();
+            let note = format!(
+                "{{\"ph\":\"i\",\"s\":\"g\",\"pid\":0,\"tid\":0,\"ts\":{},\"name\":\"trace cut at --trace-max-bytes\",\"args\":{{\"max_bytes\":{},\"cycle\":{}}}}}\n]}}\n",
+                cut.cycle, cut.max_bytes, cut.cycle
+            );
+            self.buf.extend_from_slice(note.as_bytes());
+            if self.error.is_none() {
+                if let Err(e) = self.out.write_all(&self.buf) {
+                    self.error = Some(e);
+                }
+            }
+            return match self.error.take() {
+                Some(e) => Err(e),
+                None => {
+                    self.out.flush()?;
+                    Ok(self.out)
+                }
+            };
+        }
         for c in 0..self.cores.len() {
             self.flush_s_run(c);
         }
@@ -572,9 +644,22 @@ impl<'p, W: Write> Trace<'p, W> {
     }
 
     fn drain(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(&self.buf) {
-                self.error = Some(e);
+        let len = self.buf.len() as u64;
+        let fits = self.written == 0
+            || self.written.saturating_add(len).saturating_add(CUT_RESERVE) <= self.max_bytes;
+        if self.cut.is_none() && !fits {
+            self.cut = Some(TraceCut {
+                max_bytes: self.max_bytes,
+                cycle: self.written_to,
+            });
+        }
+        if self.error.is_none() && self.cut.is_none() {
+            match self.out.write_all(&self.buf) {
+                Ok(()) => {
+                    self.written += len;
+                    self.written_to = self.now;
+                }
+                Err(e) => self.error = Some(e),
             }
         }
         self.buf.clear();
@@ -908,6 +993,7 @@ pub fn live_bytes(planned: &Planned, scopes: &[Space]) -> Vec<u64> {
 
 impl<W: Write> Observer for Trace<'_, W> {
     fn on_issue(&mut self, issue: &Issue<'_>) {
+        self.now = self.now.max(issue.cycle);
         let c = issue.core as usize;
         let Some(core) = self.cores.get(c) else {
             return;
@@ -926,6 +1012,7 @@ impl<W: Write> Observer for Trace<'_, W> {
     }
 
     fn on_span(&mut self, span: &Span) {
+        self.now = self.now.max(span.from);
         let c = span.core as usize;
         if c >= self.cores.len() {
             return;
@@ -1286,5 +1373,57 @@ mod tests {
             .map(|e| e["args"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["block 0 aiv 0", "block 1 aiv 0"]);
+    }
+
+    #[test]
+    fn a_limit_below_the_metadata_keeps_the_metadata_and_the_note_of_the_cut() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "built-in",
+        )
+        .unwrap();
+        let text = "kernel: k\ncore: aiv\nbody:\n  - scalar: { cycles: 5 }\n";
+        let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
+        let planned =
+            planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
+        let mut t = Trace::new(
+            &program,
+            &program,
+            &planned,
+            &config,
+            TraceWindow::ALL,
+            Vec::new(),
+        )
+        .with_max_bytes(1);
+        // a chunk's worth of S spans: each is one slice, so the buffer passes CHUNK and drains
+        let span = |k: u64| Span {
+            core: 0,
+            pipe: Pipe::S,
+            from: 10 * k,
+            to: 10 * k + 5,
+            op: sim::OpId(0),
+            seq: Some(k),
+            what: Activity::Stall(Stall::BarrierAll),
+        };
+        for k in 0..10_000 {
+            t.on_span(&span(k));
+        }
+        // the metadata went before any event; the first chunk of slices did not fit
+        let cut = t.stopped_at().expect("the limit stopped the trace");
+        assert_eq!(
+            cut,
+            TraceCut {
+                max_bytes: 1,
+                cycle: 0
+            }
+        );
+        let out = t.finish().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        assert!(events[..events.len() - 1].iter().all(|e| e["ph"] == "M"));
+        assert_eq!(
+            events.last().unwrap()["name"],
+            "trace cut at --trace-max-bytes"
+        );
     }
 }

@@ -59,3 +59,9 @@ pub const MAX_BLOCKS: u32 = 4096;
 
 /// Most vector cores per AI core (`chip.aiv_per_aic`).
 pub const MAX_AIV_PER_AIC: u32 = 8;
+
+/// Bytes of engine state one launch may allocate ([`crate::engine::launch_state_bytes`]):
+/// 1 GiB. A launch of every core of a real chip takes a few MiB (the 910B's 24 AI cores of 2
+/// vector cores: 72 cores, about 5 MiB); the largest a config can describe (4096 AI cores of
+/// 8 vector cores, 36,864 cores) took 2.8 GB before its first cycle.
+pub const MAX_LAUNCH_STATE_BYTES: u64 = 1 << 30;

@@ -259,7 +259,7 @@ fn joined(parts: &[Part], problems: &mut Vec<String>) -> Option<String> {
 /// cannot be read as one is an error; the problems of one that was edited after npusim wrote
 /// it (its digests differ) are added to `problems`, and the part is returned.
 fn read_part(path: &Path, problems: &mut Vec<String>) -> Result<Part, String> {
-    let name = path.display().to_string();
+    let name = input::name(path);
     let text = input::read_text(path).map_err(|e| e.describe(&name, "part"))?;
     let not_a_part = || {
         format!(

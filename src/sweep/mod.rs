@@ -188,19 +188,37 @@ fn part_line(inputs: &Inputs, format: SweepFormat, s: shard::Shard) -> String {
 }
 
 /// `--dry-run`: the shard's points as CSV (`index` and the input columns), and their count
-/// on stderr.
+/// on stderr. Streamed a row at a time, so listing 10^8 points takes no more memory than
+/// listing ten (BENCHMARKS.md, "Sweeps"); a closed pipe (`| head`) ends the listing without a
+/// message, like a sweep's.
 fn dry_run(inputs: &Inputs, shard: shard::Shard, out: Option<&Path>) -> Result<(), Exit> {
-    let mut header = vec!["index".to_string()];
-    header.extend(table::input_header(&inputs.columns));
-    let mut text = table::csv_record(&header);
-    for index in shard.indices(inputs.grid.points) {
-        let point = inputs.grid.point(index);
-        let mut cells = vec![index.to_string()];
-        cells.extend(table::input_cells(inputs, &point));
-        text.extend(table::csv_record(&cells));
+    let list = |w: &mut dyn Write| -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(w);
+        let mut header = vec!["index".to_string()];
+        header.extend(table::input_header(&inputs.columns));
+        w.write_all(&table::csv_record(&header))?;
+        for index in shard.indices(inputs.grid.points) {
+            let point = inputs.grid.point(index);
+            let mut cells = vec![index.to_string()];
+            cells.extend(table::input_cells(inputs, &point));
+            w.write_all(&table::csv_record(&cells))?;
+        }
+        w.flush()
+    };
+    match out {
+        Some(path) => {
+            // the file appears whole, once the last point is listed, or not at all
+            let mut file = output::StreamFile::create(path)?;
+            list(file.writer())
+                .map_err(|e| Exit::input(format!("cannot write {}: {e}", path.display())))?;
+            file.commit()?;
+        }
+        None => {
+            if list(&mut std::io::stdout().lock()).is_err() {
+                return Ok(());
+            }
+        }
     }
-    let text = String::from_utf8(text).expect("the cells are UTF-8");
-    output::emit(out, &text)?;
     let count = shard.count(inputs.grid.points);
     err_line!(
         "sweep: {count} point{} listed (of {} in the sweep)",

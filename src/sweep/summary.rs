@@ -21,7 +21,7 @@ pub fn summary(args: &SummaryArgs) -> Result<(), Exit> {
             &[("--html", html)],
         )?;
     }
-    let name = args.results.display().to_string();
+    let name = input::name(args.results);
     let text =
         input::read_text(args.results).map_err(|e| Exit::input(e.describe(&name, "results")))?;
     let (table, lines) = read_table(&text).map_err(|e| Exit::input(format!("{name}: {e}")))?;

@@ -13,6 +13,7 @@ mod hostile;
 mod html_cli;
 mod kernel_cli;
 mod output_safety;
+mod limits;
 mod outputs;
 mod pack_cli;
 mod plan_cli;

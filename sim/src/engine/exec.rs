@@ -138,6 +138,33 @@ impl Ring {
     }
 }
 
+/// Bytes the engine allocates for each core of a launch ([`Core::new`], its share of
+/// [`Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys that size them:
+/// a ring of `queue_depth` entries per pipe, a flag per (pipe, pipe, `sync.event_ids`), stall
+/// counters per flag and per `cross_core.flag_ids`, the staging slots of `mmad_l1`. What
+/// grows with the program (its loops, variables, operands) is left out: the loader bounds
+/// that on its own, once per part, not per core.
+pub(crate) fn core_bytes(config: &Config) -> u64 {
+    use std::mem::size_of;
+    let np = NP as u64;
+    let depth = u64::from(config.queue_depth).max(1);
+    let events = u64::from(config.sync.event_ids);
+    let xids = config.cross_core.map_or(0, |x| u64::from(x.flag_ids));
+    let bytes = |n: usize| n as u64;
+    let pipes = np
+        * (bytes(size_of::<PipeState>())
+            + depth * bytes(size_of::<Entry>() + size_of::<Aux>())
+            + (np * events + xids) * 8);
+    let flags = np * np * events * bytes(size_of::<Flag>()) + np * events * 8;
+    let cross = xids * (3 * 8 + 3 * bytes(size_of::<VecDeque<(u64, u32)>>()) + 1);
+    let macros = (depth + 2) * bytes(size_of::<MacroSlot>());
+    bytes(size_of::<Core<'static, 'static>>() + size_of::<super::CoreRun>() + size_of::<Slot>())
+        + pipes
+        + flags
+        + cross
+        + macros
+}
+
 /// One non-S pipe: its queue, timing state and accounting.
 struct PipeState {
     ring: Ring,

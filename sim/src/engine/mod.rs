@@ -466,6 +466,14 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
 }
 
+/// The bytes of engine state a launch of `cores` cores on `config` allocates before its
+/// first cycle, race checker included: what [`crate::limits::MAX_LAUNCH_STATE_BYTES`] bounds.
+/// Per core it grows with `queue_depth`, `sync.event_ids` and `cross_core.flag_ids`; the
+/// cores are `launch.blocks`, times 1 + `chip.aiv_per_aic` for a mixed kernel.
+pub fn launch_state_bytes(config: &Config, cores: u64) -> u64 {
+    cores.saturating_mul(exec::core_bytes(config).saturating_add(crate::race::core_bytes(config)))
+}
+
 /// Runs `program` on the core it names. The program must have been loaded against `config`.
 pub fn run(program: &Program, config: &Config) -> Result<RunResult, RunError> {
     run_observed(program, config, &mut ())

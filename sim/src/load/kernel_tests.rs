@@ -2,6 +2,7 @@
 //! problem is reported.
 
 use super::*;
+use crate::limits;
 use crate::program::{CrossMode, OpKind};
 use crate::types::Pipe;
 
@@ -377,4 +378,89 @@ fn load_program_refuses_a_mixed_kernel() {
     assert_eq!((path.as_str(), line), ("", 1));
     assert!(msg.contains("mixed kernel"), "{msg}");
     assert_eq!(hint, "load it with load_kernel");
+}
+
+/// The built-in 910B config with `chip.aic` and `chip.aiv_per_aic` replaced, and optionally
+/// the per-core keys at the largest values the loader admits.
+fn chip(aic: u32, per: u32, largest_per_core: bool) -> Config {
+    let mut text = crate::builtin::builtin("ascend910b")
+        .unwrap()
+        .replace("  aic: 24 ", &format!("  aic: {aic} "))
+        .replace("  aiv_per_aic: 2 ", &format!("  aiv_per_aic: {per} "));
+    if largest_per_core {
+        text = text
+            .replace("queue_depth: 32 ", "queue_depth: 4096 ")
+            .replace("event_ids: 8 ", "event_ids: 1024 ")
+            .replace("flag_ids: 11 ", "flag_ids: 1024 ");
+    }
+    let cfg = load_config(&text, "chip.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cfg.chip.map(|c| (c.aic, c.aiv_per_aic)), Some((aic, per)));
+    cfg
+}
+
+/// A tiny mixed kernel of `blocks` blocks (no cross-core flags: its size is what matters).
+fn tiny_mixed(blocks: u32) -> String {
+    format!(
+        "kernel: k\nlaunch: {{ blocks: {blocks} }}\naic:\n  body:\n    - scalar: {{ cycles: 1 }}\naiv:\n  body:\n    - scalar: {{ cycles: 1 }}\n"
+    )
+}
+
+#[test]
+fn a_launch_past_the_engine_state_budget_is_refused_at_the_block_it_crosses() {
+    let cfg = chip(4096, 8, false);
+    // a mixed block is one aic and 8 aiv cores: the budget admits floor(budget / (9 × per
+    // core)) blocks and refuses one more
+    let per_core = crate::engine::launch_state_bytes(&cfg, 1);
+    assert_eq!(crate::engine::launch_state_bytes(&cfg, 9), 9 * per_core);
+    let most = (limits::MAX_LAUNCH_STATE_BYTES / (9 * per_core)) as u32;
+    assert!(
+        (1..4096).contains(&most),
+        "the 4096 x 8 chip's full launch must be past the budget: {most}"
+    );
+    load_kernel(&tiny_mixed(most), "k.yaml", &cfg, &[], None).unwrap_or_else(|e| panic!("{e}"));
+    let (path, msg, hint, line) = only(kernel_errors_with(&tiny_mixed(most + 1), &cfg, None));
+    assert_eq!((path.as_str(), line), ("launch.blocks", 2));
+    let cores = 9 * (most + 1);
+    assert!(
+        msg.contains(&format!(
+            "{cores} cores ({} blocks of 9 cores (aic and chip.aiv_per_aic 8 aiv))",
+            most + 1
+        )),
+        "{msg}"
+    );
+    for key in [
+        "queue_depth 32",
+        "sync.event_ids 8",
+        "cross_core.flag_ids 11",
+    ] {
+        assert!(msg.contains(key), "{msg}");
+    }
+    assert!(hint.contains("--blocks"), "{hint}");
+    // --blocks is named when it set the count
+    let (path, ..) = only(kernel_errors_with(&tiny_mixed(1), &cfg, Some(most + 1)));
+    assert_eq!(path, "--blocks");
+    // a single-type program counts one core a block: 4096 of them fit
+    let single =
+        "kernel: s\ncore: aiv\nlaunch: { blocks: 4096 }\nbody:\n  - scalar: { cycles: 1 }\n";
+    load_kernel(single, "s.yaml", &cfg, &[], None).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn every_shipped_chip_and_the_fuzz_targets_launch_fit_the_budget() {
+    // a launch of every core of each built-in chip: its AI cores, each with its vector cores
+    for (name, text) in crate::builtin::BUILTIN {
+        let cfg = load_config(text, name).unwrap();
+        let cores = cfg
+            .chip
+            .map_or(1, |c| u64::from(c.aic) * (1 + u64::from(c.aiv_per_aic)));
+        let bytes = crate::engine::launch_state_bytes(&cfg, cores);
+        assert!(
+            bytes <= limits::MAX_LAUNCH_STATE_BYTES / 16,
+            "{name}: {bytes}"
+        );
+    }
+    // fuzz/fuzz_targets/config.rs runs a 2-block mixed kernel on whatever config it makes:
+    // at the largest per-core keys and 8 vector cores that is 18 cores, within the budget
+    let cfg = chip(4096, 8, true);
+    load_kernel(&tiny_mixed(2), "k.yaml", &cfg, &[], None).unwrap_or_else(|e| panic!("{e}"));
 }

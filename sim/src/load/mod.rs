@@ -75,6 +75,9 @@ pub fn load_launched(
         return finish(&root, r, None);
     }
     let prog = program::program(&mut r, &root, config, params, blocks);
+    if let Some(p) = &prog {
+        program::launch_state(&mut r, &[p], config, blocks.is_some());
+    }
     finish(&root, r, prog)
 }
 

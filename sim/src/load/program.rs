@@ -56,6 +56,51 @@ fn op_loc(texts: &mut String, item: &Node, key: &str, value: &Node) -> Loc {
     }
 }
 
+/// Refuses a launch whose engine state ([`crate::engine::launch_state_bytes`]) is above
+/// [`limits::MAX_LAUNCH_STATE_BYTES`], before anything is allocated for it, naming the keys
+/// that make it large: the cores (`launch.blocks`, `chip.aiv_per_aic`) and what each core
+/// holds (`queue_depth`, `sync.event_ids`, `cross_core.flag_ids`).
+pub(crate) fn launch_state(r: &mut Reader, parts: &[&Program], config: &Config, flag: bool) {
+    let Some(first) = parts.first() else { return };
+    let blocks = u64::from(first.launch.blocks);
+    let per_block = if parts.len() > 1 {
+        1 + u64::from(crate::launch::aiv_per_aic(config))
+    } else {
+        1
+    };
+    let cores = blocks * per_block;
+    let bytes = crate::engine::launch_state_bytes(config, cores);
+    if bytes <= limits::MAX_LAUNCH_STATE_BYTES {
+        return;
+    }
+    let per_core = bytes / cores.max(1);
+    let mib = |b: u64| b.div_ceil(1 << 20);
+    let shape = if per_block > 1 {
+        format!(
+            "{blocks} blocks of {per_block} cores (aic and chip.aiv_per_aic {} aiv)",
+            per_block - 1
+        )
+    } else {
+        format!("{blocks} blocks")
+    };
+    let xids = config.cross_core.map_or(String::new(), |x| {
+        format!(", cross_core.flag_ids {}", x.flag_ids)
+    });
+    r.error_hint(
+        if flag { "--blocks" } else { "launch.blocks" },
+        format!(
+            "the launch needs about {} MiB of engine state, above the budget of {} MiB: {cores} cores ({shape}) of {} KiB each (queue_depth {}, sync.event_ids {}{xids} of config {})",
+            mib(bytes),
+            mib(limits::MAX_LAUNCH_STATE_BYTES),
+            per_core.div_ceil(1024),
+            config.queue_depth,
+            config.sync.event_ids,
+            config.name,
+        ),
+        Some("launch fewer blocks (launch.blocks or --blocks), or lower those config keys".into()),
+    );
+}
+
 /// Whether `root` is a mixed kernel: it has an `aic:` or an `aiv:` key.
 pub(crate) fn is_mixed(root: &Node) -> bool {
     match &root.value {
@@ -76,7 +121,9 @@ pub(crate) fn kernel(
     blocks_override: Option<u32>,
 ) -> Option<Kernel> {
     if !is_mixed(root) {
-        return program(r, root, config, overrides, blocks_override).map(Kernel::single);
+        let p = program(r, root, config, overrides, blocks_override)?;
+        launch_state(r, &[&p], config, blocks_override.is_some());
+        return Some(Kernel::single(p));
     }
     let f = r.map(
         root,
@@ -158,7 +205,10 @@ pub(crate) fn kernel(
         parts.push(built);
     }
     let parts: Option<Vec<Program>> = parts.into_iter().collect();
-    Some(Kernel { parts: parts? })
+    let parts = parts?;
+    let refs: Vec<&Program> = parts.iter().collect();
+    launch_state(r, &refs, config, blocks_override.is_some());
+    Some(Kernel { parts })
 }
 
 /// One part of a mixed kernel: its name (`aic`, `aiv`, the prefix of its paths), its core

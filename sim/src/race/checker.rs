@@ -197,6 +197,15 @@ struct Part<'p> {
     slot_bytes: Vec<u64>,
 }
 
+/// Bytes the race checker allocates for each core of a launch: its [`CoreState`] with a clock
+/// per flag (pipe, pipe, `sync.event_ids`), and a table per on-chip scope.
+pub(crate) fn core_bytes(config: &Config) -> u64 {
+    use std::mem::size_of;
+    let events = u64::from(config.sync.event_ids.max(1));
+    (size_of::<CoreState>() + SC * size_of::<Table>()) as u64
+        + (NP * NP) as u64 * events * size_of::<Option<Clock>>() as u64
+}
+
 /// The clocks and queues of one core of the launch.
 struct CoreState {
     /// The index of its part.

@@ -111,6 +111,7 @@ mod table;
 
 use std::fmt;
 
+pub(crate) use checker::core_bytes;
 pub use checker::RaceChecker;
 pub use fix::{Fix, FixOp};
 
