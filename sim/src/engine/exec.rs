@@ -254,6 +254,9 @@ struct Cx<'o, O: Observer> {
     fired: Vec<Signal>,
     /// Findings of the launch rather than of one core (cross-core overflows).
     findings_late: Vec<SyncFinding>,
+    /// The cycle the last cross-core signal took effect: the launch lasts at least until then
+    /// (a set no core waits for still changes a counter, maybe overflowing it, when it lands).
+    last_arrival: u64,
 }
 
 impl<O: Observer> Cx<'_, O> {
@@ -419,6 +422,9 @@ struct Cross {
     vectors_of: Vec<Vec<u32>>,
     /// Whether a core's counter has been reported above `max_pending`.
     overflowed: Vec<bool>,
+    /// Per (core, id): the setting core and the cross_set op of the last signal that
+    /// incremented the counter (named when the counter is left above 0 at the end).
+    last_set: Vec<(u32, u32)>,
     /// Scratch: the sets of the signal being delivered.
     sets: Vec<u64>,
     /// Scratch: the cores whose counters a signal increments, and the cores it groups.
@@ -455,6 +461,7 @@ impl Cross {
             cube_of,
             vectors_of,
             overflowed: vec![false; slots.len() * ids],
+            last_set: vec![(0, 0); slots.len() * ids],
             sets: Vec::new(),
             targets: Vec::new(),
             group: Vec::new(),
@@ -518,6 +525,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }),
                 fired: Vec::new(),
                 findings_late: Vec::new(),
+                last_arrival: 0,
             },
         }
     }
@@ -623,9 +631,29 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             tree.set(k, core.key(cx.now));
         }
-        // every core accounts up to the launch's end
+        // every core accounts up to the launch's end: the last core's end, or the last signal's
+        // arrival if later (only a set nothing consumed, or a deadlock, arrives after every core
+        // stood still), so that every event of the run, an overflow included, lies within it
         let ends: Vec<u64> = cores.iter_mut().map(|c| c.end(&cx)).collect();
-        let total = ends.iter().copied().max().unwrap_or(0);
+        let total = ends.iter().copied().max().unwrap_or(0).max(cx.last_arrival);
+        // counters left above 0: sets no cross_wait took (a stopped run's may still be waited on
+        // by what never ran)
+        if cx.stopped.is_none() {
+            for (j, core) in cores.iter().enumerate() {
+                for (id, &count) in core.xcount.iter().enumerate() {
+                    if count > 0 {
+                        let (set_core, op) = cross.last_set[j * cross.ids + id];
+                        cx.findings_late.push(SyncFinding::UnpairedCrossSet {
+                            core: j as u32,
+                            id: id as u32,
+                            count,
+                            set_core,
+                            op: OpId(op),
+                        });
+                    }
+                }
+            }
+        }
         let mut findings = Vec::new();
         let mut waiters = Vec::new();
         let mut runs = Vec::new();
@@ -734,6 +762,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     ) {
         let me = slots[sig.core as usize];
         let id = sig.id;
+        cx.last_arrival = cx.now;
         cross.sets.clear();
         // scratch lists kept in `cross` (no allocation per signal)
         let mut targets = std::mem::take(&mut cross.targets);
@@ -812,6 +841,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 sets: &cross.sets,
             });
             let o = j as usize * cross.ids + id as usize;
+            cross.last_set[o] = (sig.core, sig.op);
             if count > cross.max_pending && !cross.overflowed[o] {
                 cross.overflowed[o] = true;
                 cx.findings_late.push(SyncFinding::CrossOverflow {
