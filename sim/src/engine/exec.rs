@@ -4,7 +4,8 @@
 
 use super::banks::{self, Scratch};
 use super::compile::{
-    chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP, NO_MEM,
+    chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val,
+    NO_LOOP, NO_MEM,
 };
 use super::memory::{runs_of, L2};
 use super::result::{
@@ -2327,6 +2328,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 fm,
                 fnn,
                 startup,
+                lo,
+                bias,
             } => {
                 let mut dims = [0u64; 3];
                 for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
@@ -2339,6 +2342,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                     *slot = x as u64;
                 }
+                self.mmad_fits(op, lo, bias, dims)?;
                 (mmad_work(dims[0], dims[1], dims[2], fm, fnn, kf), startup)
             }
             Cost::MacroStage { mc } | Cost::MacroM { mc } => {
@@ -2356,6 +2360,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                     *slot = x as u64;
                 }
+                self.mmad_fits(op, mc.a, false, dims)?;
                 let [m, n, k] = dims;
                 let (a, b) = (self.bytes(op, mc.a)?, self.bytes(op, mc.b)?);
                 let (chunks, per) = chunking(k, mc.kf, (a, mc.half_a), (b, mc.half_b));
@@ -2377,6 +2382,37 @@ impl<'p, 'c> Core<'p, 'c> {
             }
         };
         Ok((work, startup, 1, work, 0))
+    }
+
+    /// Whether an mmad's evaluated sizes fit its operands (a at least m × k elements, b k × n,
+    /// c m × n, bias n), whose table entries start at `lo`: sizes beyond the buffers are a
+    /// run-time error, as the loader's error for constant ones, not a multiply of a matrix
+    /// that is not there (whose cost could be 10^16 cycles).
+    fn mmad_fits(&self, op: OpId, lo: u32, bias: bool, dims: [u64; 3]) -> R<()> {
+        for (i, (key, names, vals, want)) in mmad_needs(dims, bias).enumerate() {
+            let o = &self.c.opnds[lo as usize + i];
+            let have = match o.operand.elements {
+                Some(e) => e,
+                None => footprint::count_at(o.operand, o.shape, &self.vars)
+                    .map_err(|(e, expr)| self.eval_fail(op, e, expr))?,
+            };
+            if u128::from(have) < want {
+                let sizes = if key == "bias" {
+                    format!("n = {}", vals[0])
+                } else {
+                    format!("{} × {} = {} × {}", names[0], names[1], vals[0], vals[1])
+                };
+                return Err(Box::new(Fail {
+                    op,
+                    message: format!(
+                        "{} {key} \"{}\" is too small: {have} elements, but {sizes} needs {want}",
+                        self.program.op(op).kind.name(),
+                        o.operand.text
+                    ),
+                }));
+            }
+        }
+        Ok(())
     }
 
     #[inline]
