@@ -526,6 +526,38 @@ impl<'a> Loader<'a, '_> {
                 self.tensors.pop();
             }
         }
+        self.gm_layout();
+    }
+
+    /// Under a memory system (`memory` in the config) the gm tensors are laid out in
+    /// declaration order, each from a line (docs/timing.md, "The gm memory system"), and the
+    /// engine keeps state per line: a layout beyond [`limits::MAX_GM_LINES`] lines is refused
+    /// here, at the first tensor that passes it, so that `check` refuses what `run` would (the
+    /// engine lays the tensors out the same way and refuses the same layout).
+    fn gm_layout(&mut self) {
+        let Some(m) = self.config.memory else { return };
+        let line = m.line_bytes.max(1);
+        let mut lines = 0u64;
+        for t in &self.tensors {
+            lines = lines.saturating_add(t.bytes.div_ceil(line));
+            if lines > limits::MAX_GM_LINES {
+                let message = format!(
+                    "the gm tensors up to {} take {lines} lines of {line} bytes, more than the \
+                     memory system models ({} lines)",
+                    t.name,
+                    limits::show(limits::MAX_GM_LINES)
+                );
+                let hint = format!(
+                    "config {} lays gm out in L2 lines (its `memory` section); shrink the \
+                     tensors to {} bytes in all, or use a config without `memory`",
+                    self.config.name,
+                    limits::MAX_GM_LINES.saturating_mul(line)
+                );
+                let path = t.path.clone();
+                self.r.error_hint(&path, message, Some(hint));
+                return;
+            }
+        }
     }
 
     fn tensor(&mut self, name: &str, node: &Node, path: &str) -> Option<Tensor> {
