@@ -413,14 +413,18 @@ impl<'a> Loader<'a, '_> {
             Some(chip) if is_aiv => chip.aiv_per_aic.max(1),
             _ => 1,
         };
-        let most = match self.config.chip {
-            Some(chip) => i64::from(chip.aic) * i64::from(per_aic),
-            None => i64::from(limits::MAX_BLOCKS),
-        }
-        .min(i64::from(limits::MAX_BLOCKS));
+        let chip_most = self
+            .config
+            .chip
+            .map(|chip| i64::from(chip.aic) * i64::from(per_aic));
+        let most = chip_most
+            .unwrap_or(i64::from(limits::MAX_BLOCKS))
+            .min(i64::from(limits::MAX_BLOCKS));
         if !(1..=most).contains(&value) {
+            // the message states the bound checked: the chip's cores, or npusim's own limit
+            // where that is lower
             let hint = match self.config.chip {
-                Some(chip) => format!(
+                Some(chip) if chip_most == Some(most) => format!(
                     "config {} has {} AI cores{}: at most {most} blocks of {}",
                     self.config.name,
                     chip.aic,
@@ -435,11 +439,15 @@ impl<'a> Loader<'a, '_> {
                         "this core type"
                     }
                 ),
-                None => format!("at most {most} blocks"),
+                _ => format!(
+                    "npusim runs at most {} blocks (a launch of more cores than any chip has \
+                     is a typo)",
+                    limits::MAX_BLOCKS
+                ),
             };
             self.r.error_hint(
                 &path,
-                format!("{value} blocks is out of range: a launch has 1 or more blocks"),
+                format!("{value} blocks is out of range: a launch has 1 to {most} blocks"),
                 Some(hint),
             );
             if vars.is_some() {
