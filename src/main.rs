@@ -1080,15 +1080,12 @@ pub fn problem_lines(config: &Config, sim: &Simulation, context: &str) -> Vec<St
         })
         .collect();
     for f in &result.findings {
-        let core = match f {
-            sim::engine::SyncFinding::DoubleSet { core, .. }
-            | sim::engine::SyncFinding::UnpairedSet { core, .. }
-            | sim::engine::SyncFinding::CrossOverflow { core, .. } => *core,
-        };
-        let program = sim.program_of(config, core as usize);
+        // the op is in the program of the core that made it (a cross-core set: maybe the other
+        // part's)
+        let program = sim.program_of(config, f.op_core() as usize);
         lines.push(format!(
             "finding: {context}{}{}",
-            who(core),
+            who(f.core()),
             reports::finding_text(program, f)
         ));
     }

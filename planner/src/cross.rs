@@ -4,7 +4,8 @@
 //! `cross_wait` before its reading op. When a producer could run far enough ahead to overflow a
 //! counter, or to overwrite workspace its consumer has not read yet, a reverse flag runs the
 //! other way: the consumer grants `depth` writes up front and one more after each read, and the
-//! producer waits for a grant before each write.
+//! producer waits for a grant before each write, and takes the last `depth` grants back at the
+//! end of its body (so every grant is waited for).
 //!
 //! The pass handles one shape: each hand-off tensor is written by ops of one part only, and every
 //! core of a block executes as many writes of it (producer cores) as reads (consumer cores). It
@@ -302,6 +303,12 @@ fn synchronize_within(
             let pipe = kernel.parts[c].op(rs[0]).pipe.unwrap_or(Pipe::S);
             for _ in 0..depth {
                 inserts[c].head.push(set(pipe, id));
+            }
+            // the producer takes the last `depth` grants back at its end: every grant is
+            // waited for, so no counter is left above 0 (an unpaired cross_set finding)
+            let pipe = kernel.parts[p].op(ws[0]).pipe.unwrap_or(Pipe::S);
+            for _ in 0..depth {
+                inserts[p].tail.push(wait(pipe, id));
             }
         }
     }
@@ -622,11 +629,13 @@ impl<'a> Execs<'a> {
     }
 }
 
-/// Ops to insert into one part: before / after an op (by old id), and at the body's head.
+/// Ops to insert into one part: before / after an op (by old id), and at the body's head and
+/// end.
 struct Inserts {
     before: Vec<Vec<(OpKind, Pipe)>>,
     after: Vec<Vec<(OpKind, Pipe)>>,
     head: Vec<(OpKind, Pipe)>,
+    tail: Vec<(OpKind, Pipe)>,
 }
 
 impl Inserts {
@@ -635,6 +644,7 @@ impl Inserts {
             before: vec![Vec::new(); ops],
             after: vec![Vec::new(); ops],
             head: Vec::new(),
+            tail: Vec::new(),
         }
     }
 }
@@ -663,6 +673,15 @@ fn emit(old: &Program, ins: &Inserts) -> Program {
     }
     let rest = e.block(&old.body, None, None);
     body.ops.extend(rest.ops);
+    // the tail's ops point at the body's last op, which they follow
+    let tail = match old.body.ops.last() {
+        Some(&l) => Loc::inserted(&old.op(l).loc, Side::After),
+        None => Loc::default(),
+    };
+    for (kind, pipe) in &ins.tail {
+        body.ops
+            .push(e.inserted(kind, *pipe, None, None, "at the end of the body", &tail));
+    }
     let mut p = Program {
         ops: e.ops,
         body,
@@ -839,9 +858,11 @@ mod tests {
                 } else {
                     "after"
                 };
-                // the body's head goes before its first op
+                // the body's head goes before its first op, its tail after its last
                 assert!(
-                    op.path.contains(side) || op.path.contains("at the start of the body"),
+                    op.path.contains(side)
+                        || (side == "before" && op.path.contains("at the start of the body"))
+                        || (side == "after" && op.path.contains("at the end of the body")),
                     "{} / {side}",
                     op.path
                 );
@@ -854,5 +875,33 @@ mod tests {
             }
         }
         assert!(seen >= 2, "a cross_set and a cross_wait at least");
+    }
+
+    #[test]
+    fn the_producer_takes_the_last_grants_back_at_its_end() {
+        // matmul_add: the cube part writes ws (24 tiles a block, reverse flag #1 of depth 16,
+        // max_pending's): the vector part grants 16 at its head and one after each read, the cube
+        // part waits once before each write, so 16 grants are left; its body ends with 16
+        // cross_waits on #1, on the writing op's pipe (FIX), and the vector part's with none.
+        let (k, config) = kernel(&[], 2);
+        let ok = synchronize_within(&k, &config, ENUMERATION_LIMIT).unwrap();
+        assert_eq!(ok.handoffs[0].reverse, Some((1, 16)));
+        let tail = |p: &Program| -> Vec<(Pipe, i64)> {
+            p.body
+                .ops
+                .iter()
+                .filter(|&&o| p.op(o).path.contains("at the end of the body"))
+                .map(|&o| match &p.op(o).kind {
+                    OpKind::CrossWait { pipe, id } => (*pipe, id.as_const().unwrap()),
+                    other => panic!("a cross_wait, not {}", other.name()),
+                })
+                .collect()
+        };
+        assert_eq!(tail(&ok.kernel.parts[0]), vec![(Pipe::Fix, 1); 16]);
+        assert!(tail(&ok.kernel.parts[1]).is_empty());
+        // and they are the body's last ops
+        let cube = &ok.kernel.parts[0];
+        let last = *cube.body.ops.last().unwrap();
+        assert!(cube.op(last).path.contains("at the end of the body"));
     }
 }

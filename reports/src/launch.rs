@@ -232,11 +232,7 @@ pub fn core_view(result: &RunResult, k: usize) -> RunResult {
     r.bank_conflict_cycles = c.bank_conflict_cycles;
     r.cores = vec![c.clone()];
     let k = k as u32;
-    r.findings.retain(|f| match f {
-        sim::engine::SyncFinding::DoubleSet { core, .. }
-        | sim::engine::SyncFinding::UnpairedSet { core, .. }
-        | sim::engine::SyncFinding::CrossOverflow { core, .. } => *core == k,
-    });
+    r.findings.retain(|f| f.core() == k);
     if let Some(d) = &mut r.deadlock {
         d.waiters.retain(|w| w.core == k);
         if d.waiters.is_empty() {

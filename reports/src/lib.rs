@@ -30,7 +30,7 @@
 //! | `bank_conflict_cycles` | the cycles UB bank conflicts added to V's busy time; `null` when the config has no `ub_banks` |
 //! | `memory` | null without a `memory` config section, else what the gm moves found in L2 and HBM: {`l2_start`, `warm_lines`, `reads`, `hit_bytes`, `hit_lines`, `miss_bytes`, `miss_lines`, `hbm_bytes`, `writes`, `write_bytes`, `evicted_lines`, `hbm`, `l2`}; `hbm` and `l2` are the bandwidth drawn on the chip's two rates: {`bytes`, `gb_per_s`, `peak_gb_per_s`, `of_peak`} |
 //! | `race_check`, `hazards` | whether the race checker ran; `null`, or its hazards: {`kind` RAW/WAR/WAW, `memory`, `bytes` [lo, hi), `first`/`second`: {`core` (its index among the launch's cores, `sim::launch::slots` order), `core_name` (`block 1 aiv 0`, `null` for a one-core run), `pipe`, `access`, `op`, `op_kind`, `line`, `column`, `vars`}, `message`} |
-//! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag` |
+//! | `findings` | sync mistakes: `double_set`, `unpaired_set_flag`, `cross_core_overflow`, `unpaired_cross_set` |
 //! | `deadlock` | null, or {`cycle`, `waiters`: [{`core`, `pipe`, `waits_on`, `op`, `op_kind`, `line`, `column`}]} |
 //! | `stopped` | null, or {`limit`, `value`, `cycle`}: the run reached `--max-cycles` or `--max-instructions` |
 //! | `syncs_inserted` | what the sync pass inserted ([`syncs_json`]): {`dependencies`, `set_flags`, `wait_flags`, `barriers`, `barrier_alls`, `merged`, `fallbacks`}, all 0 for `sync: manual` |

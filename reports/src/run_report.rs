@@ -619,11 +619,12 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&format!("sync findings ({}):\n", launch.findings.len()));
         for f in &launch.findings {
-            let core = finding_core(f);
+            // the op is in the program of the core that made it (a cross-core set: maybe the
+            // other part's)
             out.push_str(&format!(
                 "  {}{}\n",
-                run.who(config, core),
-                finding_text(run.program_of(config, core), f)
+                run.who(config, f.core()),
+                finding_text(run.program_of(config, f.op_core()), f)
             ));
         }
     }
@@ -642,15 +643,6 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push_str(&crate::profile_text(rows, total, launch.cores.len(), 0));
     }
     out
-}
-
-/// The core a finding is about.
-fn finding_core(f: &SyncFinding) -> u32 {
-    match f {
-        SyncFinding::DoubleSet { core, .. }
-        | SyncFinding::UnpairedSet { core, .. }
-        | SyncFinding::CrossOverflow { core, .. } => *core,
-    }
 }
 
 /// The per-core rows of the summary: overlap, pipe bound, efficiency, bank conflicts.
@@ -761,10 +753,12 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         .findings
         .iter()
         .map(|f| {
-            let core = finding_core(f);
-            let mut v = finding_json(run.program_of(config, core), f);
+            let mut v = finding_json(run.program_of(config, f.op_core()), f);
             if let Value::Object(m) = &mut v {
-                m.insert("core".into(), json!(name(core)));
+                m.insert("core".into(), json!(name(f.core())));
+                if m.contains_key("set_core") {
+                    m.insert("set_core".into(), json!(name(f.op_core())));
+                }
             }
             v
         })
@@ -1126,15 +1120,20 @@ pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
             op_ref(program, *op)
         ),
         SyncFinding::CrossOverflow {
-            core,
             id,
             count,
             op,
             cycle,
             ..
         } => format!(
-            "cross-core flag overflow: core {core}'s counter #{id} reached {count} at cycle \
-             {cycle}, above max_pending ({})",
+            "cross-core flag overflow: counter cross#{id} reached {count} at cycle {cycle}, \
+             above max_pending; the set that raised it: {}",
+            op_ref(program, *op)
+        ),
+        SyncFinding::UnpairedCrossSet { id, count, op, .. } => format!(
+            "unpaired cross_set: counter cross#{id} was still {count} when the kernel ended; \
+             no cross_wait took {}; the last set that raised it: {}",
+            if *count == 1 { "it" } else { "them" },
             op_ref(program, *op)
         ),
     }
@@ -1243,19 +1242,37 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             core,
             id,
             count,
+            set_core,
             op,
             cycle,
-            ..
         } => json!({
             "kind": "cross_core_overflow",
             "core": core,
             "flag": format!("cross#{id}"),
             "count": count,
+            "set_core": set_core,
             "op": op_path(program, *op),
             "op_kind": op_kind(program, *op),
             "line": op_line(program, *op),
             "column": op_column(program, *op),
             "cycle": cycle,
+        }),
+        SyncFinding::UnpairedCrossSet {
+            core,
+            id,
+            count,
+            set_core,
+            op,
+        } => json!({
+            "kind": "unpaired_cross_set",
+            "core": core,
+            "flag": format!("cross#{id}"),
+            "count": count,
+            "set_core": set_core,
+            "op": op_path(program, *op),
+            "op_kind": op_kind(program, *op),
+            "line": op_line(program, *op),
+            "column": op_column(program, *op),
         }),
     }
 }

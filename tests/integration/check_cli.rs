@@ -196,6 +196,45 @@ fn an_overflow_is_one_problem_at_the_peak_exit_1() {
 }
 
 #[test]
+fn check_refuses_the_gm_layout_run_refuses() {
+    // ascend910b lays gm out in 512-byte lines and models 2^26 of them: x and y, 2^33 f16
+    // elements each (2^34 bytes = 2^25 lines), fill it exactly; z (128 bytes, 1 line) makes it
+    // 2^26 + 1 = 67108865. `check` says so at z, as `run` does, both exit 2 (check once ran
+    // its plan and said ok; only run's engine refused the layout).
+    let file = "tests/fixtures/bad/gm_beyond_memory_model.yaml";
+    let (o, doc) = check_json(&[file]);
+    assert_eq!(o.status.code(), Some(2));
+    let ps = problems(&doc);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert_eq!(ps[0]["path"], "gm.z");
+    assert_eq!(
+        (ps[0]["line"].as_u64(), ps[0]["column"].as_u64()),
+        (Some(7), Some(6))
+    );
+    let message = "the gm tensors up to z take 67108865 lines of 512 bytes, more than the \
+                   memory system models (2^26 = 67108864 lines)";
+    assert_eq!(ps[0]["message"], message);
+    let text = npusim(&["check", file]);
+    let run = npusim(&["run", file]);
+    for o in [&text, &run] {
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stdout(o).is_empty());
+        // miette wraps the message (a `│` starts the next line); the words are the same
+        let err: String = stderr(o)
+            .split_whitespace()
+            .filter(|w| *w != "│")
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            err.contains(&message.split_whitespace().collect::<Vec<_>>().join(" "))
+                && err.contains("╰── gm.z"),
+            "{err}"
+        );
+    }
+    assert_eq!(stderr(&text), stderr(&run));
+}
+
+#[test]
 fn argument_problems_have_no_file() {
     for (args, code, words) in [
         (

@@ -21,9 +21,12 @@ fn programs() -> Vec<PathBuf> {
     v
 }
 
-/// A file in a directory of its own (tests call this in parallel, each with its own name).
+/// A file in a directory of its own. Tests run in parallel and several trace the same program,
+/// so each call gets a fresh directory (a shared one was removed under a running trace).
 fn tmp(name: &str) -> PathBuf {
-    crate::scratch(&format!("trace/{name}")).join(name)
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::scratch(&format!("trace/{n}/{name}")).join(name)
 }
 
 /// Runs `npusim run PROGRAM --format json --trace FILE EXTRA...`: the report and the trace.

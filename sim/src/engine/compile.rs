@@ -406,6 +406,10 @@ pub(super) enum Cost<'p> {
         fm: u64,
         fnn: u64,
         startup: u64,
+        /// The operand table's a, b, c (and bias) from here: the sizes are checked against
+        /// them at run time ([`mmad_needs`]).
+        lo: u32,
+        bias: bool,
     },
     /// The MTE1 part of the mmad_l1 `macros[mc]`: per chunk, the copies of its a and b parts.
     MacroStage {
@@ -666,6 +670,25 @@ pub(super) struct BankTable {
 /// Most slot combinations precomputed for one op; above this its bank cost is computed at
 /// issue.
 const MAX_TABLE: u64 = 4096;
+
+/// What an mmad's sizes `[m, n, k]` need of its operands, in operand order from `a`: the
+/// operand's field, the two sizes (names and values; bias needs n × 1) and their product, the
+/// elements needed (in 128 bits: two sizes up to 2^63 cannot wrap it).
+pub(super) fn mmad_needs(
+    [m, n, k]: [u64; 3],
+    bias: bool,
+) -> impl Iterator<Item = (&'static str, [&'static str; 2], [u64; 2], u128)> {
+    let needs = [
+        ("a", ["m", "k"], [m, k]),
+        ("b", ["k", "n"], [k, n]),
+        ("c", ["m", "n"], [m, n]),
+        ("bias", ["n", ""], [n, 1]),
+    ];
+    needs
+        .into_iter()
+        .take(if bias { 4 } else { 3 })
+        .map(|(key, names, dims)| (key, names, dims, dims[0] as u128 * dims[1] as u128))
+}
 
 /// A compile-time problem: the program does not fit the config (the loader normally rejects
 /// these first).
@@ -1110,7 +1133,7 @@ impl<'p> Compiler<'p, '_> {
             }
             OpKind::Mmad(m) => {
                 let (lo, hi) = self.operands(op)?;
-                let cost = self.mmad_cost(m);
+                let cost = self.mmad_cost(m, lo);
                 self.send_work(id, Pipe::M, Kind::Work, cost, (lo, hi))
             }
             OpKind::MmadL1(m) => {
@@ -1425,14 +1448,20 @@ impl<'p> Compiler<'p, '_> {
         self.out.opnds[i as usize].static_bytes
     }
 
-    fn mmad_cost(&self, m: &'p Mmad) -> Cost<'p> {
+    fn mmad_cost(&self, m: &'p Mmad, lo: u32) -> Cost<'p> {
         let cube = &self.config.cube;
         let db = (m.a.dtype.bits() / 8).max(1);
         let kf = (cube.fractal_k_bytes as u64 / db).max(1);
         let (fm, fnn) = (cube.fractal_m.max(1) as u64, cube.fractal_n.max(1) as u64);
         let startup = cube.startup as u64;
+        // constant sizes over constant operands the loader has checked against each other;
+        // anything else is checked when it runs
+        let sized = [Some(&m.a), Some(&m.b), Some(&m.c), m.bias.as_ref()]
+            .into_iter()
+            .flatten()
+            .all(|o| o.elements.is_some());
         match (m.m.as_const(), m.n.as_const(), m.k.as_const()) {
-            (Some(a), Some(b), Some(c)) if a >= 0 && b >= 0 && c >= 0 => Cost::Fixed {
+            (Some(a), Some(b), Some(c)) if a >= 0 && b >= 0 && c >= 0 && sized => Cost::Fixed {
                 work: mmad_work(a as u64, b as u64, c as u64, fm, fnn, kf),
                 startup,
             },
@@ -1444,6 +1473,8 @@ impl<'p> Compiler<'p, '_> {
                 fm,
                 fnn,
                 startup,
+                lo,
+                bias: m.bias.is_some(),
             },
         }
     }

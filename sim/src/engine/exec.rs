@@ -4,7 +4,8 @@
 
 use super::banks::{self, Scratch};
 use super::compile::{
-    chunk_bytes, chunking, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val, NO_LOOP, NO_MEM,
+    chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val,
+    NO_LOOP, NO_MEM,
 };
 use super::memory::{runs_of, L2};
 use super::result::{
@@ -281,6 +282,9 @@ struct Cx<'o, O: Observer> {
     fired: Vec<Signal>,
     /// Findings of the launch rather than of one core (cross-core overflows).
     findings_late: Vec<SyncFinding>,
+    /// The cycle the last cross-core signal took effect: the launch lasts at least until then
+    /// (a set no core waits for still changes a counter, maybe overflowing it, when it lands).
+    last_arrival: u64,
 }
 
 impl<O: Observer> Cx<'_, O> {
@@ -446,6 +450,9 @@ struct Cross {
     vectors_of: Vec<Vec<u32>>,
     /// Whether a core's counter has been reported above `max_pending`.
     overflowed: Vec<bool>,
+    /// Per (core, id): the setting core and the cross_set op of the last signal that
+    /// incremented the counter (named when the counter is left above 0 at the end).
+    last_set: Vec<(u32, u32)>,
     /// Scratch: the sets of the signal being delivered.
     sets: Vec<u64>,
     /// Scratch: the cores whose counters a signal increments, and the cores it groups.
@@ -482,6 +489,7 @@ impl Cross {
             cube_of,
             vectors_of,
             overflowed: vec![false; slots.len() * ids],
+            last_set: vec![(0, 0); slots.len() * ids],
             sets: Vec::new(),
             targets: Vec::new(),
             group: Vec::new(),
@@ -545,6 +553,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }),
                 fired: Vec::new(),
                 findings_late: Vec::new(),
+                last_arrival: 0,
             },
         }
     }
@@ -650,9 +659,29 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             }
             tree.set(k, core.key(cx.now));
         }
-        // every core accounts up to the launch's end
+        // every core accounts up to the launch's end: the last core's end, or the last signal's
+        // arrival if later (only a set nothing consumed, or a deadlock, arrives after every core
+        // stood still), so that every event of the run, an overflow included, lies within it
         let ends: Vec<u64> = cores.iter_mut().map(|c| c.end(&cx)).collect();
-        let total = ends.iter().copied().max().unwrap_or(0);
+        let total = ends.iter().copied().max().unwrap_or(0).max(cx.last_arrival);
+        // counters left above 0: sets no cross_wait took (a stopped run's may still be waited on
+        // by what never ran)
+        if cx.stopped.is_none() {
+            for (j, core) in cores.iter().enumerate() {
+                for (id, &count) in core.xcount.iter().enumerate() {
+                    if count > 0 {
+                        let (set_core, op) = cross.last_set[j * cross.ids + id];
+                        cx.findings_late.push(SyncFinding::UnpairedCrossSet {
+                            core: j as u32,
+                            id: id as u32,
+                            count,
+                            set_core,
+                            op: OpId(op),
+                        });
+                    }
+                }
+            }
+        }
         let mut findings = Vec::new();
         let mut waiters = Vec::new();
         let mut runs = Vec::new();
@@ -761,6 +790,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
     ) {
         let me = slots[sig.core as usize];
         let id = sig.id;
+        cx.last_arrival = cx.now;
         cross.sets.clear();
         // scratch lists kept in `cross` (no allocation per signal)
         let mut targets = std::mem::take(&mut cross.targets);
@@ -839,6 +869,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 sets: &cross.sets,
             });
             let o = j as usize * cross.ids + id as usize;
+            cross.last_set[o] = (sig.core, sig.op);
             if count > cross.max_pending && !cross.overflowed[o] {
                 cross.overflowed[o] = true;
                 cx.findings_late.push(SyncFinding::CrossOverflow {
@@ -2324,6 +2355,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 fm,
                 fnn,
                 startup,
+                lo,
+                bias,
             } => {
                 let mut dims = [0u64; 3];
                 for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
@@ -2336,6 +2369,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                     *slot = x as u64;
                 }
+                self.mmad_fits(op, lo, bias, dims)?;
                 (mmad_work(dims[0], dims[1], dims[2], fm, fnn, kf), startup)
             }
             Cost::MacroStage { mc } | Cost::MacroM { mc } => {
@@ -2353,6 +2387,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                     *slot = x as u64;
                 }
+                self.mmad_fits(op, mc.a, false, dims)?;
                 let [m, n, k] = dims;
                 let (a, b) = (self.bytes(op, mc.a)?, self.bytes(op, mc.b)?);
                 let (chunks, per) = chunking(k, mc.kf, (a, mc.half_a), (b, mc.half_b));
@@ -2374,6 +2409,37 @@ impl<'p, 'c> Core<'p, 'c> {
             }
         };
         Ok((work, startup, 1, work, 0))
+    }
+
+    /// Whether an mmad's evaluated sizes fit its operands (a at least m × k elements, b k × n,
+    /// c m × n, bias n), whose table entries start at `lo`: sizes beyond the buffers are a
+    /// run-time error, as the loader's error for constant ones, not a multiply of a matrix
+    /// that is not there (whose cost could be 10^16 cycles).
+    fn mmad_fits(&self, op: OpId, lo: u32, bias: bool, dims: [u64; 3]) -> R<()> {
+        for (i, (key, names, vals, want)) in mmad_needs(dims, bias).enumerate() {
+            let o = &self.c.opnds[lo as usize + i];
+            let have = match o.operand.elements {
+                Some(e) => e,
+                None => footprint::count_at(o.operand, o.shape, &self.vars)
+                    .map_err(|(e, expr)| self.eval_fail(op, e, expr))?,
+            };
+            if u128::from(have) < want {
+                let sizes = if key == "bias" {
+                    format!("n = {}", vals[0])
+                } else {
+                    format!("{} × {} = {} × {}", names[0], names[1], vals[0], vals[1])
+                };
+                return Err(Box::new(Fail {
+                    op,
+                    message: format!(
+                        "{} {key} \"{}\" is too small: {have} elements, but {sizes} needs {want}",
+                        self.program.op(op).kind.name(),
+                        o.operand.text
+                    ),
+                }));
+            }
+        }
+        Ok(())
     }
 
     #[inline]

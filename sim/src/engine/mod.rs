@@ -123,7 +123,8 @@
 //! **Run-time errors** ([`RunError`], with the op's YAML path, the cycle at which S reached the
 //! op and the enclosing loop variables): an expression that fails to evaluate, an index, slice or
 //! window offset out of bounds, a slot outside 0..multi, a negative trip count, a `for` step of
-//! 0, a flag id outside 0..event_ids, negative scalar cycles or mmad sizes.
+//! 0, a flag id outside 0..event_ids, negative scalar cycles or mmad sizes, mmad sizes larger
+//! than the operands (a at least m × k elements, b k × n, c m × n, bias n).
 //!
 //! # Implementation
 //!

@@ -263,6 +263,40 @@ pub enum SyncFinding {
         op: OpId,
         cycle: u64,
     },
+    /// A cross-core counter still above 0 (`count`) when the kernel ended: sets that no
+    /// `cross_wait` took. `op` is the `cross_set` of core `set_core` that completed the last
+    /// signal incrementing it; reported once per core and id.
+    UnpairedCrossSet {
+        core: u32,
+        id: u32,
+        count: u32,
+        set_core: u32,
+        op: OpId,
+    },
+}
+
+impl SyncFinding {
+    /// The core the finding is about ([`RunResult::cores`] index): for a cross-core finding,
+    /// the core whose counter it is.
+    pub fn core(&self) -> u32 {
+        match self {
+            SyncFinding::DoubleSet { core, .. }
+            | SyncFinding::UnpairedSet { core, .. }
+            | SyncFinding::CrossOverflow { core, .. }
+            | SyncFinding::UnpairedCrossSet { core, .. } => *core,
+        }
+    }
+
+    /// The core whose program holds the finding's op: the core it is about, but for a
+    /// cross-core finding the core that made the set (in a mixed kernel, a core of the other
+    /// part, whose program numbers its ops differently).
+    pub fn op_core(&self) -> u32 {
+        match self {
+            SyncFinding::CrossOverflow { set_core, .. }
+            | SyncFinding::UnpairedCrossSet { set_core, .. } => *set_core,
+            _ => self.core(),
+        }
+    }
 }
 
 /// Nothing could move while something still waited.

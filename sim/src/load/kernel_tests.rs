@@ -341,7 +341,7 @@ fn mixed_kernel_shape_problems() {
     assert_eq!(path, "--blocks");
     assert_eq!(
         msg,
-        "25 blocks is out of range: a launch has 1 or more blocks"
+        "25 blocks is out of range: a launch has 1 to 24 blocks"
     );
     assert_eq!(
         hint,

@@ -463,14 +463,18 @@ impl<'a> Loader<'a, '_> {
             Some(chip) if is_aiv => chip.aiv_per_aic.max(1),
             _ => 1,
         };
-        let most = match self.config.chip {
-            Some(chip) => i64::from(chip.aic) * i64::from(per_aic),
-            None => i64::from(limits::MAX_BLOCKS),
-        }
-        .min(i64::from(limits::MAX_BLOCKS));
+        let chip_most = self
+            .config
+            .chip
+            .map(|chip| i64::from(chip.aic) * i64::from(per_aic));
+        let most = chip_most
+            .unwrap_or(i64::from(limits::MAX_BLOCKS))
+            .min(i64::from(limits::MAX_BLOCKS));
         if !(1..=most).contains(&value) {
+            // the message states the bound checked: the chip's cores, or npusim's own limit
+            // where that is lower
             let hint = match self.config.chip {
-                Some(chip) => format!(
+                Some(chip) if chip_most == Some(most) => format!(
                     "config {} has {} AI cores{}: at most {most} blocks of {}",
                     self.config.name,
                     chip.aic,
@@ -485,11 +489,15 @@ impl<'a> Loader<'a, '_> {
                         "this core type"
                     }
                 ),
-                None => format!("at most {most} blocks"),
+                _ => format!(
+                    "npusim runs at most {} blocks (a launch of more cores than any chip has \
+                     is a typo)",
+                    limits::MAX_BLOCKS
+                ),
             };
             self.r.error_hint(
                 &path,
-                format!("{value} blocks is out of range: a launch has 1 or more blocks"),
+                format!("{value} blocks is out of range: a launch has 1 to {most} blocks"),
                 Some(hint),
             );
             if vars.is_some() {
@@ -574,6 +582,38 @@ impl<'a> Loader<'a, '_> {
             };
             if !self.declare(name, entity, &path) && matches!(entity, Entity::Tensor(_)) {
                 self.tensors.pop();
+            }
+        }
+        self.gm_layout();
+    }
+
+    /// Under a memory system (`memory` in the config) the gm tensors are laid out in
+    /// declaration order, each from a line (docs/timing.md, "The gm memory system"), and the
+    /// engine keeps state per line: a layout beyond [`limits::MAX_GM_LINES`] lines is refused
+    /// here, at the first tensor that passes it, so that `check` refuses what `run` would (the
+    /// engine lays the tensors out the same way and refuses the same layout).
+    fn gm_layout(&mut self) {
+        let Some(m) = self.config.memory else { return };
+        let line = m.line_bytes.max(1);
+        let mut lines = 0u64;
+        for t in &self.tensors {
+            lines = lines.saturating_add(t.bytes.div_ceil(line));
+            if lines > limits::MAX_GM_LINES {
+                let message = format!(
+                    "the gm tensors up to {} take {lines} lines of {line} bytes, more than the \
+                     memory system models ({} lines)",
+                    t.name,
+                    limits::show(limits::MAX_GM_LINES)
+                );
+                let hint = format!(
+                    "config {} lays gm out in L2 lines (its `memory` section); shrink the \
+                     tensors to {} bytes in all, or use a config without `memory`",
+                    self.config.name,
+                    limits::MAX_GM_LINES.saturating_mul(line)
+                );
+                let path = t.path.clone();
+                self.r.error_hint(&path, message, Some(hint));
+                return;
             }
         }
     }

@@ -710,13 +710,51 @@ fn launch_problems_name_the_place_and_the_limit() {
     let e = crate::load::load_launched(LAUNCHED, "p.yaml", &cfg, &[], Some(49)).unwrap_err();
     let d = &e.diagnostics[0];
     assert_eq!(d.path, "--blocks");
+    // the message states the bound checked, 24 × 2 = 48, not just "1 or more"
     assert_eq!(
         d.message,
-        "49 blocks is out of range: a launch has 1 or more blocks"
+        "49 blocks is out of range: a launch has 1 to 48 blocks"
     );
     assert_eq!(
         d.hint.as_deref(),
         Some("config ascend910b has 24 AI cores of 2 vector cores: at most 48 blocks of this core type")
+    );
+    // a cube program runs one block per AI core: 25 is over, and the bound is 24
+    let cube = LAUNCHED
+        .replace("core: aiv", "core: aic")
+        .replace("scope: ub", "scope: l1")
+        .replace("\"2 * n\"", "25");
+    let e = crate::load::load_launched(&cube, "p.yaml", &cfg, &[], None).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(
+        (d.path.as_str(), d.message.as_str()),
+        (
+            "launch.blocks",
+            "25 blocks is out of range: a launch has 1 to 24 blocks"
+        )
+    );
+    assert_eq!(
+        d.hint.as_deref(),
+        Some("config ascend910b has 24 AI cores: at most 24 blocks of this core type")
+    );
+    // a chip of 4096 AI cores of 2 vector cores would take 8192 aiv blocks; npusim's own limit,
+    // 4096, is the bound checked, and the message says so
+    let mut big = config();
+    big.chip = Some(crate::config::ChipConfig {
+        aic: 4096,
+        aiv_per_aic: 2,
+    });
+    let e = crate::load::load_launched(LAUNCHED, "p.yaml", &big, &[], Some(4097)).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(
+        d.message,
+        "4097 blocks is out of range: a launch has 1 to 4096 blocks"
+    );
+    assert_eq!(
+        d.hint.as_deref(),
+        Some(
+            "npusim runs at most 4096 blocks (a launch of more cores than any chip has is a typo)"
+        )
     );
     let (path, msg, _, line) = one(&LAUNCHED.replace("\"2 * n\"", "0"));
     assert_eq!((path.as_str(), line), ("launch.blocks", 3));

@@ -219,3 +219,100 @@ fn a_mixed_launch_pays_its_launch_cost_by_the_cores_it_starts() {
     assert_eq!(vector.cores.len(), 2);
     assert_eq!((vector.total_cycles, vector.launch_cycles), (3, 46));
 }
+
+#[test]
+fn a_mixed_kernel_overflow_names_the_cube_cores_set_and_lies_within_the_run() {
+    // one block: aic 0 (core 0), aiv 0 and aiv 1 (cores 1, 2). The cube core sets mode 2 on S
+    // three times in a loop (2 loop cycles an iteration: sets at 2, 4, 6; S done at 6); each
+    // arrives 10 later, at 12, 14, 16, on both vector cores' counter 0, which nothing takes
+    // (the vector part runs scalar [0, 1) and ends). At 16 each counter reaches 3 > max_pending
+    // 2: one overflow per vector core, at 16, naming the cube part's cross_set (core 0's op,
+    // aic.body[0].for.body[0]: op 1 of the aic program, which the one-op aiv program lacks). The
+    // launch lasts until that last arrival: total 16, not the cores' latest end, 6. At the end
+    // both counters are still 3: one unpaired cross_set per vector core, naming the same set.
+    // Accounting: aic S 6 instructions (3 iterations, 3 sets), busy 6, idle 16 - 6 = 10; each
+    // aiv S 1 instruction, busy 1, idle 15.
+    let (k, r) = run(
+        "mixed_overflow.yaml",
+        "kernel: mixed_overflow\nlaunch: { blocks: 1 }\n\
+         aic:\n  body:\n    - for: { var: i, to: 3 }\n      body:\n\
+         \x20       - cross_set: { mode: 2, pipe: s, id: 0 }\n\
+         aiv:\n  body:\n    - scalar: { cycles: 1 }\n",
+    );
+    assert_eq!(r.total_cycles, 16);
+    assert_eq!(s_of(&r.cores[0]), (6, 6, vec![], 10));
+    assert_eq!(s_of(&r.cores[1]), (1, 1, vec![], 15));
+    assert_eq!(s_of(&r.cores[2]), (1, 1, vec![], 15));
+    let aic = &k.parts[0];
+    let set = aic
+        .ops
+        .iter()
+        .position(|o| o.kind.name() == "cross_set")
+        .unwrap();
+    assert_eq!(aic.op(sim::OpId::new(set)).path, "aic.body[0].for.body[0]");
+    // the op is not one of the vector part's: looked up there it would name nothing
+    assert!(k.parts[1].ops.len() <= set);
+    let op = sim::OpId::new(set);
+    let overflow = |core| SyncFinding::CrossOverflow {
+        core,
+        id: 0,
+        count: 3,
+        set_core: 0,
+        op,
+        cycle: 16,
+    };
+    let unpaired = |core| SyncFinding::UnpairedCrossSet {
+        core,
+        id: 0,
+        count: 3,
+        set_core: 0,
+        op,
+    };
+    assert_eq!(
+        r.findings,
+        vec![overflow(1), overflow(2), unpaired(1), unpaired(2)]
+    );
+    for f in &r.findings {
+        assert_eq!(f.op_core(), 0);
+        if let SyncFinding::CrossOverflow { cycle, .. } = f {
+            assert!(*cycle <= r.total_cycles);
+        }
+    }
+}
+
+#[test]
+fn a_set_no_cross_wait_takes_is_an_unpaired_cross_set() {
+    // two vector cores (blocks 0 and 1 of one AI core): both set mode 1 on S at 0 (the pair
+    // completes when the second arrives, at 10: both counters go to 1); core 0 then takes its
+    // count (cross_wait fires at 10, stall 10), core 1 runs scalar [0, 20) and takes nothing.
+    // At the end (20) core 1's counter is still 1: one finding, naming core 1's own set, the
+    // one that completed the pair (the later of the two in the launch's order). Core 0's counter
+    // is 0: nothing.
+    let (k, r) = run(
+        "unpaired_cross.yaml",
+        "kernel: unpaired_cross\ncore: aiv\nlaunch: { blocks: 2 }\nbody:\n\
+         \x20 - cross_set: { mode: 1, pipe: s, id: 1 }\n\
+         \x20 - if: \"block == 0\"\n\
+         \x20   then:\n\
+         \x20     - cross_wait: { id: 1 }\n\
+         \x20   else:\n\
+         \x20     - scalar: { cycles: 20 }\n",
+    );
+    let set = k
+        .first()
+        .ops
+        .iter()
+        .position(|o| o.kind.name() == "cross_set")
+        .unwrap();
+    assert_eq!(
+        r.findings,
+        vec![SyncFinding::UnpairedCrossSet {
+            core: 1,
+            id: 1,
+            count: 1,
+            set_core: 1,
+            op: sim::OpId::new(set),
+        }]
+    );
+    assert!(r.deadlock.is_none());
+}

@@ -6,6 +6,7 @@ mod golden;
 mod guards;
 mod load_errors;
 mod memory;
+mod mmad_sizes;
 mod properties;
 mod race;
 mod race_strided;
