@@ -51,7 +51,14 @@ fn read_table(text: &str) -> Result<reports::SweepTable, String> {
             Some(p) => format!("line {}: {e}", p.line()),
             None => e.to_string(),
         })?;
-        rows.push(record.iter().map(str::to_string).collect());
+        // a text cell the sweep neutralised (`'=...`) is read as the text it was; number
+        // cells never start with `'`
+        rows.push(
+            record
+                .iter()
+                .map(|c| sim::text::csv_cell_read(c).to_string())
+                .collect(),
+        );
     }
     Ok(reports::SweepTable { columns, rows })
 }
