@@ -234,6 +234,10 @@ const MAX_SNIPPET_LINE: usize = 400;
 /// One diagnostic, once: miette's report of its message with a snippet of the source at its
 /// location (labelled with the YAML path) and its hint. Without a known location or source
 /// line, the message starts with `file:line:column: path:` instead.
+///
+/// Every piece of input text it shows (the source lines of the snippet, comments included, the
+/// message, the path, the hint) goes through [`sim::text::shown`] first: a control or
+/// bidirectional character in the input is drawn as `\u{1b}`, not sent to the terminal.
 pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
     let severity = match d.severity {
         Severity::Error => miette::Severity::Error,
@@ -249,24 +253,27 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
         debug_assert!(offset >= start);
         Some((s, offset, token_len(&s.text[offset..])))
     });
+    let shown = |t: &str| sim::text::shown(t).into_owned();
     let message = match span {
-        Some(_) => d.message.clone(),
-        None if d.path.is_empty() => format!("{}: {}", d.location(), d.message),
-        None => format!("{}: {}: {}", d.location(), d.path, d.message),
+        Some(_) => shown(&d.message),
+        None if d.path.is_empty() => shown(&format!("{}: {}", d.location(), d.message)),
+        None => shown(&format!("{}: {}: {}", d.location(), d.path, d.message)),
     };
     let mut md = MietteDiagnostic::new(message).with_severity(severity);
     if let Some(h) = &d.hint {
-        md = md.with_help(h.clone());
+        md = md.with_help(shown(h));
     }
     let report = match span {
         Some((s, offset, len)) => {
             let label = if d.path.is_empty() {
                 "here".to_string()
             } else {
-                d.path.clone()
+                shown(&d.path)
             };
-            md = md.with_label(LabeledSpan::at(offset..offset + len, label));
-            miette::Report::new(md).with_source_code(NamedSource::new(&s.name, s.text.clone()))
+            // the snippet is drawn from the escaped text; the span moves with it
+            let (text, start, end) = escaped_span(&s.text, offset, offset + len);
+            md = md.with_label(LabeledSpan::at(start..end, label));
+            miette::Report::new(md).with_source_code(NamedSource::new(shown(&s.name), text))
         }
         None => miette::Report::new(md),
     };
@@ -279,12 +286,27 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
     let mut out = String::new();
     if handler.render_report(&mut out, report.as_ref()).is_err() || out.is_empty() {
         // miette could not draw it: the plain form still says everything
-        out = format!("{d}\n");
+        out = format!("{}\n", shown(&d.to_string()));
     }
     if !out.ends_with('\n') {
         out.push('\n');
     }
     out
+}
+
+/// `text` through [`sim::text::shown`], with the byte range `[start, end)` of `text` moved to
+/// where the same characters are in the result. Only when a character is escaped does the
+/// text change (and get copied).
+fn escaped_span(text: &str, start: usize, end: usize) -> (String, usize, usize) {
+    if !text.chars().any(sim::text::is_hidden) {
+        return (text.to_string(), start, end);
+    }
+    let moved = |at: usize| at + sim::text::shown(&text[..at]).len() - at;
+    (
+        sim::text::shown(text).into_owned(),
+        moved(start),
+        moved(end),
+    )
 }
 
 /// The byte offset where 1-based `line` starts, and its text.
