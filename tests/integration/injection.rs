@@ -142,3 +142,121 @@ fn an_injected_script_does_not_run_in_any_page_while_the_pages_own_does() {
         }
     }
 }
+
+/// A sweep whose program file is named `=1+1.yaml`, swept over a param with negative values
+/// (`tests/fixtures/inject/formula_sweep.yaml`): the program cell is neutralised (`'=1+1.yaml`,
+/// quoted), the param cells stay numbers (`-5`), and the rows survive sharding, `--merge`
+/// and `--summary`: the merged file is the unsharded one byte for byte, and the summary reads the
+/// program back as `=1+1.yaml`.
+#[test]
+fn a_formula_in_a_sweep_cell_is_neutralised_and_reads_back_through_merge() {
+    let dir = scratch("sweep");
+    let file = "tests/fixtures/inject/formula_sweep.yaml";
+    let path = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let run = |args: &[&str]| {
+        let o = npusim(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        o
+    };
+    let all = path("all.csv");
+    run(&["sweep", file, "-o", &all]);
+    let csv = std::fs::read_to_string(&all).unwrap();
+    // the rows by hand: 2 shifts x 2 sizes, shift varying slowest (the file's param order)
+    for (shift, n) in [("-5", "256"), ("-5", "512"), ("3", "256"), ("3", "512")] {
+        let prefix = format!("\"'=1+1.yaml\",ascend910b,{shift},{n},2,");
+        assert!(
+            csv.lines().any(|l| l.contains(&prefix)),
+            "no row {prefix}:\n{csv}"
+        );
+    }
+    // no cell a spreadsheet would run: each cell starts with a safe character
+    let mut r = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let numbers = ["index", "param_shift", "param_n", "level", "cycles"];
+    for record in r.records() {
+        let record = record.unwrap();
+        for (name, cell) in header.iter().zip(record.iter()) {
+            if numbers.contains(&name) {
+                assert!(
+                    cell.parse::<i64>().is_ok(),
+                    "{name} {cell:?} is not a number"
+                );
+            } else {
+                assert!(
+                    !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                    "{name} {cell:?} starts a formula"
+                );
+            }
+        }
+        assert_eq!(&record[1], "'=1+1.yaml");
+        assert_eq!(sim::text::csv_cell_read(&record[1]), "=1+1.yaml");
+    }
+    insta::assert_snapshot!("formula_sweep_csv", csv);
+
+    // sharded, then merged: the same bytes, the neutralised cell unchanged
+    let parts: Vec<String> = (0..2)
+        .map(|k| {
+            let part = path(&format!("part{k}.csv"));
+            run(&["sweep", file, "--shard", &format!("{k}/2"), "-o", &part]);
+            part
+        })
+        .collect();
+    let merged = path("merged.csv");
+    run(&["sweep", "--merge", &parts[0], &parts[1], "-o", &merged]);
+    assert_eq!(std::fs::read_to_string(&merged).unwrap(), csv);
+
+    // the summary reads the program back as it is named
+    let text = crate::stdout(&run(&["sweep", "--summary", &merged]));
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("=1+1.yaml ")),
+        "{text}"
+    );
+    assert!(!text.contains("'=1+1.yaml"), "{text}");
+}
+
+/// `pack -o` of an instance whose ids a spreadsheet would run
+/// (`tests/fixtures/inject/formula_ids.csv`: `=1+2`, `@SUM(A1)`, `-3`, a DDE payload): each id
+/// is written `"'ID"`, every number as it was, and packing the output again reads the ids back
+/// unchanged.
+#[test]
+fn a_formula_in_a_pack_id_is_neutralised_and_reads_back() {
+    let dir = scratch("pack");
+    let out = dir.join("placed.csv");
+    let o = npusim(&[
+        "pack",
+        "tests/fixtures/inject/formula_ids.csv",
+        "--capacity",
+        "1024",
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let placed = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(placed.lines().count(), 6, "{placed}");
+    for id in [
+        "\"'=1+2\",",
+        "\"'@SUM(A1)\",",
+        "\"'-3\",",
+        "\"'+cmd|' /C calc'!A0\",",
+        "plain,",
+    ] {
+        assert!(
+            placed.lines().any(|l| l.starts_with(id)),
+            "no row for {id}:\n{placed}"
+        );
+    }
+    insta::assert_snapshot!("formula_ids_placed", placed);
+    // the output is an instance again (its offsets now fixed): the same ids, the same offsets
+    let again = dir.join("again.csv");
+    let o = npusim(&[
+        "pack",
+        &out.to_string_lossy(),
+        "--capacity",
+        "1024",
+        "-o",
+        &again.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), placed);
+}
