@@ -43,7 +43,7 @@ fn read_table(text: &str) -> Result<reports::SweepTable, String> {
         .headers()
         .map_err(|e| format!("not a CSV file: {e}"))?
         .iter()
-        .map(str::to_string)
+        .map(|c| sim::text::shown(c).into_owned())
         .collect();
     let mut rows = Vec::new();
     for record in reader.records() {
@@ -51,12 +51,13 @@ fn read_table(text: &str) -> Result<reports::SweepTable, String> {
             Some(p) => format!("line {}: {e}", p.line()),
             None => e.to_string(),
         })?;
-        // a text cell the sweep neutralised (`'=...`) is read as the text it was; number
-        // cells never start with `'`
+        // a text cell the sweep neutralised (`'=...`) is read as the text it was (number cells
+        // never start with `'`); the cells are only shown, so a hidden character in an edited
+        // file is shown escaped
         rows.push(
             record
                 .iter()
-                .map(|c| sim::text::csv_cell_read(c).to_string())
+                .map(|c| sim::text::shown(sim::text::csv_cell_read(c)).into_owned())
                 .collect(),
         );
     }
@@ -78,5 +79,8 @@ mod tests {
                 .contains("merge the parts first")
         );
         assert!(read_table("a,b\n1\n").unwrap_err().contains("line 2"));
+        // a neutralised cell reads as it was written; a hidden character is shown escaped
+        let t = read_table("index,program\n0,\"'=1+1.yaml\"\n1,a\u{1b}[2Jb\n").unwrap();
+        assert_eq!(t.rows, [["0", "=1+1.yaml"], ["1", "a\\u{1b}[2Jb"]]);
     }
 }
