@@ -26,14 +26,17 @@ pub fn is_hidden(c: char) -> bool {
 }
 
 /// `s` with every [`is_hidden`] character written as Rust's escape, `\u{1b}`: what a terminal,
-/// a log or a text report shows of input text. Newlines and tabs stay.
+/// a log or a text report shows of input text. Newlines and tabs stay, and so does a CR before
+/// a newline (a CRLF line end); a CR alone is escaped.
 pub fn shown(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_hidden) {
+    let bare_cr = |i: usize| s.as_bytes().get(i + 1) != Some(&b'\n');
+    let escaped = |(i, c): (usize, char)| is_hidden(c) && (c != '\r' || bare_cr(i));
+    if !s.char_indices().any(escaped) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if is_hidden(c) {
+    for (i, c) in s.char_indices() {
+        if escaped((i, c)) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);
@@ -122,6 +125,8 @@ mod tests {
         assert!(matches!(shown("plain"), Cow::Borrowed(_)));
         // ESC [ 3 1 m would turn the terminal red; CR would return to the line's start
         assert_eq!(shown("a\u{1b}[31mb\rc\0"), "a\\u{1b}[31mb\\u{d}c\\u{0}");
+        // a CRLF line end is a line end
+        assert_eq!(shown("a\r\nb\r"), "a\r\nb\\u{d}");
         // RIGHT-TO-LEFT OVERRIDE, an isolate and a mark; DEL and a C1 control
         assert_eq!(
             shown("x\u{202e}y\u{2066}z\u{200f}\u{7f}\u{9b}"),
