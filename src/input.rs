@@ -353,6 +353,10 @@ const MAX_SNIPPET_LINE: usize = 400;
 /// One diagnostic, once: miette's report of its message with a snippet of the source at its
 /// location (labelled with the YAML path) and its hint. Without a known location or source
 /// line, the message starts with `file:line:column: path:` instead.
+///
+/// Every piece of input text it shows (the source lines of the snippet, comments included, the
+/// message, the path, the hint) goes through [`sim::text::shown`] first: a control or
+/// bidirectional character in the input is drawn as `\u{1b}`, not sent to the terminal.
 pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
     let severity = match d.severity {
         Severity::Error => miette::Severity::Error,
@@ -368,24 +372,31 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
         debug_assert!(offset >= start);
         Some((s, offset, token_len(&s.text[offset..])))
     });
+    let shown = |t: &str| sim::text::shown(t).into_owned();
     let message = match span {
-        Some(_) => d.message.clone(),
-        None if d.path.is_empty() => format!("{}: {}", d.location(), d.message),
-        None => format!("{}: {}: {}", d.location(), d.path, d.message),
+        Some(_) => shown(&d.message),
+        None if d.path.is_empty() => shown(&format!("{}: {}", d.location(), d.message)),
+        None => shown(&format!("{}: {}: {}", d.location(), d.path, d.message)),
     };
     let mut md = MietteDiagnostic::new(message).with_severity(severity);
     if let Some(h) = &d.hint {
-        md = md.with_help(h.clone());
+        md = md.with_help(shown(h));
     }
     let report = match span {
         Some((s, offset, len)) => {
             let label = if d.path.is_empty() {
                 "here".to_string()
             } else {
-                d.path.clone()
+                shown(&d.path)
             };
-            md = md.with_label(LabeledSpan::at(offset..offset + len, label));
-            miette::Report::new(md).with_source_code(NamedSource::new(&s.name, s.text.clone()))
+            // the snippet is drawn from the escaped text; the span moves with it
+            let (text, start, end) = escaped_span(&s.text, offset, offset + len);
+            md = md.with_label(LabeledSpan::at(start..end, label));
+            let source = Snippet {
+                text,
+                column: d.column.unwrap_or(1).max(1) as usize - 1,
+            };
+            miette::Report::new(md).with_source_code(NamedSource::new(shown(&s.name), source))
         }
         None => miette::Report::new(md),
     };
@@ -398,12 +409,62 @@ pub fn render(d: &Diagnostic, src: Option<&Source>) -> String {
     let mut out = String::new();
     if handler.render_report(&mut out, report.as_ref()).is_err() || out.is_empty() {
         // miette could not draw it: the plain form still says everything
-        out = format!("{d}\n");
+        out = format!("{}\n", shown(&d.to_string()));
     }
     if !out.ends_with('\n') {
         out.push('\n');
     }
     out
+}
+
+/// The source text a snippet is drawn from (escaped), which tells miette the column of the
+/// problem as the loader counts it: in characters of the input. miette would count bytes of
+/// the text it is given, which differ after a non-ASCII or an escaped character.
+struct Snippet {
+    text: String,
+    /// 0-based, in characters of the input line.
+    column: usize,
+}
+
+impl miette::SourceCode for Snippet {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let read = self.text.read_span(span, before, after)?;
+        if before > 0 || after > 0 {
+            return Ok(read);
+        }
+        // without context lines: the read whose line and column head the report
+        Ok(Box::new(miette::MietteSpanContents::new(
+            read.data(),
+            *read.span(),
+            read.line(),
+            self.column,
+            read.line_count(),
+        )))
+    }
+}
+
+/// `text` through [`sim::text::shown`], with the byte range `[start, end)` of `text` moved to
+/// where the same characters are in the result. Only when a character is escaped does the
+/// text change (and get copied).
+fn escaped_span(text: &str, start: usize, end: usize) -> (String, usize, usize) {
+    if !text.chars().any(sim::text::is_hidden) {
+        return (text.to_string(), start, end);
+    }
+    // the escaped length of what precedes `at` (a CR cut from its LF would be counted escaped)
+    let moved = |at: usize| {
+        let cut_crlf = text[..at].ends_with('\r') && text[at..].starts_with('\n');
+        sim::text::shown(&text[..at]).len() - if cut_crlf { "\\u{d}".len() - 1 } else { 0 }
+    };
+    (
+        sim::text::shown(text).into_owned(),
+        moved(start),
+        moved(end),
+    )
 }
 
 /// The byte offset where 1-based `line` starts, and its text.
@@ -526,5 +587,35 @@ mod tests {
         assert_eq!(text.matches("did you mean").count(), 1, "{text}");
         assert!(text.contains("[p.yaml:3:30]"), "{text}");
         assert!(text.contains("body[0].vadd.out"), "{text}");
+    }
+
+    #[test]
+    fn render_shows_input_text_escaped_at_the_loaders_place() {
+        // an ESC in a comment on the line above, and a bidi override and an ESC before the problem on its
+        // own line: column 9 counts characters of the input (`  - ` 4, `a`, U+202E, `b`, ESC,
+        // then `z` at 9)
+        let src = Source {
+            name: "p.yaml".into(),
+            text: "body:\r\n# \u{1b}[31mred\r\n  - a\u{202e}b\u{1b}zz: {}\r\n".into(),
+        };
+        let mut d = Diagnostic::error("p.yaml", "body[0].a\u{202e}b\u{1b}zz", "unknown op");
+        d.line = Some(3);
+        d.column = Some(9);
+        let text = render(&d, Some(&src));
+        assert!(text.contains("[p.yaml:3:9]"), "{text}");
+        assert!(!text.contains(['\u{1b}', '\u{202e}']), "{text}");
+        assert!(text.contains("# \\u{1b}[31mred"), "{text}");
+        assert!(text.contains("a\\u{202e}b\\u{1b}zz: {}"), "{text}");
+        // the CRLF line ends stay line ends, not escapes
+        assert!(!text.contains("\\u{d}"), "{text}");
+        // the label under the escaped text starts under `zz`: the span moved with the escapes
+        let line = text.lines().find(|l| l.contains("zz: {}")).unwrap();
+        let under = text
+            .lines()
+            .skip_while(|l| !l.contains("zz: {}"))
+            .nth(1)
+            .unwrap();
+        let at = |s: &str, c: char| s.chars().position(|x| x == c).unwrap();
+        assert_eq!(at(under, '─').min(at(under, '┬')), at(line, 'z'), "{text}");
     }
 }

@@ -7,15 +7,20 @@
 //! files).
 
 /// `eprintln!` that never panics: stderr may be a closed pipe (`npusim run x 2>&1 | head -1`),
-/// and a report nobody reads is not worth a crash.
+/// and a report nobody reads is not worth a crash. The line goes through `sim::text::shown`:
+/// a control or bidirectional character that came from an input (a name, a value echoed in a
+/// message) is shown escaped, never acted on by the terminal.
 macro_rules! err_line {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", sim::text::shown(&line));
     }};
 }
 
-/// `eprint!` that never panics (see [`err_line`]).
+/// `eprint!` that never panics (see [`err_line`]), for text that is safe already: a
+/// diagnostic `input::render` drew (it escapes its input text itself, and may colour its own
+/// output), a summary of numbers.
 macro_rules! err_text {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

@@ -23,6 +23,7 @@ pub mod limits;
 pub mod load;
 pub mod program;
 pub mod race;
+pub mod text;
 pub mod types;
 pub mod written;
 pub mod yaml;

@@ -479,11 +479,13 @@ fn flow_string(s: &str, out: &mut String) {
     double_quoted(s, out);
 }
 
-/// `s` in YAML double quotes, with `"`, `\` and control characters escaped: read back, the
-/// same string.
+/// `s` in YAML double quotes, with `"`, `\`, control and bidirectional formatting characters
+/// escaped (an op's text is shown in reports: it must not reorder or recolour them): read
+/// back, the same string.
 pub fn double_quoted(s: &str, out: &mut String) {
     out.push('"');
-    if !s.contains(['"', '\\']) && !s.chars().any(char::is_control) {
+    let hidden = |c: char| c.is_control() || crate::text::is_bidi(c);
+    if !s.contains(['"', '\\']) && !s.chars().any(hidden) {
         out.push_str(s);
     } else {
         for c in s.chars() {
@@ -492,7 +494,7 @@ pub fn double_quoted(s: &str, out: &mut String) {
                 '\\' => out.push_str("\\\\"),
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
-                c if c.is_control() => {
+                c if hidden(c) => {
                     let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
                 }
                 c => out.push(c),

@@ -133,7 +133,9 @@ pub fn read(r: &mut Reader, root: &Node) -> Option<Measurements> {
     let mut pending: Vec<(usize, [(String, String); 2])> = Vec::new();
     for (name, node) in entries {
         let path = join("cases", name);
-        if !valid_name(name) {
+        if !r.name_ok(name, &path) {
+            // said already, naming the character
+        } else if !valid_name(name) {
             r.error_hint(
                 &path,
                 format!("`{name}` is not a case name"),

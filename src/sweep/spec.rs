@@ -52,10 +52,10 @@ pub fn read(r: &mut Reader, root: &Node) -> Option<SweepFile> {
     let f = r.map(root, "", "a sweep file", &["programs"], &KEYS[1..])?;
     let programs = f
         .get("programs")
-        .map(|n| list(r, n, "programs", string("a program file")))
+        .map(|n| list(r, n, "programs", name("a program file")))
         .unwrap_or_default();
     let configs = match f.get("configs") {
-        Some(n) => list(r, n, "configs", string("a config name or file")),
+        Some(n) => list(r, n, "configs", name("a config name or file")),
         None => vec![sim::builtin::DEFAULT.to_string()],
     };
     let mut params = Vec::new();
@@ -63,7 +63,11 @@ pub fn read(r: &mut Reader, root: &Node) -> Option<SweepFile> {
         let what = "params (each name with a list of values)";
         for (name, values) in r.entries(n, "params", what).unwrap_or(&[]) {
             let path = join("params", name);
-            params.push((name.clone(), list(r, values, &path, |r, n, p| r.int(n, p))));
+            let ok = r.name_ok(name, &path);
+            let values = list(r, values, &path, |r, n, p| r.int(n, p));
+            if ok {
+                params.push((name.clone(), values));
+            }
         }
     }
     let levels = match f.get("levels") {
@@ -95,9 +99,13 @@ pub fn read(r: &mut Reader, root: &Node) -> Option<SweepFile> {
     })
 }
 
-/// A reader of one string value, `what` naming it in messages.
-fn string(what: &'static str) -> impl FnMut(&mut Reader, &Node, &str) -> Option<String> {
-    move |r, n, p| r.string(n, p, what).map(str::to_string)
+/// A reader of one name (a program file, a config), `what` naming it in messages: printable
+/// text, as every name the outputs show (the CSV's program and config cells, the summary).
+fn name(what: &'static str) -> impl FnMut(&mut Reader, &Node, &str) -> Option<String> {
+    move |r, n, p| {
+        let s = r.string(n, p, what)?;
+        r.name_ok(s, p).then(|| s.to_string())
+    }
 }
 
 /// The values of the list at `path`, each read by `one`. An empty list, and a value listed

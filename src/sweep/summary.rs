@@ -103,7 +103,7 @@ fn read_table(text: &str) -> Result<(reports::SweepTable, Vec<u64>), String> {
         .headers()
         .map_err(|e| format!("not a CSV file: {e}"))?
         .iter()
-        .map(str::to_string)
+        .map(|c| sim::text::shown(c).into_owned())
         .collect();
     let mut rows = Vec::new();
     let mut lines = Vec::new();
@@ -113,7 +113,15 @@ fn read_table(text: &str) -> Result<(reports::SweepTable, Vec<u64>), String> {
             None => e.to_string(),
         })?;
         lines.push(record.position().map_or(0, |p| p.line()));
-        rows.push(record.iter().map(str::to_string).collect());
+        // a text cell the sweep neutralised (`'=...`) is read as the text it was (number cells
+        // never start with `'`); the cells are only shown, so a hidden character in an edited
+        // file is shown escaped
+        rows.push(
+            record
+                .iter()
+                .map(|c| sim::text::shown(sim::text::csv_cell_read(c)).into_owned())
+                .collect(),
+        );
     }
     Ok((reports::SweepTable { columns, rows }, lines))
 }
@@ -136,6 +144,9 @@ mod tests {
                 .contains("merge the parts first")
         );
         assert!(read_table("a,b\n1\n").unwrap_err().contains("line 2"));
+        // a neutralised cell reads as it was written; a hidden character is shown escaped
+        let t = read_table("index,program\n0,\"'=1+1.yaml\"\n1,a\u{1b}[2Jb\n").unwrap();
+        assert_eq!(t.0.rows, [["0", "=1+1.yaml"], ["1", "a\\u{1b}[2Jb"]]);
     }
 
     #[test]

@@ -68,9 +68,11 @@ pub fn header(columns: &Columns) -> Vec<String> {
 /// cell where a param or capacity does not apply or `blocks` is the program's own.
 pub fn input_cells(inputs: &Inputs, point: &Point) -> Vec<String> {
     let cols = &inputs.columns;
+    // text cells as the sweep file names them: neutralised where a spreadsheet would see a
+    // formula (`csv_record` quotes them)
     let mut c = vec![
-        inputs.grid.file.programs[point.program].clone(),
-        inputs.grid.file.configs[point.config].clone(),
+        sim::text::csv_cell(&inputs.grid.file.programs[point.program]).into_owned(),
+        sim::text::csv_cell(&inputs.grid.file.configs[point.config]).into_owned(),
     ];
     c.extend(
         point
@@ -144,18 +146,39 @@ pub fn cells(inputs: &Inputs, point: &Point, outcome: &Outcome) -> Vec<String> {
         (r.findings.len() + r.deadlock.is_some() as usize + r.stopped.is_some() as usize)
             .to_string()
     }));
-    c.push(outcome.message.clone());
+    c.push(sim::text::csv_cell(&outcome.message).into_owned());
     c
 }
 
-/// One CSV record, quoted where it needs to be (a message with commas, quotes or newlines).
+/// One CSV record, quoted where it needs to be (a message with commas, quotes or newlines),
+/// and a cell [`sim::text::csv_cell`] neutralised always, as OWASP's CSV-injection guidance
+/// asks (a quoted cell is text to a spreadsheet).
 pub fn csv_record(cells: &[String]) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new());
-    w.write_record(cells)
-        .expect("a record always writes to memory");
-    w.into_inner().expect("a memory writer flushes")
+    let mut out = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if cell.is_empty() {
+            // the csv crate writes a record of one empty field as `""`; a cell writes nothing
+            continue;
+        }
+        let style = if sim::text::csv_cell_read(cell) != cell {
+            csv::QuoteStyle::Always
+        } else {
+            csv::QuoteStyle::Necessary
+        };
+        let mut w = csv::WriterBuilder::new()
+            .quote_style(style)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        w.write_record([cell])
+            .expect("a record always writes to memory");
+        let field = w.into_inner().expect("a memory writer flushes");
+        out.extend_from_slice(&field[..field.len() - 1]);
+    }
+    out.push(b'\n');
+    out
 }
 
 /// The JSON line of a point: `schema`, `index`, its inputs (`params` and `capacities` hold
@@ -212,5 +235,18 @@ mod tests {
             csv_record(&cells(&["2", "a, b", "say \"hi\"\nthen"])),
             b"2,\"a, b\",\"say \"\"hi\"\"\nthen\"\n"
         );
+        // a neutralised text cell is quoted; a number column's -5 is a number, left alone
+        let formula = sim::text::csv_cell("=HYPERLINK(\"x\")").into_owned();
+        assert_eq!(
+            csv_record(&[formula, "-5".into(), "a".into()]),
+            b"\"'=HYPERLINK(\"\"x\"\")\",-5,a\n"
+        );
+        // and it reads back as a CSV reader sees it, then as it was
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(&b"\"'=HYPERLINK(\"\"x\"\")\",-5\n"[..]);
+        let record = r.records().next().unwrap().unwrap();
+        assert_eq!(sim::text::csv_cell_read(&record[0]), "=HYPERLINK(\"x\")");
+        assert_eq!(&record[1], "-5");
     }
 }

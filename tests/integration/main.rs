@@ -11,6 +11,7 @@ mod double_buffers;
 mod dropped_work;
 mod hostile;
 mod html_cli;
+mod injection;
 mod kernel_cli;
 mod output_safety;
 mod limits;

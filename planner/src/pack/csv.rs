@@ -185,9 +185,12 @@ pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
         else {
             continue;
         };
-        let name = fields[id].to_string();
+        let name = read_id(fields[id]);
         if name.is_empty() {
             errors.push(err(line, "empty id"));
+        }
+        if let Some(problem) = sim::text::name_problem(&name) {
+            errors.push(err(line, format!("id: {problem}; {}", sim::text::NAME_FIX)));
         }
         if hi <= lo {
             errors.push(err(
@@ -285,6 +288,27 @@ pub fn parse(text: &str) -> Result<(Instance, Columns), Vec<CsvError>> {
     Ok((Instance::new(buffers), columns))
 }
 
+/// An id as [`write`] wrote it read back: a cell in double quotes (`""` for a quote inside)
+/// is unquoted, and one neutralised against spreadsheet formulas (`'=x`) is the id it was
+/// (`=x`). MiniMalloc's own ids are plain, and read as they are.
+fn read_id(field: &str) -> String {
+    let unquoted = match field.strip_prefix('"').and_then(|f| f.strip_suffix('"')) {
+        Some(inner) => inner.replace("\"\"", "\""),
+        None => field.to_string(),
+    };
+    sim::text::csv_cell_read(&unquoted).to_string()
+}
+
+/// An id as [`write`] writes it: one a spreadsheet would read as a formula (`=x`, `+x`, `-x`,
+/// `@x`) gets a leading `'` and double quotes, as OWASP's CSV-injection guidance asks; [`parse`]
+/// reads it back as it was.
+fn write_id(id: &str) -> String {
+    match sim::text::csv_cell(id) {
+        std::borrow::Cow::Borrowed(plain) => plain.to_string(),
+        std::borrow::Cow::Owned(quoted) => format!("\"{}\"", quoted.replace('"', "\"\"")),
+    }
+}
+
 fn err(line: usize, message: impl Into<String>) -> CsvError {
     CsvError {
         line,
@@ -347,7 +371,13 @@ pub fn write(inst: &Instance, columns: Columns, solution: &Solution) -> String {
     }
     out.push_str(",offset\n");
     for (b, o) in inst.buffers.iter().zip(&solution.offsets) {
-        out.push_str(&format!("{},{},{},{}", b.id, b.lower, b.upper, b.size));
+        out.push_str(&format!(
+            "{},{},{},{}",
+            write_id(&b.id),
+            b.lower,
+            b.upper,
+            b.size
+        ));
         if alignment {
             out.push_str(&format!(",{}", b.align));
         }
@@ -434,6 +464,36 @@ mod tests {
         assert!(errs[2]
             .message
             .contains("3 fields, but the header names 4 columns"));
+    }
+
+    #[test]
+    fn formula_ids_are_written_neutralised_and_read_back_as_they_were() {
+        let text =
+            "id,lower,upper,size\n=HYPERLINK(\"x\"),0,2,4\n-1,0,2,4\n@a,2,4,4\nplain,2,4,4\n";
+        let (inst, cols) = parse(text).unwrap();
+        let solution = Solution {
+            offsets: vec![0, 4, 0, 4],
+            height: 8,
+        };
+        let out = write(&inst, cols, &solution);
+        // OWASP: a leading ' and the cell in double quotes (its quotes doubled)
+        assert_eq!(
+            out,
+            "id,lower,upper,size,offset\n\"'=HYPERLINK(\"\"x\"\")\",0,2,4,0\n\"'-1\",0,2,4,4\n\"'@a\",2,4,4,0\nplain,2,4,4,4\n"
+        );
+        let (again, _) = parse(&out).unwrap();
+        let ids: Vec<&str> = again.buffers.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(ids, ["=HYPERLINK(\"x\")", "-1", "@a", "plain"]);
+    }
+
+    #[test]
+    fn ids_with_control_or_bidi_characters_are_refused() {
+        let errs = parse("id,lower,upper,size\na\u{1b}[2J,0,1,1\nb\u{202e}c,0,1,1\n").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!((errs[0].line, errs[1].line), (2, 3));
+        assert!(errs[0].message.contains("U+001B (ESC)"));
+        assert!(!errs[0].message.contains('\u{1b}'));
+        assert!(errs[1].message.contains("U+202E"));
     }
 
     #[test]

@@ -365,18 +365,38 @@ fn findings_html(run: &Run) -> String {
 }
 
 /// The whole document around `body`. The content security policy forbids every load: a page
-/// that tried one would show a console error in the browser test.
+/// that tried one would show a console error in the browser test. Scripts run only when their
+/// text hashes to [`script_hash`]: the page's own script does, while one that got into the page
+/// some other way (an inline `<script>`, an `onerror=` attribute) is refused by the browser.
 fn page(title: &str, body: &str) -> String {
+    let script = script_text();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src '{}'\">\n\
          <title>{}</title>\n<style>\n{}</style>\n</head>\n<body>\n{body}\
          <footer>Written by npusim. Self-contained: no network, no external files.</footer>\n\
-         <script>\n{}</script>\n</body>\n</html>\n",
+         <script>{script}</script>\n</body>\n</html>\n",
+        script_hash(&script),
         esc(title),
         style::css(),
-        style::SCRIPT
+    )
+}
+
+/// The text between the page's `<script>` and `</script>`, byte for byte what is hashed.
+fn script_text() -> String {
+    format!("\n{}", style::SCRIPT)
+}
+
+/// The CSP source naming `script`: `sha256-` and the base64 of its SHA-256 digest (CSP Level 2,
+/// "hash-source"), over the script's UTF-8 bytes exactly as they stand in the page.
+fn script_hash(script: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(script.as_bytes());
+    format!(
+        "sha256-{}",
+        base64::engine::general_purpose::STANDARD.encode(digest)
     )
 }
 

@@ -219,3 +219,37 @@ fn a_config_with_a_launch_cost_shows_it_and_the_end_to_end_time() {
     let plain = run_page(&program, &plan, None);
     assert!(!plain.contains("launch cost") && !plain.contains("end to end"));
 }
+
+#[test]
+fn script_hash_is_the_csp_hash_source() {
+    // SHA-256("abc") is FIPS 180-2's first example, ba7816bf...f20015ad; its 32 bytes in
+    // base64 (RFC 4648, padded) are the value below
+    assert_eq!(
+        script_hash("abc"),
+        "sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="
+    );
+}
+
+#[test]
+fn the_policy_allows_exactly_the_pages_own_script() {
+    let page = run_page(&program_db(), &plan_db(), Some(&timeline()));
+    // the script as it stands in the page, cut out of the page (not taken from the renderer)
+    let script = page
+        .split("<script>")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .unwrap();
+    let policy = page
+        .split("Content-Security-Policy\" content=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap();
+    assert_eq!(
+        policy,
+        format!(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src '{}'",
+            script_hash(script)
+        )
+    );
+    assert!(!policy.contains("script-src 'unsafe-inline'"));
+}

@@ -45,6 +45,9 @@ pub(crate) fn config(r: &mut Reader, root: &Node) -> Option<Config> {
     if name == Some("") {
         r.error("name", "the config name is empty");
     }
+    if let Some(n) = name {
+        r.name_ok(n, "name");
+    }
     let description = match f.get("description") {
         Some(n) => r
             .string(n, "description", "a description")
@@ -322,8 +325,9 @@ fn cores(r: &mut Reader, node: &Node) -> Option<Vec<CoreConfig>> {
 
 fn core(r: &mut Reader, name: &str, node: &Node) -> Option<CoreConfig> {
     let path = join("cores", name);
-    let f = r.map(node, &path, "a core type", &["scopes", "pipes"], &[])?;
     let before = r.count();
+    r.name_ok(name, &path);
+    let f = r.map(node, &path, "a core type", &["scopes", "pipes"], &[])?;
     let mut scopes = Vec::new();
     if let Some(n) = f.get("scopes") {
         let spath = f.path("scopes");

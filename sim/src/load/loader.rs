@@ -225,6 +225,10 @@ impl Loader<'_, '_> {
     /// not an identifier. On a clash the earlier declaration stays visible, so later uses
     /// still resolve and do not repeat the problem.
     pub fn declare(&mut self, name: &str, entity: Entity, path: &str) -> bool {
+        // a hidden character gets its own message, naming it (the one below would show it)
+        if !self.r.name_ok(name, path) {
+            return false;
+        }
         let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ident {

@@ -275,6 +275,9 @@ fn build(
         .get("kernel")
         .and_then(|n| l.r.string(n, "kernel", "a kernel name"))
         .map(str::to_string);
+    if let Some(k) = &kernel {
+        l.r.name_ok(k, "kernel");
+    }
     match part {
         Some(p) => {
             l.core_id = p.core;

@@ -104,6 +104,19 @@ impl<'f> Reader<'f> {
         self.diags.push(d);
     }
 
+    /// Whether `name`, a name the user chose (a kernel, core, config, tensor, buffer, param,
+    /// case), is printable text; if not (a control or bidirectional formatting character,
+    /// [`crate::text::name_problem`]) the problem is reported at `path`.
+    pub fn name_ok(&mut self, name: &str, path: &str) -> bool {
+        match crate::text::name_problem(name) {
+            Some(problem) => {
+                self.error_hint(path, problem, Some(crate::text::NAME_FIX.into()));
+                false
+            }
+            None => true,
+        }
+    }
+
     /// An integer literal beyond 64 bits, reported where it is written.
     pub fn too_large(&mut self, node: &Node, path: &str) {
         let mut d = Diagnostic::error(
