@@ -21,9 +21,13 @@ fn programs() -> Vec<PathBuf> {
     v
 }
 
-/// A file in a directory of its own (tests call this in parallel, each with its own name).
+/// A file in a directory of its own. Tests run in parallel and two may trace the same program
+/// with the same options, so each call gets its own directory: sharing one, a test's
+/// `scratch` could wipe the file another is reading.
 fn tmp(name: &str) -> PathBuf {
-    crate::scratch(&format!("trace/{name}")).join(name)
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::scratch(&format!("trace/{name}-{call}")).join(name)
 }
 
 /// Runs `npusim run PROGRAM --format json --trace FILE EXTRA...`: the report and the trace.
