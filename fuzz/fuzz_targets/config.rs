@@ -5,8 +5,9 @@
 //! load and store through the first scope gm reaches) are written for each of its core types,
 //! loaded against it and, when they load, planned and simulated with the race checker and the
 //! validator on. A split chip's config (core types `aic` and `aiv`, a `chip` section) also gets
-//! a tiny mixed kernel on two blocks: the cube part hands a tile to the vector cores through gm
-//! with a cross-core flag, run as one launch. The programs are small and their loops constant,
+//! a tiny mixed kernel on every AI core of the chip (up to the loader's `MAX_BLOCKS`, 4096, each
+//! with up to 8 vector cores): the cube part hands a tile to the vector cores through gm with a
+//! cross-core flag, run as one launch. The programs are small and their loops constant,
 //! so every run is short; what varies is the config's numbers (capacities, alignments, rates,
 //! latencies, queue depth, event ids, AI cores, cross-core latency), which is what this target
 //! is after.
@@ -130,22 +131,32 @@ body:
             ));
         }
     }
-    out.push(MIXED.to_string());
+    // every AI core of the chip, so the largest chips the loader takes run whole launches
+    // each of an AI core's vector cores takes its share of the block's 32 rows
+    let (blocks, half) = config
+        .chip
+        .map_or((2, 16), |c| (c.aic.max(1), 32 / c.aiv_per_aic.clamp(1, 32)));
+    out.push(
+        MIXED
+            .replace("BLOCKS", &blocks.to_string())
+            .replace("HALF", &half.to_string()),
+    );
     out
 }
 
-/// A mixed kernel on two blocks: each cube core writes its tile to gm and sets a mode-2 cross
-/// flag; each vector core waits for it and adds its half of the tile's rows to x. Loads only on
-/// a split chip with these scopes (the loader refuses it otherwise, and it is skipped).
+/// A mixed kernel on BLOCKS blocks (every AI core): each cube core writes its tile to gm and
+/// sets a mode-2 cross flag; each vector core waits for it and adds its half of the tile's rows
+/// to x. Loads only on a split chip with these scopes (the loader refuses it otherwise, and it
+/// is skipped).
 const MIXED: &str = r#"kernel: tiny_mixed
-launch: { blocks: 2 }
-params: { tm: 32, N: 64, K: 32, half: 16 }
+launch: { blocks: BLOCKS }
+params: { tm: 32, N: 64, K: 32, half: HALF, rows: "BLOCKS * tm" }
 gm:
-  a: { shape: [64, K], dtype: f16 }
+  a: { shape: [rows, K], dtype: f16 }
   b: { shape: [K, N], dtype: f16 }
-  x: { shape: [64, N], dtype: f16 }
-  ws: { shape: [64, N], dtype: f16 }
-  y: { shape: [64, N], dtype: f16 }
+  x: { shape: [rows, N], dtype: f16 }
+  ws: { shape: [rows, N], dtype: f16 }
+  y: { shape: [rows, N], dtype: f16 }
 aic:
   buffers:
     a1: { scope: l1, shape: [tm, K], dtype: f16 }

@@ -34,11 +34,25 @@ use std::time::Duration;
 const MAX_INSTRUCTIONS: u64 = 20_000;
 const MAX_CYCLES: u64 = 1 << 40;
 
-/// The configs a program is tried against, in order: the built-in default first.
+/// The configs a program is tried against, in order: the built-in default first, and last the
+/// default on the largest chip the loader accepts (`MAX_BLOCKS` AI cores of `MAX_AIV_PER_AIC`
+/// vector cores each), so a launch of more blocks than the 910B has runs too, up to the limits.
 fn configs() -> &'static [Config] {
     static CONFIGS: OnceLock<Vec<Config>> = OnceLock::new();
+    static MAX_CHIP: OnceLock<String> = OnceLock::new();
     CONFIGS.get_or_init(|| {
         let default = sim::builtin::builtin(sim::builtin::DEFAULT).expect("the default config");
+        let max_chip = MAX_CHIP.get_or_init(|| {
+            let text = default
+                .replacen("  aic: 24 ", &format!("  aic: {} ", sim::limits::MAX_BLOCKS), 1)
+                .replacen(
+                    "  aiv_per_aic: 2 ",
+                    &format!("  aiv_per_aic: {} ", sim::limits::MAX_AIV_PER_AIC),
+                    1,
+                );
+            assert_ne!(text, default, "the default config's chip lines moved");
+            text
+        });
         [
             ("default.yaml", default),
             (
@@ -49,6 +63,7 @@ fn configs() -> &'static [Config] {
                 "config.yaml",
                 include_str!("../../planner/tests/conformance/config.yaml"),
             ),
+            ("max_chip.yaml", max_chip.as_str()),
         ]
         .iter()
         .map(|(name, text)| sim::load_config(text, name).expect("a shipped config loads"))
