@@ -43,12 +43,7 @@ fn check_reports_every_case_as_run_would_and_exits_0_when_all_are_within() {
     assert_eq!(doc["file"], MEASUREMENTS);
     assert_eq!(doc["config"], CONFIG);
     assert_eq!(doc["race_check"], true);
-    let keys: Vec<&str> = doc
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = crate::keys(&doc);
     assert_eq!(
         keys,
         ["schema", "file", "config", "race_check", "cases", "summary"]
@@ -59,12 +54,7 @@ fn check_reports_every_case_as_run_would_and_exits_0_when_all_are_within() {
 
     // a run case: the cycles and microseconds of `npusim run` with its params
     let loads = &cases[0];
-    let case_keys: Vec<&str> = loads
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let case_keys = crate::keys(loads);
     assert_eq!(
         case_keys,
         [

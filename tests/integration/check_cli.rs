@@ -20,12 +20,7 @@ fn check_json(args: &[&str]) -> (Output, Value) {
     let o = npusim(&full);
     let doc: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{full:?}: not JSON ({e}):\n{}", stdout(&o)));
-    let keys: Vec<&str> = doc
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = crate::keys(&doc);
     assert_eq!(
         keys,
         ["schema", "file", "ok", "kernel", "ops", "buffers", "problems", "plan"],
@@ -33,7 +28,7 @@ fn check_json(args: &[&str]) -> (Output, Value) {
     );
     assert_eq!(doc["schema"], 1);
     for p in doc["problems"].as_array().unwrap() {
-        let keys: Vec<&str> = p.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys = crate::keys(p);
         assert_eq!(keys, PROBLEM_KEYS, "{full:?}");
         assert!(
             p["severity"] == "error" || p["severity"] == "warning",

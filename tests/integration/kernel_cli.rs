@@ -5,7 +5,7 @@
 //! programs' text (shapes, dtypes, params) or from another command (`run`, `plan
 //! --show-sync`), never from the output under test.
 
-use crate::{json_of, npusim, root, stderr, stdout};
+use crate::{json_of, keys, npusim, root, stderr, stdout};
 use serde_json::Value;
 
 const MIXED: &str = "tests/fixtures/launch/matmul_add_one_tile.yaml";
@@ -18,11 +18,6 @@ fn line_of(file: &str, needle: &str) -> usize {
         .position(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("{file} has no `{needle}`"))
         + 1
-}
-
-/// The keys of a JSON object, in order.
-fn keys(v: &Value) -> Vec<&str> {
-    v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 
 // the mixed kernel's params: tm 128, N 256, K 256, half = tm / 2; a1 [tm, K] f16, b1 [K, N]

@@ -123,6 +123,11 @@ pub fn simulate_on(path: &Path, config: Config) -> (Config, pipeline::Simulation
     (config, sim)
 }
 
+/// The keys of a JSON object, in the document's order.
+pub fn keys(v: &serde_json::Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
 /// `npusim COMMAND ARGS... --format json`, which must succeed, parsed.
 pub fn json_of(command: &str, args: &[&str]) -> serde_json::Value {
     let mut all = vec![command];

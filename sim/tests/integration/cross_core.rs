@@ -19,15 +19,28 @@ fn config() -> Config {
 }
 
 fn run(name: &str, text: &str) -> (Kernel, RunResult) {
-    let config = config();
-    let kernel = sim::load::load_kernel(text, name, &config, &[], None)
+    run_on(&config(), name, text)
+}
+
+/// Loads and runs `text` as one launch on `config`, its accounting checked.
+fn run_on(config: &Config, name: &str, text: &str) -> (Kernel, RunResult) {
+    let kernel = sim::load::load_kernel(text, name, config, &[], None)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let none = Addresses::default();
     let parts: Vec<(&sim::Program, &Addresses)> = kernel.parts.iter().map(|p| (p, &none)).collect();
-    let r = sim::engine::run_launch(&parts, &config, Limits::default(), &mut ())
+    let r = sim::engine::run_launch(&parts, config, Limits::default(), &mut ())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     r.check_accounting().unwrap();
     (kernel, r)
+}
+
+/// The first `cross_set` of the kernel's first part.
+fn first_cross_set(k: &Kernel) -> usize {
+    k.first()
+        .ops
+        .iter()
+        .position(|o| o.kind.name() == "cross_set")
+        .unwrap()
 }
 
 /// S of one core: (instructions, busy, stalls, idle).
@@ -131,12 +144,7 @@ fn a_counter_above_max_pending_is_an_overflow_finding() {
     );
     assert_eq!(r.total_cycles, 26);
     assert_eq!(s_of(&r.cores[0]), (10, 26, vec![], 0));
-    let set = k
-        .first()
-        .ops
-        .iter()
-        .position(|o| o.kind.name() == "cross_set")
-        .unwrap();
+    let set = first_cross_set(&k);
     assert_eq!(
         r.findings,
         vec![SyncFinding::CrossOverflow {
@@ -195,15 +203,7 @@ fn a_mixed_launch_pays_its_launch_cost_by_the_cores_it_starts() {
     // cores: 40 + 2 x 3 = 46.
     let text = format!("{CONFIG}launch_cost: {{ fixed_cycles: 40, per_core_cycles: 3 }}\n");
     let config = sim::load_config(&text, "two_block_config.yaml").expect("config loads");
-    let launch = |name: &str, program: &str| {
-        let kernel = sim::load::load_kernel(program, name, &config, &[], Some(2))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let none = Addresses::default();
-        let parts: Vec<(&sim::Program, &Addresses)> =
-            kernel.parts.iter().map(|p| (p, &none)).collect();
-        sim::engine::run_launch(&parts, &config, Limits::default(), &mut ())
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-    };
+    let launch = |name: &str, program: &str| run_on(&config, name, program).1;
     let mixed = launch(
         "handoff.yaml",
         "kernel: handoff\nlaunch: { blocks: 2 }\n\
@@ -298,12 +298,7 @@ fn a_set_no_cross_wait_takes_is_an_unpaired_cross_set() {
          \x20   else:\n\
          \x20     - scalar: { cycles: 20 }\n",
     );
-    let set = k
-        .first()
-        .ops
-        .iter()
-        .position(|o| o.kind.name() == "cross_set")
-        .unwrap();
+    let set = first_cross_set(&k);
     assert_eq!(
         r.findings,
         vec![SyncFinding::UnpairedCrossSet {
