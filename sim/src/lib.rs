@@ -21,6 +21,7 @@ pub mod ids;
 pub mod launch;
 pub mod limits;
 pub mod load;
+pub mod mlir;
 pub mod program;
 pub mod race;
 pub mod text;
