@@ -8,7 +8,7 @@
 //! its line and column.
 
 /// A place in the file: 1-based line and column (in characters), and the byte offset.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Pos {
     pub line: u32,
     pub column: u32,
@@ -89,8 +89,8 @@ pub struct NamedAttr {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attr {
     /// `2 : i32`, `-1`, `true`/`false` (as 1/0 with type `i1`).
-    Int { value: i128, ty: Option<Type> },
-    Float { text: String, ty: Option<Type> },
+    Int { value: i128, ty: Option<Box<Type>> },
+    Float { text: String, ty: Option<Box<Type>> },
     Str(String),
     /// `[1, 2]`, `[[0, 1], [2]]`.
     Array(Vec<Attr>),
@@ -109,7 +109,7 @@ pub enum Attr {
     /// `{a = 1, b}`.
     Dict(Vec<NamedAttr>),
     /// A type used as an attribute (`f16`, `memref<...>`).
-    Type(Type),
+    Type(Box<Type>),
     /// `unit`.
     Unit,
     /// Anything else (`dense<...>`, `@sym`, `affine_set<...>`), as written.
@@ -182,7 +182,7 @@ pub enum Layout {
         offset: Option<i64>,
     },
     /// An affine map or `#alias` layout, kept as an attribute.
-    Map(Attr),
+    Map(Box<Attr>),
 }
 
 /// A region's blocks; an op's regions are in source order.
