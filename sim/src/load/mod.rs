@@ -97,6 +97,21 @@ pub fn load_kernel(
     finish(&root, r, kernel)
 }
 
+/// [`load_kernel`] of a document already in tree form: a program lowered from HIVM MLIR
+/// (`crate::mlir`), whose nodes carry the MLIR positions, so every problem is located in the
+/// MLIR file.
+pub fn load_kernel_tree(
+    root: &yaml::Node,
+    file: &str,
+    config: &Config,
+    params: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<Kernel, LoadError> {
+    let mut r = Reader::new(file);
+    let kernel = program::kernel(&mut r, root, config, params, blocks);
+    finish(root, r, kernel)
+}
+
 /// Reads any other YAML input (a sweep file) with the loader's [`Reader`], so its problems
 /// read like a program's: `read` walks the parsed document and reports into the reader, and
 /// every problem is located at its line and column, collected before the input is rejected.

@@ -1,0 +1,1906 @@
+//! HIVM MLIR functions into npusim programs (docs/mlir.md, "How MLIR maps").
+//!
+//! A function becomes a program *document*: the same [`Node`] tree a YAML program parses into,
+//! with every node placed at the MLIR text it came from. The loader then reads it exactly as
+//! it reads YAML, so every check, the planner, the sync pass, the race checker and the engine
+//! run unchanged, and every problem the loader finds points at the MLIR line and column.
+//!
+//! What the lowering itself decides:
+//! - gm memref arguments are gm tensors; `memref.alloc` (and `pointer_cast`, whose offsets
+//!   become `at:`) are buffers of the block that declares them; `annotation.mark` with
+//!   `hivm.multi_buffer = N` gives `multi: N`;
+//! - view ops resolve to their root (a tensor or buffer) and a box of it (per-dimension start
+//!   and length) or, after a reshape, a contiguous element range (a window);
+//! - index and integer values are evaluated into npusim expressions where they feed shapes,
+//!   offsets, bounds, conditions or flag ids; other scalar ops are scalar work;
+//! - an op that touches memory or sync and is not understood is an error naming it, and every
+//!   such op is listed at once.
+
+use super::ast::{
+    Attr, Chunk, Dim, Event, MemRefType, Op, OpFold, OpKind, Pos, Region, Type, Typed, Value,
+    ViewKind,
+};
+use crate::diag::Diagnostic;
+use crate::yaml::{Node, Value as Y};
+use std::collections::HashMap;
+
+/// What the lowering of one function gives.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The program document, as if read from YAML.
+    pub doc: Node,
+    /// The function's name (without `@`).
+    pub func: String,
+    /// The core type the function runs on: from `hivm.func_core_type` (`aiv`, `aic`), or from
+    /// the memory spaces it uses; `mix` for a function using both sides.
+    pub core: &'static str,
+    /// Every allocation in program order, with the buffer it became.
+    pub allocs: Vec<AllocSite>,
+    /// Where each op of the document came from: the op's position, and its one-line text.
+    pub texts: Vec<(Pos, String)>,
+    /// Whether the function carried its own sync ops (`sync: manual`).
+    pub manual: bool,
+}
+
+/// A `memref.alloc` (or `pointer_cast`) and the buffer it became.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllocSite {
+    /// The alloc op's position.
+    pub pos: Pos,
+    pub buffer: String,
+}
+
+/// How the lowering treats the sync ops of the input.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SyncOps {
+    /// Kept: a function with any set/wait/barrier runs `sync: manual`.
+    Keep,
+    /// Dropped (for `opt -hivm-inject-sync`, which inserts its own): the program is `sync: auto`.
+    Drop,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Values of scalar function arguments (`--param argN=V`), by name without `%`.
+    pub params: Vec<(String, i64)>,
+    pub sync: SyncOps,
+}
+
+/// The functions of the chunks that have a body, in order: (chunk index, the op).
+pub fn functions(chunks: &[Chunk]) -> Vec<(usize, &Op)> {
+    fn walk<'a>(ops: &'a [Op], chunk: usize, out: &mut Vec<(usize, &'a Op)>) {
+        for op in ops {
+            match &op.kind {
+                OpKind::Module { body, .. } => {
+                    for b in &body.blocks {
+                        walk(&b.ops, chunk, out);
+                    }
+                }
+                OpKind::Func { body, .. } if !body.blocks.is_empty() => out.push((chunk, op)),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        walk(&c.ops, i, &mut out);
+    }
+    out
+}
+
+/// Lowers one function (an op of kind [`OpKind::Func`]) of `chunk`.
+pub fn lower(
+    src: &str,
+    chunk: &Chunk,
+    func: &Op,
+    file: &str,
+    opts: &Options,
+) -> Result<Lowered, Vec<Diagnostic>> {
+    let OpKind::Func {
+        name, args, body, ..
+    } = &func.kind
+    else {
+        return Err(vec![Diagnostic::error(file, "", "not a function")]);
+    };
+    let mut l = Lower {
+        src,
+        file,
+        opts,
+        chunk,
+        diags: Vec::new(),
+        vals: HashMap::new(),
+        roots: Vec::new(),
+        names: HashMap::new(),
+        allocs: Vec::new(),
+        texts: Vec::new(),
+        tensors: Vec::new(),
+        params: Vec::new(),
+        uses_ub: false,
+        uses_cube: false,
+        manual: false,
+    };
+    for a in args {
+        l.arg(a);
+    }
+    let mut block = BlockOut::default();
+    if let Some(b) = body.blocks.first() {
+        for op in &b.ops {
+            l.op(op, &mut block);
+        }
+    }
+    let attr_core = func
+        .attrs
+        .iter()
+        .find(|a| a.name == "hivm.func_core_type")
+        .and_then(|a| match &a.value {
+            Some(Attr::Dialect { body, .. }) => Some(body.clone()),
+            Some(Attr::Enum(b)) => Some(b.clone()),
+            _ => None,
+        });
+    let core = match attr_core.as_deref() {
+        Some("AIV") => "aiv",
+        Some("AIC") => "aic",
+        _ => match (l.uses_ub, l.uses_cube) {
+            (true, true) => "mix",
+            (false, true) => "aic",
+            _ => "aiv",
+        },
+    };
+    // a function marked AIV or AIC that uses the other side's memories is a MIX function
+    // as far as its memories go
+    let core = if l.uses_ub && l.uses_cube { "mix" } else { core };
+    if !l.diags.is_empty() {
+        return Err(l.diags);
+    }
+    let pos = func.name_pos;
+    let mut top = vec![
+        ("kernel".to_string(), s(pos, &sanitize(name))),
+        ("core".to_string(), s(pos, core)),
+        (
+            "sync".to_string(),
+            s(pos, if l.manual { "manual" } else { "auto" }),
+        ),
+    ];
+    if !l.params.is_empty() {
+        top.push(("params".to_string(), map(pos, l.params.clone())));
+    }
+    if !l.tensors.is_empty() {
+        top.push(("gm".to_string(), map(pos, l.tensors.clone())));
+    }
+    let buffers = l.render_buffers(&block.roots);
+    if !buffers.is_empty() {
+        top.push(("buffers".to_string(), map(pos, buffers)));
+    }
+    if !block.views.is_empty() {
+        top.push(("views".to_string(), map(pos, block.views)));
+    }
+    top.push(("body".to_string(), seq(pos, block.ops)));
+    Ok(Lowered {
+        doc: map(pos, top),
+        func: name.clone(),
+        core,
+        allocs: l.allocs,
+        texts: l.texts,
+        manual: l.manual,
+    })
+}
+
+/// A value of the function as far as the program model needs it.
+#[derive(Clone, Debug)]
+enum Val {
+    /// An integer (index, iN) as an npusim expression; `konst` when it is a constant.
+    Int { expr: String, konst: Option<i64> },
+    /// A memref: part of a root.
+    Mem(Mem),
+    /// A scalar the lowering does not evaluate (a float, a loaded value, an argument without a
+    /// `--param`): `what` says where it comes from.
+    Unknown { what: String },
+    /// A tensor-dialect value: not memory the simulator sees.
+    Tensor,
+}
+
+#[derive(Clone, Debug)]
+struct Mem {
+    root: usize,
+    sel: Sel,
+    /// The value's own type.
+    ty: MemRefType,
+}
+
+#[derive(Clone, Debug)]
+enum Sel {
+    Whole,
+    /// Per dimension of the root: start expression and length.
+    Box(Vec<(String, u64)>),
+    /// A contiguous range of the root's elements: start expression and length.
+    Range(String, u64),
+}
+
+#[derive(Clone, Debug)]
+struct Root {
+    name: String,
+    tensor: bool,
+    shape: Vec<u64>,
+    dtype: String,
+    scope: &'static str,
+    multi: u32,
+    at: Option<Vec<i64>>,
+    share: Option<usize>,
+    pos: Pos,
+}
+
+#[derive(Default)]
+struct BlockOut {
+    ops: Vec<Node>,
+    roots: Vec<usize>,
+    views: Vec<(String, Node)>,
+    /// Scalar ops seen since the last op that was written.
+    scalar: u64,
+    scalar_pos: Pos,
+}
+
+struct Lower<'a> {
+    /// The whole file's text (spans index it).
+    src: &'a str,
+    file: &'a str,
+    opts: &'a Options,
+    chunk: &'a Chunk,
+    diags: Vec<Diagnostic>,
+    vals: HashMap<(String, u32), Val>,
+    roots: Vec<Root>,
+    /// Names given out, so each is unique.
+    names: HashMap<String, u32>,
+    allocs: Vec<AllocSite>,
+    texts: Vec<(Pos, String)>,
+    tensors: Vec<(String, Node)>,
+    params: Vec<(String, Node)>,
+    uses_ub: bool,
+    uses_cube: bool,
+    manual: bool,
+}
+
+fn s(pos: Pos, text: &str) -> Node {
+    Node {
+        line: pos.line,
+        column: pos.column,
+        value: Y::Str(text.to_string()),
+    }
+}
+
+fn int(pos: Pos, v: i64) -> Node {
+    Node {
+        line: pos.line,
+        column: pos.column,
+        value: Y::Int(v),
+    }
+}
+
+fn map(pos: Pos, entries: Vec<(String, Node)>) -> Node {
+    Node {
+        line: pos.line,
+        column: pos.column,
+        value: Y::Map(entries),
+    }
+}
+
+fn seq(pos: Pos, items: Vec<Node>) -> Node {
+    Node {
+        line: pos.line,
+        column: pos.column,
+        value: Y::Seq(items),
+    }
+}
+
+fn boolean(pos: Pos, b: bool) -> Node {
+    Node {
+        line: pos.line,
+        column: pos.column,
+        value: Y::Bool(b),
+    }
+}
+
+/// An npusim name for an MLIR value or symbol: letters, digits and `_`, not starting with a
+/// digit and not a reserved word.
+pub fn sanitize(raw: &str) -> String {
+    let mut out: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty()
+        || out.starts_with(|c: char| c.is_ascii_digit())
+        || matches!(out.as_str(), "min" | "max" | "true" | "false" | "all")
+    {
+        out.insert(0, 'v');
+    }
+    out
+}
+
+/// npusim's dtype for an MLIR element type.
+fn dtype(t: &Type) -> Option<&'static str> {
+    Some(match t {
+        Type::Int { bits, signed } => match (bits, signed) {
+            (1, _) => "i1",
+            (8, Some(false)) => "u8",
+            (8, _) => "i8",
+            (16, Some(false)) => "u16",
+            (16, _) => "i16",
+            (32, Some(false)) => "u32",
+            (32, _) => "i32",
+            (64, Some(false)) => "u64",
+            (64, _) => "i64",
+            _ => return None,
+        },
+        Type::Float(f) => match f.as_str() {
+            "f16" => "f16",
+            "bf16" => "bf16",
+            "f32" => "f32",
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// npusim's scope for an HIVM address space.
+fn scope(space: &str) -> Option<&'static str> {
+    Some(match space {
+        "gm" => "gm",
+        "ub" => "ub",
+        "cbuf" => "l1",
+        "ca" => "l0a",
+        "cb" => "l0b",
+        "cc" => "l0c",
+        _ => return None,
+    })
+}
+
+fn paren(e: &str) -> String {
+    if e.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        e.to_string()
+    } else {
+        format!("({e})")
+    }
+}
+
+/// The one-line text of an op, for findings: its source with runs of white space joined.
+pub fn one_line(src: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut space = false;
+    for line in src.lines() {
+        let line = strip_comment(line);
+        for c in line.chars() {
+            if c.is_whitespace() {
+                space = !out.is_empty();
+                continue;
+            }
+            if space {
+                out.push(' ');
+                space = false;
+            }
+            out.push(c);
+        }
+        space = !out.is_empty();
+    }
+    if out.chars().count() > max {
+        let mut t: String = out.chars().take(max.saturating_sub(3)).collect();
+        t.push_str("...");
+        return t;
+    }
+    out
+}
+
+/// `line` without a trailing `//` comment (outside strings).
+pub fn strip_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut in_str = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => return &line[..i],
+            _ => {}
+        }
+        i += 1;
+    }
+    line
+}
+
+impl<'a> Lower<'a> {
+    fn error(&mut self, pos: Pos, message: String, hint: Option<String>) {
+        let mut d = Diagnostic::error(self.file, "", message);
+        d.line = Some(pos.line);
+        d.column = Some(pos.column);
+        d.hint = hint;
+        self.diags.push(d);
+    }
+
+    fn text_of(&self, op: &Op) -> String {
+        let start = op.span.start.offset as usize;
+        let end = op.span.end as usize;
+        // an op with regions: its header only
+        let src = self.src.get(start..end).unwrap_or("");
+        let header = match src.find('{') {
+            Some(i) if op_has_regions(op) => &src[..i],
+            _ => src,
+        };
+        one_line(header, crate::program::Loc::TEXT_MAX)
+    }
+
+    fn fresh(&mut self, raw: &str) -> String {
+        let base = sanitize(raw);
+        let n = self.names.entry(base.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            base
+        } else {
+            format!("{base}_{}", *n - 1)
+        }
+    }
+
+    fn set(&mut self, v: &Value, val: Val) {
+        self.vals.insert((v.name.clone(), v.index), val);
+    }
+
+    fn get(&self, v: &Value) -> Option<&Val> {
+        self.vals.get(&(v.name.clone(), v.index))
+    }
+
+    fn set_results(&mut self, op: &Op, val: Val) {
+        for r in &op.results {
+            for i in 0..r.count.max(1) {
+                self.vals.insert((r.name.clone(), i), val.clone());
+            }
+        }
+    }
+
+    /// The first result value of `op`.
+    fn result(op: &Op) -> Option<Value> {
+        op.results.first().map(|r| Value {
+            name: r.name.clone(),
+            index: 0,
+            pos: r.pos,
+        })
+    }
+
+    fn arg(&mut self, a: &super::ast::FuncArg) {
+        match &a.ty {
+            Type::MemRef(m) => {
+                let Some(shape) = self.static_shape(m, a.value.pos, &a.value.name) else {
+                    return;
+                };
+                let Some(dt) = self.dtype_of(m, a.value.pos) else {
+                    return;
+                };
+                let sc = m.space.as_deref().unwrap_or("gm");
+                if sc != "gm" {
+                    self.error(
+                        a.value.pos,
+                        format!(
+                            "argument %{} is in {sc}; npusim's kernel arguments are gm tensors",
+                            a.value.name
+                        ),
+                        Some("give the argument #hivm.address_space<gm>".into()),
+                    );
+                    return;
+                }
+                let name = self.fresh(&a.value.name);
+                let pos = a.value.pos;
+                self.tensors.push((
+                    name.clone(),
+                    map(
+                        pos,
+                        vec![
+                            (
+                                "shape".into(),
+                                seq(pos, shape.iter().map(|d| int(pos, *d as i64)).collect()),
+                            ),
+                            ("dtype".into(), s(pos, dt)),
+                        ],
+                    ),
+                ));
+                self.roots.push(Root {
+                    name,
+                    tensor: true,
+                    shape,
+                    dtype: dt.to_string(),
+                    scope: "gm",
+                    multi: 1,
+                    at: None,
+                    share: None,
+                    pos,
+                });
+                let root = self.roots.len() - 1;
+                self.set(
+                    &a.value,
+                    Val::Mem(Mem {
+                        root,
+                        sel: Sel::Whole,
+                        ty: m.clone(),
+                    }),
+                );
+            }
+            Type::Index | Type::Int { .. } => {
+                let given = self
+                    .opts
+                    .params
+                    .iter()
+                    .find(|(k, _)| *k == a.value.name || *k == sanitize(&a.value.name))
+                    .map(|(_, v)| *v);
+                match given {
+                    Some(v) => {
+                        let name = self.fresh(&a.value.name);
+                        self.params.push((name.clone(), int(a.value.pos, v)));
+                        self.set(
+                            &a.value,
+                            Val::Int {
+                                expr: name,
+                                konst: Some(v),
+                            },
+                        );
+                    }
+                    None => self.set(
+                        &a.value,
+                        Val::Unknown {
+                            what: format!(
+                                "function argument %{} (give its value with --param {}=N)",
+                                a.value.name,
+                                sanitize(&a.value.name)
+                            ),
+                        },
+                    ),
+                }
+            }
+            _ => self.set(
+                &a.value,
+                Val::Unknown {
+                    what: format!("function argument %{}", a.value.name),
+                },
+            ),
+        }
+    }
+
+    fn static_shape(&mut self, m: &MemRefType, pos: Pos, what: &str) -> Option<Vec<u64>> {
+        let mut out = Vec::new();
+        for d in &m.shape {
+            match d {
+                Dim::Static(n) => out.push(*n),
+                Dim::Dynamic => {
+                    self.error(
+                        pos,
+                        format!("%{what} has a dynamic shape; npusim plans and runs static shapes only"),
+                        Some("give the memref static sizes (the values the kernel runs with)".into()),
+                    );
+                    return None;
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(1);
+        }
+        Some(out)
+    }
+
+    fn dtype_of(&mut self, m: &MemRefType, pos: Pos) -> Option<&'static str> {
+        match dtype(&m.elem) {
+            Some(d) => Some(d),
+            None => {
+                self.error(
+                    pos,
+                    format!("element type {} is not one npusim models", type_name(&m.elem)),
+                    Some("npusim's dtypes: i1 i8 u8 i16 u16 f16 bf16 i32 u32 f32 i64 u64".into()),
+                );
+                None
+            }
+        }
+    }
+
+    /// The expression of an integer value, or an error at `at` naming why it is unknown.
+    fn expr(&mut self, v: &Value, at: Pos, role: &str) -> Option<String> {
+        match self.get(v).cloned() {
+            Some(Val::Int { expr, .. }) => Some(expr),
+            Some(Val::Unknown { what }) => {
+                self.error(
+                    at,
+                    format!("{role} %{} is not known to npusim: it comes from {what}", v.name),
+                    None,
+                );
+                None
+            }
+            Some(_) => {
+                self.error(at, format!("{role} %{} is not an integer", v.name), None);
+                None
+            }
+            None => {
+                self.error(v.pos, format!("%{} is used but never defined", v.name), None);
+                None
+            }
+        }
+    }
+
+    fn fold(&mut self, f: &OpFold, at: Pos, role: &str) -> Option<String> {
+        match f {
+            OpFold::Const(c) => Some(c.to_string()),
+            OpFold::Value(v) => self.expr(v, at, role),
+        }
+    }
+
+    fn konst(&self, v: &Value) -> Option<i64> {
+        match self.get(v) {
+            Some(Val::Int { konst, .. }) => *konst,
+            _ => None,
+        }
+    }
+
+    fn mem(&mut self, v: &Value, op: &str) -> Option<Mem> {
+        match self.get(v).cloned() {
+            Some(Val::Mem(m)) => Some(m),
+            Some(_) => {
+                self.error(
+                    v.pos,
+                    format!("{op}: %{} is not a memref npusim can see", v.name),
+                    None,
+                );
+                None
+            }
+            None => {
+                self.error(v.pos, format!("%{} is used but never defined", v.name), None);
+                None
+            }
+        }
+    }
+
+    /// The operand text of a memory value: `name`, `name[a:b, c:d]`, or a window declared in
+    /// `block` for a range of a buffer.
+    fn operand(&mut self, m: &Mem, pos: Pos, block: &mut BlockOut) -> String {
+        let root = &self.roots[m.root];
+        let name = root.name.clone();
+        match &m.sel {
+            Sel::Whole => name,
+            Sel::Box(b) => {
+                let whole = b
+                    .iter()
+                    .zip(&root.shape)
+                    .all(|((st, len), d)| st == "0" && len == d);
+                if whole {
+                    return name;
+                }
+                let parts: Vec<String> = b
+                    .iter()
+                    .map(|(st, len)| {
+                        let end = match st.parse::<i64>() {
+                            Ok(c) => (c + *len as i64).to_string(),
+                            Err(_) => format!("{} + {len}", paren(st)),
+                        };
+                        format!("{st} : {end}")
+                    })
+                    .collect();
+                format!("{name}[{}]", parts.join(", "))
+            }
+            Sel::Range(st, len) => {
+                let total: u64 = root.shape.iter().product();
+                if st == "0" && *len == total {
+                    return name;
+                }
+                if root.shape.len() == 1 || root.tensor {
+                    if root.shape.len() == 1 {
+                        let end = match st.parse::<i64>() {
+                            Ok(c) => (c + *len as i64).to_string(),
+                            Err(_) => format!("{} + {len}", paren(st)),
+                        };
+                        return format!("{name}[{st} : {end}]");
+                    }
+                    // a range of a many-dimensional gm tensor: the rows it covers
+                    let row: u64 = root.shape[1..].iter().product();
+                    let first = format!("{} / {row}", paren(st));
+                    let rows = len.div_ceil(row).max(1);
+                    return format!("{name}[{first} : {} + {rows}]", paren(&first));
+                }
+                let w = self.fresh(&format!("{name}_w"));
+                block.views.push((
+                    w.clone(),
+                    map(
+                        pos,
+                        vec![
+                            ("of".into(), s(pos, &name)),
+                            ("offset".into(), s(pos, st)),
+                            ("shape".into(), seq(pos, vec![int(pos, *len as i64)])),
+                        ],
+                    ),
+                ));
+                w
+            }
+        }
+    }
+
+    fn render_buffers(&mut self, roots: &[usize]) -> Vec<(String, Node)> {
+        let mut out = Vec::new();
+        for &r in roots {
+            let root = &self.roots[r];
+            let pos = root.pos;
+            let mut fields = vec![
+                ("scope".to_string(), s(pos, root.scope)),
+                (
+                    "shape".to_string(),
+                    seq(pos, root.shape.iter().map(|d| int(pos, *d as i64)).collect()),
+                ),
+                ("dtype".to_string(), s(pos, &root.dtype)),
+            ];
+            if root.multi > 1 {
+                fields.push(("multi".into(), int(pos, root.multi as i64)));
+            }
+            if let Some(at) = &root.at {
+                fields.push((
+                    "at".into(),
+                    seq(pos, at.iter().map(|a| int(pos, *a)).collect()),
+                ));
+            }
+            if let Some(sh) = root.share {
+                fields.push(("share".into(), s(pos, &self.roots[sh].name.clone())));
+            }
+            out.push((root.name.clone(), map(pos, fields)));
+        }
+        out
+    }
+
+    fn flush_scalar(&mut self, block: &mut BlockOut) {
+        if block.scalar > 0 {
+            let pos = block.scalar_pos;
+            block.ops.push(map(
+                pos,
+                vec![(
+                    "scalar".into(),
+                    map(pos, vec![("cycles".into(), int(pos, block.scalar as i64))]),
+                )],
+            ));
+            self.texts.push((pos, format!("{} scalar ops", block.scalar)));
+            block.scalar = 0;
+        }
+    }
+
+    fn push(&mut self, op: &Op, block: &mut BlockOut, key: &str, value: Node, extra: Vec<(String, Node)>) {
+        self.flush_scalar(block);
+        let pos = op.name_pos;
+        let mut item = vec![(key.to_string(), value)];
+        item.extend(extra);
+        block.ops.push(map(pos, item));
+        let text = self.text_of(op);
+        self.texts.push((pos, text));
+    }
+
+    fn scalar_work(&mut self, op: &Op, block: &mut BlockOut) {
+        if block.scalar == 0 {
+            block.scalar_pos = op.name_pos;
+        }
+        block.scalar += 1;
+    }
+
+    fn region(&mut self, r: &Region) -> BlockOut {
+        let mut out = BlockOut::default();
+        if let Some(b) = r.blocks.first() {
+            for op in &b.ops {
+                self.op(op, &mut out);
+            }
+            if r.blocks.len() > 1 {
+                let p = r.blocks[1].ops.first().map(|o| o.name_pos).unwrap_or_default();
+                self.error(
+                    p,
+                    "a region with more than one block (cf.br control flow) is not read by npusim"
+                        .into(),
+                    Some("npusim reads structured control flow: scf.for, scf.if".into()),
+                );
+            }
+        }
+        self.flush_scalar(&mut out);
+        out
+    }
+
+    /// A block's fields beside its op key: `buffers`, `views`, `body` (or a branch's list).
+    fn block_fields(&mut self, out: BlockOut, pos: Pos, body_key: &str) -> Vec<(String, Node)> {
+        let mut fields = Vec::new();
+        let buffers = self.render_buffers(&out.roots);
+        if !buffers.is_empty() {
+            fields.push(("buffers".into(), map(pos, buffers)));
+        }
+        if !out.views.is_empty() {
+            fields.push(("views".into(), map(pos, out.views)));
+        }
+        fields.push((body_key.into(), seq(pos, out.ops)));
+        fields
+    }
+
+    fn op(&mut self, op: &Op, block: &mut BlockOut) {
+        match &op.kind {
+            OpKind::Constant { value, ty } => {
+                let v = match (value, ty) {
+                    (Attr::Int { value, .. }, Type::Index | Type::Int { .. }) => {
+                        match i64::try_from(*value) {
+                            Ok(k) => Val::Int {
+                                expr: k.to_string(),
+                                konst: Some(k),
+                            },
+                            Err(_) => Val::Unknown {
+                                what: "an integer constant outside 64 bits".into(),
+                            },
+                        }
+                    }
+                    (_, Type::Tensor { .. }) => Val::Tensor,
+                    _ => Val::Unknown {
+                        what: format!("the constant at line {}", op.name_pos.line),
+                    },
+                };
+                self.set_results(op, v);
+            }
+            OpKind::Scalar {
+                operands,
+                predicate,
+                map: amap,
+                dims,
+                types,
+            } => {
+                let v = self.scalar(op, operands, predicate.as_deref(), amap.as_ref(), *dims, types);
+                self.set_results(op, v);
+                self.scalar_work(op, block);
+            }
+            OpKind::Alloc { dynamic_sizes, ty } => {
+                if !dynamic_sizes.is_empty() {
+                    self.error(
+                        op.name_pos,
+                        "memref.alloc with dynamic sizes: npusim plans static sizes only".into(),
+                        Some("give the alloc the static size the kernel runs with".into()),
+                    );
+                    return;
+                }
+                self.alloc(op, ty, None, block);
+            }
+            OpKind::PointerCast {
+                addrs,
+                dynamic_sizes,
+                ty,
+            } => {
+                if !dynamic_sizes.is_empty() {
+                    self.error(
+                        op.name_pos,
+                        "hivm.hir.pointer_cast with dynamic sizes: npusim plans static sizes only"
+                            .into(),
+                        None,
+                    );
+                    return;
+                }
+                let mut at = Vec::new();
+                for a in addrs {
+                    match self.konst(a) {
+                        Some(k) => at.push(k),
+                        None => {
+                            self.error(
+                                a.pos,
+                                format!("pointer_cast address %{} is not a constant", a.name),
+                                None,
+                            );
+                            return;
+                        }
+                    }
+                }
+                self.alloc(op, ty, Some(at), block);
+            }
+            OpKind::Mark { target } => {
+                let n = op.attrs.iter().find(|a| a.name == "hivm.multi_buffer");
+                if let Some(a) = n {
+                    let k = match &a.value {
+                        Some(Attr::Int { value, .. }) => u32::try_from(*value).ok(),
+                        _ => None,
+                    };
+                    let Some(k) = k.filter(|k| *k >= 1) else {
+                        self.error(a.pos, "hivm.multi_buffer must be a positive integer".into(), None);
+                        return;
+                    };
+                    if let Some(m) = self.mem(target, "annotation.mark") {
+                        let root = &mut self.roots[m.root];
+                        if root.tensor {
+                            self.error(
+                                target.pos,
+                                "hivm.multi_buffer on a gm tensor: only on-chip buffers have slots"
+                                    .into(),
+                                None,
+                            );
+                        } else if root.at.is_none() {
+                            root.multi = k;
+                        }
+                    }
+                }
+            }
+            OpKind::View {
+                kind,
+                source,
+                ty,
+                ..
+            } => self.view(op, kind, source, ty),
+            OpKind::Dps {
+                modifier,
+                ins,
+                outs,
+                groups,
+                results,
+            } => {
+                let _ = results;
+                self.dps(op, modifier.as_deref(), ins, outs, groups, block);
+            }
+            OpKind::For {
+                iv,
+                lower,
+                upper,
+                step,
+                iter_args,
+                body,
+                ..
+            } => self.for_op(op, iv, lower, upper, step, iter_args, body, block),
+            OpKind::If {
+                cond, then, els, ..
+            } => self.if_op(op, cond, then, els.as_ref(), block),
+            OpKind::While { .. } => self.error(
+                op.name_pos,
+                "scf.while: npusim needs a trip count it can compute, and reads no while loops yet"
+                    .into(),
+                Some("write the loop as scf.for with its bounds".into()),
+            ),
+            OpKind::Yield { .. } | OpKind::Condition { .. } | OpKind::Return { .. } => {}
+            OpKind::Scope { body } => {
+                for b in &body.blocks {
+                    for o in &b.ops {
+                        self.op(o, block);
+                    }
+                }
+            }
+            OpKind::SetFlag { src, dst, event } | OpKind::WaitFlag { src, dst, event } => {
+                if self.opts.sync == SyncOps::Drop {
+                    return;
+                }
+                self.manual = true;
+                let key = if matches!(op.kind, OpKind::SetFlag { .. }) {
+                    "set_flag"
+                } else {
+                    "wait_flag"
+                };
+                let id = match event {
+                    Event::Id(n) => n.to_string(),
+                    Event::Value(v) => match self.expr(v, v.pos, "the event id") {
+                        Some(e) => e,
+                        None => return,
+                    },
+                };
+                let pos = op.name_pos;
+                let node = map(
+                    pos,
+                    vec![
+                        ("src".into(), s(pos, &src.to_ascii_lowercase())),
+                        ("dst".into(), s(pos, &dst.to_ascii_lowercase())),
+                        ("id".into(), s(pos, &id)),
+                    ],
+                );
+                self.push(op, block, key, node, vec![]);
+            }
+            OpKind::PipeBarrier { pipe } => {
+                if self.opts.sync == SyncOps::Drop {
+                    return;
+                }
+                self.manual = true;
+                let pos = op.name_pos;
+                let p = pipe.strip_prefix("PIPE_").unwrap_or(pipe).to_ascii_lowercase();
+                self.push(op, block, "barrier", s(pos, &p), vec![]);
+            }
+            OpKind::SyncBlockSet { .. } | OpKind::SyncBlockWait { .. } | OpKind::SyncBlock { .. } => {
+                if self.opts.sync == SyncOps::Drop {
+                    return;
+                }
+                self.error(
+                    op.name_pos,
+                    format!("{}: cross-core sync in one function is not read yet", op.name),
+                    Some("npusim runs cross-core kernels written as a mixed YAML kernel (docs/programs.md, \"Mixed kernels\")".into()),
+                );
+            }
+            OpKind::MemLoad { memref, indices } | OpKind::MemStore { memref, indices, .. } => {
+                let load = matches!(op.kind, OpKind::MemLoad { .. });
+                self.set_results(
+                    op,
+                    Val::Unknown {
+                        what: format!("the memref.load at line {}", op.name_pos.line),
+                    },
+                );
+                let Some(m) = self.mem(memref, &op.name) else {
+                    return;
+                };
+                let root = self.roots[m.root].clone();
+                let mut idx = Vec::new();
+                for i in indices {
+                    match self.expr(i, i.pos, "the index") {
+                        Some(e) => idx.push(e),
+                        None => return,
+                    }
+                }
+                // indices of the value's own type: only exact for a whole root
+                let text = if matches!(m.sel, Sel::Whole) && idx.len() == root.shape.len() {
+                    format!("{}[{}]", root.name, idx.join(", "))
+                } else {
+                    let mut one = m.clone();
+                    // one element of the view: its first, as an approximation of where
+                    one.sel = match &m.sel {
+                        Sel::Box(b) => Sel::Box(b.iter().map(|(st, _)| (st.clone(), 1)).collect()),
+                        Sel::Range(st, _) => Sel::Range(st.clone(), 1),
+                        Sel::Whole => Sel::Box(root.shape.iter().map(|_| ("0".into(), 1)).collect()),
+                    };
+                    self.operand(&one, op.name_pos, block)
+                };
+                let pos = op.name_pos;
+                if load {
+                    self.push(op, block, "sload", map(pos, vec![("src".into(), s(pos, &text))]), vec![]);
+                } else {
+                    self.push(op, block, "sstore", map(pos, vec![("dst".into(), s(pos, &text))]), vec![]);
+                }
+            }
+            OpKind::Call { args, .. } => self.use_op(op, args, block),
+            OpKind::Opaque { operands, .. } => {
+                let hivm_scalar = op.name.starts_with("hivm.hir.get_block_idx")
+                    || op.name.starts_with("hivm.hir.get_sub_block_idx");
+                if hivm_scalar {
+                    let var = if op.name.ends_with("get_block_idx") {
+                        "block"
+                    } else {
+                        "subblock"
+                    };
+                    self.set_results(
+                        op,
+                        Val::Int {
+                            expr: var.into(),
+                            konst: None,
+                        },
+                    );
+                    self.scalar_work(op, block);
+                    return;
+                }
+                let touches: Vec<Value> = operands
+                    .iter()
+                    .filter(|v| matches!(self.get(v), Some(Val::Mem(_))))
+                    .cloned()
+                    .collect();
+                let generic_use = op.name == "bufferization.to_tensor"
+                    || op.name == "memref.dealloc"
+                    || self.is_generic(op);
+                if !touches.is_empty() && generic_use {
+                    if op.name != "memref.dealloc" {
+                        self.use_op(op, &touches, block);
+                    }
+                    self.set_results(op, Val::Tensor);
+                } else if !touches.is_empty() || is_memory_op(&op.name) {
+                    self.error(
+                        op.name_pos,
+                        format!("`{}` touches memory or sync and npusim does not know it", op.name),
+                        Some(
+                            "docs/mlir.md lists the ops npusim reads; an op it does not know cannot be planned or timed"
+                                .into(),
+                        ),
+                    );
+                } else {
+                    let tensorish = op.name.starts_with("tensor.")
+                        || op.name.starts_with("bufferization.")
+                        || op.name.starts_with("linalg.");
+                    self.set_results(
+                        op,
+                        if tensorish {
+                            Val::Tensor
+                        } else {
+                            Val::Unknown {
+                                what: format!("`{}` at line {}", op.name, op.name_pos.line),
+                            }
+                        },
+                    );
+                    if !tensorish {
+                        self.scalar_work(op, block);
+                    }
+                }
+            }
+            OpKind::AllocWorkspace { .. } => self.error(
+                op.name_pos,
+                "memref_ext.alloc_workspace: gm workspaces are planned by `mem-plan-mode=global-work-space-plan`, which npusim does not implement".into(),
+                None,
+            ),
+            OpKind::Module { .. } | OpKind::Func { .. } => self.error(
+                op.name_pos,
+                format!("{} inside a function", op.name),
+                None,
+            ),
+        }
+    }
+
+    /// Whether `op` was written in generic form (`"some_use"(%x)`): an op of a test dialect
+    /// that only uses its operands.
+    fn is_generic(&self, op: &Op) -> bool {
+        let start = op.name_pos.offset as usize;
+        self.src.as_bytes().get(start) == Some(&b'"')
+    }
+
+
+    fn use_op(&mut self, op: &Op, vals: &[Value], block: &mut BlockOut) {
+        let mut items = Vec::new();
+        for v in vals {
+            if let Some(Val::Mem(m)) = self.get(v).cloned() {
+                let t = self.operand(&m, v.pos, block);
+                items.push(s(v.pos, &t));
+            }
+        }
+        if items.is_empty() {
+            return;
+        }
+        let pos = op.name_pos;
+        self.push(op, block, "use", seq(pos, items), vec![]);
+    }
+
+    fn alloc(&mut self, op: &Op, ty: &Type, at: Option<Vec<i64>>, block: &mut BlockOut) {
+        let Type::MemRef(m) = ty else {
+            self.error(op.name_pos, format!("{} of a non-memref type", op.name), None);
+            return;
+        };
+        let Some(res) = Self::result(op) else {
+            return;
+        };
+        let Some(shape) = self.static_shape(m, op.name_pos, &res.name) else {
+            return;
+        };
+        let Some(dt) = self.dtype_of(m, op.name_pos) else {
+            return;
+        };
+        let space = m.space.clone().unwrap_or_else(|| "gm".into());
+        let Some(sc) = scope(&space) else {
+            self.error(
+                op.name_pos,
+                format!("address space `{space}` is not one npusim models"),
+                Some("npusim plans ub, cbuf (L1), ca (L0A), cb (L0B) and cc (L0C)".into()),
+            );
+            return;
+        };
+        if sc == "gm" {
+            self.error(
+                op.name_pos,
+                format!("{} in gm: npusim plans on-chip memories only", op.name),
+                Some("give the alloc an on-chip #hivm.address_space (ub, cbuf, cc)".into()),
+            );
+            return;
+        }
+        if sc == "ub" {
+            self.uses_ub = true;
+        } else {
+            self.uses_cube = true;
+        }
+        let name = self.fresh(&res.name);
+        let multi = at.as_ref().map(|a| a.len().max(1) as u32).unwrap_or(1);
+        self.roots.push(Root {
+            name: name.clone(),
+            tensor: false,
+            shape,
+            dtype: dt.into(),
+            scope: sc,
+            multi,
+            at,
+            share: None,
+            pos: op.name_pos,
+        });
+        let r = self.roots.len() - 1;
+        block.roots.push(r);
+        self.allocs.push(AllocSite {
+            pos: op.span.start,
+            buffer: name,
+        });
+        self.set(
+            &res,
+            Val::Mem(Mem {
+                root: r,
+                sel: Sel::Whole,
+                ty: m.clone(),
+            }),
+        );
+    }
+
+    fn view(&mut self, op: &Op, kind: &ViewKind, source: &Value, ty: &Type) {
+        let Some(src) = self.mem(source, &op.name) else {
+            self.set_results(op, Val::Tensor);
+            return;
+        };
+        let Type::MemRef(rty) = ty else {
+            self.set_results(op, Val::Tensor);
+            return;
+        };
+        let root_shape = self.roots[src.root].shape.clone();
+        let sel = match kind {
+            ViewKind::Subview {
+                offsets,
+                sizes,
+                strides,
+            } => {
+                let mut offs = Vec::new();
+                let mut lens = Vec::new();
+                for (i, o) in offsets.iter().enumerate() {
+                    let Some(e) = self.fold(o, op.name_pos, "the subview offset") else {
+                        return;
+                    };
+                    offs.push(e);
+                    let len = match sizes.get(i) {
+                        Some(OpFold::Const(c)) => *c as u64,
+                        Some(OpFold::Value(v)) => match self.konst(v) {
+                            Some(c) => c as u64,
+                            None => {
+                                self.error(
+                                    v.pos,
+                                    format!("subview size %{} is not a constant: npusim needs static sizes", v.name),
+                                    None,
+                                );
+                                return;
+                            }
+                        },
+                        None => 1,
+                    };
+                    let stride = match strides.get(i) {
+                        Some(OpFold::Const(c)) => *c,
+                        Some(OpFold::Value(v)) => self.konst(v).unwrap_or(1),
+                        None => 1,
+                    };
+                    // a strided subview covers from its first to its last element
+                    lens.push(if stride > 1 && len > 0 {
+                        (len - 1) * stride as u64 + 1
+                    } else {
+                        len
+                    });
+                }
+                let src_shape: Vec<u64> = src
+                    .ty
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => *n,
+                        Dim::Dynamic => 0,
+                    })
+                    .collect();
+                self.narrow(&src, &src_shape, &root_shape, offs, lens)
+            }
+            ViewKind::View { byte_shift, .. } => {
+                let bits: u64 = self.roots[src.root]
+                    .dtype
+                    .trim_start_matches(['i', 'u', 'f', 'b'])
+                    .trim_start_matches('f')
+                    .parse()
+                    .unwrap_or(8);
+                let n: u64 = rty
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => *n,
+                        Dim::Dynamic => 1,
+                    })
+                    .product();
+                let elem_bits = dtype(&rty.elem)
+                    .map(|d| d.trim_start_matches(['i', 'u', 'f', 'b']).trim_start_matches('f').parse::<u64>().unwrap_or(8))
+                    .unwrap_or(8);
+                let Some(shift) = self.expr(byte_shift, op.name_pos, "the view's byte shift") else {
+                    return;
+                };
+                let start = if bits == 8 {
+                    shift
+                } else {
+                    format!("{} * 8 / {bits}", paren(&shift))
+                };
+                let len = (n * elem_bits).div_ceil(bits.max(1));
+                Sel::Range(start, len)
+            }
+            // the same bytes, another type: the part of the root stays the same
+            _ => src.sel.clone(),
+        };
+        self.set_results(
+            op,
+            Val::Mem(Mem {
+                root: src.root,
+                sel,
+                ty: rty.clone(),
+            }),
+        );
+    }
+
+    /// The selection of a subview with offsets `offs` and lengths `lens` of `src` (whose type
+    /// has shape `src_shape`).
+    fn narrow(
+        &mut self,
+        src: &Mem,
+        src_shape: &[u64],
+        root_shape: &[u64],
+        offs: Vec<String>,
+        lens: Vec<u64>,
+    ) -> Sel {
+        let add = |a: &str, b: &str| -> String {
+            match (a.parse::<i64>(), b.parse::<i64>()) {
+                (Ok(x), Ok(y)) => (x + y).to_string(),
+                (Ok(0), _) => b.to_string(),
+                (_, Ok(0)) => a.to_string(),
+                _ => format!("{} + {}", a, paren(b)),
+            }
+        };
+        match &src.sel {
+            Sel::Whole if src_shape == root_shape => Sel::Box(offs.into_iter().zip(lens).collect()),
+            Sel::Box(b) if b.len() == offs.len() => Sel::Box(
+                b.iter()
+                    .zip(offs.into_iter().zip(lens))
+                    .map(|((st, _), (o, l))| (add(st, &o), l))
+                    .collect(),
+            ),
+            // a subview of a reshaped part: the contiguous range from its first to its last
+            // element, in the source type's row-major order
+            sel => {
+                let base = match sel {
+                    Sel::Whole => "0".to_string(),
+                    Sel::Range(st, _) => st.clone(),
+                    Sel::Box(b) => {
+                        // the box's first element, flattened over the root
+                        let mut terms = Vec::new();
+                        for (i, (st, _)) in b.iter().enumerate() {
+                            let inner: u64 = root_shape[i + 1..].iter().product();
+                            if st != "0" {
+                                terms.push(if inner == 1 {
+                                    st.clone()
+                                } else {
+                                    format!("{} * {inner}", paren(st))
+                                });
+                            }
+                        }
+                        if terms.is_empty() {
+                            "0".into()
+                        } else {
+                            terms.join(" + ")
+                        }
+                    }
+                };
+                let mut first = Vec::new();
+                let mut span: u64 = 1;
+                for (i, (o, l)) in offs.iter().zip(&lens).enumerate() {
+                    let inner: u64 = src_shape.get(i + 1..).map(|s| s.iter().product()).unwrap_or(1);
+                    if o != "0" {
+                        first.push(if inner == 1 {
+                            o.clone()
+                        } else {
+                            format!("{} * {inner}", paren(o))
+                        });
+                    }
+                    span += l.saturating_sub(1) * inner;
+                }
+                let f = if first.is_empty() {
+                    "0".to_string()
+                } else {
+                    first.join(" + ")
+                };
+                Sel::Range(add(&base, &f), span)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scalar(
+        &mut self,
+        op: &Op,
+        operands: &[Value],
+        predicate: Option<&str>,
+        amap: Option<&Attr>,
+        dims: u32,
+        types: &[Type],
+    ) -> Val {
+        let _ = types;
+        let unknown = |what: String| Val::Unknown { what };
+        let mut args = Vec::new();
+        for v in operands {
+            match self.get(v) {
+                Some(Val::Int { expr, konst }) => args.push((expr.clone(), *konst)),
+                Some(Val::Unknown { what }) => return unknown(what.clone()),
+                _ => {
+                    return unknown(format!("`{}` at line {}", op.name, op.name_pos.line));
+                }
+            }
+        }
+        let short = op.name.rsplit('.').next().unwrap_or("");
+        let bin = |sym: &str| -> Option<String> {
+            let (a, b) = (args.first()?, args.get(1)?);
+            Some(format!("{} {sym} {}", paren(&a.0), paren(&b.0)))
+        };
+        let expr = match (op.name.split('.').next().unwrap_or(""), short) {
+            ("arith" | "index", "addi" | "add") => bin("+"),
+            ("arith" | "index", "subi" | "sub") => bin("-"),
+            ("arith" | "index", "muli" | "mul") => bin("*"),
+            ("arith" | "index", "floordivsi" | "floordivs") => bin("/"),
+            // npusim's `/` floors; divsi truncates: they agree on the non-negative values
+            // index arithmetic carries
+            ("arith" | "index", "divsi" | "divui" | "divs" | "divu") => bin("/"),
+            ("arith" | "index", "remsi" | "remui" | "rems" | "remu") => bin("%"),
+            ("arith" | "index", "ceildivsi" | "ceildivui" | "ceildivs" | "ceildivu") => {
+                let (a, b) = match (args.first(), args.get(1)) {
+                    (Some(a), Some(b)) => (a.0.clone(), b.0.clone()),
+                    _ => return unknown(op.name.clone()),
+                };
+                Some(format!("({} + {} - 1) / {}", paren(&a), paren(&b), paren(&b)))
+            }
+            ("arith" | "index", "minsi" | "minui" | "mins" | "minu") => args
+                .get(1)
+                .map(|b| format!("min({}, {})", args[0].0, b.0)),
+            ("arith" | "index", "maxsi" | "maxui" | "maxs" | "maxu") => args
+                .get(1)
+                .map(|b| format!("max({}, {})", args[0].0, b.0)),
+            ("arith", "index_cast" | "index_castui" | "extsi" | "extui" | "trunci")
+            | ("index", "casts" | "castu") => args.first().map(|a| a.0.clone()),
+            ("arith", "andi") => bin("&&"),
+            ("arith", "ori") => bin("||"),
+            ("arith", "cmpi") => {
+                let sym = match predicate.unwrap_or("") {
+                    "eq" => "==",
+                    "ne" => "!=",
+                    "slt" | "ult" => "<",
+                    "sle" | "ule" => "<=",
+                    "sgt" | "ugt" => ">",
+                    "sge" | "uge" => ">=",
+                    _ => return unknown(format!("arith.cmpi at line {}", op.name_pos.line)),
+                };
+                bin(sym)
+            }
+            ("arith", "select") => match (args.first(), args.get(1), args.get(2)) {
+                (Some(c), Some(a), Some(b)) => Some(format!(
+                    "{} * {} + !{} * {}",
+                    paren(&c.0),
+                    paren(&a.0),
+                    paren(&c.0),
+                    paren(&b.0)
+                )),
+                _ => None,
+            },
+            ("affine", "apply" | "min" | "max") => {
+                let m = match amap {
+                    Some(Attr::AffineMap(m)) => Some(m.clone()),
+                    Some(Attr::AliasRef(a)) => self.chunk.aliases.iter().find(|x| &x.name == a).and_then(|x| match &x.value {
+                        Attr::AffineMap(m) => Some(m.clone()),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                match m {
+                    Some(m) => {
+                        let exprs: Vec<String> = m
+                            .results
+                            .iter()
+                            .map(|r| affine(r, &args, dims))
+                            .collect();
+                        match short {
+                            "apply" => exprs.into_iter().next(),
+                            f => exprs.into_iter().reduce(|a, b| format!("{f}({a}, {b})")),
+                        }
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        match expr {
+            Some(e) => {
+                let konst = crate::expr::parse(&e, &mut |_| None)
+                    .ok()
+                    .and_then(|x| x.as_const());
+                match konst {
+                    Some(k) => Val::Int {
+                        expr: k.to_string(),
+                        konst: Some(k),
+                    },
+                    None => Val::Int { expr: e, konst: None },
+                }
+            }
+            None => unknown(format!("`{}` at line {}", op.name, op.name_pos.line)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn for_op(
+        &mut self,
+        op: &Op,
+        iv: &Value,
+        lower: &Value,
+        upper: &Value,
+        step: &Value,
+        iter_args: &[(Value, Value)],
+        body: &Region,
+        block: &mut BlockOut,
+    ) {
+        let from = self.expr(lower, lower.pos, "the loop's lower bound");
+        let to = self.expr(upper, upper.pos, "the loop's upper bound");
+        let st = self.expr(step, step.pos, "the loop's step");
+        let var = self.fresh(&iv.name);
+        self.set(
+            iv,
+            Val::Int {
+                expr: var.clone(),
+                konst: None,
+            },
+        );
+        let mut inits = Vec::new();
+        for (arg, init) in iter_args {
+            let v = match self.get(init).cloned() {
+                Some(Val::Mem(m)) => Val::Mem(m),
+                Some(Val::Tensor) => Val::Tensor,
+                _ => Val::Unknown {
+                    what: format!("the loop-carried value %{}", arg.name),
+                },
+            };
+            inits.push(v.clone());
+            self.set(arg, v);
+        }
+        self.flush_scalar(block);
+        let out = self.region(body);
+        let yielded = last_yield(body);
+        self.carry(&inits, &yielded);
+        // the loop's results are the carried values
+        let results: Vec<Val> = inits
+            .iter()
+            .map(|v| match v {
+                Val::Mem(m) => Val::Mem(m.clone()),
+                Val::Tensor => Val::Tensor,
+                _ => Val::Unknown {
+                    what: format!("a result of the scf.for at line {}", op.name_pos.line),
+                },
+            })
+            .collect();
+        self.set_many(op, results);
+        let (Some(from), Some(to), Some(st)) = (from, to, st) else {
+            return;
+        };
+        let pos = op.name_pos;
+        let head = map(
+            pos,
+            vec![
+                ("var".into(), s(pos, &var)),
+                ("from".into(), s(pos, &from)),
+                ("to".into(), s(pos, &to)),
+                ("step".into(), s(pos, &st)),
+            ],
+        );
+        let fields = self.block_fields(out, pos, "body");
+        self.push(op, block, "for", head, fields);
+    }
+
+    fn set_many(&mut self, op: &Op, vals: Vec<Val>) {
+        let mut i = 0;
+        for r in &op.results {
+            for k in 0..r.count.max(1) {
+                if let Some(v) = vals.get(i) {
+                    self.vals.insert((r.name.clone(), k), v.clone());
+                }
+                i += 1;
+            }
+        }
+    }
+
+    /// A value carried around a loop (or out of a branch) in another buffer must live at the
+    /// address of the one it replaces: the yielded buffer `share`s the initial one.
+    fn carry(&mut self, inits: &[Val], yielded: &[Value]) {
+        for (init, y) in inits.iter().zip(yielded) {
+            if let (Val::Mem(a), Some(Val::Mem(b))) = (init, self.get(y).cloned()) {
+                if a.root != b.root && !self.roots[a.root].tensor && !self.roots[b.root].tensor {
+                    let b_root = &mut self.roots[b.root];
+                    if b_root.share.is_none() && b_root.at.is_none() {
+                        b_root.share = Some(a.root);
+                    }
+                }
+            }
+        }
+    }
+
+    fn if_op(
+        &mut self,
+        op: &Op,
+        cond: &Value,
+        then: &Region,
+        els: Option<&Region>,
+        block: &mut BlockOut,
+    ) {
+        let c = self.expr(cond, cond.pos, "the condition");
+        self.flush_scalar(block);
+        let t = self.region(then);
+        let ty = last_yield(then);
+        let e = els.map(|r| (self.region(r), last_yield(r)));
+        // the results are the then-branch's values; the else-branch's share their buffers
+        let results: Vec<Val> = ty
+            .iter()
+            .map(|v| match self.get(v).cloned() {
+                Some(Val::Mem(m)) => Val::Mem(m),
+                _ => Val::Unknown {
+                    what: format!("a result of the scf.if at line {}", op.name_pos.line),
+                },
+            })
+            .collect();
+        if let Some((_, ey)) = &e {
+            self.carry(&results, ey);
+        }
+        self.set_many(op, results);
+        let Some(c) = c else {
+            return;
+        };
+        let pos = op.name_pos;
+        let mut fields = Vec::new();
+        let branch = |l: &mut Self, out: BlockOut| -> Node {
+            let has_decls = !out.roots.is_empty() || !out.views.is_empty();
+            if has_decls {
+                map(pos, l.block_fields(out, pos, "body"))
+            } else {
+                seq(pos, out.ops)
+            }
+        };
+        fields.push(("then".to_string(), branch(self, t)));
+        if let Some((eo, _)) = e {
+            fields.push(("else".to_string(), branch(self, eo)));
+        }
+        self.push(op, block, "if", s(pos, &c), fields);
+    }
+
+    fn dps(
+        &mut self,
+        op: &Op,
+        modifier: Option<&str>,
+        ins: &[Typed],
+        outs: &[Typed],
+        groups: &[(String, Vec<Typed>)],
+        block: &mut BlockOut,
+    ) {
+        // tensor IR (before bufferization) is not what npusim runs
+        let any_mem = ins
+            .iter()
+            .chain(outs)
+            .any(|t| matches!(self.get(&t.value), Some(Val::Mem(_))));
+        if !any_mem {
+            self.set_results(op, Val::Tensor);
+            return;
+        }
+        let short = op.name.strip_prefix("hivm.hir.").unwrap_or(&op.name).to_string();
+        let pos = op.name_pos;
+        let mut opnd = |l: &mut Self, t: &Typed| -> Option<Node> {
+            let m = l.mem(&t.value, &op.name)?;
+            let text = l.operand(&m, t.value.pos, block);
+            Some(s(t.value.pos, &text))
+        };
+        let one = |v: &[Typed], what: &str, l: &mut Self| -> Option<Typed> {
+            match v.first() {
+                Some(t) => Some(t.clone()),
+                None => {
+                    l.error(pos, format!("{}: no {what} operand", op.name), None);
+                    None
+                }
+            }
+        };
+        match short.as_str() {
+            "load" | "nd2nz" | "load_scale" | "store" | "copy" | "fixpipe" => {
+                let (Some(i), Some(o)) = (one(ins, "ins", self), one(outs, "outs", self)) else {
+                    return;
+                };
+                let (Some(src), Some(dst)) = (opnd(self, &i), opnd(self, &o)) else {
+                    return;
+                };
+                let key = match short.as_str() {
+                    "nd2nz" | "load_scale" => "load",
+                    k => k,
+                };
+                let mut f = vec![("src".to_string(), src), ("dst".to_string(), dst)];
+                if short == "nd2nz" {
+                    f.push(("layout".into(), s(pos, "nz")));
+                }
+                self.push(op, block, key, map(pos, f), vec![]);
+            }
+            "mmadL1" | "mmadmxL1" => {
+                if ins.len() < 6 {
+                    self.error(
+                        pos,
+                        format!("{}: expected ins(a, b, init, m, k, n), found {} operands", op.name, ins.len()),
+                        None,
+                    );
+                    return;
+                }
+                let Some(o) = one(outs, "outs", self) else { return };
+                let (Some(a), Some(b), Some(c)) = (opnd(self, &ins[0]), opnd(self, &ins[1]), opnd(self, &o)) else {
+                    return;
+                };
+                let mut f = vec![("a".to_string(), a), ("b".to_string(), b), ("c".to_string(), c)];
+                for (k, i) in [("init", 2), ("m", 3), ("k", 4), ("n", 5)] {
+                    let v = &ins[i].value;
+                    let Some(e) = self.expr(v, v.pos, &format!("mmadL1's {k}")) else {
+                        return;
+                    };
+                    f.push((k.to_string(), s(v.pos, &e)));
+                }
+                self.push(op, block, "mmad_l1", map(pos, f), vec![]);
+            }
+            _ if short.starts_with('v') => self.vector(op, &short, modifier, ins, outs, groups, block),
+            _ => self.error(
+                pos,
+                format!("`{}` touches memory and npusim does not know it", op.name),
+                Some("docs/mlir.md lists the HIVM ops npusim reads".into()),
+            ),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vector(
+        &mut self,
+        op: &Op,
+        short: &str,
+        modifier: Option<&str>,
+        ins: &[Typed],
+        outs: &[Typed],
+        groups: &[(String, Vec<Typed>)],
+        block: &mut BlockOut,
+    ) {
+        let pos = op.name_pos;
+        let mut mem_ins = Vec::new();
+        let mut scalar: Option<String> = None;
+        for t in ins {
+            match self.get(&t.value).cloned() {
+                Some(Val::Mem(m)) => mem_ins.push((m, t.value.pos)),
+                Some(Val::Int { expr, .. }) => scalar = Some(expr),
+                // npusim never computes data: a float scalar's value does not change timing
+                Some(Val::Unknown { .. }) => scalar = Some("0".into()),
+                _ => {
+                    self.error(t.value.pos, format!("%{} is not defined", t.value.name), None);
+                    return;
+                }
+            }
+        }
+        let name = match (short, modifier) {
+            ("vreduce", Some(m)) => format!("vreduce_{m}"),
+            ("vbrc", _) if mem_ins.is_empty() => "vdup".to_string(),
+            (op2, _) if scalar.is_some() && !mem_ins.is_empty() => match op2 {
+                "vadd" | "vsub" => "vadds".into(),
+                "vmul" | "vdiv" => "vmuls".into(),
+                "vmax" => "vmaxs".into(),
+                "vmin" => "vmins".into(),
+                o => o.to_string(),
+            },
+            (o, _) => o.to_string(),
+        };
+        if crate::types::VecOp::parse(&name).is_none() {
+            self.error(
+                pos,
+                format!("`{}` is a vector op npusim does not model", op.name),
+                Some("docs/programs.md lists npusim's vector ops".into()),
+            );
+            return;
+        }
+        let mut f = Vec::new();
+        let mut ins_nodes = Vec::new();
+        for (m, p) in &mem_ins {
+            let t = self.operand(m, *p, block);
+            ins_nodes.push(s(*p, &t));
+        }
+        f.push(("ins".to_string(), seq(pos, ins_nodes)));
+        let mut out_nodes = Vec::new();
+        for o in outs {
+            let Some(m) = self.mem(&o.value, &op.name) else { return };
+            let t = self.operand(&m, o.value.pos, block);
+            out_nodes.push(s(o.value.pos, &t));
+        }
+        match out_nodes.len() {
+            0 => {
+                self.error(pos, format!("{}: no outs operand", op.name), None);
+                return;
+            }
+            1 => f.push(("out".into(), out_nodes.pop().unwrap_or_else(|| s(pos, "")))),
+            _ => f.push(("out".into(), seq(pos, out_nodes))),
+        }
+        if let Some(sc) = scalar.filter(|_| matches!(name.as_str(), "vadds" | "vmuls" | "vmaxs" | "vmins" | "vdup")) {
+            f.push(("scalar".into(), s(pos, &sc)));
+        }
+        for (g, vals) in groups {
+            if g == "temp_buffer" {
+                if let Some(t) = vals.first() {
+                    if let Some(m) = self.mem(&t.value, &op.name) {
+                        let text = self.operand(&m, t.value.pos, block);
+                        f.push(("tmp".into(), s(t.value.pos, &text)));
+                    }
+                }
+            }
+        }
+        for a in &op.attrs {
+            let dims = |v: &Option<Attr>| -> Vec<Node> {
+                match v {
+                    Some(Attr::Array(xs)) => xs
+                        .iter()
+                        .filter_map(|x| match x {
+                            Attr::Int { value, .. } => Some(int(a.pos, *value as i64)),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            };
+            match a.name.as_str() {
+                "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
+                "broadcast_dims" | "broadcast" => f.push(("broadcast".into(), seq(a.pos, dims(&a.value)))),
+                "permutation" if name == "vtranspose" => f.push(("transpose".into(), boolean(a.pos, true))),
+                _ => {}
+            }
+        }
+        self.push(op, block, &name, map(pos, f), vec![]);
+    }
+}
+
+/// The values of the region's closing `scf.yield`.
+fn last_yield(r: &Region) -> Vec<Value> {
+    r.blocks
+        .first()
+        .and_then(|b| b.ops.last())
+        .and_then(|o| match &o.kind {
+            OpKind::Yield { values } => Some(values.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn op_has_regions(op: &Op) -> bool {
+    matches!(
+        op.kind,
+        OpKind::Module { .. }
+            | OpKind::Func { .. }
+            | OpKind::For { .. }
+            | OpKind::If { .. }
+            | OpKind::While { .. }
+            | OpKind::Scope { .. }
+    )
+}
+
+/// Ops that touch memory or sync by their name, whatever their operands.
+fn is_memory_op(name: &str) -> bool {
+    let n = name.strip_prefix("hivm.hir.").unwrap_or("");
+    !n.is_empty()
+        && !matches!(
+            n,
+            "set_mask_norm"
+                | "set_ffts_base_addr"
+                | "debug"
+                | "get_block_num"
+                | "get_sub_block_num"
+                | "set_ctrl"
+                | "set_atomic"
+        )
+}
+
+fn type_name(t: &Type) -> String {
+    match t {
+        Type::Index => "index".into(),
+        Type::Int { bits, signed } => match signed {
+            Some(true) => format!("si{bits}"),
+            Some(false) => format!("ui{bits}"),
+            None => format!("i{bits}"),
+        },
+        Type::Float(f) => f.clone(),
+        Type::Other(o) => o.clone(),
+        _ => "a composite type".into(),
+    }
+}
+
+/// An affine expression as an npusim expression over the map's operands (`dims` dims first).
+fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32) -> String {
+    use super::ast::AffineExpr as A;
+    let arg = |i: usize| args.get(i).map(|a| paren(&a.0)).unwrap_or_else(|| "0".into());
+    match e {
+        A::Dim(i) => arg(*i as usize),
+        A::Sym(j) => arg(dims as usize + *j as usize),
+        A::Const(c) => c.to_string(),
+        A::Add(a, b) => format!("({} + {})", affine(a, args, dims), affine(b, args, dims)),
+        A::Mul(a, b) => format!("({} * {})", affine(a, args, dims), affine(b, args, dims)),
+        A::FloorDiv(a, b) => format!("({} / {})", affine(a, args, dims), affine(b, args, dims)),
+        A::CeilDiv(a, b) => {
+            let (x, y) = (affine(a, args, dims), affine(b, args, dims));
+            format!("(({x} + {y} - 1) / {y})")
+        }
+        A::Mod(a, b) => format!("({} % {})", affine(a, args, dims), affine(b, args, dims)),
+    }
+}

@@ -1,0 +1,374 @@
+//! HIVM MLIR out, source-preserving (docs/mlir.md, "npusim opt"): every op of the input is
+//! printed on one line from its own text, comments dropped (FileCheck reads the output, and an
+//! echoed `// CHECK` would match itself); only what a pass changes is generated: the planned
+//! `pointer_cast`s with their offset constants (as HIVM's AllocToPointerCast prints them), and
+//! the inserted sync ops.
+
+use super::ast::{Chunk, Op, OpKind, Region};
+use super::lower::{one_line, strip_comment};
+use std::collections::HashMap;
+
+/// What a pass changes in a chunk.
+#[derive(Clone, Debug, Default)]
+pub struct Edits {
+    /// The planned byte offsets of each alloc, one per slot, by the alloc op's start offset
+    /// in the file. An alloc listed here prints as a `pointer_cast`.
+    pub offsets: HashMap<u32, Vec<u64>>,
+    /// Lines to print before / after an op, by the op name's (line, column).
+    pub before: HashMap<(u32, u32), Vec<String>>,
+    pub after: HashMap<(u32, u32), Vec<String>>,
+    /// Lines to print at the start of a function's body, by the function op's start offset
+    /// (after the offset constants).
+    pub prologue: HashMap<u32, Vec<String>>,
+}
+
+/// Prints `chunk` of `src` with `edits` applied.
+pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
+    let mut p = Printer {
+        src,
+        edits,
+        out: String::new(),
+        taken: HashMap::new(),
+    };
+    let implicit = !chunk
+        .ops
+        .iter()
+        .any(|o| matches!(o.kind, OpKind::Module { .. }));
+    if implicit {
+        p.line(0, "module {");
+        for op in &chunk.ops {
+            p.op(op, 1);
+        }
+        p.line(0, "}");
+    } else {
+        for op in &chunk.ops {
+            p.op(op, 0);
+        }
+    }
+    p.out
+}
+
+struct Printer<'a> {
+    src: &'a str,
+    edits: &'a Edits,
+    out: String,
+    /// SSA names in use in the current function, for fresh constant names.
+    taken: HashMap<String, ()>,
+}
+
+fn regions(op: &Op) -> Vec<&Region> {
+    match &op.kind {
+        OpKind::Module { body, .. }
+        | OpKind::Func { body, .. }
+        | OpKind::For { body, .. }
+        | OpKind::Scope { body } => vec![body],
+        OpKind::If { then, els, .. } => {
+            let mut v = vec![then];
+            if let Some(e) = els {
+                v.push(e);
+            }
+            v
+        }
+        OpKind::While { before, after, .. } => vec![before, after],
+        _ => Vec::new(),
+    }
+}
+
+/// Collects the SSA result names of every op under `ops`.
+fn names(ops: &[Op], out: &mut HashMap<String, ()>) {
+    for op in ops {
+        for r in &op.results {
+            out.insert(r.name.clone(), ());
+        }
+        for r in regions(op) {
+            for b in &r.blocks {
+                for (v, _) in &b.args {
+                    out.insert(v.name.clone(), ());
+                }
+                names(&b.ops, out);
+            }
+        }
+        if let OpKind::Func { args, .. } = &op.kind {
+            for a in args {
+                out.insert(a.value.name.clone(), ());
+            }
+        }
+    }
+}
+
+impl Printer<'_> {
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn text(&self, a: usize, b: usize) -> &str {
+        self.src.get(a..b.min(self.src.len())).unwrap_or("")
+    }
+
+    /// The offset of the `{` opening `r` (which lies in `op`), and of the `}` closing it.
+    fn braces(&self, op: &Op, r: &Region, from: usize) -> Option<(usize, usize)> {
+        let bytes = self.src.as_bytes();
+        let end = (op.span.end as usize).min(bytes.len());
+        // the region opens at the first `{` from `from` that is not inside (), [], <> or a
+        // string, and not an attribute dictionary (`attributes {`, or one that holds `=`
+        // before its first op)
+        let first_op = r
+            .blocks
+            .first()
+            .and_then(|b| b.ops.first())
+            .map(|o| o.span.start.offset as usize);
+        let open = match first_op {
+            Some(f) => {
+                // the last `{` before the region's first op, outside comments
+                let mut i = f;
+                let mut found = None;
+                while i > from {
+                    i -= 1;
+                    if bytes[i] == b'{' {
+                        let line_start = self.src[..i].rfind('\n').map_or(0, |n| n + 1);
+                        let before = &self.src[line_start..i];
+                        if !strip_comment(before).len().eq(&before.len()) {
+                            continue;
+                        }
+                        found = Some(i);
+                        break;
+                    }
+                }
+                found?
+            }
+            None => {
+                let t = self.text(from, end);
+                from + t.find('{')?
+            }
+        };
+        // the matching `}`
+        let mut depth = 0i32;
+        let mut in_str = false;
+        let mut i = open;
+        while i < end {
+            let c = bytes[i];
+            if in_str {
+                if c == b'\\' {
+                    i += 1;
+                } else if c == b'"' {
+                    in_str = false;
+                }
+            } else if c == b'"' {
+                in_str = true;
+            } else if c == b'/' && bytes.get(i + 1) == Some(&b'/') {
+                while i < end && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            } else if c == b'{' {
+                depth += 1;
+            } else if c == b'}' {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((open, i));
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+
+    fn op(&mut self, op: &Op, depth: usize) {
+        let key = (op.name_pos.line, op.name_pos.column);
+        if let Some(lines) = self.edits.before.get(&key) {
+            for l in lines.clone() {
+                self.line(depth, &l);
+            }
+        }
+        let start = op.span.start.offset as usize;
+        let end = op.span.end as usize;
+        if let (OpKind::Alloc { ty, .. }, Some(offs)) =
+            (&op.kind, self.edits.offsets.get(&op.span.start.offset))
+        {
+            let res = op.results.first().map(|r| r.name.clone()).unwrap_or_default();
+            let consts: Vec<String> = offs.iter().map(|o| const_name(*o)).collect();
+            let _ = ty;
+            let whole = one_line(self.text(start, end), usize::MAX);
+            let ty_text = type_text(&whole).to_string();
+            self.line(
+                depth,
+                &format!(
+                    "%{res} = hivm.hir.pointer_cast({}) : {ty_text}",
+                    consts
+                        .iter()
+                        .map(|c| format!("%{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        } else {
+            let rs = regions(op);
+            if rs.is_empty() {
+                let t = one_line(self.text(start, end), usize::MAX);
+                self.line(depth, &t);
+            } else {
+                if let OpKind::Func { .. } = op.kind {
+                    self.taken.clear();
+                    names(std::slice::from_ref(op), &mut self.taken);
+                }
+                let mut from = start;
+                for (i, r) in rs.iter().enumerate() {
+                    let Some((open, close)) = self.braces(op, r, from) else {
+                        // a declaration, or text the reader accepted but the printer cannot
+                        // split: the op's own text on one line
+                        let t = one_line(self.text(from, end), usize::MAX);
+                        self.line(depth, &t);
+                        from = end;
+                        break;
+                    };
+                    let head = one_line(self.text(from, open + 1), usize::MAX);
+                    if i == 0 {
+                        self.line(depth, &head);
+                    } else {
+                        // `} else {`, `} do {`: the text between the regions
+                        let pop = self.out.trim_end_matches('\n').len();
+                        self.out.truncate(pop);
+                        self.out.push(' ');
+                        self.out.push_str(head.trim_start_matches('}').trim_start());
+                        self.out.push('\n');
+                    }
+                    if let OpKind::Func { .. } = op.kind {
+                        self.prologue(op, depth + 1);
+                    }
+                    for b in &r.blocks {
+                        // a block label (`^bb0(%a: T):`) is printed from its text
+                        if let Some(l) = &b.label {
+                            let first = b.ops.first().map(|o| o.span.start.offset as usize);
+                            let lt = first.map(|f| self.text(open + 1, f)).unwrap_or("");
+                            let lt = lt.rfind('^').map(|k| &lt[k..]).unwrap_or(lt);
+                            let t = one_line(lt, usize::MAX);
+                            if !t.is_empty() {
+                                self.line(depth, &t);
+                            } else {
+                                self.line(depth, &format!("^{l}:"));
+                            }
+                        }
+                        for o in self.ordered(&b.ops) {
+                            self.op(o, depth + 1);
+                        }
+                    }
+                    self.line(depth, "}");
+                    from = close + 1;
+                }
+                if from < end {
+                    let tail = one_line(self.text(from, end), usize::MAX);
+                    if !tail.is_empty() {
+                        let pop = self.out.trim_end_matches('\n').len();
+                        self.out.truncate(pop);
+                        self.out.push(' ');
+                        self.out.push_str(&tail);
+                        self.out.push('\n');
+                    }
+                }
+            }
+        }
+        if let Some(lines) = self.edits.after.get(&key) {
+            for l in lines.clone() {
+                self.line(depth, &l);
+            }
+        }
+    }
+
+    /// The ops of a block in print order: HIVM moves the pointer_casts of multi-buffers to the
+    /// front of their block, the last one first.
+    fn ordered<'o>(&self, ops: &'o [Op]) -> Vec<&'o Op> {
+        let multi = |o: &Op| {
+            matches!(o.kind, OpKind::Alloc { .. })
+                && self
+                    .edits
+                    .offsets
+                    .get(&o.span.start.offset)
+                    .is_some_and(|v| v.len() > 1)
+        };
+        let mut out: Vec<&Op> = ops.iter().filter(|o| multi(o)).rev().collect();
+        out.extend(ops.iter().filter(|o| !multi(o)));
+        out
+    }
+
+    /// The offset constants of a function: one per distinct offset, in the order its allocs
+    /// are walked, each new one in front of the earlier ones.
+    fn prologue(&mut self, func: &Op, depth: usize) {
+        let mut seen: Vec<u64> = Vec::new();
+        let mut allocs = Vec::new();
+        collect_allocs(std::slice::from_ref(func), &mut allocs);
+        for a in allocs {
+            if let Some(offs) = self.edits.offsets.get(&a) {
+                for o in offs {
+                    if !seen.contains(o) {
+                        seen.push(*o);
+                    }
+                }
+            }
+        }
+        for o in seen.iter().rev() {
+            let name = const_name(*o);
+            self.line(depth, &format!("%{name} = arith.constant {o} : i64"));
+        }
+        if let Some(lines) = self.edits.prologue.get(&func.span.start.offset) {
+            for l in lines.clone() {
+                self.line(depth, &l);
+            }
+        }
+    }
+}
+
+fn collect_allocs(ops: &[Op], out: &mut Vec<u32>) {
+    for op in ops {
+        if let OpKind::Alloc { .. } = op.kind {
+            out.push(op.span.start.offset);
+        }
+        for r in regions(op) {
+            for b in &r.blocks {
+                collect_allocs(&b.ops, out);
+            }
+        }
+    }
+}
+
+/// The SSA name of the constant holding byte offset `o`. npusim's names carry a prefix no
+/// input uses (`npu`), so they never clash with the function's own values.
+pub fn const_name(o: u64) -> String {
+    format!("c{o}_i64_npu")
+}
+
+/// The type after an op's last top-level ` : ` (`memref<16xf16, #hivm.address_space<ub>>`).
+fn type_text(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut depth = 0i32;
+    let mut last = None;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'<' | b'(' | b'[' | b'{' => depth += 1,
+            b'>' if i > 0 && b[i - 1] == b'-' => {}
+            b'>' | b')' | b']' | b'}' => depth -= 1,
+            b':' if depth == 0 => last = Some(i),
+            _ => {}
+        }
+    }
+    match last {
+        Some(i) => line[i + 1..].trim(),
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_type_is_after_the_last_top_level_colon() {
+        assert_eq!(
+            type_text("%a = memref.alloc() {alignment = 64 : i64} : memref<16xf16, strided<[1], offset: ?>>"),
+            "memref<16xf16, strided<[1], offset: ?>>"
+        );
+    }
+}
