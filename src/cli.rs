@@ -132,6 +132,16 @@ pub enum Command {
     /// (`--check`), or fit named config numbers to the measurements and write the config with
     /// them (`--fit KEY,KEY,...`).
     Calibrate(CalibrateArgs),
+    /// Run npusim's passes on HIVM MLIR the way `bishengir-opt` runs HIVM's, so a lit RUN line
+    /// runs with `bishengir-opt` replaced by `npusim opt`: `npusim opt FILE
+    /// [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [-split-input-file]
+    /// [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE]
+    /// [--param NAME=INT] [-o FILE]` (docs/mlir.md).
+    Opt {
+        /// The file and the passes, spelled as `bishengir-opt` spells them (one or two dashes).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// List the built-in chip configs, or print one's YAML (`--show NAME`).
     Configs {
         /// Print the YAML text of the built-in config NAME, verbatim: a starting point for

@@ -33,6 +33,7 @@ mod check;
 mod cli;
 mod compare;
 mod input;
+mod opt;
 mod output;
 mod pack;
 mod progress;
@@ -142,6 +143,7 @@ fn main() -> ExitCode {
         }),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
+        Command::Opt { args } => opt::opt(&args),
         Command::Configs { show: None } => configs(),
         Command::Configs { show: Some(name) } => show_config(&name),
     };

@@ -64,6 +64,10 @@ pub fn load_launched(
     params: &[(String, i64)],
     blocks: Option<u32>,
 ) -> Result<Program, LoadError> {
+    if crate::mlir::looks_like_mlir(file, text) {
+        let mut k = crate::mlir::load_kernel(text, file, config, params, blocks)?;
+        return Ok(k.parts.remove(0));
+    }
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
     if program::is_mixed(&root) {
@@ -91,6 +95,9 @@ pub fn load_kernel(
     params: &[(String, i64)],
     blocks: Option<u32>,
 ) -> Result<Kernel, LoadError> {
+    if crate::mlir::looks_like_mlir(file, text) {
+        return crate::mlir::load_kernel(text, file, config, params, blocks);
+    }
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;
     let kernel = program::kernel(&mut r, &root, config, params, blocks);
@@ -160,6 +167,11 @@ fn finish<T>(root: &yaml::Node, r: Reader, value: Option<T>) -> Result<T, LoadEr
 /// (parsed once). Public so problems found after loading (run errors) are located the way the
 /// loader locates its own.
 pub fn locate(text: &str, diags: &mut [Diagnostic]) {
+    if crate::mlir::looks_like_mlir("", text) {
+        let file = diags.first().map(|d| d.file.clone()).unwrap_or_default();
+        crate::mlir::locate(text, &file, diags);
+        return;
+    }
     match yaml::parse(text) {
         Ok(root) => locate_in(&root, diags),
         Err(_) => {
@@ -169,6 +181,11 @@ pub fn locate(text: &str, diags: &mut [Diagnostic]) {
             }
         }
     }
+}
+
+/// [`locate`] in a document already parsed (or lowered from MLIR).
+pub fn locate_in_tree(root: &yaml::Node, diags: &mut [Diagnostic]) {
+    locate_in(root, diags)
 }
 
 /// Locates each path in the tree through its YAML form, falling back to the nearest existing

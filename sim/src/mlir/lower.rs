@@ -40,6 +40,8 @@ pub struct Lowered {
     pub texts: Vec<(Pos, String)>,
     /// Whether the function carried its own sync ops (`sync: manual`).
     pub manual: bool,
+    /// Each loop variable: its npusim name and the MLIR induction variable (without `%`).
+    pub vars: Vec<(String, String)>,
 }
 
 /// A `memref.alloc` (or `pointer_cast`) and the buffer it became.
@@ -118,6 +120,7 @@ pub fn lower(
         uses_ub: false,
         uses_cube: false,
         manual: false,
+        vars: Vec::new(),
     };
     for a in args {
         l.arg(a);
@@ -182,6 +185,7 @@ pub fn lower(
         allocs: l.allocs,
         texts: l.texts,
         manual: l.manual,
+        vars: l.vars,
     })
 }
 
@@ -257,6 +261,7 @@ struct Lower<'a> {
     uses_ub: bool,
     uses_cube: bool,
     manual: bool,
+    vars: Vec<(String, String)>,
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -1518,6 +1523,7 @@ impl<'a> Lower<'a> {
         let to = self.expr(upper, upper.pos, "the loop's upper bound");
         let st = self.expr(step, step.pos, "the loop's step");
         let var = self.fresh(&iv.name);
+        self.vars.push((var.clone(), iv.name.clone()));
         self.set(
             iv,
             Val::Int {

@@ -22,6 +22,8 @@ pub struct Loaded {
     pub config: Config,
     /// Which chunk of the file the function is in.
     pub chunk: usize,
+    /// Where the function's name is (HIVM reports an overflow there).
+    pub func_pos: ast::Pos,
 }
 
 /// The functions of `chunks` that `func` selects: the one named `func`, else every function
@@ -94,6 +96,7 @@ pub fn load_function(
         lowered,
         config,
         chunk,
+        func_pos: func.span.start,
     })
 }
 
@@ -143,4 +146,109 @@ pub fn with_mix_core(config: &Config) -> Config {
     }
     c.cores.push(mix);
     c
+}
+
+/// Whether an input is HIVM MLIR rather than a YAML program: a `.mlir` file, or text whose
+/// first line that is not blank or a comment opens a module or a function (a YAML program
+/// cannot start that way: `module {` is not a mapping).
+pub fn looks_like_mlir(file: &str, text: &str) -> bool {
+    if file.ends_with(".mlir") {
+        return true;
+    }
+    text.lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'))
+        .is_some_and(|l| {
+            l.starts_with("module") || l.starts_with("func.func") || l.starts_with("\"builtin.module\"")
+        })
+}
+
+/// Loads the kernel of an MLIR file for `check`, `plan`, `run`, `compare` and `sweep`: the
+/// file's one function with a body (or its one `hacc.entry` function), with its own sync ops.
+pub fn load_kernel(
+    text: &str,
+    file: &str,
+    config: &Config,
+    params: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<Kernel, LoadError> {
+    let chunks = parse_file(text, file)?;
+    let all = select(&chunks, None, file)?;
+    let entries: Vec<_> = all
+        .iter()
+        .copied()
+        .filter(|(_, op)| op.attrs.iter().any(|a| a.name == "hacc.entry"))
+        .collect();
+    let chosen = match (all.len(), entries.len()) {
+        (1, _) => all[0],
+        (_, 1) => entries[0],
+        _ => {
+            let names: Vec<String> = all
+                .iter()
+                .filter_map(|(_, op)| match &op.kind {
+                    OpKind::Func { name, .. } => Some(format!("@{name}")),
+                    _ => None,
+                })
+                .collect();
+            return Err(LoadError {
+                diagnostics: vec![Diagnostic::error(
+                    file,
+                    "",
+                    format!(
+                        "the file holds {} functions ({}) and npusim simulates one kernel",
+                        all.len(),
+                        names.join(", ")
+                    ),
+                )
+                .with_hint(
+                    "keep one function in the file, or mark the kernel `hacc.entry`; `npusim opt` plans every function",
+                )],
+            });
+        }
+    };
+    let opts = Options {
+        params: params.to_vec(),
+        sync: SyncOps::Keep,
+    };
+    let loaded = load_function(text, &chunks, chosen.0, chosen.1, file, config, &opts, blocks)?;
+    if loaded.lowered.core == "mix" {
+        let mut d = Diagnostic::error(
+            file,
+            "",
+            format!(
+                "@{} is a MIX function (it uses UB and the cube's memories); a core runs one side",
+                loaded.lowered.func
+            ),
+        )
+        .with_hint("`npusim opt -hivm-plan-memory` plans it; to run it, split it into its AIC and AIV functions");
+        d.line = Some(chosen.1.name_pos.line);
+        d.column = Some(chosen.1.name_pos.column);
+        return Err(LoadError {
+            diagnostics: vec![d],
+        });
+    }
+    Ok(loaded.kernel)
+}
+
+/// Locates diagnostics found after loading (run errors), given by YAML path, in the MLIR
+/// file: the path is looked up in the document the function lowered to.
+pub fn locate(text: &str, file: &str, diags: &mut [Diagnostic]) {
+    let doc = parse_file(text, file).ok().and_then(|chunks| {
+        let all = lower::functions(&chunks);
+        let (c, f) = *all.first()?;
+        let opts = Options {
+            params: Vec::new(),
+            sync: SyncOps::Keep,
+        };
+        lower::lower(text, &chunks[c], f, file, &opts).ok().map(|l| l.doc)
+    });
+    match doc {
+        Some(d) => crate::load::locate_in_tree(&d, diags),
+        None => {
+            for d in diags.iter_mut().filter(|d| d.line.is_none()) {
+                d.line = Some(1);
+                d.column = Some(1);
+            }
+        }
+    }
 }
