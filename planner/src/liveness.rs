@@ -266,6 +266,15 @@ struct Builder<'a> {
 
 /// Computes positions, storage entries and lifetimes (module docs).
 pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, LivenessError> {
+    liveness_with(program, mode, false)
+}
+
+/// [`liveness`], optionally accepting a read before the first write (`reads_unwritten`).
+pub fn liveness_with(
+    program: &Program,
+    mode: LivenessMode,
+    reads_unwritten: bool,
+) -> Result<Liveness, LivenessError> {
     let (entry_of, members) = entries(program);
     let mut b = Builder {
         program,
@@ -277,7 +286,9 @@ pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, Liven
     };
     b.number(&program.body);
     // the loader's rule: a loaded program passes it, a program built by hand may not
-    if let Some((buffer, op)) = sim::written::first_read_before_write(program) {
+    if let Some((buffer, op)) = sim::written::first_read_before_write(program)
+        .filter(|_| !reads_unwritten)
+    {
         return Err(LivenessError::ReadBeforeWrite { buffer, op });
     }
     let n = b.pos_op.len();

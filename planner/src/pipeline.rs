@@ -2,7 +2,7 @@
 //! independent validator. What the command line and the snapshot tests use.
 
 use crate::inplace::{inplace_pairs, InplaceResult};
-use crate::liveness::{liveness, Liveness, LivenessError};
+use crate::liveness::{Liveness, LivenessError};
 use crate::place::{place, InplacePolicy, PlanOptions};
 use crate::plan::{Plan, PlanError};
 use crate::validate::{validate, Violation};
@@ -56,7 +56,7 @@ pub fn plan_program(
     config: &Config,
     opts: &PlanOptions,
 ) -> Result<Planned, PlanFailure> {
-    let live = liveness(program, opts.liveness)?;
+    let live = crate::liveness::liveness_with(program, opts.liveness, opts.reads_unwritten)?;
     let inplace = inplace_pairs(program, &live);
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();
     let touch: Vec<(BufferId, BufferId)> = inplace.touch.iter().map(|p| (p.gen, p.kill)).collect();

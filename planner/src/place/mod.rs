@@ -58,6 +58,10 @@ pub struct PlanOptions {
     pub placement: PlacementMode,
     /// The exact search's budget per scope (`PlacementMode::Exact`).
     pub exact_time_limit: std::time::Duration,
+    /// Plan a program that reads a buffer before writing it (`npusim opt -hivm-inject-sync`
+    /// on a lit test's planned function) instead of refusing it: the buffer is live from the
+    /// program's start.
+    pub reads_unwritten: bool,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -81,6 +85,7 @@ impl Default for PlanOptions {
             inplace: InplacePolicy::Always,
             placement: PlacementMode::FirstFit,
             exact_time_limit: std::time::Duration::from_secs(10),
+            reads_unwritten: false,
         }
     }
 }

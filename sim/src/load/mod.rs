@@ -113,8 +113,10 @@ pub fn load_kernel_tree(
     config: &Config,
     params: &[(String, i64)],
     blocks: Option<u32>,
+    reads_unwritten: bool,
 ) -> Result<Kernel, LoadError> {
     let mut r = Reader::new(file);
+    r.reads_unwritten = reads_unwritten;
     let kernel = program::kernel(&mut r, root, config, params, blocks);
     finish(root, r, kernel)
 }

@@ -476,6 +476,9 @@ impl Loader<'_, '_> {
     // ----- checks shared by ops ------------------------------------------------------------
 
     fn check_reads_and_writes(&mut self, kind: &OpKind, opath: &str) {
+        if self.r.reads_unwritten {
+            return;
+        }
         let bases = Bases {
             buffers: &self.buffers,
             views: &self.views,

@@ -84,6 +84,10 @@ impl<'n> Fields<'n> {
 pub struct Reader<'f> {
     pub file: &'f str,
     pub diags: Vec<Diagnostic>,
+    /// Skip the read-before-first-write check: `npusim opt` on a lit test's function, which
+    /// may read what it never wrote (HIVM's passes do not refuse it; PlanMemory reports it
+    /// itself where its tests expect it).
+    pub reads_unwritten: bool,
 }
 
 impl<'f> Reader<'f> {
@@ -91,6 +95,7 @@ impl<'f> Reader<'f> {
         Reader {
             file,
             diags: Vec::new(),
+            reads_unwritten: false,
         }
     }
 

@@ -66,6 +66,11 @@ pub struct Options {
     /// Values of scalar function arguments (`--param argN=V`), by name without `%`.
     pub params: Vec<(String, i64)>,
     pub sync: SyncOps,
+    /// Plan-only lowering for `npusim opt` on lit tests, whose functions are not complete
+    /// kernels: a value npusim cannot compute gets a stand-in (`docs/mlir.md`, "What `opt`
+    /// assumes"), gm tensors are flat and sized by what each move takes, mmadL1 sizes follow
+    /// its operands, and a read before the first write is allowed.
+    pub lenient: bool,
 }
 
 /// The functions of the chunks that have a body, in order: (chunk index, the op).
@@ -121,6 +126,7 @@ pub fn lower(
         uses_cube: false,
         manual: false,
         vars: Vec::new(),
+        launched: false,
     };
     for a in args {
         l.arg(a);
@@ -166,6 +172,14 @@ pub fn lower(
     ];
     if !l.params.is_empty() {
         top.push(("params".to_string(), map(pos, l.params.clone())));
+    }
+    // the launch variable `block` exists only in a launched program: the stand-in conditions
+    // and `get_block_idx` read it
+    if l.launched {
+        top.push((
+            "launch".to_string(),
+            map(pos, vec![("blocks".to_string(), int(pos, 1))]),
+        ));
     }
     if !l.tensors.is_empty() {
         top.push(("gm".to_string(), map(pos, l.tensors.clone())));
@@ -262,6 +276,7 @@ struct Lower<'a> {
     uses_cube: bool,
     manual: bool,
     vars: Vec<(String, String)>,
+    launched: bool,
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -478,7 +493,12 @@ impl<'a> Lower<'a> {
     fn arg(&mut self, a: &super::ast::FuncArg) {
         match &a.ty {
             Type::MemRef(m) => {
-                let Some(shape) = self.static_shape(m, a.value.pos, &a.value.name) else {
+                let shape = if self.opts.lenient {
+                    Some(vec![1])
+                } else {
+                    self.static_shape(m, a.value.pos, &a.value.name)
+                };
+                let Some(shape) = shape else {
                     return;
                 };
                 let Some(dt) = self.dtype_of(m, a.value.pos) else {
@@ -496,6 +516,8 @@ impl<'a> Lower<'a> {
                     );
                     return;
                 }
+                // plan-only: one flat tensor large enough for any move
+                let shape = if self.opts.lenient { vec![1u64 << 24] } else { shape };
                 let name = self.fresh(&a.value.name);
                 let pos = a.value.pos;
                 self.tensors.push((
@@ -611,6 +633,11 @@ impl<'a> Lower<'a> {
     fn expr(&mut self, v: &Value, at: Pos, role: &str) -> Option<String> {
         match self.get(v).cloned() {
             Some(Val::Int { expr, .. }) => Some(expr),
+            Some(Val::Unknown { .. }) if self.opts.lenient => {
+                let s = stand_in(role);
+                self.launched |= s.contains("block");
+                Some(s)
+            }
             Some(Val::Unknown { what }) => {
                 self.error(
                     at,
@@ -722,6 +749,15 @@ impl<'a> Lower<'a> {
                 ));
                 w
             }
+        }
+    }
+
+    /// The elements a memory value selects.
+    fn count(&self, m: &Mem) -> u64 {
+        match &m.sel {
+            Sel::Whole => self.roots[m.root].shape.iter().product(),
+            Sel::Box(b) => b.iter().map(|(_, l)| *l).product(),
+            Sel::Range(_, l) => *l,
         }
     }
 
@@ -1059,6 +1095,7 @@ impl<'a> Lower<'a> {
                     } else {
                         "subblock"
                     };
+                    self.launched = true;
                     self.set_results(
                         op,
                         Val::Int {
@@ -1689,9 +1726,24 @@ impl<'a> Lower<'a> {
                 let (Some(i), Some(o)) = (one(ins, "ins", self), one(outs, "outs", self)) else {
                     return;
                 };
-                let (Some(src), Some(dst)) = (opnd(self, &i), opnd(self, &o)) else {
+                let (Some(mut src), Some(mut dst)) = (opnd(self, &i), opnd(self, &o)) else {
                     return;
                 };
+                if self.opts.lenient {
+                    // plan-only: the gm side takes as many elements as the on-chip side
+                    if let (Some(Val::Mem(a)), Some(Val::Mem(b))) =
+                        (self.get(&i.value).cloned(), self.get(&o.value).cloned())
+                    {
+                        let (ga, gb) = (self.roots[a.root].tensor, self.roots[b.root].tensor);
+                        if ga && !gb {
+                            let n = self.count(&b);
+                            src = s(i.value.pos, &format!("{}[0 : {n}]", self.roots[a.root].name));
+                        } else if gb && !ga {
+                            let n = self.count(&a);
+                            dst = s(o.value.pos, &format!("{}[0 : {n}]", self.roots[b.root].name));
+                        }
+                    }
+                }
                 let key = match short.as_str() {
                     "nd2nz" | "load_scale" => "load",
                     k => k,
@@ -1716,6 +1768,23 @@ impl<'a> Lower<'a> {
                     return;
                 };
                 let mut f = vec![("a".to_string(), a), ("b".to_string(), b), ("c".to_string(), c)];
+                if self.opts.lenient {
+                    // plan-only: sizes the operands hold (lit tests' operands are often smaller
+                    // than their m, k, n): k = 1, m from a, n from b and c
+                    let cnt = |l: &Self, t: &Typed| match l.get(&t.value) {
+                        Some(Val::Mem(m)) => l.count(m).max(1),
+                        _ => 1,
+                    };
+                    let (na, nb, nc) = (cnt(self, &ins[0]), cnt(self, &ins[1]), cnt(self, &o));
+                    let m = na.min(nc);
+                    let n = nb.min(nc / m).max(1);
+                    let init = self.expr(&ins[2].value, ins[2].value.pos, "mmadL1's init").unwrap_or_else(|| "1".into());
+                    for (k, v) in [("init", init), ("m", m.to_string()), ("k", "1".into()), ("n", n.to_string())] {
+                        f.push((k.to_string(), s(pos, &v)));
+                    }
+                    self.push(op, block, "mmad_l1", map(pos, f), vec![]);
+                    return;
+                }
                 for (k, i) in [("init", 2), ("m", 3), ("k", 4), ("n", 5)] {
                     let v = &ins[i].value;
                     let Some(e) = self.expr(v, v.pos, &format!("mmadL1's {k}")) else {
@@ -1786,7 +1855,9 @@ impl<'a> Lower<'a> {
             let t = self.operand(m, *p, block);
             ins_nodes.push(s(*p, &t));
         }
-        f.push(("ins".to_string(), seq(pos, ins_nodes)));
+        if !ins_nodes.is_empty() {
+            f.push(("ins".to_string(), seq(pos, ins_nodes)));
+        }
         let mut out_nodes = Vec::new();
         for o in outs {
             let Some(m) = self.mem(&o.value, &op.name) else { return };
@@ -1835,6 +1906,21 @@ impl<'a> Lower<'a> {
             }
         }
         self.push(op, block, &name, map(pos, f), vec![]);
+    }
+}
+
+/// What `opt` puts where a value it cannot compute is needed (plan-only lowering): a
+/// condition npusim cannot decide when loading (`block % 2 == 0`: the planner and the sync
+/// pass take both branches), a trip count of 2, offsets and ids of 0.
+fn stand_in(role: &str) -> String {
+    if role.contains("condition") || role.contains("init") {
+        "block % 2 == 0".into()
+    } else if role.contains("upper bound") {
+        "2".into()
+    } else if role.contains("step") {
+        "1".into()
+    } else {
+        "0".into()
     }
 }
 

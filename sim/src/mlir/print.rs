@@ -30,19 +30,23 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         out: String::new(),
         taken: HashMap::new(),
     };
-    let implicit = !chunk
-        .ops
-        .iter()
-        .any(|o| matches!(o.kind, OpKind::Module { .. }));
-    if implicit {
-        p.line(0, "module {");
-        for op in &chunk.ops {
-            p.op(op, 1);
-        }
-        p.line(0, "}");
-    } else {
-        for op in &chunk.ops {
-            p.op(op, 0);
+    for op in &chunk.ops {
+        // the reader wraps bare functions in a module of its own, which has no text
+        let at = op.name_pos.offset as usize;
+        let written = src
+            .get(at..)
+            .is_some_and(|s| s.starts_with("module") || s.starts_with("\"builtin.module\""));
+        match &op.kind {
+            OpKind::Module { body, .. } if !written => {
+                p.line(0, "module {");
+                for b in &body.blocks {
+                    for o in &b.ops {
+                        p.op(o, 1);
+                    }
+                }
+                p.line(0, "}");
+            }
+            _ => p.op(op, 0),
         }
     }
     p.out
@@ -289,8 +293,26 @@ impl Printer<'_> {
                     .get(&o.span.start.offset)
                     .is_some_and(|v| v.len() > 1)
         };
-        let mut out: Vec<&Op> = ops.iter().filter(|o| multi(o)).rev().collect();
-        out.extend(ops.iter().filter(|o| !multi(o)));
+        // each moves with its `annotation.mark`s
+        let marks_of = |o: &Op| -> Vec<&'o Op> {
+            let Some(r) = o.results.first() else {
+                return Vec::new();
+            };
+            ops.iter()
+                .filter(|m| matches!(&m.kind, OpKind::Mark { target } if target.name == r.name))
+                .collect()
+        };
+        let mut out: Vec<&Op> = Vec::new();
+        let mut moved: Vec<*const Op> = Vec::new();
+        for o in ops.iter().filter(|o| multi(o)).rev() {
+            out.push(o);
+            moved.push(o);
+            for m in marks_of(o) {
+                out.push(m);
+                moved.push(m);
+            }
+        }
+        out.extend(ops.iter().filter(|o| !moved.contains(&(*o as *const Op))));
         out
     }
 

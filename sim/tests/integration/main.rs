@@ -6,6 +6,7 @@ mod golden;
 mod guards;
 mod load_errors;
 mod memory;
+mod mlir_read;
 mod mmad_sizes;
 mod properties;
 mod race;

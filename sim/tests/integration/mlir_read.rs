@@ -1,0 +1,92 @@
+//! Conformance read: every AscendNPU-IR v1.2.0 lit test input under Dialect/HIVM and
+//! bishengir-compile/hfusion goes through the MLIR reader. The files are not in the repository
+//! (they are AscendNPU-IR's); the test reads them from `NPUSIM_CONFORMANCE_DIR` or
+//! `../shared/conformance` next to the workspace and skips with one line without them.
+
+use sim::mlir::ast::OpKind;
+use std::path::{Path, PathBuf};
+
+fn conformance_dir() -> Option<PathBuf> {
+    if let Ok(d) = std::env::var("NPUSIM_CONFORMANCE_DIR") {
+        let p = PathBuf::from(d);
+        return p.is_dir().then_some(p);
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance");
+    p.is_dir().then_some(p)
+}
+
+fn mlir_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            mlir_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "mlir") {
+            out.push(p);
+        }
+    }
+}
+
+/// Files that do not read, each with why. Empty: every input is syntactically valid MLIR (the
+/// `-verify-diagnostics` files expect semantic errors from passes, not parse errors).
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
+
+#[test]
+fn every_hivm_and_hfusion_test_input_reads() {
+    let Some(root) = conformance_dir() else {
+        println!(
+            "skipped: no ../shared/conformance (AscendNPU-IR's tests are not in the repository)"
+        );
+        return;
+    };
+    let base = root.join("ascendnpu-ir-v1.2.0/bishengir/test");
+    let mut files = Vec::new();
+    mlir_files(&base.join("Dialect/HIVM"), &mut files);
+    mlir_files(&base.join("bishengir-compile/hfusion"), &mut files);
+    assert!(
+        files.len() >= 40,
+        "found only {} files under {}",
+        files.len(),
+        base.display()
+    );
+    let mut failed = Vec::new();
+    let mut chunks = 0;
+    let mut opaque = std::collections::BTreeMap::<String, u32>::new();
+    for f in &files {
+        let rel = f.strip_prefix(&base).unwrap_or(f).display().to_string();
+        let text = std::fs::read_to_string(f).expect("readable test file");
+        match sim::mlir::parse_file(&text, &rel) {
+            Ok(c) => {
+                let mut ops = 0;
+                for chunk in &c {
+                    chunk.walk(&mut |op| {
+                        ops += 1;
+                        if matches!(op.kind, OpKind::Opaque { .. }) {
+                            *opaque.entry(op.name.clone()).or_insert(0) += 1;
+                        }
+                    });
+                }
+                println!("ok   {rel}: {} chunks, {ops} ops", c.len());
+                chunks += c.len();
+            }
+            Err(e) => {
+                println!("FAIL {rel}: {e}");
+                failed.push(rel);
+            }
+        }
+    }
+    println!(
+        "{} of {} files read ({chunks} chunks)",
+        files.len() - failed.len(),
+        files.len()
+    );
+    println!("read opaquely: {opaque:?}");
+    let expected: Vec<&str> = EXPECTED_FAILURES.iter().map(|(f, _)| *f).collect();
+    assert_eq!(
+        failed, expected,
+        "files that do not read (see the FAIL lines above)"
+    );
+}
