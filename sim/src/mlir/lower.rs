@@ -127,6 +127,7 @@ pub fn lower(
         manual: false,
         vars: Vec::new(),
         launched: false,
+        pre_alloc: HashMap::new(),
     };
     for a in args {
         l.arg(a);
@@ -245,6 +246,12 @@ struct Root {
     at: Option<Vec<i64>>,
     share: Option<usize>,
     pos: Pos,
+    /// A `select` view: the roots it may be (an `scf.if`'s result, a loop-carried value, an
+    /// `arith.select` of memrefs); empty for a tensor or buffer.
+    select: Vec<usize>,
+    /// HIVM's `ignoreInplace`: a buffer met through control flow or a select never takes an
+    /// input's address (`inplace: false`).
+    inplace: bool,
 }
 
 #[derive(Default)]
@@ -277,6 +284,20 @@ struct Lower<'a> {
     manual: bool,
     vars: Vec<(String, String)>,
     launched: bool,
+    /// Roots created ahead of their alloc op (a buffer a loop yields), by the op's offset.
+    pre_alloc: HashMap<u32, usize>,
+}
+
+/// What [`Lower::snapshot`] keeps.
+struct Snapshot {
+    diags: usize,
+    vals: HashMap<(String, u32), Val>,
+    roots: usize,
+    names: HashMap<String, u32>,
+    allocs: usize,
+    texts: usize,
+    vars: usize,
+    uses: (bool, bool, bool, bool),
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -543,6 +564,8 @@ impl<'a> Lower<'a> {
                     at: None,
                     share: None,
                     pos,
+                    select: Vec::new(),
+                    inplace: true,
                 });
                 let root = self.roots.len() - 1;
                 self.set(
@@ -765,6 +788,9 @@ impl<'a> Lower<'a> {
         let mut out = Vec::new();
         for &r in roots {
             let root = &self.roots[r];
+            if !root.select.is_empty() {
+                continue;
+            }
             let pos = root.pos;
             let mut fields = vec![
                 ("scope".to_string(), s(pos, root.scope)),
@@ -782,6 +808,9 @@ impl<'a> Lower<'a> {
                     "at".into(),
                     seq(pos, at.iter().map(|a| int(pos, *a)).collect()),
                 ));
+            }
+            if !root.inplace {
+                fields.push(("inplace".into(), boolean(pos, false)));
             }
             if let Some(sh) = root.share {
                 fields.push(("share".into(), s(pos, &self.roots[sh].name.clone())));
@@ -886,6 +915,24 @@ impl<'a> Lower<'a> {
                 dims,
                 types,
             } => {
+                // a select of memrefs: either buffer, decided when it runs
+                if op.name == "arith.select" {
+                    let mems: Vec<Mem> = operands
+                        .iter()
+                        .skip(1)
+                        .filter_map(|v| match self.get(v) {
+                            Some(Val::Mem(m)) => Some(m.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    if mems.len() == 2 {
+                        let roots: Vec<usize> = mems.iter().map(|m| m.root).collect();
+                        let ty = mems[0].ty.clone();
+                        let v = self.merge(&roots, &ty, op.name_pos, block, true);
+                        self.set_results(op, v);
+                        return;
+                    }
+                }
                 let v = self.scalar(op, operands, predicate.as_deref(), amap.as_ref(), *dims, types);
                 self.set_results(op, v);
                 self.scalar_work(op, block);
@@ -1114,6 +1161,26 @@ impl<'a> Lower<'a> {
                 let generic_use = op.name == "bufferization.to_tensor"
                     || op.name == "memref.dealloc"
                     || self.is_generic(op);
+                if op.name == "memref.dim" {
+                    // HIVM's planner skips it: a size, not an access
+                    self.set_results(
+                        op,
+                        Val::Unknown {
+                            what: format!("memref.dim at line {}", op.name_pos.line),
+                        },
+                    );
+                    return;
+                }
+                if op.name == "linalg.fill" && touches.len() == 1 {
+                    // fills its memref on the vector unit: a vdup
+                    if let Some(Val::Mem(m)) = self.get(&touches[0]).cloned() {
+                        let pos = op.name_pos;
+                        let t = self.operand(&m, touches[0].pos, block);
+                        let node = map(pos, vec![("out".into(), s(touches[0].pos, &t)), ("scalar".into(), s(pos, "0"))]);
+                        self.push(op, block, "vdup", node, vec![]);
+                        return;
+                    }
+                }
                 if !touches.is_empty() && generic_use {
                     if op.name != "memref.dealloc" {
                         self.use_op(op, &touches, block);
@@ -1191,6 +1258,22 @@ impl<'a> Lower<'a> {
         let Some(res) = Self::result(op) else {
             return;
         };
+        if let Some(idx) = self.pre_alloc.remove(&op.name_pos.offset) {
+            block.roots.push(idx);
+            self.allocs.push(AllocSite {
+                pos: op.span.start,
+                buffer: self.roots[idx].name.clone(),
+            });
+            self.set(
+                &res,
+                Val::Mem(Mem {
+                    root: idx,
+                    sel: Sel::Whole,
+                    ty: m.clone(),
+                }),
+            );
+            return;
+        }
         let Some(shape) = self.static_shape(m, op.name_pos, &res.name) else {
             return;
         };
@@ -1231,6 +1314,8 @@ impl<'a> Lower<'a> {
             at,
             share: None,
             pos: op.name_pos,
+            select: Vec::new(),
+            inplace: true,
         });
         let r = self.roots.len() - 1;
         block.roots.push(r);
@@ -1544,6 +1629,139 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// The state a trial lowering changes, so it can be undone.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            diags: self.diags.len(),
+            vals: self.vals.clone(),
+            roots: self.roots.len(),
+            names: self.names.clone(),
+            allocs: self.allocs.len(),
+            texts: self.texts.len(),
+            vars: self.vars.len(),
+            uses: (self.uses_ub, self.uses_cube, self.manual, self.launched),
+        }
+    }
+
+    fn restore(&mut self, s: Snapshot) {
+        self.diags.truncate(s.diags);
+        self.vals = s.vals;
+        self.roots.truncate(s.roots);
+        self.names = s.names;
+        self.allocs.truncate(s.allocs);
+        self.texts.truncate(s.texts);
+        self.vars.truncate(s.vars);
+        (self.uses_ub, self.uses_cube, self.manual, self.launched) = s.uses;
+    }
+
+    /// The roots a memory value may be: itself, or a select's members.
+    fn members(&self, root: usize) -> Vec<usize> {
+        let r = &self.roots[root];
+        if r.select.is_empty() {
+            vec![root]
+        } else {
+            r.select.clone()
+        }
+    }
+
+    /// A value that is one of `roots` (merged after a branch, carried around a loop): the
+    /// root itself when there is one, else a `select` view declared in `block`.
+    fn merge(
+        &mut self,
+        roots: &[usize],
+        ty: &MemRefType,
+        pos: Pos,
+        block: &mut BlockOut,
+        conditional: bool,
+    ) -> Val {
+        let mut all: Vec<usize> = Vec::new();
+        for &r in roots {
+            for m in self.members(r) {
+                if !all.contains(&m) {
+                    all.push(m);
+                }
+            }
+        }
+        // HIVM's alias sets: buffers met through control flow share one storage entry (an
+        // inplace pair it forces); through a select (conditional) they only stay apart.
+        // Either way none of them is inplaced with an op's input.
+        if all.len() > 1 && !all.iter().any(|&r| self.roots[r].tensor) {
+            for &r in &all {
+                self.roots[r].inplace = false;
+            }
+            if !conditional {
+                let head = all.iter().copied().find(|&r| self.roots[r].at.is_none()).unwrap_or(all[0]);
+                for &r in &all {
+                    if r != head && self.roots[r].share.is_none() && self.roots[r].at.is_none() {
+                        self.roots[r].share = Some(head);
+                    }
+                }
+            }
+        }
+        // one storage entry: the value is its head buffer (the others share its address)
+        if !conditional && all.len() > 1 && !all.iter().any(|&r| self.roots[r].tensor) {
+            let head = self.roots[all[0]].share.unwrap_or(all[0]);
+            return Val::Mem(Mem {
+                root: head,
+                sel: Sel::Whole,
+                ty: ty.clone(),
+            });
+        }
+        if all.len() == 1 {
+            return Val::Mem(Mem {
+                root: all[0],
+                sel: Sel::Whole,
+                ty: ty.clone(),
+            });
+        }
+        if all.iter().any(|&r| self.roots[r].tensor) {
+            return Val::Tensor;
+        }
+        let name = self.fresh("sel");
+        let first = self.roots[all[0]].clone();
+        let names: Vec<Node> = all.iter().map(|&r| s(pos, &self.roots[r].name.clone())).collect();
+        block
+            .views
+            .push((name.clone(), map(pos, vec![("select".into(), seq(pos, names))])));
+        self.roots.push(Root {
+            name,
+            select: all,
+            pos,
+            share: None,
+            at: None,
+            multi: 1,
+            ..first
+        });
+        Val::Mem(Mem {
+            root: self.roots.len() - 1,
+            sel: Sel::Whole,
+            ty: ty.clone(),
+        })
+    }
+
+    /// Moves the buffers of `inner` that `escaping` names (they outlive their block through a
+    /// yield) into `outer`, so names after the op can still see them.
+    fn hoist(&self, escaping: &[usize], inner: &mut BlockOut, outer: &mut BlockOut) {
+        for r in escaping {
+            for m in self.members(*r) {
+                if let Some(i) = inner.roots.iter().position(|x| *x == m) {
+                    inner.roots.remove(i);
+                    outer.roots.push(m);
+                }
+            }
+        }
+    }
+
+    fn yielded_roots(&self, yielded: &[Value]) -> Vec<Option<usize>> {
+        yielded
+            .iter()
+            .map(|v| match self.get(v) {
+                Some(Val::Mem(m)) => Some(m.root),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn for_op(
         &mut self,
@@ -1559,42 +1777,88 @@ impl<'a> Lower<'a> {
         let from = self.expr(lower, lower.pos, "the loop's lower bound");
         let to = self.expr(upper, upper.pos, "the loop's upper bound");
         let st = self.expr(step, step.pos, "the loop's step");
-        let var = self.fresh(&iv.name);
-        self.vars.push((var.clone(), iv.name.clone()));
-        self.set(
-            iv,
-            Val::Int {
-                expr: var.clone(),
-                konst: None,
-            },
-        );
-        let mut inits = Vec::new();
-        for (arg, init) in iter_args {
-            let v = match self.get(init).cloned() {
-                Some(Val::Mem(m)) => Val::Mem(m),
+        let inits: Vec<Option<Val>> = iter_args.iter().map(|(_, i)| self.get(i).cloned()).collect();
+        let carried = |l: &mut Self, arg: &Value, init: &Option<Val>| {
+            let v = match init {
+                Some(Val::Mem(m)) => Val::Mem(m.clone()),
                 Some(Val::Tensor) => Val::Tensor,
                 _ => Val::Unknown {
                     what: format!("the loop-carried value %{}", arg.name),
                 },
             };
-            inits.push(v.clone());
-            self.set(arg, v);
+            l.set(arg, v);
+        };
+        // a first pass finds what the body yields: a carried memref is its initial buffer on
+        // the first trip and the yielded one after, so the body sees a select of both
+        let snap = self.snapshot();
+        let before = snap.roots;
+        let var = self.fresh(&iv.name);
+        self.set(iv, Val::Int { expr: var.clone(), konst: None });
+        for ((arg, _), init) in iter_args.iter().zip(&inits) {
+            carried(self, arg, init);
         }
-        self.flush_scalar(block);
-        let out = self.region(body);
-        let yielded = last_yield(body);
-        self.carry(&inits, &yielded);
-        // the loop's results are the carried values
-        let results: Vec<Val> = inits
+        let _ = self.region(body);
+        let first: Vec<Option<Root>> = self
+            .yielded_roots(&last_yield(body))
             .iter()
-            .map(|v| match v {
-                Val::Mem(m) => Val::Mem(m.clone()),
-                Val::Tensor => Val::Tensor,
+            .map(|r| r.map(|r| self.roots[r].clone()))
+            .collect();
+        let first_ids = self.yielded_roots(&last_yield(body));
+        self.restore(snap);
+        let var = self.fresh(&iv.name);
+        self.vars.push((var.clone(), iv.name.clone()));
+        self.set(iv, Val::Int { expr: var.clone(), konst: None });
+        self.flush_scalar(block);
+        let mut out = BlockOut::default();
+        for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
+            carried(self, arg, init);
+            let Some(Val::Mem(m)) = init else { continue };
+            let y = match (first.get(i).cloned().flatten(), first_ids.get(i).copied().flatten()) {
+                // an alloc of the body: created now, taken by its alloc op when it comes
+                (Some(root), Some(id)) if id >= before && root.select.is_empty() => {
+                    let name = self.fresh(&root.name);
+                    self.roots.push(Root { name, ..root.clone() });
+                    let idx = self.roots.len() - 1;
+                    self.pre_alloc.insert(root.pos.offset, idx);
+                    idx
+                }
+                (_, Some(id)) if id < before => id,
+                _ => continue,
+            };
+            if y != m.root {
+                let ty = m.ty.clone();
+                let v = self.merge(&[m.root, y], &ty, op.name_pos, &mut out, false);
+                self.set(arg, v);
+            }
+        }
+        if let Some(b) = body.blocks.first() {
+            for o in &b.ops {
+                self.op(o, &mut out);
+            }
+        }
+        self.flush_scalar(&mut out);
+        let yielded = self.yielded_roots(&last_yield(body));
+        // the loop's results: the initial value or what the body yields
+        let mut results = Vec::new();
+        let mut escaping = Vec::new();
+        for (i, init) in inits.iter().enumerate() {
+            let v = match (init, yielded.get(i).copied().flatten()) {
+                (Some(Val::Mem(m)), Some(y)) => {
+                    escaping.push(y);
+                    let ty = m.ty.clone();
+                    self.merge(&[m.root, y], &ty, op.name_pos, block, false)
+                }
+                (Some(Val::Mem(m)), None) => Val::Mem(m.clone()),
+                (Some(Val::Tensor), _) => Val::Tensor,
                 _ => Val::Unknown {
                     what: format!("a result of the scf.for at line {}", op.name_pos.line),
                 },
-            })
-            .collect();
+            };
+            results.push(v);
+        }
+        self.hoist(&escaping, &mut out, block);
+        // a select declared in the body over buffers now hoisted stays valid: the body sees
+        // its enclosing block's names
         self.set_many(op, results);
         let (Some(from), Some(to), Some(st)) = (from, to, st) else {
             return;
@@ -1625,21 +1889,6 @@ impl<'a> Lower<'a> {
         }
     }
 
-    /// A value carried around a loop (or out of a branch) in another buffer must live at the
-    /// address of the one it replaces: the yielded buffer `share`s the initial one.
-    fn carry(&mut self, inits: &[Val], yielded: &[Value]) {
-        for (init, y) in inits.iter().zip(yielded) {
-            if let (Val::Mem(a), Some(Val::Mem(b))) = (init, self.get(y).cloned()) {
-                if a.root != b.root && !self.roots[a.root].tensor && !self.roots[b.root].tensor {
-                    let b_root = &mut self.roots[b.root];
-                    if b_root.share.is_none() && b_root.at.is_none() {
-                        b_root.share = Some(a.root);
-                    }
-                }
-            }
-        }
-    }
-
     fn if_op(
         &mut self,
         op: &Op,
@@ -1650,21 +1899,51 @@ impl<'a> Lower<'a> {
     ) {
         let c = self.expr(cond, cond.pos, "the condition");
         self.flush_scalar(block);
-        let t = self.region(then);
-        let ty = last_yield(then);
-        let e = els.map(|r| (self.region(r), last_yield(r)));
-        // the results are the then-branch's values; the else-branch's share their buffers
-        let results: Vec<Val> = ty
-            .iter()
-            .map(|v| match self.get(v).cloned() {
-                Some(Val::Mem(m)) => Val::Mem(m),
+        let mut t = self.region(then);
+        let ty = self.yielded_roots(&last_yield(then));
+        let mut e = els.map(|r| {
+            let out = self.region(r);
+            (out, self.yielded_roots(&last_yield(r)))
+        });
+        // each result is whichever branch ran: the one buffer both yield, or a select
+        let mut results = Vec::new();
+        let mut escaping = Vec::new();
+        for (i, a) in ty.iter().enumerate() {
+            let b = e.as_ref().and_then(|(_, ey)| ey.get(i).copied().flatten());
+            let v = match (a, b) {
+                (Some(a), Some(b)) => {
+                    escaping.extend([*a, b]);
+                    let ty = self.roots[*a].clone();
+                    let mt = MemRefType {
+                        shape: ty.shape.iter().map(|d| Dim::Static(*d)).collect(),
+                        elem: Box::new(Type::Other(ty.dtype.clone())),
+                        layout: super::ast::Layout::Identity,
+                        space: None,
+                    };
+                    self.merge(&[*a, b], &mt, op.name_pos, block, false)
+                }
+                (Some(a), None) => {
+                    escaping.push(*a);
+                    Val::Mem(Mem {
+                        root: *a,
+                        sel: Sel::Whole,
+                        ty: MemRefType {
+                            shape: Vec::new(),
+                            elem: Box::new(Type::Index),
+                            layout: super::ast::Layout::Identity,
+                            space: None,
+                        },
+                    })
+                }
                 _ => Val::Unknown {
                     what: format!("a result of the scf.if at line {}", op.name_pos.line),
                 },
-            })
-            .collect();
-        if let Some((_, ey)) = &e {
-            self.carry(&results, ey);
+            };
+            results.push(v);
+        }
+        self.hoist(&escaping, &mut t, block);
+        if let Some((eo, _)) = e.as_mut() {
+            self.hoist(&escaping, eo, block);
         }
         self.set_many(op, results);
         let Some(c) = c else {
@@ -1673,7 +1952,7 @@ impl<'a> Lower<'a> {
         let pos = op.name_pos;
         let mut fields = Vec::new();
         let branch = |l: &mut Self, out: BlockOut| -> Node {
-            let has_decls = !out.roots.is_empty() || !out.views.is_empty();
+            let has_decls = !out.roots.iter().all(|r| !l.roots[*r].select.is_empty()) || !out.views.is_empty();
             if has_decls {
                 map(pos, l.block_fields(out, pos, "body"))
             } else {
