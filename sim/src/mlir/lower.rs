@@ -50,6 +50,8 @@ pub struct AllocSite {
     /// The alloc op's position.
     pub pos: Pos,
     pub buffer: String,
+    /// The alloc's result (without `%`).
+    pub ssa: String,
 }
 
 /// How the lowering treats the sync ops of the input.
@@ -1263,6 +1265,7 @@ impl<'a> Lower<'a> {
             self.allocs.push(AllocSite {
                 pos: op.span.start,
                 buffer: self.roots[idx].name.clone(),
+                ssa: res.name.clone(),
             });
             self.set(
                 &res,
@@ -1322,6 +1325,7 @@ impl<'a> Lower<'a> {
         self.allocs.push(AllocSite {
             pos: op.span.start,
             buffer: name,
+            ssa: res.name.clone(),
         });
         self.set(
             &res,
@@ -1920,7 +1924,7 @@ impl<'a> Lower<'a> {
                         layout: super::ast::Layout::Identity,
                         space: None,
                     };
-                    self.merge(&[*a, b], &mt, op.name_pos, block, false)
+                    self.merge(&[*a, b], &mt, op.name_pos, block, true)
                 }
                 (Some(a), None) => {
                     escaping.push(*a);
@@ -2127,6 +2131,29 @@ impl<'a> Lower<'a> {
                 Some("docs/programs.md lists npusim's vector ops".into()),
             );
             return;
+        }
+        if name == "vcast" {
+            // HIVM inplaces a narrowing cast only over a contiguous last dimension
+            let bits = |m: &Mem| -> u32 {
+                match dtype(&m.ty.elem) {
+                    Some(d) => d
+                        .trim_start_matches(['i', 'u', 'f', 'b'])
+                        .trim_start_matches('f')
+                        .parse()
+                        .unwrap_or(8),
+                    None => 8,
+                }
+            };
+            let strided = |m: &Mem| {
+                matches!(&m.ty.layout, super::ast::Layout::Strided { strides, .. } if strides.last().copied().flatten() != Some(1))
+            };
+            if let (Some((i, _)), Some(o)) = (mem_ins.first(), outs.first()) {
+                if let Some(Val::Mem(om)) = self.get(&o.value).cloned() {
+                    if bits(&om) < bits(i) && (strided(i) || strided(&om)) {
+                        self.roots[om.root].inplace = false;
+                    }
+                }
+            }
         }
         let mut f = Vec::new();
         let mut ins_nodes = Vec::new();

@@ -20,6 +20,113 @@ pub struct Edits {
     /// Lines to print at the start of a function's body, by the function op's start offset
     /// (after the offset constants).
     pub prologue: HashMap<u32, Vec<String>>,
+    /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
+    /// multi-buffer is used through the multi-buffer's own value, as HIVM rewrites it.
+    pub rename: HashMap<String, String>,
+}
+
+/// An op's one-line text spaced as MLIR's printer spaces it, where the difference shows in
+/// lit tests' CHECK lines: one space after a comma, ` : ` between an operand and its type
+/// (`outs(%x: T)` prints `outs(%x : T)`), and an enum keyword without its dialect prefix
+/// (`round_mode = #hivm.round_mode<trunc>` prints `round_mode = <trunc>`).
+pub fn canonical(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut braces = 0i32;
+    let mut in_str = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' && i + 1 < b.len() {
+                out.push_str(&text[i..i + 2]);
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_str = false;
+            }
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' => braces += 1,
+            b'}' => braces -= 1,
+            _ => {}
+        }
+        if c == b',' {
+            out.push(',');
+            if b.get(i + 1).is_some_and(|n| *n != b' ') {
+                out.push(' ');
+            }
+            i += 1;
+            continue;
+        }
+        // `%name:` then a space: an operand's type follows
+        if c == b':' && b.get(i + 1) == Some(&b' ') && i > 0 && out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_') {
+            let word_start = out
+                .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '.' | '-' | '#')))
+                .map_or(0, |k| k + 1);
+            if out[..word_start].ends_with('%') {
+                out.push_str(" :");
+                i += 1;
+                continue;
+            }
+        }
+        if braces == 0 && text[i..].starts_with("= #hivm.") {
+            let rest = &text[i + "= #hivm.".len()..];
+            let n = rest
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .unwrap_or(rest.len());
+            if rest[n..].starts_with('<') {
+                out.push_str("= ");
+                i += "= #hivm.".len() + n;
+                continue;
+            }
+        }
+        let ch = text[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// `text` with every use of a value in `rename` replaced.
+fn renamed(text: &str, rename: &HashMap<String, String>) -> String {
+    if rename.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let start = i + 1;
+            let mut j = start;
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
+            {
+                j += 1;
+            }
+            let name = &text[start..j];
+            match rename.get(name) {
+                Some(n) => {
+                    out.push('%');
+                    out.push_str(n);
+                }
+                None => out.push_str(&text[i..j]),
+            }
+            i = j;
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
 }
 
 /// Prints `chunk` of `src` with `edits` applied.
@@ -212,7 +319,10 @@ impl Printer<'_> {
         } else {
             let rs = regions(op);
             if rs.is_empty() {
-                let t = one_line(self.text(start, end), usize::MAX);
+                let t = canonical(&renamed(
+                    &one_line(self.text(start, end), usize::MAX),
+                    &self.edits.rename,
+                ));
                 self.line(depth, &t);
             } else {
                 if let OpKind::Func { .. } = op.kind {
@@ -229,7 +339,10 @@ impl Printer<'_> {
                         from = end;
                         break;
                     };
-                    let head = one_line(self.text(from, open + 1), usize::MAX);
+                    let head = renamed(
+                        &one_line(self.text(from, open + 1), usize::MAX),
+                        &self.edits.rename,
+                    );
                     if i == 0 {
                         self.line(depth, &head);
                     } else {
@@ -285,13 +398,24 @@ impl Printer<'_> {
     /// The ops of a block in print order: HIVM moves the pointer_casts of multi-buffers to the
     /// front of their block, the last one first.
     fn ordered<'o>(&self, ops: &'o [Op]) -> Vec<&'o Op> {
+        // the allocs HIVM's multi-buffer marks name (not those the plan gave slots to)
+        let marked: Vec<&str> = ops
+            .iter()
+            .filter(|m| {
+                m.attrs.iter().any(|a| {
+                    a.name == "hivm.multi_buffer"
+                        && !matches!(a.value, Some(super::ast::Attr::Int { value: 1, .. }))
+                })
+            })
+            .filter_map(|m| match &m.kind {
+                OpKind::Mark { target } => Some(target.name.as_str()),
+                _ => None,
+            })
+            .collect();
         let multi = |o: &Op| {
             matches!(o.kind, OpKind::Alloc { .. })
-                && self
-                    .edits
-                    .offsets
-                    .get(&o.span.start.offset)
-                    .is_some_and(|v| v.len() > 1)
+                && self.edits.offsets.contains_key(&o.span.start.offset)
+                && o.results.first().is_some_and(|r| marked.contains(&r.name.as_str()))
         };
         // each moves with its `annotation.mark`s
         let marks_of = |o: &Op| -> Vec<&'o Op> {
