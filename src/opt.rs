@@ -468,6 +468,9 @@ fn plan_function(
     // PlanMemory reports a read before the first write (its tests expect it); InjectSync
     // on planned IR does not look
     opts.plan.reads_unwritten = !args.plan_memory;
+    // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
+    // whole loop
+    opts.plan.liveness = planner::LivenessMode::Scoped;
     let prepared = match pipeline::prepare(program, config, &opts) {
         Ok(p) => p,
         Err(f) => {
