@@ -136,6 +136,7 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         edits,
         out: String::new(),
         taken: HashMap::new(),
+        first_const: None,
     };
     for op in &chunk.ops {
         // the reader wraps bare functions in a module of its own, which has no text
@@ -165,6 +166,8 @@ struct Printer<'a> {
     out: String,
     /// SSA names in use in the current function, for fresh constant names.
     taken: HashMap<String, ()>,
+    /// The first offset constant, printed before this alloc (by offset) instead of first.
+    first_const: Option<(u32, String)>,
 }
 
 fn regions(op: &Op) -> Vec<&Region> {
@@ -297,6 +300,12 @@ impl Printer<'_> {
         }
         let start = op.span.start.offset as usize;
         let end = op.span.end as usize;
+        if let Some((a, line)) = self.first_const.clone() {
+            if a == op.span.start.offset {
+                self.line(depth, &line);
+                self.first_const = None;
+            }
+        }
         if let (OpKind::Alloc { ty, .. }, Some(offs)) =
             (&op.kind, self.edits.offsets.get(&op.span.start.offset))
         {
@@ -455,9 +464,39 @@ impl Printer<'_> {
                 }
             }
         }
-        for o in seen.iter().rev() {
+        // AllocToPointerCast creates each constant beside the alloc it rewrites, and MLIR's
+        // folder moves every constant that is not in the function's entry block to its front:
+        // so the first constant stays before the first alloc when that alloc is in the entry
+        // block (after any constants the input had), and the others come first, newest first
+        // (checked against bishengir-opt 1.2.0)
+        let top: Vec<u32> = match &func.kind {
+            OpKind::Func { body, .. } => body
+                .blocks
+                .first()
+                .map(|b| {
+                    b.ops
+                        .iter()
+                        .filter(|o| matches!(o.kind, OpKind::Alloc { .. }))
+                        .map(|o| o.span.start.offset)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let first_alloc = allocs_in_order(func)
+            .into_iter()
+            .find(|a| self.edits.offsets.contains_key(a));
+        let stays = first_alloc.filter(|a| top.contains(a));
+        let front: &[u64] = match stays {
+            Some(_) if !seen.is_empty() => &seen[1..],
+            _ => &seen,
+        };
+        for o in front.iter().rev() {
             let name = const_name(*o);
             self.line(depth, &format!("%{name} = arith.constant {o} : i64"));
+        }
+        if let (Some(a), Some(o)) = (stays, seen.first()) {
+            self.first_const = Some((a, format!("%{} = arith.constant {o} : i64", const_name(*o))));
         }
         if let Some(lines) = self.edits.prologue.get(&func.span.start.offset) {
             for l in lines.clone() {
@@ -465,6 +504,12 @@ impl Printer<'_> {
             }
         }
     }
+}
+
+fn allocs_in_order(func: &Op) -> Vec<u32> {
+    let mut v = Vec::new();
+    collect_allocs(std::slice::from_ref(func), &mut v);
+    v
 }
 
 fn collect_allocs(ops: &[Op], out: &mut Vec<u32>) {
