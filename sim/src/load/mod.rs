@@ -113,11 +113,23 @@ pub fn load_kernel_tree(
     config: &Config,
     params: &[(String, i64)],
     blocks: Option<u32>,
-    reads_unwritten: bool,
+    plan_only: bool,
 ) -> Result<Kernel, LoadError> {
     let mut r = Reader::new(file);
-    r.reads_unwritten = reads_unwritten;
+    r.plan_only = plan_only;
     let kernel = program::kernel(&mut r, root, config, params, blocks);
+    if plan_only {
+        // plan-only (`npusim opt` on lit tests): sizes, shapes and dtypes an op's operands
+        // disagree on do not change which buffers it reads and writes, which is all planning
+        // and synchronising look at (the op is built all the same)
+        r.diags.retain(|d| {
+            let m = d.message.as_str();
+            !(m.starts_with("size mismatch")
+                || m.starts_with("shape mismatch")
+                || m.starts_with("dtype mismatch")
+                || (m.starts_with("mmad") && m.contains("is too small")))
+        });
+    }
     finish(root, r, kernel)
 }
 

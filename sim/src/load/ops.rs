@@ -476,7 +476,7 @@ impl Loader<'_, '_> {
     // ----- checks shared by ops ------------------------------------------------------------
 
     fn check_reads_and_writes(&mut self, kind: &OpKind, opath: &str) {
-        if self.r.reads_unwritten {
+        if self.r.plan_only {
             return;
         }
         let bases = Bases {

@@ -84,10 +84,10 @@ impl<'n> Fields<'n> {
 pub struct Reader<'f> {
     pub file: &'f str,
     pub diags: Vec<Diagnostic>,
-    /// Skip the read-before-first-write check: `npusim opt` on a lit test's function, which
+    /// Plan-only loading (`npusim opt` on a lit test's function): no read-before-first-write check
     /// may read what it never wrote (HIVM's passes do not refuse it; PlanMemory reports it
     /// itself where its tests expect it).
-    pub reads_unwritten: bool,
+    pub plan_only: bool,
 }
 
 impl<'f> Reader<'f> {
@@ -95,7 +95,7 @@ impl<'f> Reader<'f> {
         Reader {
             file,
             diags: Vec::new(),
-            reads_unwritten: false,
+            plan_only: false,
         }
     }
 

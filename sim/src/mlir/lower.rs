@@ -1109,6 +1109,11 @@ impl<'a> Lower<'a> {
                 let root = self.roots[m.root].clone();
                 let mut idx = Vec::new();
                 for i in indices {
+                    // plan-only: which buffer is touched matters, not which element
+                    if self.opts.lenient {
+                        idx.push("0".to_string());
+                        continue;
+                    }
                     match self.expr(i, i.pos, "the index") {
                         Some(e) => idx.push(e),
                         None => return,
