@@ -30,6 +30,9 @@ pub struct OptArgs {
     pub config: Option<String>,
     pub params: Vec<(String, i64)>,
     pub output: Option<PathBuf>,
+    /// `--emit-program`: print each function as the npusim program it lowers to (YAML, flow
+    /// style), instead of the module: what npusim read.
+    pub emit_program: bool,
     /// Options npusim does not implement: (flag, option), refused as unsupported.
     pub unsupported: Vec<String>,
 }
@@ -101,6 +104,7 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
                 }
             }
             "split-input-file" => a.split = true,
+            "emit-program" => a.emit_program = true,
             "verify-diagnostics" => a.verify = true,
             "hacc-append-device-spec" => {
                 let v = value.unwrap_or("");
@@ -246,6 +250,30 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
             return res;
         }
     };
+    if args.emit_program {
+        let mut out = String::new();
+        for (c, func) in sim::mlir::lower::functions(&chunks) {
+            let opts = LowerOptions {
+                params: args.params.clone(),
+                sync: if args.plan_memory || args.inject_sync { SyncOps::Drop } else { SyncOps::Keep },
+                lenient: args.plan_memory || args.inject_sync,
+            };
+            match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
+                Ok(l) => {
+                    out.push_str(&sim::yaml::flow(&l.doc, 1 << 30));
+                    out.push('\n');
+                }
+                Err(ds) => {
+                    for d in &ds {
+                        res.stderr.push(mlir_diag(d));
+                    }
+                    res.code = 2;
+                }
+            }
+        }
+        res.stdout = out;
+        return res;
+    }
     let mut outs = Vec::new();
     let groups: Vec<Vec<usize>> = if args.split {
         (0..chunks.len()).map(|i| vec![i]).collect()

@@ -2211,9 +2211,43 @@ impl<'a> Lower<'a> {
             };
             match a.name.as_str() {
                 "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
-                "broadcast_dims" | "broadcast" => f.push(("broadcast".into(), seq(a.pos, dims(&a.value)))),
+                "broadcast_dims" | "broadcast" if !self.opts.lenient => {
+                    f.push(("broadcast".into(), seq(a.pos, dims(&a.value))))
+                }
                 "permutation" if name == "vtranspose" => f.push(("transpose".into(), boolean(a.pos, true))),
                 _ => {}
+            }
+        }
+        if self.opts.lenient && name != "vbrc" {
+            // plan-only: the dimensions an input broadcasts along, from the shapes (lit
+            // tests' `broadcast` lists do not always match them)
+            let shape = |l: &Self, m: &Mem| -> Vec<u64> {
+                match &m.sel {
+                    Sel::Whole => l.roots[m.root].shape.clone(),
+                    Sel::Box(b) => b.iter().map(|(_, n)| *n).collect(),
+                    Sel::Range(_, n) => vec![*n],
+                }
+            };
+            if let Some(Val::Mem(om)) = outs.first().and_then(|o| self.get(&o.value).cloned()) {
+                let out_shape = shape(self, &om);
+                let mut dims: Vec<usize> = Vec::new();
+                for (m, _) in &mem_ins {
+                    let s = shape(self, m);
+                    if s.len() == out_shape.len() {
+                        for (d, (a, b)) in s.iter().zip(&out_shape).enumerate() {
+                            if *a == 1 && *b > 1 && !dims.contains(&d) {
+                                dims.push(d);
+                            }
+                        }
+                    }
+                }
+                if !dims.is_empty() {
+                    dims.sort_unstable();
+                    f.push((
+                        "broadcast".into(),
+                        seq(pos, dims.iter().map(|d| int(pos, *d as i64)).collect()),
+                    ));
+                }
             }
         }
         self.push(op, block, &name, map(pos, f), vec![]);
