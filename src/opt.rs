@@ -518,6 +518,7 @@ fn plan_function(
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
+    opts.plan.inplace_last_input_first = true;
     let prepared = match pipeline::prepare(program, config, &opts) {
         Ok(p) => p,
         Err(f) => {

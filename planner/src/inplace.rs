@@ -453,6 +453,13 @@ fn slots_compatible(
 
 /// The op-level inplace pairs of a program (module docs).
 pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
+    inplace_pairs_ordered(program, live, false)
+}
+
+/// [`inplace_pairs`], trying an op's inputs last first when `last_first` (`npusim opt`: where
+/// HIVM's shuffled kill list leaves a tie, its own tests pick the later input five times in
+/// six, docs/mlir.md).
+pub fn inplace_pairs_ordered(program: &Program, live: &Liveness, last_first: bool) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
         parent: (0..n).collect(),
@@ -513,7 +520,12 @@ pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
         let mut used: Vec<BufferId> = Vec::new();
         for (gen, gen_o) in gens {
             let mut tried: Vec<BufferId> = Vec::new();
-            for kill_o in &v.ins {
+            let order: Vec<&Operand> = if last_first {
+                v.ins.iter().rev().collect()
+            } else {
+                v.ins.iter().collect()
+            };
+            for kill_o in order {
                 let Some(kill) = window_root(program, kill_o.base) else {
                     continue;
                 };

@@ -62,6 +62,8 @@ pub struct PlanOptions {
     /// on a lit test's planned function) instead of refusing it: the buffer is live from the
     /// program's start.
     pub reads_unwritten: bool,
+    /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
+    pub inplace_last_input_first: bool,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -86,6 +88,7 @@ impl Default for PlanOptions {
             placement: PlacementMode::FirstFit,
             exact_time_limit: std::time::Duration::from_secs(10),
             reads_unwritten: false,
+            inplace_last_input_first: false,
         }
     }
 }
