@@ -104,6 +104,8 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
                 }
             }
             "split-input-file" => a.split = true,
+            // npusim reads every dialect's ops (unknown ones opaquely): nothing to allow
+            "allow-unregistered-dialect" => {}
             "emit-program" => a.emit_program = true,
             "verify-diagnostics" => a.verify = true,
             "hacc-append-device-spec" => {
@@ -157,8 +159,9 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
             _ => problems.push(format!("unknown option `{arg}`")),
         }
     }
+    // as bishengir-opt: no file reads standard input
     if a.input.is_none() {
-        problems.push("no input file (write `-` for standard input)".into());
+        a.input = Some(PathBuf::from("-"));
     }
     if problems.is_empty() {
         Ok(a)

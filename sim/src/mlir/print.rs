@@ -327,7 +327,11 @@ impl Printer<'_> {
             );
         } else {
             let rs = regions(op);
-            if rs.is_empty() {
+            if let Some(t) = sync_text(op) {
+                // sync ops print in their short form, as HIVM's printer writes them
+                let t = renamed(&t, &self.edits.rename);
+                self.line(depth, &t);
+            } else if rs.is_empty() {
                 let t = canonical(&renamed(
                     &one_line(self.text(start, end), usize::MAX),
                     &self.edits.rename,
@@ -504,6 +508,33 @@ impl Printer<'_> {
             }
         }
     }
+}
+
+/// A set_flag, wait_flag or pipe_barrier as HIVM prints it:
+/// `hivm.hir.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]` (the input may spell
+/// `#hivm.pipe<...>` and `#hivm.event<...>`, and put a space before `[`).
+fn sync_text(op: &Op) -> Option<String> {
+    let pipe = |p: &str| {
+        if p.starts_with("PIPE_") || p.starts_with("VIRTUAL_") {
+            p.to_string()
+        } else {
+            format!("PIPE_{p}")
+        }
+    };
+    let event = |e: &super::ast::Event| match e {
+        super::ast::Event::Id(n) => format!("<EVENT_ID{n}>"),
+        super::ast::Event::Value(v) => format!("%{}", v.name),
+    };
+    Some(match &op.kind {
+        OpKind::SetFlag { src, dst, event: e } => {
+            format!("hivm.hir.set_flag[<{}>, <{}>, {}]", pipe(src), pipe(dst), event(e))
+        }
+        OpKind::WaitFlag { src, dst, event: e } => {
+            format!("hivm.hir.wait_flag[<{}>, <{}>, {}]", pipe(src), pipe(dst), event(e))
+        }
+        OpKind::PipeBarrier { pipe: p } => format!("hivm.hir.pipe_barrier[<{}>]", pipe(p)),
+        _ => return None,
+    })
 }
 
 fn allocs_in_order(func: &Op) -> Vec<u32> {
