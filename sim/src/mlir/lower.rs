@@ -1034,12 +1034,11 @@ impl<'a> Lower<'a> {
             OpKind::If {
                 cond, then, els, ..
             } => self.if_op(op, cond, then, els.as_ref(), block),
-            OpKind::While { .. } => self.error(
-                op.name_pos,
-                "scf.while: npusim needs a trip count it can compute, and reads no while loops yet"
-                    .into(),
-                Some("write the loop as scf.for with its bounds".into()),
-            ),
+            OpKind::While {
+                inits,
+                before,
+                after,
+            } => self.while_op(op, inits, before, after, block),
             OpKind::Yield { .. } | OpKind::Condition { .. } | OpKind::Return { .. } => {}
             OpKind::Scope { body } => {
                 for b in &body.blocks {
@@ -1884,6 +1883,79 @@ impl<'a> Lower<'a> {
         );
         let fields = self.block_fields(out, pos, "body");
         self.push(op, block, "for", head, fields);
+    }
+
+    /// `scf.while`: npusim's `while` runs a trip count, so the loop must have one it can
+    /// compute; a plan-only lowering takes 2. Its body is the condition region's ops, then
+    /// the body region's: the buffers the condition forwards are the body's arguments and the
+    /// loop's results, and a buffer the body yields shares its initial value's address
+    /// (HIVM's forced inplace pair).
+    fn while_op(
+        &mut self,
+        op: &Op,
+        inits: &[(Value, Value)],
+        before: &Region,
+        after: &Region,
+        block: &mut BlockOut,
+    ) {
+        if !self.opts.lenient {
+            self.error(
+                op.name_pos,
+                "scf.while: npusim runs a loop a number of times it knows, and cannot compute this loop's".into(),
+                Some("write the loop as scf.for with its bounds; `npusim opt` plans scf.while loops".into()),
+            );
+            return;
+        }
+        let init_vals: Vec<Option<Val>> = inits.iter().map(|(_, i)| self.get(i).cloned()).collect();
+        for ((arg, _), v) in inits.iter().zip(&init_vals) {
+            let v = v.clone().unwrap_or(Val::Unknown {
+                what: format!("the loop-carried value %{}", arg.name),
+            });
+            self.set(arg, v);
+        }
+        self.flush_scalar(block);
+        let mut out = BlockOut::default();
+        let mut forwarded: Vec<Value> = Vec::new();
+        if let Some(b) = before.blocks.first() {
+            for o in &b.ops {
+                if let OpKind::Condition { values, .. } = &o.kind {
+                    forwarded = values.clone();
+                }
+                self.op(o, &mut out);
+            }
+        }
+        let fwd: Vec<Option<Val>> = forwarded.iter().map(|v| self.get(v).cloned()).collect();
+        if let Some(b) = after.blocks.first() {
+            for ((arg, _), v) in b.args.iter().zip(&fwd) {
+                if let Some(v) = v {
+                    self.set(arg, v.clone());
+                }
+            }
+            for o in &b.ops {
+                self.op(o, &mut out);
+            }
+        }
+        self.flush_scalar(&mut out);
+        let yielded = self.yielded_roots(&last_yield(after));
+        let mut escaping = Vec::new();
+        for (init, y) in init_vals.iter().zip(&yielded) {
+            if let (Some(Val::Mem(m)), Some(y)) = (init, y) {
+                escaping.push(*y);
+                let ty = m.ty.clone();
+                let _ = self.merge(&[m.root, *y], &ty, op.name_pos, block, false);
+            }
+        }
+        self.hoist(&escaping, &mut out, block);
+        self.set_many(
+            op,
+            fwd.into_iter()
+                .map(|v| v.unwrap_or(Val::Unknown { what: "a result of scf.while".into() }))
+                .collect(),
+        );
+        let pos = op.name_pos;
+        let head = map(pos, vec![("trips".into(), int(pos, 2))]);
+        let fields = self.block_fields(out, pos, "body");
+        self.push(op, block, "while", head, fields);
     }
 
     fn set_many(&mut self, op: &Op, vals: Vec<Val>) {
