@@ -2201,6 +2201,19 @@ impl<'a> Lower<'a> {
             },
             (o, _) => o.to_string(),
         };
+        // a compare or select against scalars: npusim's vcmp and vsel take vectors, and a
+        // scalar operand costs what a vector operand does, so the vector input stands for it
+        let want = match crate::types::VecOp::parse(&name).map(|v| v.form()) {
+            Some(crate::types::VecForm::Compare) => 2,
+            Some(crate::types::VecForm::Select) => 3,
+            _ => 0,
+        };
+        if !mem_ins.is_empty() && mem_ins.len() < want && scalar.is_some() {
+            while mem_ins.len() < want {
+                let first = mem_ins[0].clone();
+                mem_ins.push(first);
+            }
+        }
         if crate::types::VecOp::parse(&name).is_none() {
             self.error(
                 pos,
