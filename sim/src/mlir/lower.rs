@@ -2213,6 +2213,15 @@ impl<'a> Lower<'a> {
                 let first = mem_ins[0].clone();
                 mem_ins.push(first);
             }
+            // HIVM never lets a vsel's 64-bit output overwrite its i1 condition, which now
+            // also stands for the scalar data
+            if want == 3 {
+                if let Some(Val::Mem(om)) = outs.first().and_then(|o| self.get(&o.value).cloned()) {
+                    if dtype(&om.ty.elem).is_some_and(|d| d.ends_with("64")) {
+                        self.roots[om.root].inplace = false;
+                    }
+                }
+            }
         }
         if crate::types::VecOp::parse(&name).is_none() {
             self.error(

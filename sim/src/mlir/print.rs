@@ -137,6 +137,8 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         out: String::new(),
         taken: HashMap::new(),
         first_const: None,
+        rename: edits.rename.clone(),
+        skip: Default::default(),
     };
     for op in &chunk.ops {
         // the reader wraps bare functions in a module of its own, which has no text
@@ -168,6 +170,11 @@ struct Printer<'a> {
     taken: HashMap<String, ()>,
     /// The first offset constant, printed before this alloc (by offset) instead of first.
     first_const: Option<(u32, String)>,
+    /// [`Edits::rename`], plus the function's own i64 constants that an offset constant
+    /// replaces.
+    rename: HashMap<String, String>,
+    /// Ops not printed (by start offset): constants an offset constant replaces.
+    skip: std::collections::HashSet<u32>,
 }
 
 fn regions(op: &Op) -> Vec<&Region> {
@@ -292,6 +299,9 @@ impl Printer<'_> {
     }
 
     fn op(&mut self, op: &Op, depth: usize) {
+        if self.skip.contains(&op.span.start.offset) {
+            return;
+        }
         let key = (op.name_pos.line, op.name_pos.column);
         if let Some(lines) = self.edits.before.get(&key) {
             for l in lines.clone() {
@@ -329,12 +339,12 @@ impl Printer<'_> {
             let rs = regions(op);
             if let Some(t) = sync_text(op) {
                 // sync ops print in their short form, as HIVM's printer writes them
-                let t = renamed(&t, &self.edits.rename);
+                let t = renamed(&t, &self.rename);
                 self.line(depth, &t);
             } else if rs.is_empty() {
                 let t = canonical(&renamed(
                     &one_line(self.text(start, end), usize::MAX),
-                    &self.edits.rename,
+                    &self.rename,
                 ));
                 self.line(depth, &t);
             } else {
@@ -354,7 +364,7 @@ impl Printer<'_> {
                     };
                     let head = renamed(
                         &one_line(self.text(from, open + 1), usize::MAX),
-                        &self.edits.rename,
+                        &self.rename,
                     );
                     if i == 0 {
                         self.line(depth, &head);
@@ -487,6 +497,28 @@ impl Printer<'_> {
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
+        // an i64 constant of the function equal to an offset is the one MLIR's folder keeps:
+        // it prints where the offset constant goes, and its uses name that constant
+        if let OpKind::Func { body, .. } = &func.kind {
+            if let Some(b) = body.blocks.first() {
+                for o in &b.ops {
+                    if let OpKind::Constant {
+                        value: super::ast::Attr::Int { value, .. },
+                        ty: super::ast::Type::Int { bits: 64, .. },
+                    } = &o.kind
+                    {
+                        if let Ok(v) = u64::try_from(*value) {
+                            if seen.contains(&v) {
+                                if let Some(r) = o.results.first() {
+                                    self.skip.insert(o.span.start.offset);
+                                    self.rename.insert(r.name.clone(), const_name(v));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         let first_alloc = allocs_in_order(func)
             .into_iter()
             .find(|a| self.edits.offsets.contains_key(a));
