@@ -623,6 +623,14 @@ impl<'a> Lower<'a> {
         let mut out = Vec::new();
         for d in &m.shape {
             match d {
+                Dim::Static(0) => {
+                    self.error(
+                        pos,
+                        format!("%{what} is empty (a dimension of 0): npusim's buffers hold at least one element, and HIVM places an empty one where a one-element buffer would not fit"),
+                        None,
+                    );
+                    return None;
+                }
                 Dim::Static(n) => out.push(*n),
                 Dim::Dynamic => {
                     self.error(
