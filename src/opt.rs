@@ -291,7 +291,7 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
             let (edits, d, u) = chunk_edits(text, &chunks, c, file, config, args);
             diags.extend(d);
             unsupported.extend(u);
-            if diags.is_empty() && unsupported.is_empty() {
+            if !fatal(&diags) && unsupported.is_empty() {
                 printed.push_str(&print_chunk(text, &chunks[c], &edits));
             }
         }
@@ -313,7 +313,7 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
         if args.verify {
             let failures = verify(&diags, &expected, file);
             if failures.is_empty() {
-                if diags.is_empty() {
+                if !fatal(&diags) {
                     outs.push(printed);
                 }
             } else {
@@ -322,9 +322,10 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
             }
             continue;
         }
-        if diags.is_empty() {
+        if !fatal(&diags) {
             outs.push(printed);
-        } else {
+        }
+        if !diags.is_empty() {
             for d in &diags {
                 res.stderr.push(mlir_diag(d));
             }
@@ -333,6 +334,14 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
     }
     res.stdout = outs.join("// -----\n");
     res
+}
+
+/// Whether a chunk's diagnostics stop its output: an overflow fails the pass; a read before
+/// the first write leaves that alloc unplanned and the module is printed (as HIVM does).
+fn fatal(diags: &[Diagnostic]) -> bool {
+    diags
+        .iter()
+        .any(|d| !d.message.ends_with("read before first write"))
 }
 
 /// `file:line:col: error: message`, as MLIR tools print a diagnostic.
@@ -499,23 +508,22 @@ fn plan_function(
     // HIVM's rule is checked below, per storage entry, as PlanMemory checks it; InjectSync
     // on planned IR does not look
     opts.plan.reads_unwritten = true;
+    // HIVM leaves such an alloc unplanned (it has no gen), reports it, and plans the rest
+    let mut unplanned: Vec<String> = Vec::new();
     if args.plan_memory {
-        let unwritten = never_written(program);
-        if !unwritten.is_empty() {
-            for b in unwritten {
-                let name = &program.buffers[b.index()].name;
-                let mut d = Diagnostic::error(
-                    &program.file,
-                    "",
-                    "'memref.alloc' op error: read before first write",
-                );
-                if let Some(s) = loaded.lowered.allocs.iter().find(|a| &a.buffer == name) {
-                    d.line = Some(s.pos.line);
-                    d.column = Some(s.pos.column);
-                }
-                diags.push(d);
+        for b in never_written(program) {
+            let name = &program.buffers[b.index()].name;
+            let mut d = Diagnostic::error(
+                &program.file,
+                "",
+                "'memref.alloc' op error: read before first write",
+            );
+            if let Some(s) = loaded.lowered.allocs.iter().find(|a| &a.buffer == name) {
+                d.line = Some(s.op_pos.line);
+                d.column = Some(s.op_pos.column);
             }
-            return;
+            diags.push(d);
+            unplanned.push(name.clone());
         }
     }
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
@@ -540,6 +548,9 @@ fn plan_function(
             .map(|(b, p)| (b.name.as_str(), p.offsets.as_slice()))
             .collect();
         for site in &loaded.lowered.allocs {
+            if unplanned.contains(&site.buffer) {
+                continue;
+            }
             if let Some(offs) = by_name.get(site.buffer.as_str()) {
                 edits.offsets.insert(site.pos.offset, offs.to_vec());
             }

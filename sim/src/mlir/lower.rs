@@ -52,6 +52,8 @@ pub struct AllocSite {
     pub buffer: String,
     /// The alloc's result (without `%`).
     pub ssa: String,
+    /// The op name's position (`memref.alloc`), where HIVM reports the alloc.
+    pub op_pos: Pos,
 }
 
 /// How the lowering treats the sync ops of the input.
@@ -254,6 +256,8 @@ struct Root {
     /// HIVM's `ignoreInplace`: a buffer met through control flow or a select never takes an
     /// input's address (`inplace: false`).
     inplace: bool,
+    /// `hivm.preload_local_buffer`: live for its whole enclosing loop (`preload: true`).
+    preload: bool,
 }
 
 #[derive(Default)]
@@ -568,6 +572,7 @@ impl<'a> Lower<'a> {
                     pos,
                     select: Vec::new(),
                     inplace: true,
+                    preload: false,
                 });
                 let root = self.roots.len() - 1;
                 self.set(
@@ -822,6 +827,9 @@ impl<'a> Lower<'a> {
             if !root.inplace {
                 fields.push(("inplace".into(), boolean(pos, false)));
             }
+            if root.preload {
+                fields.push(("preload".into(), boolean(pos, true)));
+            }
             if let Some(sh) = root.share {
                 fields.push(("share".into(), s(pos, &self.roots[sh].name.clone())));
             }
@@ -989,6 +997,11 @@ impl<'a> Lower<'a> {
                 self.alloc(op, ty, Some(at), block);
             }
             OpKind::Mark { target } => {
+                if op.attrs.iter().any(|a| a.name == "hivm.preload_local_buffer") {
+                    if let Some(Val::Mem(m)) = self.get(target).cloned() {
+                        self.roots[m.root].preload = true;
+                    }
+                }
                 let n = op.attrs.iter().find(|a| a.name == "hivm.multi_buffer");
                 if let Some(a) = n {
                     let k = match &a.value {
@@ -1049,11 +1062,31 @@ impl<'a> Lower<'a> {
             } => self.while_op(op, inits, before, after, block),
             OpKind::Yield { .. } | OpKind::Condition { .. } | OpKind::Return { .. } => {}
             OpKind::Scope { body } => {
+                let mut returned: Vec<Value> = Vec::new();
                 for b in &body.blocks {
                     for o in &b.ops {
+                        if o.name == "scope.return" {
+                            if let OpKind::Opaque { operands: v, .. }
+                            | OpKind::Return { values: v }
+                            | OpKind::Yield { values: v } = &o.kind
+                            {
+                                returned = v.clone();
+                            }
+                            continue;
+                        }
                         self.op(o, block);
                     }
                 }
+                // a scope's results are what it returns (HIVM aliases them)
+                let vals: Vec<Val> = returned
+                    .iter()
+                    .map(|v| {
+                        self.get(v).cloned().unwrap_or(Val::Unknown {
+                            what: format!("a result of the scope at line {}", op.name_pos.line),
+                        })
+                    })
+                    .collect();
+                self.set_many(op, vals);
             }
             OpKind::SetFlag { src, dst, event } | OpKind::WaitFlag { src, dst, event } => {
                 if self.opts.sync == SyncOps::Drop {
@@ -1278,6 +1311,7 @@ impl<'a> Lower<'a> {
                 pos: op.span.start,
                 buffer: self.roots[idx].name.clone(),
                 ssa: res.name.clone(),
+                op_pos: op.name_pos,
             });
             self.set(
                 &res,
@@ -1331,6 +1365,7 @@ impl<'a> Lower<'a> {
             pos: op.name_pos,
             select: Vec::new(),
             inplace: true,
+            preload: false,
         });
         let r = self.roots.len() - 1;
         block.roots.push(r);
@@ -1338,6 +1373,7 @@ impl<'a> Lower<'a> {
             pos: op.span.start,
             buffer: name,
             ssa: res.name.clone(),
+            op_pos: op.name_pos,
         });
         self.set(
             &res,
@@ -2276,6 +2312,11 @@ impl<'a> Lower<'a> {
             let Some(m) = self.mem(&o.value, &op.name) else { return };
             let t = self.operand(&m, o.value.pos, block);
             out_nodes.push(s(o.value.pos, &t));
+        }
+        // one channel of a deinterleave (HIVM's `index_mode = <CHANNEL_k>`): npusim's
+        // vdeinterleave writes two outputs, here the same one twice
+        if name == "vdeinterleave" && out_nodes.len() == 1 {
+            out_nodes.push(out_nodes[0].clone());
         }
         match out_nodes.len() {
             0 => {
