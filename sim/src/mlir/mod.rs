@@ -12,12 +12,35 @@ mod ops;
 mod parser;
 mod walk;
 
+#[cfg(test)]
+mod tests;
+
 use ast::{Chunk, Pos, Span};
 
 /// Read a whole `.mlir` file: split at `// -----` lines (as `-split-input-file` does) and read
 /// each chunk. Positions are in the whole file. Every chunk's first syntax error is reported,
 /// so one run shows the problems of all chunks.
 pub fn parse_file(text: &str, file: &str) -> Result<Vec<Chunk>, crate::LoadError> {
+    // Recursive descent over input nested up to MAX_DEPTH levels needs more stack than a test
+    // or worker thread's default 2 MiB in a debug build; a scoped thread with a stack sized for
+    // the cap keeps deep input a located error, never a stack overflow. The stack is virtual
+    // memory, touched only as deep as the input nests.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("mlir-reader".into())
+            .stack_size(READER_STACK)
+            .spawn_scoped(s, || parse_file_here(text, file))
+            .map(|h| h.join())
+    })
+    .unwrap_or_else(|_| Ok(parse_file_here(text, file)))
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Enough for [`parser::MAX_DEPTH`] levels of the deepest-recursing syntax in a debug build
+/// (256 nested regions need about 9 MiB there; unit tests nest every kind past the cap).
+const READER_STACK: usize = 64 << 20;
+
+fn parse_file_here(text: &str, file: &str) -> Result<Vec<Chunk>, crate::LoadError> {
     let mut chunks = Vec::new();
     let mut diagnostics = Vec::new();
     for (start, end) in split_chunks(text) {
