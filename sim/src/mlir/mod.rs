@@ -13,6 +13,8 @@ mod parser;
 mod walk;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 use ast::{Chunk, Pos, Span};
