@@ -923,6 +923,7 @@ fn scopes_generic_ops_calls_and_opaque_ops() {
          %e = tensor.empty(%n) : tensor<?xf32>\n\
          %ex = tensor.extract_slice %e[0] [%n] [1] : tensor<?xf32> to tensor<?xf32>\n\
          %red = linalg.reduce ins(%e : tensor<?xf32>) outs(%o : tensor<f32>) dimensions = [0]\n  (%in: f32, %init: f32) {\n    %sum = arith.addf %in, %init : f32\n    linalg.yield %sum : f32\n  }\n\
+         %bi = hivm.hir.get_block_idx -> i64
          cf.br ^bb1(%n : index)",
     ));
     let OpKind::Scope { body } = &ops[0].kind else {
@@ -973,8 +974,22 @@ fn scopes_generic_ops_calls_and_opaque_ops() {
     };
     assert_eq!(body.blocks[0].ops[1].name, "linalg.yield");
     assert_eq!(ops[6].attrs[0].name, "dimensions");
-    assert_eq!(ops[7].name, "cf.br");
-    assert_eq!(ops[8].name, "func.return");
+    assert_eq!(
+        ops[7].kind,
+        OpKind::Opaque {
+            operands: vec![],
+            types: vec![Type::Int {
+                bits: 64,
+                signed: None
+            }]
+        }
+    );
+    assert_eq!(ops[8].name, "cf.br");
+    let OpKind::Opaque { operands, .. } = &ops[8].kind else {
+        panic!()
+    };
+    assert_eq!(names(operands), vec![v("n")]);
+    assert_eq!(ops[9].name, "func.return");
 }
 
 trait OffsetPos {
