@@ -1,5 +1,5 @@
 //! The located syntax tree of a HIVM MLIR file (docs/mlir.md): what the reader
-//! ([`super::parse_file`]) builds and the lowering ([`super::lower`]) reads.
+//! ([`super::parse_file`]) builds and the lowering (`mlir::lower`) reads.
 //!
 //! Ops are classified by family while parsing: each family the simulator understands gets its
 //! operands and types parsed into fields; every other op is [`OpKind::Opaque`], which keeps its

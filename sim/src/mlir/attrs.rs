@@ -137,8 +137,7 @@ impl<'a> Parser<'a> {
         self.lx.reset(self.tok.start);
         let mut shape = Vec::new();
         let mut unranked = false;
-        loop {
-            let Some(b) = self.lx.peek_raw() else { break };
+        while let Some(b) = self.lx.peek_raw() {
             let at = self.lx.pos();
             if b.is_ascii_digit() {
                 let digits = self.lx.take_digits();

@@ -71,9 +71,8 @@ fn split_chunks(text: &str) -> Vec<(Pos, usize)> {
         column: 1,
         offset: 0,
     };
-    let mut line = 1u32;
     let mut offset = 0usize;
-    for l in text.split_inclusive('\n') {
+    for (line, l) in (1u32..).zip(text.split_inclusive('\n')) {
         if l.trim() == "// -----" {
             out.push((start, offset));
             start = Pos {
@@ -83,7 +82,6 @@ fn split_chunks(text: &str) -> Vec<(Pos, usize)> {
             };
         }
         offset += l.len();
-        line += 1;
     }
     out.push((start, text.len()));
     out
