@@ -1176,3 +1176,42 @@ fn other_errors_name_what_was_expected() {
     let (_, _, m, _) = err("}");
     assert_eq!(m, "expected an op, found `}`");
 }
+
+#[test]
+fn nested_function_types_read_in_linear_time() {
+    // `() -> (() -> (... ) -> i1) -> i1`: a reader that re-reads a parenthesised result list
+    // once it sees the `->` after it takes 2^depth steps here.
+    let mut ty = String::from("i1");
+    for _ in 0..80 {
+        ty = format!("() -> ({ty}) -> i1");
+    }
+    let start = std::time::Instant::now();
+    let ops = body(&func(&format!("\"t.f\"() : () -> ({ty})")));
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+    let OpKind::Opaque { types, .. } = &ops[0].kind else {
+        panic!()
+    };
+    // The outermost result is itself `() -> (...) -> i1`, read as a function type.
+    let Type::Function { results, .. } = &types[0] else {
+        panic!()
+    };
+    let Type::Function { inputs, results } = &results[0] else {
+        panic!("{results:?}")
+    };
+    assert!(inputs.is_empty());
+    let Type::Function {
+        inputs,
+        results: inner,
+    } = &results[0]
+    else {
+        panic!()
+    };
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(
+        inner,
+        &vec![Type::Int {
+            bits: 1,
+            signed: None
+        }]
+    );
+}
