@@ -575,6 +575,42 @@ fn normalise(ops: &[M]) -> Vec<M> {
         .collect()
 }
 
+/// Read `text` (which must not panic); every op's place, or every error's, is in the text and
+/// its line and column agree with its byte offset.
+fn check_places(text: &str) {
+    match parse_file(text, "g.mlir") {
+        Ok(chunks) => {
+            for c in &chunks {
+                check_pos(text, c.span.start);
+                c.walk(&mut |op| {
+                    check_pos(text, op.span.start);
+                    check_pos(text, op.name_pos);
+                    assert!(
+                        op.span.start.offset <= op.span.end && op.span.end as usize <= text.len()
+                    );
+                });
+            }
+        }
+        Err(e) => {
+            for d in &e.diagnostics {
+                let lines = text.split('\n').count() as u32;
+                assert!(d.line.is_some_and(|l| l >= 1 && l <= lines), "{d}");
+                assert!(d.column.is_some_and(|c| c >= 1), "{d}");
+            }
+        }
+    }
+}
+
+fn check_pos(text: &str, pos: Pos) {
+    let o = pos.offset as usize;
+    assert!(o <= text.len() && text.is_char_boundary(o), "offset {o}");
+    let before = &text[..o];
+    let line = before.matches('\n').count() as u32 + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..o].chars().count() as u32 + 1;
+    assert_eq!((pos.line, pos.column), (line, column), "offset {o}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -615,11 +651,12 @@ proptest! {
             }
         }
         prop_assert_eq!(got, want);
+        check_places(&text);
     }
 
     #[test]
     fn garbage_never_panics(s in "(?s).{0,300}") {
-        let _ = parse_file(&s, "g.mlir");
+        check_places(&s);
     }
 
     #[test]
@@ -632,10 +669,8 @@ proptest! {
             "1.5e", "dense", "strided", "offset", "scf.while", "do", "memref.subview", "arith.constant",
         ]), 0..120),
     ) {
-        let s: String = parts.join(" ");
-        let _ = parse_file(&s, "g.mlir");
-        let glued: String = parts.concat();
-        let _ = parse_file(&glued, "g.mlir");
+        check_places(&parts.join(" "));
+        check_places(&parts.concat());
     }
 
     #[test]
@@ -654,6 +689,6 @@ proptest! {
             text.splice(i..end, ins.bytes());
         }
         let s = String::from_utf8_lossy(&text);
-        let _ = parse_file(&s, "m.mlir");
+        check_places(&s);
     }
 }
