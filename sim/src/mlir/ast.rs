@@ -296,7 +296,8 @@ pub enum OpKind {
     /// `mmadL1`, `load_scale`, every `hivm.hir.v*` vector op, ...: the op name says which.
     /// Leading custom syntax (`<max>` of vreduce) is in `modifier`; a leading or trailing attribute
     /// dictionary and `key = value` keywords are in [`Op::attrs`]; other keyword groups
-    /// (`temp_buffer(%t : T)`, and `pad_value = %cst : f16` as a one-operand group) are in `groups`. Tensor results (`-> tensor<...>`) in `results`.
+    /// (`temp_buffer(%t : T)`, and `pad_value = %cst : f16` as a one-operand group) are in
+    /// `groups`. Tensor results (`-> tensor<...>`) in `results`.
     Dps {
         modifier: Option<String>,
         ins: Vec<Typed>,
