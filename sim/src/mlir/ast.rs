@@ -1,5 +1,5 @@
 //! The located syntax tree of a HIVM MLIR file (docs/mlir.md): what the reader
-//! ([`super::parse_file`]) builds and the lowering ([`super::lower`]) reads.
+//! ([`super::parse_file`]) builds and the lowering (`mlir::lower`) reads.
 //!
 //! Ops are classified by family while parsing: each family the simulator understands gets its
 //! operands and types parsed into fields; every other op is [`OpKind::Opaque`], which keeps its
@@ -296,7 +296,8 @@ pub enum OpKind {
     /// `mmadL1`, `load_scale`, every `hivm.hir.v*` vector op, ...: the op name says which.
     /// Leading custom syntax (`<max>` of vreduce) is in `modifier`; a leading or trailing attribute
     /// dictionary and `key = value` keywords are in [`Op::attrs`]; other keyword groups
-    /// (`temp_buffer(%t : T)`, and `pad_value = %cst : f16` as a one-operand group) are in `groups`. Tensor results (`-> tensor<...>`) in `results`.
+    /// (`temp_buffer(%t : T)`, and `pad_value = %cst : f16` as a one-operand group) are in
+    /// `groups`. Tensor results (`-> tensor<...>`) in `results`.
     Dps {
         modifier: Option<String>,
         ins: Vec<Typed>,

@@ -108,14 +108,18 @@ impl<'a> Parser<'a> {
     /// After `->`: one type or a parenthesized list.
     pub(super) fn result_types(&mut self) -> R<Vec<Type>> {
         if self.at(Tok::LParen) {
-            // `-> (T)` vs `-> (T) -> U` (a function type as the single result).
-            let save = self.save();
-            let list = self.paren_types()?;
-            if self.at(Tok::Arrow) {
-                self.restore(save);
-                return Ok(vec![self.parse_type()?]);
-            }
-            Ok(list)
+            // `-> (T)` vs `-> (T) -> U` (a function type as the single result), decided after
+            // the list without reading it twice: re-reading would be exponential in nesting.
+            self.enter()?;
+            let list = self.paren_types();
+            let r = match list {
+                Ok(inputs) if self.eat(Tok::Arrow) => self
+                    .result_types()
+                    .map(|results| vec![Type::Function { inputs, results }]),
+                other => other,
+            };
+            self.leave();
+            r
         } else {
             Ok(vec![self.parse_type()?])
         }
@@ -137,8 +141,7 @@ impl<'a> Parser<'a> {
         self.lx.reset(self.tok.start);
         let mut shape = Vec::new();
         let mut unranked = false;
-        loop {
-            let Some(b) = self.lx.peek_raw() else { break };
+        while let Some(b) = self.lx.peek_raw() {
             let at = self.lx.pos();
             if b.is_ascii_digit() {
                 let digits = self.lx.take_digits();

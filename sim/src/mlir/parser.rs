@@ -637,7 +637,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The rest of an op whose syntax the reader does not know: operand uses in order, the
-    /// types after the last top-level `:`, regions, and attribute dictionaries, up to the next
+    /// types after the last top-level `:` (or `->`), regions, and attribute dictionaries, up to the next
     /// op. Keeps `key = value` keywords in `attrs`.
     pub(super) fn opaque_rest(&mut self, attrs: &mut Vec<NamedAttr>) -> R<OpKind> {
         let mut operands = Vec::new();
@@ -649,7 +649,8 @@ impl<'a> Parser<'a> {
             let kind = self.tok.kind;
             match kind {
                 Tok::Value => operands.push(self.value()?),
-                Tok::Colon => {
+                // `: T, U` or a result arrow `-> T` (`hivm.hir.get_block_idx -> i64`).
+                Tok::Colon | Tok::Arrow => {
                     self.bump();
                     let save = self.save();
                     match self.type_list_with_keywords() {
