@@ -315,6 +315,16 @@ pub fn liveness_with(
             loops.push((OpId::new(i), Interval::new(begin, end)));
         }
     }
+    // HIVM kills a buffer only at an op whose region holds its alloc (scoped mode): a buffer
+    // declared outside an `if` and touched in it lives to the `if`'s end
+    let mut ifs = Vec::new();
+    if mode == LivenessMode::Scoped {
+        for (i, op) in program.ops.iter().enumerate() {
+            if let (OpKind::If { .. }, OpPos::If { begin, end, .. }) = (&op.kind, op_pos[i]) {
+                ifs.push((OpId::new(i), Interval::new(begin, end)));
+            }
+        }
+    }
 
     // Per entry, the positions touching it (ascending), the ops touching it and whether a
     // member is `preload`: the per-entry work below then only visits what concerns the entry.
@@ -443,10 +453,20 @@ pub fn liveness_with(
             }
         };
         if mode == LivenessMode::Scoped && !lifetime.is_empty() {
-            lifetime = vec![Interval::new(
-                lifetime[0].first,
-                lifetime.last().unwrap().last,
-            )];
+            let mut last = lifetime.last().unwrap().last;
+            for &(l, span) in &ifs {
+                let i = touched.partition_point(|&p| p < span.first);
+                let inside = touched.get(i).is_some_and(|&p| p <= span.last);
+                if inside
+                    && span.last > last
+                    && buffers
+                        .iter()
+                        .any(|&m| !declared_within(program, program.buffer(m).declared_in, l))
+                {
+                    last = span.last;
+                }
+            }
+            lifetime = vec![Interval::new(lifetime[0].first, last)];
         }
         let (pipes, dma, scalar) = classify(program, &entry_ops[e]);
         out_entries.push(Entry {

@@ -946,7 +946,7 @@ impl<'a> Lower<'a> {
                     if mems.len() == 2 {
                         let roots: Vec<usize> = mems.iter().map(|m| m.root).collect();
                         let ty = mems[0].ty.clone();
-                        let v = self.merge(&roots, &ty, op.name_pos, block, true);
+                        let v = self.merge(&roots, &ty, op.name_pos, block, true, false);
                         self.set_results(op, v);
                         return;
                     }
@@ -1725,6 +1725,7 @@ impl<'a> Lower<'a> {
         pos: Pos,
         block: &mut BlockOut,
         conditional: bool,
+        branch: bool,
     ) -> Val {
         let mut all: Vec<usize> = Vec::new();
         for &r in roots {
@@ -1738,8 +1739,12 @@ impl<'a> Lower<'a> {
         // inplace pair it forces); through a select (conditional) they only stay apart.
         // Either way none of them is inplaced with an op's input.
         if all.len() > 1 && !all.iter().any(|&r| self.roots[r].tensor) {
-            for &r in &all {
-                self.roots[r].inplace = false;
+            // a select's operands are HIVM's `ignoreInplace`; so are the buffers a loop
+            // carries (its forced pair); a branch's yields are not
+            if !(conditional && branch) {
+                for &r in &all {
+                    self.roots[r].inplace = false;
+                }
             }
             if !conditional {
                 let head = all.iter().copied().find(|&r| self.roots[r].at.is_none()).unwrap_or(all[0]);
@@ -1879,7 +1884,7 @@ impl<'a> Lower<'a> {
             };
             if y != m.root {
                 let ty = m.ty.clone();
-                let v = self.merge(&[m.root, y], &ty, op.name_pos, &mut out, false);
+                let v = self.merge(&[m.root, y], &ty, op.name_pos, &mut out, false, false);
                 self.set(arg, v);
             }
         }
@@ -1898,7 +1903,7 @@ impl<'a> Lower<'a> {
                 (Some(Val::Mem(m)), Some(y)) => {
                     escaping.push(y);
                     let ty = m.ty.clone();
-                    self.merge(&[m.root, y], &ty, op.name_pos, block, false)
+                    self.merge(&[m.root, y], &ty, op.name_pos, block, false, false)
                 }
                 (Some(Val::Mem(m)), None) => Val::Mem(m.clone()),
                 (Some(Val::Tensor), _) => Val::Tensor,
@@ -1986,7 +1991,7 @@ impl<'a> Lower<'a> {
             if let (Some(Val::Mem(m)), Some(y)) = (init, y) {
                 escaping.push(*y);
                 let ty = m.ty.clone();
-                let _ = self.merge(&[m.root, *y], &ty, op.name_pos, block, false);
+                let _ = self.merge(&[m.root, *y], &ty, op.name_pos, block, false, false);
             }
         }
         self.hoist(&escaping, &mut out, block);
@@ -2045,7 +2050,7 @@ impl<'a> Lower<'a> {
                         layout: super::ast::Layout::Identity,
                         space: None,
                     };
-                    self.merge(&[*a, b], &mt, op.name_pos, block, true)
+                    self.merge(&[*a, b], &mt, op.name_pos, block, true, true)
                 }
                 (Some(a), None) => {
                     escaping.push(*a);
