@@ -340,10 +340,14 @@ fn conformance_inplace_pairs() {
         let r = inplace_pairs(&p, &l);
         check(&case.id, &p, &r, want, LivenessMode::Precise);
         // scoped (HIVM) liveness gives the same decisions (T64 and T65 declare their
-        // loop-only buffers in the loop body, as HIVM's a2 == a1 requires)
-        let l = liveness(&p, LivenessMode::Scoped).unwrap();
-        let r = inplace_pairs(&p, &l);
-        check(&case.id, &p, &r, want, LivenessMode::Scoped);
+        // loop-only buffers in the loop body, as HIVM's a2 == a1 requires), except in the
+        // cases HIVM plans with block liveness (unstructured branches, T68, T69): there an
+        // `if` stands for cf branches, whose blocks are not regions
+        if case.liveness == LivenessMode::Scoped {
+            let l = liveness(&p, LivenessMode::Scoped).unwrap();
+            let r = inplace_pairs(&p, &l);
+            check(&case.id, &p, &r, want, LivenessMode::Scoped);
+        }
         checked += 1;
     }
     assert_eq!(
