@@ -541,6 +541,12 @@ fn plan_function(
         }
     };
     if args.plan_memory {
+        edits.fold_constants = true;
+        for c in &loaded.lowered.copies {
+            let key = (c.yield_pos.line, c.yield_pos.column);
+            edits.before.entry(key).or_default().push(c.copy.clone());
+            edits.replace.insert(key, c.yield_text.clone());
+        }
         let by_name: HashMap<&str, &[u64]> = program
             .buffers
             .iter()

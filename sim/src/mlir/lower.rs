@@ -42,6 +42,22 @@ pub struct Lowered {
     pub manual: bool,
     /// Each loop variable: its npusim name and the MLIR induction variable (without `%`).
     pub vars: Vec<(String, String)>,
+    /// The copies HIVM inserts before a loop's yield (see [`CopySite`]).
+    pub copies: Vec<CopySite>,
+}
+
+/// A loop whose body reads its carried buffer after writing the buffer it yields: HIVM's
+/// PlanMemory copies the yielded buffer into the carried one before the yield and yields the
+/// carried one, so the two need not share an address. The lowering adds the copy; the printer
+/// writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopySite {
+    /// The `scf.yield` op's name position.
+    pub yield_pos: Pos,
+    /// `hivm.hir.copy ins(%y : T) outs(%arg : T)`.
+    pub copy: String,
+    /// The yield with the carried value in place of the yielded one.
+    pub yield_text: String,
 }
 
 /// A `memref.alloc` (or `pointer_cast`) and the buffer it became.
@@ -132,6 +148,9 @@ pub fn lower(
         vars: Vec::new(),
         launched: false,
         pre_alloc: HashMap::new(),
+        accesses: Vec::new(),
+        seq: 0,
+        copies: Vec::new(),
     };
     for a in args {
         l.arg(a);
@@ -205,6 +224,7 @@ pub fn lower(
         texts: l.texts,
         manual: l.manual,
         vars: l.vars,
+        copies: l.copies,
     })
 }
 
@@ -292,6 +312,10 @@ struct Lower<'a> {
     launched: bool,
     /// Roots created ahead of their alloc op (a buffer a loop yields), by the op's offset.
     pre_alloc: HashMap<u32, usize>,
+    /// Every memory access in program order: (op sequence number, root, whether it writes).
+    accesses: Vec<(u32, usize, bool)>,
+    seq: u32,
+    copies: Vec<CopySite>,
 }
 
 /// What [`Lower::snapshot`] keeps.
@@ -304,6 +328,8 @@ struct Snapshot {
     texts: usize,
     vars: usize,
     uses: (bool, bool, bool, bool),
+    accesses: usize,
+    copies: usize,
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -790,6 +816,15 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// Records that the current op reads or writes `v` (a memory value).
+    fn access(&mut self, v: &Value, write: bool) {
+        if let Some(Val::Mem(m)) = self.get(v).cloned() {
+            for r in self.members(m.root) {
+                self.accesses.push((self.seq, r, write));
+            }
+        }
+    }
+
     /// The elements a memory value selects.
     fn count(&self, m: &Mem) -> u64 {
         match &m.sel {
@@ -1146,6 +1181,8 @@ impl<'a> Lower<'a> {
                 let Some(m) = self.mem(memref, &op.name) else {
                     return;
                 };
+                self.seq += 1;
+                self.access(memref, !load);
                 let root = self.roots[m.root].clone();
                 let mut idx = Vec::new();
                 for i in indices {
@@ -1692,6 +1729,8 @@ impl<'a> Lower<'a> {
             texts: self.texts.len(),
             vars: self.vars.len(),
             uses: (self.uses_ub, self.uses_cube, self.manual, self.launched),
+            accesses: self.accesses.len(),
+            copies: self.copies.len(),
         }
     }
 
@@ -1703,6 +1742,8 @@ impl<'a> Lower<'a> {
         self.allocs.truncate(s.allocs);
         self.texts.truncate(s.texts);
         self.vars.truncate(s.vars);
+        self.accesses.truncate(s.accesses);
+        self.copies.truncate(s.copies);
         (self.uses_ub, self.uses_cube, self.manual, self.launched) = s.uses;
     }
 
@@ -1861,6 +1902,25 @@ impl<'a> Lower<'a> {
             .map(|r| r.map(|r| self.roots[r].clone()))
             .collect();
         let first_ids = self.yielded_roots(&last_yield(body));
+        // HIVM copies the yielded buffer into the carried one when the body reads the carried
+        // one after writing the yielded one (their lifetimes meet): then the two stay apart
+        let copy_mode: Vec<bool> = inits
+            .iter()
+            .enumerate()
+            .map(|(i, init)| {
+                let (Some(Val::Mem(m)), Some(Some(y))) = (init, first_ids.get(i)) else {
+                    return false;
+                };
+                if *y == m.root {
+                    return false;
+                }
+                let log = &self.accesses[snap.accesses..];
+                let Some(w) = log.iter().find(|a| a.1 == *y && a.2).map(|a| a.0) else {
+                    return false;
+                };
+                log.iter().any(|a| a.1 == m.root && !a.2 && a.0 > w)
+            })
+            .collect();
         self.restore(snap);
         let var = self.fresh(&iv.name);
         self.vars.push((var.clone(), iv.name.clone()));
@@ -1870,6 +1930,9 @@ impl<'a> Lower<'a> {
         for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
             carried(self, arg, init);
             let Some(Val::Mem(m)) = init else { continue };
+            if copy_mode.get(i) == Some(&true) {
+                continue;
+            }
             let y = match (first.get(i).cloned().flatten(), first_ids.get(i).copied().flatten()) {
                 // an alloc of the body: created now, taken by its alloc op when it comes
                 (Some(root), Some(id)) if id >= before && root.select.is_empty() => {
@@ -1893,13 +1956,50 @@ impl<'a> Lower<'a> {
                 self.op(o, &mut out);
             }
         }
+        let yield_values = last_yield(body);
+        let yield_op = body.blocks.first().and_then(|b| b.ops.last());
+        let mut yielded = self.yielded_roots(&yield_values);
+        for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
+            if copy_mode.get(i) != Some(&true) {
+                continue;
+            }
+            let (Some(Val::Mem(m)), Some(Some(y)), Some(yv), Some(yop)) =
+                (init, yielded.get(i), yield_values.get(i), yield_op)
+            else {
+                continue;
+            };
+            let pos = yop.name_pos;
+            let (yn, an) = (self.roots[*y].name.clone(), self.roots[m.root].name.clone());
+            self.push(
+                yop,
+                &mut out,
+                "copy",
+                map(pos, vec![("src".into(), s(pos, &yn)), ("dst".into(), s(pos, &an))]),
+                vec![],
+            );
+            let src = self.src.get(yop.span.start.offset as usize..yop.span.end as usize).unwrap_or("");
+            let line = one_line(src, usize::MAX);
+            let tys = line.rsplit_once(" : ").map(|(_, t)| t.to_string()).unwrap_or_default();
+            let ty = tys.split(", ").nth(i).unwrap_or(&tys).to_string();
+            let names: Vec<String> = yield_values
+                .iter()
+                .enumerate()
+                .map(|(k, v)| if k == i { format!("%{}", arg.name) } else { format!("%{}", v.name) })
+                .collect();
+            self.copies.push(CopySite {
+                yield_pos: pos,
+                copy: format!("hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})", yv.name, arg.name),
+                yield_text: format!("scf.yield {} : {tys}", names.join(", ")),
+            });
+            yielded[i] = Some(m.root);
+        }
         self.flush_scalar(&mut out);
-        let yielded = self.yielded_roots(&last_yield(body));
         // the loop's results: the initial value or what the body yields
         let mut results = Vec::new();
         let mut escaping = Vec::new();
         for (i, init) in inits.iter().enumerate() {
             let v = match (init, yielded.get(i).copied().flatten()) {
+                (Some(Val::Mem(m)), Some(y)) if y == m.root => Val::Mem(m.clone()),
                 (Some(Val::Mem(m)), Some(y)) => {
                     escaping.push(y);
                     let ty = m.ty.clone();
@@ -2116,6 +2216,18 @@ impl<'a> Lower<'a> {
         }
         let short = op.name.strip_prefix("hivm.hir.").unwrap_or(&op.name).to_string();
         let pos = op.name_pos;
+        self.seq += 1;
+        for t in ins {
+            self.access(&t.value, false);
+        }
+        for t in outs {
+            self.access(&t.value, true);
+        }
+        for (_, g) in groups {
+            for t in g {
+                self.access(&t.value, true);
+            }
+        }
         let mut opnd = |l: &mut Self, t: &Typed| -> Option<Node> {
             let m = l.mem(&t.value, &op.name)?;
             let text = l.operand(&m, t.value.pos, block);

@@ -20,6 +20,12 @@ pub struct Edits {
     /// Lines to print at the start of a function's body, by the function op's start offset
     /// (after the offset constants).
     pub prologue: HashMap<u32, Vec<String>>,
+    /// Treat constants as MLIR's folder leaves them after a pass that rewrote the function
+    /// (`-hivm-plan-memory`): unused ones erased, duplicates merged, and those not in the
+    /// entry block's leading run of constants moved to its front.
+    pub fold_constants: bool,
+    /// Ops printed as other text, by the op name's (line, column): a yield HIVM rewrites.
+    pub replace: HashMap<(u32, u32), String>,
     /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
     /// multi-buffer is used through the multi-buffer's own value, as HIVM rewrites it.
     pub rename: HashMap<String, String>,
@@ -337,7 +343,10 @@ impl Printer<'_> {
             );
         } else {
             let rs = regions(op);
-            if let Some(t) = sync_text(op) {
+            if let Some(t) = self.edits.replace.get(&key) {
+                let t = t.clone();
+                self.line(depth, &t);
+            } else if let Some(t) = sync_text(op) {
                 // sync ops print in their short form, as HIVM's printer writes them
                 let t = renamed(&t, &self.rename);
                 self.line(depth, &t);
@@ -531,6 +540,9 @@ impl Printer<'_> {
             let name = const_name(*o);
             self.line(depth, &format!("%{name} = arith.constant {o} : i64"));
         }
+        if self.edits.fold_constants {
+            self.fold_constants(func, depth);
+        }
         if let (Some(a), Some(o)) = (stays, seen.first()) {
             self.first_const = Some((a, format!("%{} = arith.constant {o} : i64", const_name(*o))));
         }
@@ -569,10 +581,104 @@ fn sync_text(op: &Op) -> Option<String> {
     })
 }
 
+/// Every `arith.constant` under `ops`, in program order.
+fn constants<'o>(ops: &'o [Op], out: &mut Vec<&'o Op>) {
+    for op in ops {
+        if op.name == "arith.constant" {
+            out.push(op);
+        }
+        for r in regions(op) {
+            for b in &r.blocks {
+                constants(&b.ops, out);
+            }
+        }
+    }
+}
+
+/// `text` without its `//` comments.
+fn uncommented(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for l in text.lines() {
+        out.push_str(strip_comment(l));
+        out.push('\n');
+    }
+    out
+}
+
+/// How many times `%name` occurs in `text` as a whole value name.
+fn occurrences(text: &str, name: &str) -> usize {
+    let pat = format!("%{name}");
+    let b = text.as_bytes();
+    let mut n = 0;
+    let mut from = 0;
+    while let Some(i) = text[from..].find(&pat) {
+        let end = from + i + pat.len();
+        let next = b.get(end).copied().unwrap_or(b' ');
+        if !(next.is_ascii_alphanumeric() || matches!(next, b'_' | b'$' | b'.' | b'-')) {
+            n += 1;
+        }
+        from = end;
+    }
+    n
+}
+
 fn allocs_in_order(func: &Op) -> Vec<u32> {
     let mut v = Vec::new();
     collect_allocs(std::slice::from_ref(func), &mut v);
     v
+}
+
+impl Printer<'_> {
+    /// The function's own constants after MLIR's folder (bishengir-opt 1.2.0 on plan-memory
+    /// tests): a constant nothing uses is erased; of equal constants the first is kept and the
+    /// others' uses name it; a constant that is not in the entry block's leading run of
+    /// constants (it follows another op, or sits in a nested region) moves to the front, just
+    /// after the offset constants, each in front of the ones moved before it.
+    fn fold_constants(&mut self, func: &Op, depth: usize) {
+        let OpKind::Func { body, .. } = &func.kind else {
+            return;
+        };
+        let Some(entry) = body.blocks.first() else {
+            return;
+        };
+        let text = uncommented(self.text(func.span.start.offset as usize, func.span.end as usize));
+        let leading: Vec<u32> = entry
+            .ops
+            .iter()
+            .take_while(|o| o.name == "arith.constant")
+            .map(|o| o.span.start.offset)
+            .collect();
+        let mut all = Vec::new();
+        constants(&entry.ops, &mut all);
+        let mut kept: Vec<(String, String)> = Vec::new(); // (value and type text, name)
+        let mut moved: Vec<String> = Vec::new();
+        for c in all {
+            let Some(r) = c.results.first() else { continue };
+            if self.skip.contains(&c.span.start.offset) {
+                continue;
+            }
+            let line = one_line(self.text(c.span.start.offset as usize, c.span.end as usize), usize::MAX);
+            let value = line.split_once('=').map(|(_, v)| v.trim().to_string()).unwrap_or_default();
+            if occurrences(&text, &r.name) <= 1 {
+                self.skip.insert(c.span.start.offset);
+                continue;
+            }
+            if let Some((_, first)) = kept.iter().find(|(v, _)| *v == value) {
+                self.rename.insert(r.name.clone(), first.clone());
+                self.skip.insert(c.span.start.offset);
+                continue;
+            }
+            kept.push((value, r.name.clone()));
+            if !leading.contains(&c.span.start.offset) {
+                moved.push(line);
+                self.skip.insert(c.span.start.offset);
+            }
+        }
+        for l in moved.iter().rev() {
+            let t = canonical(&renamed(l, &self.rename));
+            self.line(depth, &t);
+        }
+    }
 }
 
 fn collect_allocs(ops: &[Op], out: &mut Vec<u32>) {
