@@ -2127,7 +2127,14 @@ impl<'a> Lower<'a> {
         els: Option<&Region>,
         block: &mut BlockOut,
     ) {
-        let c = self.expr(cond, cond.pos, "the condition");
+        // plan-only: HIVM's passes never evaluate a condition, so neither branch may be
+        // known to run (a constant `true` included)
+        let c = if self.opts.lenient {
+            self.launched = true;
+            Some(stand_in("the condition"))
+        } else {
+            self.expr(cond, cond.pos, "the condition")
+        };
         self.flush_scalar(block);
         let mut t = self.region(then);
         let ty = self.yielded_roots(&last_yield(then));
