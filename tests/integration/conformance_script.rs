@@ -55,5 +55,9 @@ fn without_the_lit_tests_the_runner_skips_in_one_line() {
             && stdout.contains(&empty.join("ascendnpu-ir-v1.2.0").display().to_string()),
         "{stdout}"
     );
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
