@@ -80,15 +80,26 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
             "hivm-plan-memory" => {
                 a.plan_memory = true;
                 for (k, v) in pass_options(value.unwrap_or("")) {
-                    match (k.as_str(), v.as_deref()) {
-                        ("mem-plan-mode", Some("local-mem-plan")) => {}
-                        ("enable-memory-display", _) => {}
-                        ("enable-global-workspace-reuse", Some("false")) => {}
-                        _ => a.unsupported.push(format!(
-                            "-hivm-plan-memory option `{}`: npusim plans local memory only, with its own inplace rules",
-                            show_option(&k, v.as_deref())
-                        )),
-                    }
+                    let why = match (k.as_str(), v.as_deref()) {
+                        ("mem-plan-mode", Some("local-mem-plan")) => continue,
+                        // a display option: what is planned does not change
+                        ("enable-memory-display", _) => continue,
+                        ("enable-global-workspace-reuse", Some("false")) => continue,
+                        ("mem-plan-mode", _) | ("enable-global-workspace-reuse", _) => {
+                            "npusim plans on-chip buffers only, not the GM workspace"
+                        }
+                        ("restrict-inplace-as-isa", _) => {
+                            "npusim's inplace rules are HIVM's default ones (docs/planner.md)"
+                        }
+                        ("plan-memory-strategy", _) => {
+                            "HIVM 1.2.0 has no such option; npusim plans first fit, as 1.2.0 does"
+                        }
+                        _ => "not an option npusim knows",
+                    };
+                    a.unsupported.push(format!(
+                        "-hivm-plan-memory option `{}`: {why}",
+                        show_option(&k, v.as_deref())
+                    ));
                 }
             }
             "hivm-inject-sync" => {

@@ -18,6 +18,9 @@
 //!
 //!   An optional second line `# args: ARGS` gives the whole command instead (`{file}` stands
 //!   for the fixture), for mistakes in command-line options.
+//! - `*.mlir`: HIVM MLIR, run as `npusim check FILE`. The first line is a `//` comment saying
+//!   what is wrong; `// unsupported: ...` expects exit code 3 (what `npusim opt` does not
+//!   implement). An optional second line `// args: ARGS` gives the whole command.
 //! - `*.csv`: a MiniMalloc instance (no comment: the file is named after the problem), run as
 //!   `npusim pack FILE --capacity 1048576`; but `sweep_merge_*.csv` is a sweep's part, run as
 //!   `npusim sweep --merge FILE`, and `sweep_summary_*.csv` a sweep's results, run as
@@ -67,6 +70,7 @@ const NO_PLACE: &[(&str, &str)] = &[
     ("arg_unknown_builtin_config.yaml", "ascend310p"),
     ("arg_param_twice.args", "--param n=2048"),
     ("arg_capacity_twice.args", "--capacity UB=64KiB"),
+    ("mlir_opt_unsupported_option.mlir", "plan-memory-strategy"),
     // an input above --max-input-bytes has no place in the file: the message names the option
     ("input_endless_program.args", "--max-input-bytes"),
     ("input_endless_config.args", "--max-input-bytes"),
@@ -196,7 +200,33 @@ impl Case {
                     report,
                 }
             }
-            _ => panic!("{name}: a fixture is .yaml, .csv or .args"),
+            "mlir" => {
+                // `// what is wrong`, optionally `// unsupported: ...` (exit 3, the convention
+                // of `npusim opt` for input it does not implement), then an optional
+                // `// args: ARGS` line
+                let strip = |l: &str| l.trim_start_matches("//").trim().to_string();
+                let mut about = strip(&first);
+                let mut code = 2;
+                if let Some(rest) = about.strip_prefix("unsupported: ") {
+                    code = 3;
+                    about = rest.to_string();
+                }
+                let command = second
+                    .as_deref()
+                    .and_then(|l| l.strip_prefix("// args: "))
+                    .unwrap_or("check {file}")
+                    .to_string();
+                Case {
+                    args: split(&command),
+                    name,
+                    path,
+                    about,
+                    code,
+                    csv: false,
+                    report: false,
+                }
+            }
+            _ => panic!("{name}: a fixture is .yaml, .mlir, .csv or .args"),
         }
     }
 }
@@ -329,7 +359,7 @@ fn every_bad_input_is_rejected_with_its_place() {
     // glob! fails at its end when a snapshot differs; the corpus's own problems are reported
     // first, then that failure is resumed
     let globbed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        insta::glob!("../fixtures/bad", "*.{yaml,csv,args}", |file| {
+        insta::glob!("../fixtures/bad", "*.{yaml,mlir,csv,args}", |file| {
             let case = Case::new(file);
             seen.push(case.name.clone());
             let ran = run(&case.args);

@@ -240,6 +240,8 @@ enum Val {
     Unknown { what: String },
     /// A tensor-dialect value: not memory the simulator sees.
     Tensor,
+    /// A value whose definition was already reported as an error: its uses say nothing more.
+    Poisoned,
 }
 
 #[derive(Clone, Debug)]
@@ -552,6 +554,7 @@ impl<'a> Lower<'a> {
                     self.static_shape(m, a.value.pos, &a.value.name)
                 };
                 let Some(shape) = shape else {
+                    self.set(&a.value, Val::Poisoned);
                     return;
                 };
                 let Some(dt) = self.dtype_of(m, a.value.pos) else {
@@ -697,6 +700,7 @@ impl<'a> Lower<'a> {
     fn expr(&mut self, v: &Value, at: Pos, role: &str) -> Option<String> {
         match self.get(v).cloned() {
             Some(Val::Int { expr, .. }) => Some(expr),
+            Some(Val::Poisoned) => None,
             Some(Val::Unknown { .. }) if self.opts.lenient => {
                 let s = stand_in(role);
                 self.launched |= s.contains("block");
@@ -738,6 +742,7 @@ impl<'a> Lower<'a> {
     fn mem(&mut self, v: &Value, op: &str) -> Option<Mem> {
         match self.get(v).cloned() {
             Some(Val::Mem(m)) => Some(m),
+            Some(Val::Poisoned) => None,
             Some(_) => {
                 self.error(
                     v.pos,
@@ -1361,9 +1366,11 @@ impl<'a> Lower<'a> {
             return;
         }
         let Some(shape) = self.static_shape(m, op.name_pos, &res.name) else {
+            self.set(&res, Val::Poisoned);
             return;
         };
         let Some(dt) = self.dtype_of(m, op.name_pos) else {
+            self.set(&res, Val::Poisoned);
             return;
         };
         let space = m.space.clone().unwrap_or_else(|| "gm".into());
@@ -2351,6 +2358,7 @@ impl<'a> Lower<'a> {
                 Some(Val::Int { expr, .. }) => scalar = Some(expr),
                 // npusim never computes data: a float scalar's value does not change timing
                 Some(Val::Unknown { .. }) => scalar = Some("0".into()),
+                Some(Val::Poisoned) => return,
                 _ => {
                     self.error(t.value.pos, format!("%{} is not defined", t.value.name), None);
                     return;
