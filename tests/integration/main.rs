@@ -15,6 +15,7 @@ mod html_cli;
 mod injection;
 mod kernel_cli;
 mod limits;
+mod mlir_kernels;
 mod output_safety;
 mod outputs;
 mod pack_cli;

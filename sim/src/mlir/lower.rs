@@ -1430,8 +1430,13 @@ impl<'a> Lower<'a> {
     }
 
     fn view(&mut self, op: &Op, kind: &ViewKind, source: &Value, ty: &Type) {
-        let Some(src) = self.mem(source, &op.name) else {
+        // a failed view reports once: its result is poisoned for its uses
+        self.set_results(op, Val::Poisoned);
+        if matches!(self.get(source), Some(Val::Tensor)) {
             self.set_results(op, Val::Tensor);
+            return;
+        }
+        let Some(src) = self.mem(source, &op.name) else {
             return;
         };
         let Type::MemRef(rty) = ty else {
@@ -1456,6 +1461,11 @@ impl<'a> Lower<'a> {
                         Some(OpFold::Const(c)) => *c as u64,
                         Some(OpFold::Value(v)) => match self.konst(v) {
                             Some(c) => c as u64,
+                            // plan-only: a tail tile's size; the whole dimension stands for it
+                            None if self.opts.lenient => match src.ty.shape.get(i) {
+                                Some(Dim::Static(n)) => *n,
+                                _ => root_shape.get(i).copied().unwrap_or(1),
+                            },
                             None => {
                                 self.error(
                                     v.pos,
