@@ -137,6 +137,7 @@ pub enum Command {
     /// [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [-split-input-file]
     /// [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE]
     /// [--param NAME=INT] [-o FILE]` (docs/mlir.md).
+    #[command(disable_help_flag = true)]
     Opt {
         /// The file and the passes, spelled as `bishengir-opt` spells them (one or two dashes).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]

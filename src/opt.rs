@@ -204,6 +204,10 @@ fn pass_options(s: &str) -> Vec<(String, Option<String>)> {
 pub fn opt(raw: &[String]) -> Result<(), Exit> {
     let args = match parse_args(raw) {
         Ok(a) => a,
+        Err(problems) if problems.iter().any(|p| p == "help") => {
+            let _ = crate::output::emit(None, &format!("{USAGE}\n"));
+            return Ok(());
+        }
         Err(problems) => {
             for p in &problems {
                 err_line!("error: {p}");

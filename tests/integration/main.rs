@@ -16,6 +16,7 @@ mod injection;
 mod kernel_cli;
 mod limits;
 mod mlir_kernels;
+mod opt_cli;
 mod output_safety;
 mod outputs;
 mod pack_cli;

@@ -1,0 +1,162 @@
+//! `npusim opt` on HIVM MLIR: the `bishengir-opt`-compatible driver (docs/mlir.md). Expected
+//! outputs are derived by hand from HIVM's rules (AllocToPointerCast's constants, the
+//! multi-buffer rewrite), each one in the test's comment.
+
+use crate::{npusim, root, scratch, stderr, stdout};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Reference case A of AscendNPU-IR's plan-memory tests, in our own words: one double-buffered
+/// 16 x f16 UB buffer (32 B a slot) in a loop.
+const DOUBLE_BUFFER: &str = r#"func.func @db(%src: memref<16xf16, #hivm.address_space<gm>>,
+              %dst: memref<16xf16, #hivm.address_space<gm>>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c16 step %c4 {
+    %buf = memref.alloc() : memref<16xf16, #hivm.address_space<ub>>
+    annotation.mark %buf {hivm.multi_buffer = 2 : i32} : memref<16xf16, #hivm.address_space<ub>>
+    hivm.hir.load ins(%src : memref<16xf16, #hivm.address_space<gm>>)
+                  outs(%buf : memref<16xf16, #hivm.address_space<ub>>)
+    hivm.hir.store ins(%buf : memref<16xf16,#hivm.address_space<ub>>)
+                   outs(%dst: memref<16xf16,#hivm.address_space<gm>>)
+  }
+  return
+}
+"#;
+
+fn write(name: &str, text: &str) -> String {
+    let dir = scratch(name);
+    let path = dir.join("in.mlir");
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn plan_memory_prints_pointer_casts_as_alloc_to_pointer_cast_does() {
+    let f = write("opt_db", DOUBLE_BUFFER);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Slot 0 of the one buffer at byte 0, slot 1 at 32 (16 x 2 B, UB's 32 B alignment).
+    // Constants are made as the allocs are walked, slot by slot, each in front of the earlier
+    // ones (the alloc sits in a loop, so MLIR's folder moves them to the function's front):
+    // 32, then 0, then the input's own index constants. The alloc becomes one pointer_cast
+    // with both offsets; every op is printed on one line, spaced as MLIR prints it.
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let expect = [
+        "module {",
+        "func.func @db(%src: memref<16xf16, #hivm.address_space<gm>>, %dst: memref<16xf16, #hivm.address_space<gm>>) {",
+        "%c32_i64_npu = arith.constant 32 : i64",
+        "%c0_i64_npu = arith.constant 0 : i64",
+        "%c0 = arith.constant 0 : index",
+        "%c4 = arith.constant 4 : index",
+        "%c16 = arith.constant 16 : index",
+        "scf.for %i = %c0 to %c16 step %c4 {",
+        "%buf = hivm.hir.pointer_cast(%c0_i64_npu, %c32_i64_npu) : memref<16xf16, #hivm.address_space<ub>>",
+        "annotation.mark %buf {hivm.multi_buffer = 2 : i32} : memref<16xf16, #hivm.address_space<ub>>",
+        "hivm.hir.load ins(%src : memref<16xf16, #hivm.address_space<gm>>) outs(%buf : memref<16xf16, #hivm.address_space<ub>>)",
+        "hivm.hir.store ins(%buf : memref<16xf16, #hivm.address_space<ub>>) outs(%dst : memref<16xf16, #hivm.address_space<gm>>)",
+        "}",
+        "return",
+        "}",
+        "}",
+    ];
+    assert_eq!(lines, expect, "{text}");
+}
+
+#[test]
+fn split_input_runs_each_chunk_alone_and_separates_the_outputs() {
+    let two = format!("{DOUBLE_BUFFER}// -----\n{}", DOUBLE_BUFFER.replace("@db", "@db2"));
+    let f = write("opt_split", &two);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory", "-split-input-file"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let parts: Vec<&str> = text.split("// -----\n").collect();
+    assert_eq!(parts.len(), 2, "{text}");
+    assert!(parts[0].contains("@db(") && parts[1].contains("@db2("));
+}
+
+#[test]
+fn an_overflow_is_reported_in_hivm_words_and_verify_diagnostics_checks_it() {
+    // 2 x 98304 f32 = 786432 B = 6291456 bits live at once, in a UB of 196608 B = 1572864 bits
+    let body = r#"func.func @big(%g: memref<98304xf32, #hivm.address_space<gm>>) {
+  %a = memref.alloc() : memref<98304xf32, #hivm.address_space<ub>>
+  %b = memref.alloc() : memref<98304xf32, #hivm.address_space<ub>>
+  hivm.hir.load ins(%g : memref<98304xf32, #hivm.address_space<gm>>) outs(%a : memref<98304xf32, #hivm.address_space<ub>>)
+  hivm.hir.load ins(%g : memref<98304xf32, #hivm.address_space<gm>>) outs(%b : memref<98304xf32, #hivm.address_space<ub>>)
+  hivm.hir.vadd ins(%a, %b : memref<98304xf32, #hivm.address_space<ub>>, memref<98304xf32, #hivm.address_space<ub>>) outs(%a : memref<98304xf32, #hivm.address_space<ub>>)
+  hivm.hir.store ins(%a : memref<98304xf32, #hivm.address_space<ub>>) outs(%g : memref<98304xf32, #hivm.address_space<gm>>)
+  return
+}
+"#;
+    let f = write("opt_overflow", body);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.contains(":1:1: error: ub overflow, requires 6291456 bits while 1572864 bits available! (possible reason:"),
+        "{err}"
+    );
+    let expected = format!("// expected-error@+1 {{{{ub overflow, requires 6291456 bits}}}}\n{body}");
+    let f = write("opt_overflow_verified", &expected);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory", "-verify-diagnostics"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let wrong = expected.replace("6291456", "6291457");
+    let f = write("opt_overflow_wrong", &wrong);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory", "-verify-diagnostics"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("expected error \"ub overflow, requires 6291457 bits\" was not produced"));
+}
+
+#[test]
+fn without_a_pass_sync_ops_print_in_short_form_and_stdin_is_read() {
+    let text = "func.func @s() {\n  hivm.hir.set_flag [#hivm.pipe<PIPE_MTE1>, #hivm.pipe<PIPE_M>, #hivm.event<EVENT_ID0>]\n  hivm.hir.pipe_barrier [#hivm.pipe<PIPE_ALL>]\n  return\n}\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_npusim"))
+        .args(["opt", "-allow-unregistered-dialect"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("hivm.hir.set_flag[<PIPE_MTE1>, <PIPE_M>, <EVENT_ID0>]"), "{s}");
+    assert!(s.contains("hivm.hir.pipe_barrier[<PIPE_ALL>]"), "{s}");
+}
+
+#[test]
+fn an_op_npusim_cannot_read_is_unsupported_with_its_place() {
+    let body = DOUBLE_BUFFER.replace("hivm.hir.store", "hivm.hir.nz2nd");
+    let f = write("opt_unsupported", &body);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("unsupported: ") && err.contains("in.mlir:11:5: `hivm.hir.nz2nd` touches memory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn emit_program_shows_what_a_function_lowers_to() {
+    let f = write("opt_emit", DOUBLE_BUFFER);
+    let out = npusim(&["opt", &f, "--emit-program"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = stdout(&out);
+    // the loop variable from %i, the buffer's slots from the mark, the moves as written
+    assert!(s.contains("for: { var: i, from: \"0\", to: \"16\", step: \"4\" }"), "{s}");
+    assert!(s.contains("buf: { scope: ub, shape: [16], dtype: f16, multi: 2 }"), "{s}");
+    assert!(s.contains("{ load: { src: src, dst: buf } }"), "{s}");
+}
+
+#[test]
+fn help_prints_the_usage() {
+    let out = npusim(&["opt", "--help"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("usage: npusim opt FILE"));
+}
