@@ -2626,3 +2626,210 @@ fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32)
         A::Mod(a, b) => format!("({} % {})", affine(a, args, dims), affine(b, args, dims)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower_text(text: &str, lenient: bool) -> Result<Lowered, Vec<Diagnostic>> {
+        lower_with(text, lenient, &[])
+    }
+
+    fn lower_with(
+        text: &str,
+        lenient: bool,
+        params: &[(String, i64)],
+    ) -> Result<Lowered, Vec<Diagnostic>> {
+        let chunks = crate::mlir::parse_file(text, "t.mlir").expect("parses");
+        let (c, f) = functions(&chunks)[0];
+        let opts = Options {
+            params: params.to_vec(),
+            sync: SyncOps::Keep,
+            lenient,
+        };
+        lower(text, &chunks[c], f, "t.mlir", &opts)
+    }
+
+    fn flow(text: &str) -> String {
+        let l = lower_text(text, false).unwrap_or_else(|d| panic!("{d:?}"));
+        crate::yaml::flow(&l.doc, 1 << 20)
+    }
+
+    const UB: &str = "#hivm.address_space<ub>";
+    const GM: &str = "#hivm.address_space<gm>";
+
+    #[test]
+    fn a_vector_kernel_lowers_to_the_program_it_means() {
+        let text = format!(
+            "func.func @add(%x: memref<4x64xf16, {GM}>, %z: memref<4x64xf16, {GM}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %t = %c0 to %c4 step %c1 {{
+    %a = memref.alloc() : memref<64xf16, {UB}>
+    %r = memref.subview %x[%t, 0] [1, 64] [1, 1] : memref<4x64xf16, {GM}> to memref<64xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.load ins(%r : memref<64xf16, strided<[1], offset: ?>, {GM}>) outs(%a : memref<64xf16, {UB}>)
+    hivm.hir.vexp ins(%a : memref<64xf16, {UB}>) outs(%a : memref<64xf16, {UB}>)
+    %w = memref.subview %z[%t, 0] [1, 64] [1, 1] : memref<4x64xf16, {GM}> to memref<64xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.store ins(%a : memref<64xf16, {UB}>) outs(%w : memref<64xf16, strided<[1], offset: ?>, {GM}>)
+  }}
+  return
+}}"
+        );
+        // the row t of each gm tensor is the box [t, t + 1) x [0, 64); the core is aiv (UB)
+        assert_eq!(
+            flow(&text),
+            "{ kernel: add, core: aiv, sync: auto, gm: { x: { shape: [4, 64], dtype: f16 }, \
+             z: { shape: [4, 64], dtype: f16 } }, body: [{ for: { var: t, from: \"0\", to: \"4\", \
+             step: \"1\" }, buffers: { a: { scope: ub, shape: [64], dtype: f16 } }, body: \
+             [{ load: { src: \"x[t : t + 1, 0 : 64]\", dst: a } }, { vexp: { ins: [a], out: a } }, \
+             { store: { src: a, dst: \"z[t : t + 1, 0 : 64]\" } }] }] }"
+        );
+    }
+
+    #[test]
+    fn index_arithmetic_becomes_expressions() {
+        let text = format!(
+            "#map = affine_map<(d0)[s0] -> (d0 * 16 + s0)>
+func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c2 {{
+    %o = affine.apply #map(%i)[%c8]
+    %p = arith.muli %o, %c2 : index
+    %a = memref.alloc() : memref<16xf16, {UB}>
+    %r = memref.subview %x[%p] [16] [1] : memref<256xf16, {GM}> to memref<16xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.load ins(%r : memref<16xf16, strided<[1], offset: ?>, {GM}>) outs(%a : memref<16xf16, {UB}>)
+  }}
+  return
+}}"
+        );
+        let f = flow(&text);
+        // (i * 16 + 8) * 2, two scalar ops before the load (affine.apply, arith.muli)
+        assert!(
+            f.contains("{ scalar: { cycles: 2 } }, { load: { src: \"x[(((i * 16) + 8)) * 2 : ((((i * 16) + 8)) * 2) + 16]\", dst: a } }"),
+            "{f}"
+        );
+        // %n is an index argument: without --param it is no value at all; with one, a param
+        assert!(!f.contains("params"), "{f}");
+        let l = lower_with(&text, false, &[("n".into(), 4)]).unwrap();
+        assert!(crate::yaml::flow(&l.doc, 1 << 20).contains("params: { n: 4 }"));
+    }
+
+    #[test]
+    fn planned_buffers_keep_their_offsets_and_sync_ops_make_the_program_manual() {
+        let text = format!(
+            "func.func @k(%x: memref<64xf32, {GM}>) {{
+  %c0 = arith.constant 0 : i64
+  %c256 = arith.constant 256 : i64
+  %a = hivm.hir.pointer_cast(%c0, %c256) : memref<64xf32, {UB}>
+  hivm.hir.load ins(%x : memref<64xf32, {GM}>) outs(%a : memref<64xf32, {UB}>)
+  hivm.hir.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID1>]
+  hivm.hir.wait_flag[#hivm.pipe<PIPE_MTE2>, #hivm.pipe<PIPE_MTE3>, #hivm.event<EVENT_ID1>]
+  hivm.hir.store ins(%a : memref<64xf32, {UB}>) outs(%x : memref<64xf32, {GM}>)
+  hivm.hir.pipe_barrier[<PIPE_ALL>]
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(f.contains("sync: manual"), "{f}");
+        assert!(f.contains("a: { scope: ub, shape: [64], dtype: f32, multi: 2, at: [0, 256] }"), "{f}");
+        assert!(f.contains("{ set_flag: { src: mte2, dst: mte3, id: \"1\" } }, { wait_flag: { src: mte2, dst: mte3, id: \"1\" } }"), "{f}");
+        assert!(f.contains("{ barrier: all }"), "{f}");
+    }
+
+    #[test]
+    fn a_branch_result_is_a_select_and_a_loop_carried_buffer_shares_its_address() {
+        let text = format!(
+            "func.func @k(%x: memref<64xf32, {GM}>, %c: i1) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %i0 = memref.alloc() : memref<64xf32, {UB}>
+  hivm.hir.load ins(%x : memref<64xf32, {GM}>) outs(%i0 : memref<64xf32, {UB}>)
+  %r = scf.for %t = %c0 to %c4 step %c1 iter_args(%acc = %i0) -> (memref<64xf32, {UB}>) {{
+    %n = memref.alloc() : memref<64xf32, {UB}>
+    hivm.hir.vadd ins(%acc, %acc : memref<64xf32, {UB}>, memref<64xf32, {UB}>) outs(%n : memref<64xf32, {UB}>)
+    scf.yield %n : memref<64xf32, {UB}>
+  }}
+  %b = memref.alloc() : memref<64xf32, {UB}>
+  hivm.hir.load ins(%x : memref<64xf32, {GM}>) outs(%b : memref<64xf32, {UB}>)
+  %cond = arith.cmpi eq, %c0, %c1 : index
+  %s = scf.if %cond -> (memref<64xf32, {UB}>) {{
+    scf.yield %r : memref<64xf32, {UB}>
+  }} else {{
+    scf.yield %b : memref<64xf32, {UB}>
+  }}
+  hivm.hir.store ins(%s : memref<64xf32, {UB}>) outs(%x : memref<64xf32, {GM}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        // the yielded %n gets %i0's address and neither is inplaced (HIVM's forced pair)
+        assert!(f.contains("n: { scope: ub, shape: [64], dtype: f32, inplace: false, share: i0 }"), "{f}");
+        assert!(f.contains("i0: { scope: ub, shape: [64], dtype: f32, inplace: false }"), "{f}");
+        // the if's result is either buffer: a select view, read by the store
+        assert!(f.contains("views: { sel: { select: [i0, b] } }"), "{f}");
+        assert!(f.contains("{ store: { src: sel, dst: x } }"), "{f}");
+        // a condition of constants folds
+        assert!(f.contains("{ if: \"0\""), "{f}");
+    }
+
+    #[test]
+    fn what_npusim_cannot_read_is_an_error_at_its_place_all_at_once() {
+        let text = format!(
+            "func.func @k(%x: memref<64xf32, {GM}>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = memref.alloc() : memref<64xf32, {UB}>
+  scf.for %t = %c0 to %n step %c1 {{
+    hivm.hir.vfoo ins(%a : memref<64xf32, {UB}>) outs(%a : memref<64xf32, {UB}>)
+  }}
+  hivm.hir.nz2nd ins(%a : memref<64xf32, {UB}>) outs(%x : memref<64xf32, {GM}>)
+  return
+}}"
+        );
+        let errs = lower_text(&text, false).unwrap_err();
+        let got: Vec<String> = errs
+            .iter()
+            .map(|d| format!("{}:{} {}", d.line.unwrap(), d.column.unwrap(), d.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "5:28 the loop's upper bound %n is not known to npusim: it comes from function argument %n (give its value with --param n=N)",
+                "6:5 `hivm.hir.vfoo` is a vector op npusim does not model",
+                "8:3 `hivm.hir.nz2nd` touches memory and npusim does not know it",
+            ]
+        );
+        // plan-only, the bound is a stand-in and the loop is kept (the ops are still errors)
+        let errs = lower_text(&text, true).unwrap_err();
+        assert_eq!(errs.len(), 2);
+    }
+
+    #[test]
+    fn block_indices_are_the_launch_variables() {
+        let text = format!(
+            "func.func @k(%x: memref<8x64xf32, {GM}>) {{
+  %b = hivm.hir.get_block_idx -> i64
+  %i = arith.index_cast %b : i64 to index
+  %a = memref.alloc() : memref<64xf32, {UB}>
+  %r = memref.subview %x[%i, 0] [1, 64] [1, 1] : memref<8x64xf32, {GM}> to memref<64xf32, strided<[1], offset: ?>, {GM}>
+  hivm.hir.load ins(%r : memref<64xf32, strided<[1], offset: ?>, {GM}>) outs(%a : memref<64xf32, {UB}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(f.contains("launch: { blocks: 1 }"), "{f}");
+        assert!(f.contains("src: \"x[block : block + 1, 0 : 64]\""), "{f}");
+    }
+
+    #[test]
+    fn names_become_npusim_names() {
+        assert_eq!(sanitize("0"), "v0");
+        assert_eq!(sanitize("alloc_1"), "alloc_1");
+        assert_eq!(sanitize("x.y-z$"), "x_y_z_");
+        assert_eq!(sanitize("max"), "vmax");
+    }
+}
