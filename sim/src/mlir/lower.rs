@@ -2798,7 +2798,7 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         assert_eq!(
             got,
             [
-                "5:28 the loop's upper bound %n is not known to npusim: it comes from function argument %n (give its value with --param n=N)",
+                "5:23 the loop's upper bound %n is not known to npusim: it comes from function argument %n (give its value with --param n=N)",
                 "6:5 `hivm.hir.vfoo` is a vector op npusim does not model",
                 "8:3 `hivm.hir.nz2nd` touches memory and npusim does not know it",
             ]
