@@ -725,6 +725,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ops_are_spaced_as_mlir_prints_them() {
+        assert_eq!(
+            canonical("hivm.hir.store ins(%a : memref<16xf16,#hivm.address_space<ub>>) outs(%d: memref<16xf16>)"),
+            "hivm.hir.store ins(%a : memref<16xf16, #hivm.address_space<ub>>) outs(%d : memref<16xf16>)"
+        );
+        // an enum keyword loses its dialect prefix; inside an attribute dictionary it stays
+        assert_eq!(
+            canonical("hivm.hir.vcast ins(%s : T) outs(%d : U) round_mode = #hivm.round_mode<trunc>"),
+            "hivm.hir.vcast ins(%s : T) outs(%d : U) round_mode = <trunc>"
+        );
+        assert_eq!(
+            canonical("hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>} ins(%a : T)"),
+            "hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>} ins(%a : T)"
+        );
+        // a result group and a string are left alone
+        assert_eq!(canonical("%r:2 = \"x\"(%a) {s = \"a,b\"}"), "%r:2 = \"x\"(%a) {s = \"a,b\"}");
+    }
+
+    #[test]
+    fn renaming_replaces_whole_value_names_only() {
+        let mut m = HashMap::new();
+        m.insert("alloc_1".to_string(), "alloc_0".to_string());
+        assert_eq!(
+            renamed("vadd ins(%alloc_1, %alloc_10 : T, T) outs(%alloc_1 : T)", &m),
+            "vadd ins(%alloc_0, %alloc_10 : T, T) outs(%alloc_0 : T)"
+        );
+    }
+
+    #[test]
+    fn sync_ops_print_in_short_form() {
+        let text = "func.func @s(%e: i64) {\n  hivm.hir.wait_flag [#hivm.pipe<PIPE_MTE3>, #hivm.pipe<PIPE_MTE2>, %e]\n  hivm.hir.pipe_barrier[<PIPE_V>]\n  return\n}\n";
+        let chunks = crate::mlir::parse_file(text, "s.mlir").unwrap();
+        let out = print_chunk(text, &chunks[0], &Edits::default());
+        assert!(out.contains("    hivm.hir.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, %e]\n"), "{out}");
+        assert!(out.contains("    hivm.hir.pipe_barrier[<PIPE_V>]\n"), "{out}");
+    }
+
+    #[test]
     fn the_type_is_after_the_last_top_level_colon() {
         assert_eq!(
             type_text("%a = memref.alloc() {alignment = 64 : i64} : memref<16xf16, strided<[1], offset: ?>>"),
