@@ -680,6 +680,22 @@ buffers:
     }
 
     #[test]
+    fn last_dying_input_first_when_asked() {
+        // both a and b die at the vadd: operand order takes a, last-first takes b
+        let p = load(&format!(
+            "{ABC}body:
+  - load: {{ src: \"x[0]\", dst: a }}
+  - load: {{ src: \"x[1]\", dst: b }}
+  - vadd: {{ ins: [a, b], out: c }}
+  - store: {{ src: c, dst: \"y[0]\" }}
+"
+        ));
+        let l = liveness(&p, LivenessMode::Precise).unwrap();
+        assert_eq!(names(&p, &inplace_pairs_ordered(&p, &l, false).pairs), [pair("c", "a")]);
+        assert_eq!(names(&p, &inplace_pairs_ordered(&p, &l, true).pairs), [pair("c", "b")]);
+    }
+
+    #[test]
     fn first_dying_input_in_operand_order() {
         // both die: the first
         let both = format!(
