@@ -50,7 +50,9 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
     while let Some(arg) = it.next() {
         if arg == "-" || !arg.starts_with('-') {
             if a.input.is_some() {
-                problems.push(format!("`{arg}`: opt reads one file (the first was already given)"));
+                problems.push(format!(
+                    "`{arg}`: opt reads one file (the first was already given)"
+                ));
             }
             a.input = Some(PathBuf::from(arg));
             continue;
@@ -273,7 +275,11 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
         for (c, func) in sim::mlir::lower::functions(&chunks) {
             let opts = LowerOptions {
                 params: args.params.clone(),
-                sync: if args.plan_memory || args.inject_sync { SyncOps::Drop } else { SyncOps::Keep },
+                sync: if args.plan_memory || args.inject_sync {
+                    SyncOps::Drop
+                } else {
+                    SyncOps::Keep
+                },
                 lenient: args.plan_memory || args.inject_sync,
             };
             match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
@@ -401,8 +407,12 @@ fn expectations(text: &str, chunk: &Chunk) -> Vec<Expected> {
             }
             None => (None, rest),
         };
-        let Some(open) = rest.find("{{") else { continue };
-        let Some(close) = rest.rfind("}}") else { continue };
+        let Some(open) = rest.find("{{") else {
+            continue;
+        };
+        let Some(close) = rest.rfind("}}") else {
+            continue;
+        };
         if close < open + 2 {
             continue;
         }
@@ -439,9 +449,10 @@ fn verify(diags: &[Diagnostic], expected: &[Expected], file: &str) -> Vec<String
     let mut out = Vec::new();
     let mut used = vec![false; diags.len()];
     for e in expected {
-        let hit = diags.iter().enumerate().find(|(i, d)| {
-            !used[*i] && d.line == Some(e.line) && d.message.contains(&e.text)
-        });
+        let hit = diags
+            .iter()
+            .enumerate()
+            .find(|(i, d)| !used[*i] && d.line == Some(e.line) && d.message.contains(&e.text));
         match hit {
             Some((i, _)) => used[i] = true,
             None => out.push(format!(
@@ -484,22 +495,22 @@ fn chunk_edits(
             sync: SyncOps::Drop,
             lenient: true,
         };
-        let loaded = match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None)
-        {
-            Ok(l) => l,
-            Err(e) => {
-                for d in e.diagnostics {
-                    unsupported.push(format!(
-                        "{}:{}:{}: {}",
-                        d.file,
-                        d.line.unwrap_or(1),
-                        d.column.unwrap_or(1),
-                        d.message
-                    ));
+        let loaded =
+            match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None) {
+                Ok(l) => l,
+                Err(e) => {
+                    for d in e.diagnostics {
+                        unsupported.push(format!(
+                            "{}:{}:{}: {}",
+                            d.file,
+                            d.line.unwrap_or(1),
+                            d.column.unwrap_or(1),
+                            d.message
+                        ));
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         plan_function(&loaded, args, &mut edits, &mut diags, &mut unsupported);
     }
     (edits, diags, unsupported)
@@ -636,12 +647,7 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
 }
 
 /// The pass diagnostics of a failed plan, in HIVM's words.
-fn failure(
-    f: &Failure,
-    program: &Program,
-    loaded: &Loaded,
-    file: &str,
-) -> Vec<Diagnostic> {
+fn failure(f: &Failure, program: &Program, loaded: &Loaded, file: &str) -> Vec<Diagnostic> {
     match f {
         Failure::Overflow(planner::PlanError::Overflow {
             space,
@@ -665,7 +671,8 @@ fn failure(
         Failure::ReadBeforeWrite { buffer, .. } => {
             let name = &program.buffers[buffer.index()].name;
             let site = loaded.lowered.allocs.iter().find(|a| &a.buffer == name);
-            let mut d = Diagnostic::error(file, "", "'memref.alloc' op error: read before first write");
+            let mut d =
+                Diagnostic::error(file, "", "'memref.alloc' op error: read before first write");
             if let Some(s) = site {
                 d.line = Some(s.pos.line);
                 d.column = Some(s.pos.column);
@@ -717,7 +724,9 @@ fn sync_edits(
                 )
             }
             P::Barrier(BarrierTarget::All) => "hivm.hir.pipe_barrier[<PIPE_ALL>]".to_string(),
-            P::Barrier(BarrierTarget::Pipe(p)) => format!("hivm.hir.pipe_barrier[<{}>]", p.cce_name()),
+            P::Barrier(BarrierTarget::Pipe(p)) => {
+                format!("hivm.hir.pipe_barrier[<{}>]", p.cce_name())
+            }
             _ => continue,
         };
         lines.push(line);
@@ -747,9 +756,14 @@ fn event_value(
     lines.push(format!(
         "%npu_ev{n} = affine.apply affine_map<({}) -> ({body})>({})",
         d.join(", "),
-        dims.iter().map(|x| format!("%{x}")).collect::<Vec<_>>().join(", ")
+        dims.iter()
+            .map(|x| format!("%{x}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
-    lines.push(format!("%npu_ev{n}_i64 = arith.index_cast %npu_ev{n} : index to i64"));
+    lines.push(format!(
+        "%npu_ev{n}_i64 = arith.index_cast %npu_ev{n} : index to i64"
+    ));
     Some(format!("%npu_ev{n}_i64"))
 }
 

@@ -459,7 +459,11 @@ pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
 /// [`inplace_pairs`], trying an op's inputs last first when `last_first` (`npusim opt`: where
 /// HIVM's shuffled kill list leaves a tie, its own tests pick the later input five times in
 /// six, docs/mlir.md).
-pub fn inplace_pairs_ordered(program: &Program, live: &Liveness, last_first: bool) -> InplaceResult {
+pub fn inplace_pairs_ordered(
+    program: &Program,
+    live: &Liveness,
+    last_first: bool,
+) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
         parent: (0..n).collect(),
@@ -691,8 +695,14 @@ buffers:
 "
         ));
         let l = liveness(&p, LivenessMode::Precise).unwrap();
-        assert_eq!(names(&p, &inplace_pairs_ordered(&p, &l, false).pairs), [pair("c", "a")]);
-        assert_eq!(names(&p, &inplace_pairs_ordered(&p, &l, true).pairs), [pair("c", "b")]);
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false).pairs),
+            [pair("c", "a")]
+        );
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, true).pairs),
+            [pair("c", "b")]
+        );
     }
 
     #[test]

@@ -286,8 +286,8 @@ pub fn liveness_with(
     };
     b.number(&program.body);
     // the loader's rule: a loaded program passes it, a program built by hand may not
-    if let Some((buffer, op)) = sim::written::first_read_before_write(program)
-        .filter(|_| !reads_unwritten)
+    if let Some((buffer, op)) =
+        sim::written::first_read_before_write(program).filter(|_| !reads_unwritten)
     {
         return Err(LivenessError::ReadBeforeWrite { buffer, op });
     }

@@ -27,7 +27,13 @@ fn run_json(program: &str) -> serde_json::Value {
 fn each_mlir_kernel_runs_as_its_yaml_twin() {
     for (mlir, yaml) in TWINS {
         let (a, b) = (run_json(mlir), run_json(yaml));
-        for key in ["total_cycles", "pipes", "hazards", "syncs_inserted", "findings"] {
+        for key in [
+            "total_cycles",
+            "pipes",
+            "hazards",
+            "syncs_inserted",
+            "findings",
+        ] {
             assert_eq!(a[key], b[key], "{mlir} and {yaml} differ in {key}");
         }
         assert!(a["total_cycles"].as_u64().unwrap() > 0);
@@ -46,7 +52,8 @@ fn bishengir_opt() -> Option<std::path::PathBuf> {
         .output()
         .ok()?;
     let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !dir.is_empty()).then(|| std::path::Path::new(&dir).join("bishengir-opt"))
+    (out.status.success() && !dir.is_empty())
+        .then(|| std::path::Path::new(&dir).join("bishengir-opt"))
 }
 
 #[test]

@@ -67,7 +67,10 @@ fn plan_memory_prints_pointer_casts_as_alloc_to_pointer_cast_does() {
 
 #[test]
 fn split_input_runs_each_chunk_alone_and_separates_the_outputs() {
-    let two = format!("{DOUBLE_BUFFER}// -----\n{}", DOUBLE_BUFFER.replace("@db", "@db2"));
+    let two = format!(
+        "{DOUBLE_BUFFER}// -----\n{}",
+        DOUBLE_BUFFER.replace("@db", "@db2")
+    );
     let f = write("opt_split", &two);
     let out = npusim(&["opt", &f, "-hivm-plan-memory", "-split-input-file"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -99,7 +102,8 @@ fn an_overflow_is_reported_in_hivm_words_and_verify_diagnostics_checks_it() {
         err.contains(":1:1: error: ub overflow, requires 6291456 bits while 1572864 bits available! (possible reason:"),
         "{err}"
     );
-    let expected = format!("// expected-error@+1 {{{{ub overflow, requires 6291456 bits}}}}\n{body}");
+    let expected =
+        format!("// expected-error@+1 {{{{ub overflow, requires 6291456 bits}}}}\n{body}");
     let f = write("opt_overflow_verified", &expected);
     let out = npusim(&["opt", &f, "-hivm-plan-memory", "-verify-diagnostics"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -107,7 +111,8 @@ fn an_overflow_is_reported_in_hivm_words_and_verify_diagnostics_checks_it() {
     let f = write("opt_overflow_wrong", &wrong);
     let out = npusim(&["opt", &f, "-hivm-plan-memory", "-verify-diagnostics"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("expected error \"ub overflow, requires 6291457 bits\" was not produced"));
+    assert!(stderr(&out)
+        .contains("expected error \"ub overflow, requires 6291457 bits\" was not produced"));
 }
 
 #[test]
@@ -121,11 +126,19 @@ fn without_a_pass_sync_ops_print_in_short_form_and_stdin_is_read() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let s = stdout(&out);
-    assert!(s.contains("hivm.hir.set_flag[<PIPE_MTE1>, <PIPE_M>, <EVENT_ID0>]"), "{s}");
+    assert!(
+        s.contains("hivm.hir.set_flag[<PIPE_MTE1>, <PIPE_M>, <EVENT_ID0>]"),
+        "{s}"
+    );
     assert!(s.contains("hivm.hir.pipe_barrier[<PIPE_ALL>]"), "{s}");
 }
 
@@ -137,7 +150,8 @@ fn an_op_npusim_cannot_read_is_unsupported_with_its_place() {
     assert_eq!(out.status.code(), Some(3));
     let err = stderr(&out);
     assert!(
-        err.starts_with("unsupported: ") && err.contains("in.mlir:11:5: `hivm.hir.nz2nd` touches memory"),
+        err.starts_with("unsupported: ")
+            && err.contains("in.mlir:11:5: `hivm.hir.nz2nd` touches memory"),
         "{err}"
     );
 }
@@ -149,8 +163,14 @@ fn emit_program_shows_what_a_function_lowers_to() {
     assert!(out.status.success(), "{}", stderr(&out));
     let s = stdout(&out);
     // the loop variable from %i, the buffer's slots from the mark, the moves as written
-    assert!(s.contains("for: { var: i, from: \"0\", to: \"16\", step: \"4\" }"), "{s}");
-    assert!(s.contains("buf: { scope: ub, shape: [16], dtype: f16, multi: 2 }"), "{s}");
+    assert!(
+        s.contains("for: { var: i, from: \"0\", to: \"16\", step: \"4\" }"),
+        "{s}"
+    );
+    assert!(
+        s.contains("buf: { scope: ub, shape: [16], dtype: f16, multi: 2 }"),
+        "{s}"
+    );
     assert!(s.contains("{ load: { src: src, dst: buf } }"), "{s}");
 }
 

@@ -181,7 +181,11 @@ pub fn lower(
     };
     // a function marked AIV or AIC that uses the other side's memories is a MIX function
     // as far as its memories go
-    let core = if l.uses_ub && l.uses_cube { "mix" } else { core };
+    let core = if l.uses_ub && l.uses_cube {
+        "mix"
+    } else {
+        core
+    };
     if !l.diags.is_empty() {
         return Err(l.diags);
     }
@@ -435,9 +439,7 @@ fn scope(space: &str) -> Option<&'static str> {
 }
 
 fn paren(e: &str) -> String {
-    if e.chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
+    if e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         e.to_string()
     } else {
         format!("({e})")
@@ -573,7 +575,11 @@ impl<'a> Lower<'a> {
                     return;
                 }
                 // plan-only: one flat tensor large enough for any move
-                let shape = if self.opts.lenient { vec![1u64 << 24] } else { shape };
+                let shape = if self.opts.lenient {
+                    vec![1u64 << 24]
+                } else {
+                    shape
+                };
                 let name = self.fresh(&a.value.name);
                 let pos = a.value.pos;
                 self.tensors.push((
@@ -669,8 +675,12 @@ impl<'a> Lower<'a> {
                 Dim::Dynamic => {
                     self.error(
                         pos,
-                        format!("%{what} has a dynamic shape; npusim plans and runs static shapes only"),
-                        Some("give the memref static sizes (the values the kernel runs with)".into()),
+                        format!(
+                            "%{what} has a dynamic shape; npusim plans and runs static shapes only"
+                        ),
+                        Some(
+                            "give the memref static sizes (the values the kernel runs with)".into(),
+                        ),
                     );
                     return None;
                 }
@@ -688,7 +698,10 @@ impl<'a> Lower<'a> {
             None => {
                 self.error(
                     pos,
-                    format!("element type {} is not one npusim models", type_name(&m.elem)),
+                    format!(
+                        "element type {} is not one npusim models",
+                        type_name(&m.elem)
+                    ),
                     Some("npusim's dtypes: i1 i8 u8 i16 u16 f16 bf16 i32 u32 f32 i64 u64".into()),
                 );
                 None
@@ -709,7 +722,10 @@ impl<'a> Lower<'a> {
             Some(Val::Unknown { what }) => {
                 self.error(
                     at,
-                    format!("{role} %{} is not known to npusim: it comes from {what}", v.name),
+                    format!(
+                        "{role} %{} is not known to npusim: it comes from {what}",
+                        v.name
+                    ),
                     None,
                 );
                 None
@@ -719,7 +735,11 @@ impl<'a> Lower<'a> {
                 None
             }
             None => {
-                self.error(v.pos, format!("%{} is used but never defined", v.name), None);
+                self.error(
+                    v.pos,
+                    format!("%{} is used but never defined", v.name),
+                    None,
+                );
                 None
             }
         }
@@ -752,7 +772,11 @@ impl<'a> Lower<'a> {
                 None
             }
             None => {
-                self.error(v.pos, format!("%{} is used but never defined", v.name), None);
+                self.error(
+                    v.pos,
+                    format!("%{} is used but never defined", v.name),
+                    None,
+                );
                 None
             }
         }
@@ -851,7 +875,10 @@ impl<'a> Lower<'a> {
                 ("scope".to_string(), s(pos, root.scope)),
                 (
                     "shape".to_string(),
-                    seq(pos, root.shape.iter().map(|d| int(pos, *d as i64)).collect()),
+                    seq(
+                        pos,
+                        root.shape.iter().map(|d| int(pos, *d as i64)).collect(),
+                    ),
                 ),
                 ("dtype".to_string(), s(pos, &root.dtype)),
             ];
@@ -888,12 +915,20 @@ impl<'a> Lower<'a> {
                     map(pos, vec![("cycles".into(), int(pos, block.scalar as i64))]),
                 )],
             ));
-            self.texts.push((pos, format!("{} scalar ops", block.scalar)));
+            self.texts
+                .push((pos, format!("{} scalar ops", block.scalar)));
             block.scalar = 0;
         }
     }
 
-    fn push(&mut self, op: &Op, block: &mut BlockOut, key: &str, value: Node, extra: Vec<(String, Node)>) {
+    fn push(
+        &mut self,
+        op: &Op,
+        block: &mut BlockOut,
+        key: &str,
+        value: Node,
+        extra: Vec<(String, Node)>,
+    ) {
         self.flush_scalar(block);
         let pos = op.name_pos;
         let mut item = vec![(key.to_string(), value)];
@@ -917,7 +952,11 @@ impl<'a> Lower<'a> {
                 self.op(op, &mut out);
             }
             if r.blocks.len() > 1 {
-                let p = r.blocks[1].ops.first().map(|o| o.name_pos).unwrap_or_default();
+                let p = r.blocks[1]
+                    .ops
+                    .first()
+                    .map(|o| o.name_pos)
+                    .unwrap_or_default();
                 self.error(
                     p,
                     "a region with more than one block (cf.br control flow) is not read by npusim"
@@ -1323,7 +1362,6 @@ impl<'a> Lower<'a> {
         self.src.as_bytes().get(start) == Some(&b'"')
     }
 
-
     fn use_op(&mut self, op: &Op, vals: &[Value], block: &mut BlockOut) {
         let mut items = Vec::new();
         for v in vals {
@@ -1341,7 +1379,11 @@ impl<'a> Lower<'a> {
 
     fn alloc(&mut self, op: &Op, ty: &Type, at: Option<Vec<i64>>, block: &mut BlockOut) {
         let Type::MemRef(m) = ty else {
-            self.error(op.name_pos, format!("{} of a non-memref type", op.name), None);
+            self.error(
+                op.name_pos,
+                format!("{} of a non-memref type", op.name),
+                None,
+            );
             return;
         };
         let Some(res) = Self::result(op) else {
@@ -1516,9 +1558,15 @@ impl<'a> Lower<'a> {
                     })
                     .product();
                 let elem_bits = dtype(&rty.elem)
-                    .map(|d| d.trim_start_matches(['i', 'u', 'f', 'b']).trim_start_matches('f').parse::<u64>().unwrap_or(8))
+                    .map(|d| {
+                        d.trim_start_matches(['i', 'u', 'f', 'b'])
+                            .trim_start_matches('f')
+                            .parse::<u64>()
+                            .unwrap_or(8)
+                    })
                     .unwrap_or(8);
-                let Some(shift) = self.expr(byte_shift, op.name_pos, "the view's byte shift") else {
+                let Some(shift) = self.expr(byte_shift, op.name_pos, "the view's byte shift")
+                else {
                     return;
                 };
                 let start = if bits == 8 {
@@ -1597,7 +1645,10 @@ impl<'a> Lower<'a> {
                 let mut first = Vec::new();
                 let mut span: u64 = 1;
                 for (i, (o, l)) in offs.iter().zip(&lens).enumerate() {
-                    let inner: u64 = src_shape.get(i + 1..).map(|s| s.iter().product()).unwrap_or(1);
+                    let inner: u64 = src_shape
+                        .get(i + 1..)
+                        .map(|s| s.iter().product())
+                        .unwrap_or(1);
                     if o != "0" {
                         first.push(if inner == 1 {
                             o.clone()
@@ -1658,14 +1709,19 @@ impl<'a> Lower<'a> {
                     (Some(a), Some(b)) => (a.0.clone(), b.0.clone()),
                     _ => return unknown(op.name.clone()),
                 };
-                Some(format!("({} + {} - 1) / {}", paren(&a), paren(&b), paren(&b)))
+                Some(format!(
+                    "({} + {} - 1) / {}",
+                    paren(&a),
+                    paren(&b),
+                    paren(&b)
+                ))
             }
-            ("arith" | "index", "minsi" | "minui" | "mins" | "minu") => args
-                .get(1)
-                .map(|b| format!("min({}, {})", args[0].0, b.0)),
-            ("arith" | "index", "maxsi" | "maxui" | "maxs" | "maxu") => args
-                .get(1)
-                .map(|b| format!("max({}, {})", args[0].0, b.0)),
+            ("arith" | "index", "minsi" | "minui" | "mins" | "minu") => {
+                args.get(1).map(|b| format!("min({}, {})", args[0].0, b.0))
+            }
+            ("arith" | "index", "maxsi" | "maxui" | "maxs" | "maxu") => {
+                args.get(1).map(|b| format!("max({}, {})", args[0].0, b.0))
+            }
             ("arith", "index_cast" | "index_castui" | "extsi" | "extui" | "trunci")
             | ("index", "casts" | "castu") => args.first().map(|a| a.0.clone()),
             ("arith", "andi") => bin("&&"),
@@ -1695,19 +1751,21 @@ impl<'a> Lower<'a> {
             ("affine", "apply" | "min" | "max") => {
                 let m = match amap {
                     Some(Attr::AffineMap(m)) => Some(m.clone()),
-                    Some(Attr::AliasRef(a)) => self.chunk.aliases.iter().find(|x| &x.name == a).and_then(|x| match &x.value {
-                        Attr::AffineMap(m) => Some(m.clone()),
-                        _ => None,
-                    }),
+                    Some(Attr::AliasRef(a)) => self
+                        .chunk
+                        .aliases
+                        .iter()
+                        .find(|x| &x.name == a)
+                        .and_then(|x| match &x.value {
+                            Attr::AffineMap(m) => Some(m.clone()),
+                            _ => None,
+                        }),
                     _ => None,
                 };
                 match m {
                     Some(m) => {
-                        let exprs: Vec<String> = m
-                            .results
-                            .iter()
-                            .map(|r| affine(r, &args, dims))
-                            .collect();
+                        let exprs: Vec<String> =
+                            m.results.iter().map(|r| affine(r, &args, dims)).collect();
                         match short {
                             "apply" => exprs.into_iter().next(),
                             f => exprs.into_iter().reduce(|a, b| format!("{f}({a}, {b})")),
@@ -1728,7 +1786,10 @@ impl<'a> Lower<'a> {
                         expr: k.to_string(),
                         konst: Some(k),
                     },
-                    None => Val::Int { expr: e, konst: None },
+                    None => Val::Int {
+                        expr: e,
+                        konst: None,
+                    },
                 }
             }
             None => unknown(format!("`{}` at line {}", op.name, op.name_pos.line)),
@@ -1805,7 +1866,11 @@ impl<'a> Lower<'a> {
                 }
             }
             if !conditional {
-                let head = all.iter().copied().find(|&r| self.roots[r].at.is_none()).unwrap_or(all[0]);
+                let head = all
+                    .iter()
+                    .copied()
+                    .find(|&r| self.roots[r].at.is_none())
+                    .unwrap_or(all[0]);
                 for &r in &all {
                     if r != head && self.roots[r].share.is_none() && self.roots[r].at.is_none() {
                         self.roots[r].share = Some(head);
@@ -1834,10 +1899,14 @@ impl<'a> Lower<'a> {
         }
         let name = self.fresh("sel");
         let first = self.roots[all[0]].clone();
-        let names: Vec<Node> = all.iter().map(|&r| s(pos, &self.roots[r].name.clone())).collect();
-        block
-            .views
-            .push((name.clone(), map(pos, vec![("select".into(), seq(pos, names))])));
+        let names: Vec<Node> = all
+            .iter()
+            .map(|&r| s(pos, &self.roots[r].name.clone()))
+            .collect();
+        block.views.push((
+            name.clone(),
+            map(pos, vec![("select".into(), seq(pos, names))]),
+        ));
         self.roots.push(Root {
             name,
             select: all,
@@ -1892,7 +1961,10 @@ impl<'a> Lower<'a> {
         let from = self.expr(lower, lower.pos, "the loop's lower bound");
         let to = self.expr(upper, upper.pos, "the loop's upper bound");
         let st = self.expr(step, step.pos, "the loop's step");
-        let inits: Vec<Option<Val>> = iter_args.iter().map(|(_, i)| self.get(i).cloned()).collect();
+        let inits: Vec<Option<Val>> = iter_args
+            .iter()
+            .map(|(_, i)| self.get(i).cloned())
+            .collect();
         let carried = |l: &mut Self, arg: &Value, init: &Option<Val>| {
             let v = match init {
                 Some(Val::Mem(m)) => Val::Mem(m.clone()),
@@ -1908,7 +1980,13 @@ impl<'a> Lower<'a> {
         let snap = self.snapshot();
         let before = snap.roots;
         let var = self.fresh(&iv.name);
-        self.set(iv, Val::Int { expr: var.clone(), konst: None });
+        self.set(
+            iv,
+            Val::Int {
+                expr: var.clone(),
+                konst: None,
+            },
+        );
         for ((arg, _), init) in iter_args.iter().zip(&inits) {
             carried(self, arg, init);
         }
@@ -1941,7 +2019,13 @@ impl<'a> Lower<'a> {
         self.restore(snap);
         let var = self.fresh(&iv.name);
         self.vars.push((var.clone(), iv.name.clone()));
-        self.set(iv, Val::Int { expr: var.clone(), konst: None });
+        self.set(
+            iv,
+            Val::Int {
+                expr: var.clone(),
+                konst: None,
+            },
+        );
         self.flush_scalar(block);
         let mut out = BlockOut::default();
         for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
@@ -1950,11 +2034,17 @@ impl<'a> Lower<'a> {
             if copy_mode.get(i) == Some(&true) {
                 continue;
             }
-            let y = match (first.get(i).cloned().flatten(), first_ids.get(i).copied().flatten()) {
+            let y = match (
+                first.get(i).cloned().flatten(),
+                first_ids.get(i).copied().flatten(),
+            ) {
                 // an alloc of the body: created now, taken by its alloc op when it comes
                 (Some(root), Some(id)) if id >= before && root.select.is_empty() => {
                     let name = self.fresh(&root.name);
-                    self.roots.push(Root { name, ..root.clone() });
+                    self.roots.push(Root {
+                        name,
+                        ..root.clone()
+                    });
                     let idx = self.roots.len() - 1;
                     self.pre_alloc.insert(root.pos.offset, idx);
                     idx
@@ -1991,21 +2081,39 @@ impl<'a> Lower<'a> {
                 yop,
                 &mut out,
                 "copy",
-                map(pos, vec![("src".into(), s(pos, &yn)), ("dst".into(), s(pos, &an))]),
+                map(
+                    pos,
+                    vec![("src".into(), s(pos, &yn)), ("dst".into(), s(pos, &an))],
+                ),
                 vec![],
             );
-            let src = self.src.get(yop.span.start.offset as usize..yop.span.end as usize).unwrap_or("");
+            let src = self
+                .src
+                .get(yop.span.start.offset as usize..yop.span.end as usize)
+                .unwrap_or("");
             let line = one_line(src, usize::MAX);
-            let tys = line.rsplit_once(" : ").map(|(_, t)| t.to_string()).unwrap_or_default();
+            let tys = line
+                .rsplit_once(" : ")
+                .map(|(_, t)| t.to_string())
+                .unwrap_or_default();
             let ty = tys.split(", ").nth(i).unwrap_or(&tys).to_string();
             let names: Vec<String> = yield_values
                 .iter()
                 .enumerate()
-                .map(|(k, v)| if k == i { format!("%{}", arg.name) } else { format!("%{}", v.name) })
+                .map(|(k, v)| {
+                    if k == i {
+                        format!("%{}", arg.name)
+                    } else {
+                        format!("%{}", v.name)
+                    }
+                })
                 .collect();
             self.copies.push(CopySite {
                 yield_pos: pos,
-                copy: format!("hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})", yv.name, arg.name),
+                copy: format!(
+                    "hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})",
+                    yv.name, arg.name
+                ),
                 yield_text: format!("scf.yield {} : {tys}", names.join(", ")),
             });
             yielded[i] = Some(m.root);
@@ -2115,7 +2223,11 @@ impl<'a> Lower<'a> {
         self.set_many(
             op,
             fwd.into_iter()
-                .map(|v| v.unwrap_or(Val::Unknown { what: "a result of scf.while".into() }))
+                .map(|v| {
+                    v.unwrap_or(Val::Unknown {
+                        what: "a result of scf.while".into(),
+                    })
+                })
                 .collect(),
         );
         let pos = op.name_pos;
@@ -2206,7 +2318,8 @@ impl<'a> Lower<'a> {
         let pos = op.name_pos;
         let mut fields = Vec::new();
         let branch = |l: &mut Self, out: BlockOut| -> Node {
-            let has_decls = !out.roots.iter().all(|r| !l.roots[*r].select.is_empty()) || !out.views.is_empty();
+            let has_decls =
+                !out.roots.iter().all(|r| !l.roots[*r].select.is_empty()) || !out.views.is_empty();
             if has_decls {
                 map(pos, l.block_fields(out, pos, "body"))
             } else {
@@ -2238,7 +2351,11 @@ impl<'a> Lower<'a> {
             self.set_results(op, Val::Tensor);
             return;
         }
-        let short = op.name.strip_prefix("hivm.hir.").unwrap_or(&op.name).to_string();
+        let short = op
+            .name
+            .strip_prefix("hivm.hir.")
+            .unwrap_or(&op.name)
+            .to_string();
         let pos = op.name_pos;
         self.seq += 1;
         for t in ins {
@@ -2282,10 +2399,16 @@ impl<'a> Lower<'a> {
                         let (ga, gb) = (self.roots[a.root].tensor, self.roots[b.root].tensor);
                         if ga && !gb {
                             let n = self.count(&b);
-                            src = s(i.value.pos, &format!("{}[0 : {n}]", self.roots[a.root].name));
+                            src = s(
+                                i.value.pos,
+                                &format!("{}[0 : {n}]", self.roots[a.root].name),
+                            );
                         } else if gb && !ga {
                             let n = self.count(&a);
-                            dst = s(o.value.pos, &format!("{}[0 : {n}]", self.roots[b.root].name));
+                            dst = s(
+                                o.value.pos,
+                                &format!("{}[0 : {n}]", self.roots[b.root].name),
+                            );
                         }
                     }
                 }
@@ -2303,16 +2426,28 @@ impl<'a> Lower<'a> {
                 if ins.len() < 6 {
                     self.error(
                         pos,
-                        format!("{}: expected ins(a, b, init, m, k, n), found {} operands", op.name, ins.len()),
+                        format!(
+                            "{}: expected ins(a, b, init, m, k, n), found {} operands",
+                            op.name,
+                            ins.len()
+                        ),
                         None,
                     );
                     return;
                 }
-                let Some(o) = one(outs, "outs", self) else { return };
-                let (Some(a), Some(b), Some(c)) = (opnd(self, &ins[0]), opnd(self, &ins[1]), opnd(self, &o)) else {
+                let Some(o) = one(outs, "outs", self) else {
                     return;
                 };
-                let mut f = vec![("a".to_string(), a), ("b".to_string(), b), ("c".to_string(), c)];
+                let (Some(a), Some(b), Some(c)) =
+                    (opnd(self, &ins[0]), opnd(self, &ins[1]), opnd(self, &o))
+                else {
+                    return;
+                };
+                let mut f = vec![
+                    ("a".to_string(), a),
+                    ("b".to_string(), b),
+                    ("c".to_string(), c),
+                ];
                 if self.opts.lenient {
                     // plan-only: sizes the operands hold (lit tests' operands are often smaller
                     // than their m, k, n): k = 1, m from a, n from b and c
@@ -2323,8 +2458,15 @@ impl<'a> Lower<'a> {
                     let (na, nb, nc) = (cnt(self, &ins[0]), cnt(self, &ins[1]), cnt(self, &o));
                     let m = na.min(nc);
                     let n = nb.min(nc / m).max(1);
-                    let init = self.expr(&ins[2].value, ins[2].value.pos, "mmadL1's init").unwrap_or_else(|| "1".into());
-                    for (k, v) in [("init", init), ("m", m.to_string()), ("k", "1".into()), ("n", n.to_string())] {
+                    let init = self
+                        .expr(&ins[2].value, ins[2].value.pos, "mmadL1's init")
+                        .unwrap_or_else(|| "1".into());
+                    for (k, v) in [
+                        ("init", init),
+                        ("m", m.to_string()),
+                        ("k", "1".into()),
+                        ("n", n.to_string()),
+                    ] {
                         f.push((k.to_string(), s(pos, &v)));
                     }
                     self.push(op, block, "mmad_l1", map(pos, f), vec![]);
@@ -2339,7 +2481,9 @@ impl<'a> Lower<'a> {
                 }
                 self.push(op, block, "mmad_l1", map(pos, f), vec![]);
             }
-            _ if short.starts_with('v') => self.vector(op, &short, modifier, ins, outs, groups, block),
+            _ if short.starts_with('v') => {
+                self.vector(op, &short, modifier, ins, outs, groups, block)
+            }
             _ => self.error(
                 pos,
                 format!("`{}` touches memory and npusim does not know it", op.name),
@@ -2370,7 +2514,11 @@ impl<'a> Lower<'a> {
                 Some(Val::Unknown { .. }) => scalar = Some("0".into()),
                 Some(Val::Poisoned) => return,
                 _ => {
-                    self.error(t.value.pos, format!("%{} is not defined", t.value.name), None);
+                    self.error(
+                        t.value.pos,
+                        format!("%{} is not defined", t.value.name),
+                        None,
+                    );
                     return;
                 }
             }
@@ -2429,9 +2577,7 @@ impl<'a> Lower<'a> {
                     None => 8,
                 }
             };
-            let strided = |m: &Mem| {
-                matches!(&m.ty.layout, super::ast::Layout::Strided { strides, .. } if strides.last().copied().flatten() != Some(1))
-            };
+            let strided = |m: &Mem| matches!(&m.ty.layout, super::ast::Layout::Strided { strides, .. } if strides.last().copied().flatten() != Some(1));
             if let (Some((i, _)), Some(o)) = (mem_ins.first(), outs.first()) {
                 if let Some(Val::Mem(om)) = self.get(&o.value).cloned() {
                     if bits(&om) < bits(i) && (strided(i) || strided(&om)) {
@@ -2451,7 +2597,9 @@ impl<'a> Lower<'a> {
         }
         let mut out_nodes = Vec::new();
         for o in outs {
-            let Some(m) = self.mem(&o.value, &op.name) else { return };
+            let Some(m) = self.mem(&o.value, &op.name) else {
+                return;
+            };
             let t = self.operand(&m, o.value.pos, block);
             out_nodes.push(s(o.value.pos, &t));
         }
@@ -2468,7 +2616,12 @@ impl<'a> Lower<'a> {
             1 => f.push(("out".into(), out_nodes.pop().unwrap_or_else(|| s(pos, "")))),
             _ => f.push(("out".into(), seq(pos, out_nodes))),
         }
-        if let Some(sc) = scalar.filter(|_| matches!(name.as_str(), "vadds" | "vmuls" | "vmaxs" | "vmins" | "vdup")) {
+        if let Some(sc) = scalar.filter(|_| {
+            matches!(
+                name.as_str(),
+                "vadds" | "vmuls" | "vmaxs" | "vmins" | "vdup"
+            )
+        }) {
             f.push(("scalar".into(), s(pos, &sc)));
         }
         for (g, vals) in groups {
@@ -2499,7 +2652,9 @@ impl<'a> Lower<'a> {
                 "broadcast_dims" | "broadcast" if !self.opts.lenient => {
                     f.push(("broadcast".into(), seq(a.pos, dims(&a.value))))
                 }
-                "permutation" if name == "vtranspose" => f.push(("transpose".into(), boolean(a.pos, true))),
+                "permutation" if name == "vtranspose" => {
+                    f.push(("transpose".into(), boolean(a.pos, true)))
+                }
                 _ => {}
             }
         }
@@ -2611,7 +2766,11 @@ fn type_name(t: &Type) -> String {
 /// An affine expression as an npusim expression over the map's operands (`dims` dims first).
 fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32) -> String {
     use super::ast::AffineExpr as A;
-    let arg = |i: usize| args.get(i).map(|a| paren(&a.0)).unwrap_or_else(|| "0".into());
+    let arg = |i: usize| {
+        args.get(i)
+            .map(|a| paren(&a.0))
+            .unwrap_or_else(|| "0".into())
+    };
     match e {
         A::Dim(i) => arg(*i as usize),
         A::Sym(j) => arg(dims as usize + *j as usize),
@@ -2734,7 +2893,10 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         );
         let f = flow(&text);
         assert!(f.contains("sync: manual"), "{f}");
-        assert!(f.contains("a: { scope: ub, shape: [64], dtype: f32, multi: 2, at: [0, 256] }"), "{f}");
+        assert!(
+            f.contains("a: { scope: ub, shape: [64], dtype: f32, multi: 2, at: [0, 256] }"),
+            "{f}"
+        );
         assert!(f.contains("{ set_flag: { src: mte2, dst: mte3, id: \"1\" } }, { wait_flag: { src: mte2, dst: mte3, id: \"1\" } }"), "{f}");
         assert!(f.contains("{ barrier: all }"), "{f}");
     }
@@ -2767,8 +2929,14 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         );
         let f = flow(&text);
         // the yielded %n gets %i0's address and neither is inplaced (HIVM's forced pair)
-        assert!(f.contains("n: { scope: ub, shape: [64], dtype: f32, inplace: false, share: i0 }"), "{f}");
-        assert!(f.contains("i0: { scope: ub, shape: [64], dtype: f32, inplace: false }"), "{f}");
+        assert!(
+            f.contains("n: { scope: ub, shape: [64], dtype: f32, inplace: false, share: i0 }"),
+            "{f}"
+        );
+        assert!(
+            f.contains("i0: { scope: ub, shape: [64], dtype: f32, inplace: false }"),
+            "{f}"
+        );
         // the if's result is either buffer: a select view, read by the store
         assert!(f.contains("views: { sel: { select: [i0, b] } }"), "{f}");
         assert!(f.contains("{ store: { src: sel, dst: x } }"), "{f}");

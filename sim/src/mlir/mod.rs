@@ -32,12 +32,12 @@
 //!   `memref.reshape`'s function type.
 
 pub mod ast;
-pub mod lower;
-pub mod print;
 mod attrs;
 mod lexer;
+pub mod lower;
 mod ops;
 mod parser;
+pub mod print;
 mod walk;
 
 #[cfg(test)]
@@ -170,8 +170,12 @@ pub fn select<'a>(
             })
             .collect();
         return Err(LoadError {
-            diagnostics: vec![Diagnostic::error(file, "", format!("no function @{name} in the file"))
-                .with_hint(format!("its functions: {}", names.join(", ")))],
+            diagnostics: vec![Diagnostic::error(
+                file,
+                "",
+                format!("no function @{name} in the file"),
+            )
+            .with_hint(format!("its functions: {}", names.join(", ")))],
         });
     }
     Ok(chosen)
@@ -275,7 +279,9 @@ pub fn looks_like_mlir(file: &str, text: &str) -> bool {
         .map(str::trim_start)
         .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'))
         .is_some_and(|l| {
-            l.starts_with("module") || l.starts_with("func.func") || l.starts_with("\"builtin.module\"")
+            l.starts_with("module")
+                || l.starts_with("func.func")
+                || l.starts_with("\"builtin.module\"")
         })
 }
 
@@ -327,7 +333,9 @@ pub fn load_kernel(
         sync: SyncOps::Keep,
         lenient: false,
     };
-    let loaded = load_function(text, &chunks, chosen.0, chosen.1, file, config, &opts, blocks)?;
+    let loaded = load_function(
+        text, &chunks, chosen.0, chosen.1, file, config, &opts, blocks,
+    )?;
     if loaded.lowered.core == "mix" {
         let mut d = Diagnostic::error(
             file,
@@ -358,7 +366,9 @@ pub fn locate(text: &str, file: &str, diags: &mut [Diagnostic]) {
             sync: SyncOps::Keep,
             lenient: false,
         };
-        lower::lower(text, &chunks[c], f, file, &opts).ok().map(|l| l.doc)
+        lower::lower(text, &chunks[c], f, file, &opts)
+            .ok()
+            .map(|l| l.doc)
     });
     match doc {
         Some(d) => crate::load::locate_in_tree(&d, diags),

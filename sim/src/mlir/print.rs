@@ -72,9 +72,15 @@ pub fn canonical(text: &str) -> String {
             continue;
         }
         // `%name:` then a space: an operand's type follows
-        if c == b':' && b.get(i + 1) == Some(&b' ') && i > 0 && out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_') {
+        if c == b':'
+            && b.get(i + 1) == Some(&b' ')
+            && i > 0
+            && out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
+        {
             let word_start = out
-                .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '.' | '-' | '#')))
+                .rfind(|ch: char| {
+                    !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '.' | '-' | '#'))
+                })
                 .map_or(0, |k| k + 1);
             if out[..word_start].ends_with('%') {
                 out.push_str(" :");
@@ -325,7 +331,11 @@ impl Printer<'_> {
         if let (OpKind::Alloc { ty, .. }, Some(offs)) =
             (&op.kind, self.edits.offsets.get(&op.span.start.offset))
         {
-            let res = op.results.first().map(|r| r.name.clone()).unwrap_or_default();
+            let res = op
+                .results
+                .first()
+                .map(|r| r.name.clone())
+                .unwrap_or_default();
             let consts: Vec<String> = offs.iter().map(|o| const_name(*o)).collect();
             let _ = ty;
             let whole = one_line(self.text(start, end), usize::MAX);
@@ -447,7 +457,9 @@ impl Printer<'_> {
         let multi = |o: &Op| {
             matches!(o.kind, OpKind::Alloc { .. })
                 && self.edits.offsets.contains_key(&o.span.start.offset)
-                && o.results.first().is_some_and(|r| marked.contains(&r.name.as_str()))
+                && o.results
+                    .first()
+                    .is_some_and(|r| marked.contains(&r.name.as_str()))
         };
         // each moves with its `annotation.mark`s
         let marks_of = |o: &Op| -> Vec<&'o Op> {
@@ -571,10 +583,20 @@ fn sync_text(op: &Op) -> Option<String> {
     };
     Some(match &op.kind {
         OpKind::SetFlag { src, dst, event: e } => {
-            format!("hivm.hir.set_flag[<{}>, <{}>, {}]", pipe(src), pipe(dst), event(e))
+            format!(
+                "hivm.hir.set_flag[<{}>, <{}>, {}]",
+                pipe(src),
+                pipe(dst),
+                event(e)
+            )
         }
         OpKind::WaitFlag { src, dst, event: e } => {
-            format!("hivm.hir.wait_flag[<{}>, <{}>, {}]", pipe(src), pipe(dst), event(e))
+            format!(
+                "hivm.hir.wait_flag[<{}>, <{}>, {}]",
+                pipe(src),
+                pipe(dst),
+                event(e)
+            )
         }
         OpKind::PipeBarrier { pipe: p } => format!("hivm.hir.pipe_barrier[<{}>]", pipe(p)),
         _ => return None,
@@ -657,8 +679,14 @@ impl Printer<'_> {
             if self.skip.contains(&c.span.start.offset) {
                 continue;
             }
-            let line = one_line(self.text(c.span.start.offset as usize, c.span.end as usize), usize::MAX);
-            let value = line.split_once('=').map(|(_, v)| v.trim().to_string()).unwrap_or_default();
+            let line = one_line(
+                self.text(c.span.start.offset as usize, c.span.end as usize),
+                usize::MAX,
+            );
+            let value = line
+                .split_once('=')
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default();
             if occurrences(&text, &r.name) <= 1 {
                 self.skip.insert(c.span.start.offset);
                 continue;
@@ -732,7 +760,9 @@ mod tests {
         );
         // an enum keyword loses its dialect prefix; inside an attribute dictionary it stays
         assert_eq!(
-            canonical("hivm.hir.vcast ins(%s : T) outs(%d : U) round_mode = #hivm.round_mode<trunc>"),
+            canonical(
+                "hivm.hir.vcast ins(%s : T) outs(%d : U) round_mode = #hivm.round_mode<trunc>"
+            ),
             "hivm.hir.vcast ins(%s : T) outs(%d : U) round_mode = <trunc>"
         );
         assert_eq!(
@@ -740,7 +770,10 @@ mod tests {
             "hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>} ins(%a : T)"
         );
         // a result group and a string are left alone
-        assert_eq!(canonical("%r:2 = \"x\"(%a) {s = \"a,b\"}"), "%r:2 = \"x\"(%a) {s = \"a,b\"}");
+        assert_eq!(
+            canonical("%r:2 = \"x\"(%a) {s = \"a,b\"}"),
+            "%r:2 = \"x\"(%a) {s = \"a,b\"}"
+        );
     }
 
     #[test]
@@ -748,7 +781,10 @@ mod tests {
         let mut m = HashMap::new();
         m.insert("alloc_1".to_string(), "alloc_0".to_string());
         assert_eq!(
-            renamed("vadd ins(%alloc_1, %alloc_10 : T, T) outs(%alloc_1 : T)", &m),
+            renamed(
+                "vadd ins(%alloc_1, %alloc_10 : T, T) outs(%alloc_1 : T)",
+                &m
+            ),
             "vadd ins(%alloc_0, %alloc_10 : T, T) outs(%alloc_0 : T)"
         );
     }
@@ -758,8 +794,14 @@ mod tests {
         let text = "func.func @s(%e: i64) {\n  hivm.hir.wait_flag [#hivm.pipe<PIPE_MTE3>, #hivm.pipe<PIPE_MTE2>, %e]\n  hivm.hir.pipe_barrier[<PIPE_V>]\n  return\n}\n";
         let chunks = crate::mlir::parse_file(text, "s.mlir").unwrap();
         let out = print_chunk(text, &chunks[0], &Edits::default());
-        assert!(out.contains("    hivm.hir.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, %e]\n"), "{out}");
-        assert!(out.contains("    hivm.hir.pipe_barrier[<PIPE_V>]\n"), "{out}");
+        assert!(
+            out.contains("    hivm.hir.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, %e]\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("    hivm.hir.pipe_barrier[<PIPE_V>]\n"),
+            "{out}"
+        );
     }
 
     #[test]
