@@ -637,6 +637,11 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
         for o in op.kind.reads() {
             for b in bases.roots(o.base) {
                 read[b.index()] = true;
+                // a buffer declared outside a loop and touched in it is gen'd at the loop's
+                // begin (HIVM's GetLiveBuffersInLoop): never unwritten
+                if op.loop_parent.is_some() && program.buffers[b.index()].loop_parent != op.loop_parent {
+                    written[group(b)] = true;
+                }
             }
         }
     }
