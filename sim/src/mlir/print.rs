@@ -23,6 +23,9 @@ pub struct Edits {
     /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
     /// multi-buffer is used through the multi-buffer's own value, as HIVM rewrites it.
     pub rename: HashMap<String, String>,
+    /// Attribute alias definitions (`#map = affine_map<...>`) printed before the chunk's ops,
+    /// as MLIR prints the aliases its passes create.
+    pub aliases: Vec<String>,
 }
 
 /// An op's one-line text spaced as MLIR's printer spaces it, where the difference shows in
@@ -138,6 +141,9 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         taken: HashMap::new(),
         first_const: None,
     };
+    for a in &edits.aliases {
+        p.line(0, a);
+    }
     for op in &chunk.ops {
         // the reader wraps bare functions in a module of its own, which has no text
         let at = op.name_pos.offset as usize;
