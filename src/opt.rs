@@ -786,6 +786,26 @@ fn affine_text(
 struct ChunkNames {
     ssa: std::collections::HashSet<String>,
     aliases: std::collections::HashSet<String>,
+    /// By an op's (line, column): the first op of its first block (a loop's body starts
+    /// there).
+    first_inside: HashMap<(u32, u32), (u32, u32)>,
+}
+
+fn first_ops(ops: &[sim::mlir::ast::Op], out: &mut HashMap<(u32, u32), (u32, u32)>) {
+    for op in ops {
+        let regions = op.kind.regions();
+        if let Some(first) = regions.first().and_then(|r| r.blocks.first()).and_then(|b| b.ops.first()) {
+            out.insert(
+                (op.name_pos.line, op.name_pos.column),
+                (first.name_pos.line, first.name_pos.column),
+            );
+        }
+        for r in regions {
+            for b in &r.blocks {
+                first_ops(&b.ops, out);
+            }
+        }
+    }
 }
 
 impl ChunkNames {
@@ -797,6 +817,13 @@ impl ChunkNames {
         let b = body.as_bytes();
         let mut i = 0;
         while i < b.len() {
+            // comments (a CHECK line's `%1`) name nothing
+            if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
             if b[i] == b'%' {
                 let start = i + 1;
                 let mut j = start;
@@ -811,9 +838,12 @@ impl ChunkNames {
                 i += 1;
             }
         }
+        let mut first_inside = HashMap::new();
+        first_ops(&chunk.ops, &mut first_inside);
         ChunkNames {
             ssa,
             aliases: chunk.aliases.iter().map(|a| a.name.clone()).collect(),
+            first_inside,
         }
     }
 }
@@ -825,6 +855,9 @@ impl ChunkNames {
 struct HivmEvents<'a> {
     names: &'a ChunkNames,
     taken: std::collections::HashSet<String>,
+    /// MLIR's suffix counter for names already taken (one per function: `c0_i64_0`, then
+    /// `c1_i64_1`).
+    conflicts: u32,
     counters: Vec<Counter>,
 }
 
@@ -844,6 +877,7 @@ impl<'a> HivmEvents<'a> {
         HivmEvents {
             names,
             taken: names.ssa.clone(),
+            conflicts: 0,
             counters: Vec::new(),
         }
     }
@@ -864,13 +898,12 @@ impl<'a> HivmEvents<'a> {
         if self.taken.insert(base.clone()) {
             return base;
         }
-        let mut k = 0;
         loop {
-            let n = format!("{base}_{k}");
+            let n = format!("{base}_{}", self.conflicts);
+            self.conflicts += 1;
             if self.taken.insert(n.clone()) {
                 return n;
             }
-            k += 1;
         }
     }
 
@@ -1004,8 +1037,17 @@ impl<'a> HivmEvents<'a> {
                     prev = sel;
                 }
             }
+            // at the start of the loop's body, as bishengir puts it; else before the body's
+            // first npusim op
+            let loop_loc = &program.op(c.lp).loc;
             let loc = &program.op(first_op).loc;
-            let slot = edits.before.entry((loc.line, loc.column)).or_default();
+            let key = self
+                .names
+                .first_inside
+                .get(&(loop_loc.line, loop_loc.column))
+                .copied()
+                .unwrap_or((loc.line, loc.column));
+            let slot = edits.before.entry(key).or_default();
             lines.append(slot);
             *slot = lines;
         }

@@ -1745,3 +1745,42 @@ impl Emitter<'_> {
         Some(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::config;
+
+    fn show(id: &Expr) -> String {
+        id.as_const().map_or_else(|| format!("{id:?}"), |k| k.to_string())
+    }
+
+    /// The program's inserted ops, one line each: `set MTE2->V 0 before body[1]`.
+    fn synced(yaml: &str, entry: bool) -> Vec<String> {
+        let program = sim::load_program(yaml, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"));
+        let planned = crate::plan_program(&program, &config(), &crate::PlanOptions::default())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let s = synchronize_compat(&program, &planned.plan, &CompatOptions { device_entry: entry });
+        s.program
+            .ops
+            .iter()
+            .filter(|o| o.loc.inserted.is_some())
+            .map(|o| {
+                let what = match &o.kind {
+                    OpKind::SetFlag { src, dst, id } => format!("set {src:?}->{dst:?} {}", show(id)),
+                    OpKind::WaitFlag { src, dst, id } => format!("wait {src:?}->{dst:?} {}", show(id)),
+                    OpKind::Barrier(BarrierTarget::All) => "barrier all".to_string(),
+                    OpKind::Barrier(BarrierTarget::Pipe(p)) => format!("barrier {p:?}"),
+                    k => format!("{k:?}"),
+                };
+                format!("{what} {}", o.path.split_once("(inserted ").map_or("", |x| x.1).trim_end_matches(')'))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn view_reads_its_root() {
+        let y = "kernel: k\ncore: aiv\nsync: auto\ngm: { a: { shape: [1024], dtype: i16 }, b: { shape: [1024], dtype: i16 } }\nbuffers: { v0: { scope: ub, shape: [1024], dtype: i16, at: [0] } }\nbody:\n  - load: { src: \"a[0 : 2]\", dst: \"v0[0 : 2]\" }\n  - store: { src: \"v0[0 : 2]\", dst: \"b[0 : 2]\" }\n";
+        assert_eq!(synced(y, false), vec!["x"]);
+    }
+}

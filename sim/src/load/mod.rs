@@ -122,15 +122,18 @@ pub fn load_kernel_tree(
         // plan-only (`npusim opt` on lit tests): sizes, shapes and dtypes an op's operands
         // disagree on do not change which buffers it reads and writes, which is all planning
         // and synchronising look at (the op is built all the same)
-        r.diags.retain(|d| {
-            let m = d.message.as_str();
-            !(m.starts_with("size mismatch")
-                || m.starts_with("shape mismatch")
-                || m.starts_with("dtype mismatch")
-                || (m.starts_with("mmad") && m.contains("is too small")))
-        });
+        r.diags.retain(|d| !plan_only_tolerated(&d.message));
     }
     finish(root, r, kernel)
+}
+
+/// The problems a plan-only load drops ([`load_kernel_tree`]): operands disagreeing in size,
+/// shape or dtype. An op with only these is built.
+pub(crate) fn plan_only_tolerated(m: &str) -> bool {
+    m.starts_with("size mismatch")
+        || m.starts_with("shape mismatch")
+        || m.starts_with("dtype mismatch")
+        || (m.starts_with("mmad") && m.contains("is too small"))
 }
 
 /// Reads any other YAML input (a sweep file) with the loader's [`Reader`], so its problems

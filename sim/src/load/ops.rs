@@ -162,8 +162,12 @@ impl Loader<'_, '_> {
                 None => None,
             },
         };
+        // plan-only: an op whose only problems are ones the load drops is built all the same
+        let failed = self.r.diags[before..]
+            .iter()
+            .any(|d| !(self.r.plan_only && super::plan_only_tolerated(&d.message)));
         match built {
-            Some((kind, pipe)) if self.r.count() == before => {
+            Some((kind, pipe)) if !failed => {
                 self.check_reads_and_writes(&kind, &opath);
                 self.ops.push(Op {
                     kind,
