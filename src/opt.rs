@@ -477,7 +477,19 @@ fn chunk_edits(
                 continue;
             }
         };
-        let entry = func.attrs.iter().any(|a| a.name == "hacc.entry");
+        // InjectSync's device entry (a final `pipe_barrier[PIPE_ALL]`): `hacc.entry` on a
+        // `hacc.function_kind<DEVICE>` function
+        let kind = |k: &str| {
+            func.attrs.iter().any(|a| {
+                a.name == "hacc.function_kind"
+                    && matches!(&a.value, Some(sim::mlir::ast::Attr::Dialect { body, .. }) if body == k)
+            })
+        };
+        let entry = kind("DEVICE") && func.attrs.iter().any(|a| a.name == "hacc.entry");
+        // InjectSync leaves host functions alone
+        if kind("HOST") && args.inject_sync && !args.plan_memory && !args.npusim_sync {
+            continue;
+        }
         let ctx = ChunkNames::of(text, &chunks[c]);
         plan_function(&loaded, args, entry, &ctx, &mut edits, &mut diags, &mut unsupported);
     }
