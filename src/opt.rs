@@ -491,7 +491,8 @@ fn chunk_edits(
             continue;
         }
         let ctx = ChunkNames::of(text, &chunks[c]);
-        plan_function(&loaded, args, entry, &ctx, &mut edits, &mut diags, &mut unsupported);
+        let at = func.span.start.offset;
+        plan_function(&loaded, args, entry, &ctx, at, &mut edits, &mut diags, &mut unsupported);
     }
     (edits, diags, unsupported)
 }
@@ -501,6 +502,7 @@ fn plan_function(
     args: &OptArgs,
     device_entry: bool,
     names: &ChunkNames,
+    func_offset: u32,
     edits: &mut Edits,
     diags: &mut Vec<Diagnostic>,
     unsupported: &mut Vec<String>,
@@ -584,9 +586,16 @@ fn plan_function(
     } else if args.inject_sync {
         // InjectSync's rules on the same plan: what bishengir-opt prints
         let opts = planner::CompatOptions { device_entry };
-        let synced = planner::synchronize_compat(program, &prepared.planned.plan, &opts);
+        let detailed = planner::synchronize_compat_detailed(program, &prepared.planned.plan, &opts);
+        let synced = &detailed.synced;
         let mut events = HivmEvents::new(names);
-        sync_edits(&synced.program, &loaded.lowered, edits, unsupported, Some(&mut events));
+        let absorbed: std::collections::HashSet<usize> = detailed
+            .mmad_args
+            .iter()
+            .flat_map(|m| m.absorbed.iter().map(|o| o.index()))
+            .collect();
+        sync_edits(&synced.program, &loaded.lowered, edits, unsupported, Some((&mut events, &absorbed)));
+        mmad_args_edits(&detailed.mmad_args, &synced.program, &mut events, names, func_offset, edits, unsupported);
         events.flush(&synced.program, &loaded.lowered, edits, unsupported);
     }
 }
@@ -675,13 +684,17 @@ fn sync_edits(
     lowered: &sim::mlir::Lowered,
     edits: &mut Edits,
     unsupported: &mut Vec<String>,
-    mut hivm: Option<&mut HivmEvents>,
+    mut hivm: Option<(&mut HivmEvents, &std::collections::HashSet<usize>)>,
 ) {
     let mut fresh = 0u32;
-    for op in &program.ops {
+    for (i, op) in program.ops.iter().enumerate() {
         let Some(side) = op.loc.inserted else {
             continue;
         };
+        // ops an mmadL1 issues itself (its `sync_related_args`)
+        if hivm.as_ref().is_some_and(|(_, skip)| skip.contains(&i)) {
+            continue;
+        }
         let key = (op.loc.line, op.loc.column);
         let mut lines = Vec::new();
         let line = match &op.kind {
@@ -691,9 +704,9 @@ fn sync_edits(
                 } else {
                     "wait_flag"
                 };
-                let ev = match (id.as_const(), hivm.as_deref_mut()) {
+                let ev = match (id.as_const(), hivm.as_mut()) {
                     (Some(k), _) => format!("<EVENT_ID{k}>"),
-                    (None, Some(h)) => match h.value(id, program) {
+                    (None, Some((h, _))) => match h.value(id, program) {
                         Ok(v) => v,
                         Err(why) => {
                             unsupported.push(format!("an inserted {name}: {why}"));
@@ -801,6 +814,33 @@ struct ChunkNames {
     /// By an op's (line, column): the first op of its first block (a loop's body starts
     /// there).
     first_inside: HashMap<(u32, u32), (u32, u32)>,
+    /// By function (its start offset): the i64 constants at the top of its body, by value.
+    consts: HashMap<u32, HashMap<i64, String>>,
+}
+
+fn top_consts(text: &str, ops: &[sim::mlir::ast::Op], out: &mut HashMap<u32, HashMap<i64, String>>) {
+    for op in ops {
+        if let sim::mlir::ast::OpKind::Func { body, .. } = &op.kind {
+            let mut m = HashMap::new();
+            for o in body.blocks.first().map_or(&[][..], |b| &b.ops[..]) {
+                let Some(r) = o.results.first() else { continue };
+                let t = text.get(o.span.start.offset as usize..o.span.end as usize).unwrap_or("");
+                let v = t
+                    .split_once("arith.constant ")
+                    .and_then(|(_, rest)| rest.strip_suffix(" : i64").or(rest.trim_end().strip_suffix(": i64")))
+                    .and_then(|v| v.trim().parse::<i64>().ok());
+                if let Some(v) = v {
+                    m.entry(v).or_insert_with(|| r.name.clone());
+                }
+            }
+            out.insert(op.span.start.offset, m);
+        }
+        for r in op.kind.regions() {
+            for b in &r.blocks {
+                top_consts(text, &b.ops, out);
+            }
+        }
+    }
 }
 
 fn first_ops(ops: &[sim::mlir::ast::Op], out: &mut HashMap<(u32, u32), (u32, u32)>) {
@@ -852,7 +892,10 @@ impl ChunkNames {
         }
         let mut first_inside = HashMap::new();
         first_ops(&chunk.ops, &mut first_inside);
+        let mut consts = HashMap::new();
+        top_consts(text, &chunk.ops, &mut consts);
         ChunkNames {
+            consts,
             ssa,
             aliases: chunk.aliases.iter().map(|a| a.name.clone()).collect(),
             first_inside,
@@ -933,6 +976,23 @@ impl<'a> HivmEvents<'a> {
         let Some(n) = n.as_const() else {
             return Err("its event id is not one of consecutive ids chosen by the iteration".into());
         };
+        let at = self.counter(count, n, program)?;
+        if let Some((_, name)) = self.counters[at].chains.iter().find(|(f, _)| *f == first) {
+            return Ok(format!("%{name}"));
+        }
+        let name = self.fresh();
+        self.counters[at].chains.push((first, name.clone()));
+        Ok(format!("%{name}"))
+    }
+
+    /// The SSA value of an iteration count (no modulo): an mmadL1's K-loop condition.
+    fn count_value(&mut self, count: &sim::expr::Expr, program: &Program) -> Result<String, String> {
+        let at = self.counter(count, 0, program)?;
+        Ok(format!("%{}", self.counters[at].cast))
+    }
+
+    /// The counter of `count` modulo `n` (0: none), made on first use.
+    fn counter(&mut self, count: &sim::expr::Expr, n: i64, program: &Program) -> Result<usize, String> {
         let mut vars = Vec::new();
         count.vars(&mut vars);
         let depth = |l: sim::OpId| {
@@ -949,7 +1009,7 @@ impl<'a> HivmEvents<'a> {
             .filter_map(|v| program.vars[v.index()].loop_op)
             .max_by_key(|&l| depth(l))
             .ok_or("its event id does not depend on a loop")?;
-        let at = match self.counters.iter().position(|c| c.lp == lp && c.n == n) {
+        Ok(match self.counters.iter().position(|c| c.lp == lp && c.n == n) {
             Some(k) => k,
             None => {
                 let apply = format!("npu_count{}", self.counters.len());
@@ -958,20 +1018,14 @@ impl<'a> HivmEvents<'a> {
                 self.counters.push(Counter {
                     lp,
                     n,
-                    count: (**count).clone(),
+                    count: count.clone(),
                     apply,
                     cast,
                     chains: Vec::new(),
                 });
                 self.counters.len() - 1
             }
-        };
-        if let Some((_, name)) = self.counters[at].chains.iter().find(|(f, _)| *f == first) {
-            return Ok(format!("%{name}"));
-        }
-        let name = self.fresh();
-        self.counters[at].chains.push((first, name.clone()));
-        Ok(format!("%{name}"))
+        })
     }
 
     /// Writes the counters and selects at the start of their loops, and the `#map` aliases.
@@ -1000,11 +1054,15 @@ impl<'a> HivmEvents<'a> {
                 }
                 at = program.op(l).loop_parent;
             }
-            let whole = sim::expr::Expr::Binary(
-                sim::expr::BinOp::Rem,
-                Box::new(c.count.clone()),
-                Box::new(sim::expr::Expr::Const(c.n)),
-            );
+            let whole = if c.n == 0 {
+                c.count.clone()
+            } else {
+                sim::expr::Expr::Binary(
+                    sim::expr::BinOp::Rem,
+                    Box::new(c.count.clone()),
+                    Box::new(sim::expr::Expr::Const(c.n)),
+                )
+            };
             let Some(body) = affine_symbols(&whole, &syms) else {
                 unsupported.push("a multi-buffer event id that is not an affine count of constant-bound loops".into());
                 continue;
@@ -1119,4 +1177,73 @@ fn affine_symbols(e: &sim::expr::Expr, syms: &[sim::VarId]) -> Option<String> {
         }
         Expr::Unary(..) => return None,
     })
+}
+
+/// Each `mmadL1`'s `sync_related_args` (InjectSync's SyncCodegen): the events the op's template
+/// issues itself, as i64 values: constants (one per value, the function's own reused; new ones
+/// at the start of the function, the first made last, as MLIR inserts them), or the values of
+/// ids chosen by the iteration and of the loop count.
+fn mmad_args_edits(
+    all: &[planner::MmadSyncArgs],
+    program: &Program,
+    events: &mut HivmEvents,
+    names: &ChunkNames,
+    func_offset: u32,
+    edits: &mut Edits,
+    unsupported: &mut Vec<String>,
+) {
+    let own = names.consts.get(&func_offset);
+    let mut made: Vec<(i64, String)> = Vec::new();
+    for m in all {
+        let mut vals = vec![String::new(); m.args.len()];
+        // InjectSync makes the default -1 first, then the M→MTE1 events, then the rest
+        let order = [4usize, 5, 6, 0, 1, 2, 3];
+        let mut constant = |v: i64, events: &mut HivmEvents| -> String {
+            if let Some(n) = own.and_then(|c| c.get(&v)) {
+                return format!("%{n}");
+            }
+            if let Some((_, n)) = made.iter().find(|(x, _)| *x == v) {
+                return format!("%{n}");
+            }
+            let n = events.constant(v);
+            made.push((v, n.clone()));
+            format!("%{n}")
+        };
+        constant(-1, events);
+        for k in order {
+            let a = &m.args[k];
+            vals[k] = match a.as_const() {
+                Some(v) => constant(v, events),
+                None => {
+                    let r = if k == 4 {
+                        events.count_value(a, program)
+                    } else {
+                        events.value(a, program)
+                    };
+                    match r {
+                        Ok(v) => v,
+                        Err(why) => {
+                            unsupported.push(format!("an mmadL1's sync_related_args: {why}"));
+                            return;
+                        }
+                    }
+                }
+            };
+        }
+        let loc = &program.op(m.op).loc;
+        edits.suffix.insert(
+            (loc.line, loc.column),
+            format!(
+                "sync_related_args({} : {})",
+                vals.join(", "),
+                vec!["i64"; vals.len()].join(", ")
+            ),
+        );
+    }
+    if !made.is_empty() {
+        let lines = edits.prologue.entry(func_offset).or_default();
+        for (v, n) in made.iter().rev() {
+            lines.push(format!("%{n} = arith.constant {v} : i64"));
+        }
+    }
 }

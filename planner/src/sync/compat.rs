@@ -219,6 +219,8 @@ struct Ir {
     ops: Vec<SOp>,
     /// `syncOperations`: per pair, its op indices (set, wait) or (barrier).
     pairs: Vec<Vec<usize>>,
+    /// Per macro-op instance id of an `mmadL1` in a loop: its M→MTE1 pair.
+    mmad_back: HashMap<u8, usize>,
 }
 
 impl Ir {
@@ -494,6 +496,8 @@ impl Analyzer<'_> {
             let ids = self.ir.add_pair(vec![set, wait]);
             self.ir.els[0].before.push_back(ids[0]);
             self.ir.els[last].after.push_back(ids[1]);
+            let pair = self.ir.ops[ids[0]].idx;
+            self.ir.mmad_back.insert(k, pair);
         }
     }
 
@@ -1439,14 +1443,51 @@ fn book(lc: &mut Vec<usize>, begin: usize, end: usize) {
     }
 }
 
+/// What InjectSync hands an `mmadL1` instead of sync ops (SyncCodegen's
+/// `sync_related_args`): the waits for its L1 operands' loads and the sets its loads of the
+/// next iteration wait for become operands of the op, for the template library to issue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MmadSyncArgs {
+    /// The `mmadL1` in the synchronised program.
+    pub op: OpId,
+    /// The seven operands, in InjectSync's order: the event it waits on for L1 A and for L1 B,
+    /// the events its A and B loads wait on, the loop count (the K loop's double-buffer
+    /// condition), and the two M→MTE1 events; `-1` for none. An id chosen by the iteration
+    /// is an expression as in the program's flags, the loop count the count of the loops
+    /// around the op (no modulo).
+    pub args: Vec<Expr>,
+    /// The inserted ops (in the synchronised program) these operands stand for: bishengir
+    /// prints none of them; npusim keeps them so that the simulated `mmadL1` still waits.
+    pub absorbed: Vec<OpId>,
+}
+
+/// [`synchronize_compat`] with the `mmadL1` operands.
+#[derive(Clone, Debug)]
+pub struct CompatSynced {
+    pub synced: Synced,
+    pub mmad_args: Vec<MmadSyncArgs>,
+}
+
 /// Inserts the synchronisation InjectSync would into `program` (`sync: auto`), with the
 /// buffers at `plan`'s addresses. A `sync: manual` program comes back unchanged.
 pub fn synchronize_compat(program: &Program, plan: &Plan, opts: &CompatOptions) -> Synced {
+    synchronize_compat_detailed(program, plan, opts).synced
+}
+
+/// [`synchronize_compat`], also returning what each `mmadL1` gets as `sync_related_args`.
+pub fn synchronize_compat_detailed(
+    program: &Program,
+    plan: &Plan,
+    opts: &CompatOptions,
+) -> CompatSynced {
     if program.sync == SyncMode::Manual {
-        return Synced {
-            program: program.clone(),
-            stats: SyncStats::default(),
-            serialised: Vec::new(),
+        return CompatSynced {
+            synced: Synced {
+                program: program.clone(),
+                stats: SyncStats::default(),
+                serialised: Vec::new(),
+            },
+            mmad_args: Vec::new(),
         };
     }
     let mut b = Builder {
@@ -1457,6 +1498,7 @@ pub fn synchronize_compat(program: &Program, plan: &Plan, opts: &CompatOptions) 
             mems: Vec::new(),
             ops: Vec::new(),
             pairs: Vec::new(),
+            mmad_back: HashMap::new(),
         },
         mem_of: HashMap::new(),
     };
@@ -1530,6 +1572,51 @@ fn loops_out(program: &Program, lp: OpId) -> Vec<OpId> {
 /// `ids[0] + Σ (ids[k] - ids[0]) · (count mod n == k)`.
 fn multi_id(program: &Program, lp: OpId, ids: &[u32]) -> Option<Expr> {
     let n = ids.len() as i64;
+    let count = nested_count(program, lp)?;
+    let slot = Expr::binary(BinOp::Rem, count, Expr::Const(n)).ok()?;
+    let base = ids[0] as i64;
+    let contiguous = ids.iter().enumerate().all(|(k, &id)| id as i64 == base + k as i64);
+    if contiguous {
+        return if base == 0 {
+            Some(slot)
+        } else {
+            Expr::binary(BinOp::Add, Expr::Const(base), slot).ok()
+        };
+    }
+    let mut e = Expr::Const(base);
+    for (k, &id) in ids.iter().enumerate().skip(1) {
+        let is_k = Expr::binary(BinOp::Eq, slot.clone(), Expr::Const(k as i64)).ok()?;
+        let term = Expr::binary(BinOp::Mul, Expr::Const(id as i64 - base), is_k).ok()?;
+        e = Expr::binary(BinOp::Add, e, term).ok()?;
+    }
+    Some(e)
+}
+
+struct Emitter<'a> {
+    program: &'a Program,
+    ir: &'a Ir,
+    places: Places,
+    ops: Vec<Op>,
+    map: Vec<OpId>,
+    stats: SyncStats,
+    /// Sync op → its id in the new program.
+    emitted: HashMap<usize, OpId>,
+}
+
+/// Whether InjectSync hands sync op `s`, beside an `mmadL1`, to the op's template
+/// (`IsNeedLowerSyncToTemplate`): a wait on a load of its L1 A or B, a set its next loads wait
+/// on.
+fn to_template(s: &SOp) -> bool {
+    match s.ty {
+        Ty::Wait => s.src == L1A || s.src == L1B,
+        Ty::Set => s.dst == L1A || s.dst == L1B,
+        Ty::Barrier => false,
+    }
+}
+
+/// The iteration count of the loops around `lp` (innermost `lp`), flattened as InjectSync's
+/// `createNestedIndexModular` counts: `None` for a `while` among them.
+fn nested_count(program: &Program, lp: OpId) -> Option<Expr> {
     let mut count: Option<Expr> = None;
     let mut elems = Expr::Const(1);
     for l in loops_out(program, lp) {
@@ -1558,39 +1645,77 @@ fn multi_id(program: &Program, lp: OpId, ids: &[u32]) -> Option<Expr> {
         });
         // trips = (to - from + step - 1) floordiv step
         let span = Expr::binary(BinOp::Sub, f.to.clone(), f.from.clone()).ok()?;
-        let span = Expr::binary(BinOp::Add, span, Expr::binary(BinOp::Sub, f.step.clone(), Expr::Const(1)).ok()?).ok()?;
+        let span = Expr::binary(
+            BinOp::Add,
+            span,
+            Expr::binary(BinOp::Sub, f.step.clone(), Expr::Const(1)).ok()?,
+        )
+        .ok()?;
         let trips = Expr::binary(BinOp::Div, span, f.step.clone()).ok()?;
         elems = Expr::binary(BinOp::Mul, elems, trips).ok()?;
     }
-    let slot = Expr::binary(BinOp::Rem, count?, Expr::Const(n)).ok()?;
-    let base = ids[0] as i64;
-    let contiguous = ids.iter().enumerate().all(|(k, &id)| id as i64 == base + k as i64);
-    if contiguous {
-        return if base == 0 {
-            Some(slot)
-        } else {
-            Expr::binary(BinOp::Add, Expr::Const(base), slot).ok()
-        };
-    }
-    let mut e = Expr::Const(base);
-    for (k, &id) in ids.iter().enumerate().skip(1) {
-        let is_k = Expr::binary(BinOp::Eq, slot.clone(), Expr::Const(k as i64)).ok()?;
-        let term = Expr::binary(BinOp::Mul, Expr::Const(id as i64 - base), is_k).ok()?;
-        e = Expr::binary(BinOp::Add, e, term).ok()?;
-    }
-    Some(e)
+    count
 }
 
-struct Emitter<'a> {
-    program: &'a Program,
-    ir: &'a Ir,
-    places: Places,
-    ops: Vec<Op>,
-    map: Vec<OpId>,
-    stats: SyncStats,
+impl Emitter<'_> {
+    fn id_expr(&self, op: &SOp) -> Expr {
+        match (op.ids.len(), op.lca_loop) {
+            (k, Some(l)) if k > 1 => {
+                multi_id(self.program, l, &op.ids).unwrap_or(Expr::Const(op.ids[0] as i64))
+            }
+            _ => Expr::Const(op.ids.first().copied().unwrap_or(0) as i64),
+        }
+    }
+
+    /// The `sync_related_args` of every `mmadL1` (SyncCodegen's `mmadL12SyncTemplateInter`).
+    fn mmad_args(&self) -> Vec<MmadSyncArgs> {
+        let mut out: Vec<MmadSyncArgs> = Vec::new();
+        for el in &self.ir.els {
+            let Kind::Compound(c) = &el.kind else { continue };
+            let Some(k) = c.macro_id else { continue };
+            let op = self.map[c.op.index()];
+            if out.last().is_none_or(|m| m.op != op) {
+                let mut args = vec![Expr::Const(-1); 7];
+                let lp = self.program.op(c.op).loop_parent;
+                if let Some(count) = lp.and_then(|l| nested_count(self.program, l)) {
+                    args[4] = count;
+                }
+                out.push(MmadSyncArgs {
+                    op,
+                    args,
+                    absorbed: Vec::new(),
+                });
+            }
+            let m = out.last_mut().expect("pushed");
+            // the M→MTE1 pair of this half, when it got an id
+            if let Some(&pair) = self.ir.mmad_back.get(&k) {
+                let set = &self.ir.ops[self.ir.pairs[pair][0]];
+                if c.in_loop && !set.useless && set.ids.len() == 1 {
+                    m.args[5 + k as usize] = Expr::Const(set.ids[0] as i64);
+                }
+            }
+            for &s in el.before.iter().chain(&el.after) {
+                let sync = &self.ir.ops[s];
+                if sync.useless || !to_template(sync) {
+                    continue;
+                }
+                let slot = match sync.ty {
+                    Ty::Wait if sync.src == L1A => 0,
+                    Ty::Wait => 1,
+                    _ if sync.dst == L1A => 2,
+                    _ => 3,
+                };
+                m.args[slot] = self.id_expr(sync);
+                if let Some(&id) = self.emitted.get(&s) {
+                    m.absorbed.push(id);
+                }
+            }
+        }
+        out
+    }
 }
 
-fn emit(program: &Program, ir: &Ir) -> Synced {
+fn emit(program: &Program, ir: &Ir) -> CompatSynced {
     let mut em = Emitter {
         program,
         ir,
@@ -1598,6 +1723,7 @@ fn emit(program: &Program, ir: &Ir) -> Synced {
         ops: Vec::with_capacity(program.ops.len() + ir.ops.len()),
         map: vec![OpId::new(0); program.ops.len()],
         stats: SyncStats::default(),
+        emitted: HashMap::new(),
     };
     let body = em.block(&program.body, None, None, None);
     let mut p = Program {
@@ -1616,16 +1742,20 @@ fn emit(program: &Program, ir: &Ir) -> Synced {
         body,
     };
     renumber_declarations(&mut p, &em.map);
+    let mmad_args = em.mmad_args();
     p.ops = em.ops;
     em.stats.dependencies = ir
         .pairs
         .iter()
         .filter(|pair| pair.iter().all(|&s| !ir.ops[s].useless) && pair.len() == 2 && !ir.ops[pair[0]].head_tail)
         .count() as u32;
-    Synced {
-        program: p,
-        stats: em.stats,
-        serialised: Vec::new(),
+    CompatSynced {
+        synced: Synced {
+            program: p,
+            stats: em.stats,
+            serialised: Vec::new(),
+        },
+        mmad_args,
     }
 }
 
@@ -1693,13 +1823,7 @@ impl Emitter<'_> {
         if op.useless {
             return None;
         }
-        let id_expr = || -> Expr {
-            match (op.ids.len(), op.lca_loop) {
-                (k, Some(l)) if k > 1 => multi_id(self.program, l, &op.ids)
-                    .unwrap_or(Expr::Const(op.ids[0] as i64)),
-                _ => Expr::Const(op.ids.first().copied().unwrap_or(0) as i64),
-            }
-        };
+        let id = self.id_expr(op);
         let (kind, pipe, what) = match op.ty {
             Ty::Barrier if op.src == PALL => {
                 self.stats.barrier_alls += 1;
@@ -1715,7 +1839,7 @@ impl Emitter<'_> {
                 let k = OpKind::SetFlag {
                     src: sim_pipe(op.src),
                     dst: sim_pipe(op.dst),
-                    id: id_expr(),
+                    id,
                 };
                 (k, sim_pipe(op.src), "set_flag")
             }
@@ -1724,7 +1848,7 @@ impl Emitter<'_> {
                 let k = OpKind::WaitFlag {
                     src: sim_pipe(op.src),
                     dst: sim_pipe(op.dst),
-                    id: id_expr(),
+                    id,
                 };
                 (k, sim_pipe(op.dst), "wait_flag")
             }
@@ -1734,6 +1858,7 @@ impl Emitter<'_> {
             Side::After => "after ",
         };
         let id = OpId::new(self.ops.len());
+        self.emitted.insert(s, id);
         self.ops.push(Op {
             kind,
             path: format!("{what} (inserted {side_word}{path})"),

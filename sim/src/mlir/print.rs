@@ -26,6 +26,9 @@ pub struct Edits {
     /// Attribute alias definitions (`#map = affine_map<...>`) printed before the chunk's ops,
     /// as MLIR prints the aliases its passes create.
     pub aliases: Vec<String>,
+    /// Text appended to an op's line, by the op name's (line, column): operands a pass adds
+    /// at the end (`sync_related_args(...)`).
+    pub suffix: HashMap<(u32, u32), String>,
 }
 
 /// An op's one-line text spaced as MLIR's printer spaces it, where the difference shows in
@@ -338,7 +341,10 @@ impl Printer<'_> {
                     &one_line(self.text(start, end), usize::MAX),
                     &self.edits.rename,
                 ));
-                self.line(depth, &t);
+                match self.edits.suffix.get(&key) {
+                    Some(more) => self.line(depth, &format!("{t} {more}")),
+                    None => self.line(depth, &t),
+                }
             } else {
                 if let OpKind::Func { .. } = op.kind {
                     self.taken.clear();
