@@ -2029,6 +2029,41 @@ mod tests {
         );
     }
 
+    /// An mmadL1 after loads of its A and B (HIVM's test_sync_for_cube, written anew). By
+    /// hand: its in-pipe (MTE1) half waits for both loads, on the virtual MTE2 pipes of L1 B
+    /// (nearest first) and L1 A, which share the MTE2→MTE1 pool: B's wait, met first, gets 0,
+    /// A's 1; both waits go to the op's template (`sync_related_args` 1, 0, then -1 for the
+    /// unused operands); its out-pipe (M) half is read by fixpipe: M→FIX.
+    #[test]
+    fn mmad_l1_waits_become_template_operands() {
+        let y = "kernel: k\ncore: aic\nsync: auto\ngm: { a: { shape: [16, 16], dtype: f16 }, b: { shape: [16, 16], dtype: f16 }, c: { shape: [16, 16], dtype: f32 } }\nbuffers: { a1: { scope: l1, shape: [16, 16], dtype: f16 }, b1: { scope: l1, shape: [16, 16], dtype: f16 }, c0: { scope: l0c, shape: [16, 16], dtype: f32 } }\nbody:\n  - load: { src: a, dst: a1, layout: nz }\n  - load: { src: b, dst: b1, layout: nz }\n  - mmad_l1: { a: a1, b: b1, c: c0, m: 16, n: 16, k: 16, init: 1 }\n  - fixpipe: { src: c0, dst: c }\n";
+        assert_eq!(
+            synced(y, false),
+            lines(&[
+                "set Mte2->Mte1 1 after body[0]",
+                "set Mte2->Mte1 0 after body[1]",
+                "wait Mte2->Mte1 0 before body[2]",
+                "wait Mte2->Mte1 1 before body[2]",
+                "set M->Fix 0 after body[2]",
+                "wait M->Fix 0 before body[3]",
+            ])
+        );
+        let program = sim::load_program(y, "p.yaml", &config(), &[]).unwrap();
+        let planned = crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
+        let d = synchronize_compat_detailed(&program, &planned.plan, &CompatOptions::default());
+        let [m] = &d.mmad_args[..] else {
+            panic!("{:?}", d.mmad_args)
+        };
+        let args: Vec<i64> = m.args.iter().map(|a| a.as_const().unwrap()).collect();
+        assert_eq!(args, vec![1, 0, -1, -1, -1, -1, -1]);
+        let absorbed: Vec<String> = m.absorbed.iter().map(|&o| d.synced.program.op(o).path.clone()).collect();
+        assert_eq!(
+            absorbed,
+            vec!["wait_flag (inserted before body[2])", "wait_flag (inserted before body[2])"]
+        );
+        assert!(matches!(d.synced.program.op(m.op).kind, OpKind::MmadL1(_)));
+    }
+
     /// InjectSync's event-id lifetimes: `[end, begin]` pairs kept in descending order, a new
     /// range put before, after or between them, or widening one it meets.
     #[test]
