@@ -53,7 +53,9 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
     while let Some(arg) = it.next() {
         if arg == "-" || !arg.starts_with('-') {
             if a.input.is_some() {
-                problems.push(format!("`{arg}`: opt reads one file (the first was already given)"));
+                problems.push(format!(
+                    "`{arg}`: opt reads one file (the first was already given)"
+                ));
             }
             a.input = Some(PathBuf::from(arg));
             continue;
@@ -259,7 +261,11 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
         for (c, func) in sim::mlir::lower::functions(&chunks) {
             let opts = LowerOptions {
                 params: args.params.clone(),
-                sync: if args.plan_memory || args.inject_sync { SyncOps::Drop } else { SyncOps::Keep },
+                sync: if args.plan_memory || args.inject_sync {
+                    SyncOps::Drop
+                } else {
+                    SyncOps::Keep
+                },
                 lenient: args.plan_memory || args.inject_sync,
             };
             match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
@@ -378,8 +384,12 @@ fn expectations(text: &str, chunk: &Chunk) -> Vec<Expected> {
             }
             None => (None, rest),
         };
-        let Some(open) = rest.find("{{") else { continue };
-        let Some(close) = rest.rfind("}}") else { continue };
+        let Some(open) = rest.find("{{") else {
+            continue;
+        };
+        let Some(close) = rest.rfind("}}") else {
+            continue;
+        };
         if close < open + 2 {
             continue;
         }
@@ -416,9 +426,10 @@ fn verify(diags: &[Diagnostic], expected: &[Expected], file: &str) -> Vec<String
     let mut out = Vec::new();
     let mut used = vec![false; diags.len()];
     for e in expected {
-        let hit = diags.iter().enumerate().find(|(i, d)| {
-            !used[*i] && d.line == Some(e.line) && d.message.contains(&e.text)
-        });
+        let hit = diags
+            .iter()
+            .enumerate()
+            .find(|(i, d)| !used[*i] && d.line == Some(e.line) && d.message.contains(&e.text));
         match hit {
             Some((i, _)) => used[i] = true,
             None => out.push(format!(
@@ -461,22 +472,22 @@ fn chunk_edits(
             sync: SyncOps::Drop,
             lenient: true,
         };
-        let loaded = match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None)
-        {
-            Ok(l) => l,
-            Err(e) => {
-                for d in e.diagnostics {
-                    unsupported.push(format!(
-                        "{}:{}:{}: {}",
-                        d.file,
-                        d.line.unwrap_or(1),
-                        d.column.unwrap_or(1),
-                        d.message
-                    ));
+        let loaded =
+            match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None) {
+                Ok(l) => l,
+                Err(e) => {
+                    for d in e.diagnostics {
+                        unsupported.push(format!(
+                            "{}:{}:{}: {}",
+                            d.file,
+                            d.line.unwrap_or(1),
+                            d.column.unwrap_or(1),
+                            d.message
+                        ));
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         // InjectSync's device entry (a final `pipe_barrier[PIPE_ALL]`): `hacc.entry` on a
         // `hacc.function_kind<DEVICE>` function
         let kind = |k: &str| {
@@ -492,7 +503,16 @@ fn chunk_edits(
         }
         let ctx = ChunkNames::of(text, &chunks[c]);
         let at = func.span.start.offset;
-        plan_function(&loaded, args, entry, &ctx, at, &mut edits, &mut diags, &mut unsupported);
+        plan_function(
+            &loaded,
+            args,
+            entry,
+            &ctx,
+            at,
+            &mut edits,
+            &mut diags,
+            &mut unsupported,
+        );
     }
     (edits, diags, unsupported)
 }
@@ -594,8 +614,22 @@ fn plan_function(
             .iter()
             .flat_map(|m| m.absorbed.iter().map(|o| o.index()))
             .collect();
-        sync_edits(&synced.program, &loaded.lowered, edits, unsupported, Some((&mut events, &absorbed)));
-        mmad_args_edits(&detailed.mmad_args, &synced.program, &mut events, names, func_offset, edits, unsupported);
+        sync_edits(
+            &synced.program,
+            &loaded.lowered,
+            edits,
+            unsupported,
+            Some((&mut events, &absorbed)),
+        );
+        mmad_args_edits(
+            &detailed.mmad_args,
+            &synced.program,
+            &mut events,
+            names,
+            func_offset,
+            edits,
+            unsupported,
+        );
         events.flush(&synced.program, &loaded.lowered, edits, unsupported);
     }
 }
@@ -637,12 +671,7 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
 }
 
 /// The pass diagnostics of a failed plan, in HIVM's words.
-fn failure(
-    f: &Failure,
-    program: &Program,
-    loaded: &Loaded,
-    file: &str,
-) -> Vec<Diagnostic> {
+fn failure(f: &Failure, program: &Program, loaded: &Loaded, file: &str) -> Vec<Diagnostic> {
     match f {
         Failure::Overflow(planner::PlanError::Overflow {
             space,
@@ -666,7 +695,8 @@ fn failure(
         Failure::ReadBeforeWrite { buffer, .. } => {
             let name = &program.buffers[buffer.index()].name;
             let site = loaded.lowered.allocs.iter().find(|a| &a.buffer == name);
-            let mut d = Diagnostic::error(file, "", "'memref.alloc' op error: read before first write");
+            let mut d =
+                Diagnostic::error(file, "", "'memref.alloc' op error: read before first write");
             if let Some(s) = site {
                 d.line = Some(s.pos.line);
                 d.column = Some(s.pos.column);
@@ -713,7 +743,8 @@ fn sync_edits(
                             continue;
                         }
                     },
-                    (None, None) => match event_value(id, program, lowered, &mut fresh, &mut lines) {
+                    (None, None) => match event_value(id, program, lowered, &mut fresh, &mut lines)
+                    {
                         Some(v) => v,
                         None => {
                             unsupported.push(format!(
@@ -730,7 +761,9 @@ fn sync_edits(
                 )
             }
             P::Barrier(BarrierTarget::All) => "hivm.hir.pipe_barrier[<PIPE_ALL>]".to_string(),
-            P::Barrier(BarrierTarget::Pipe(p)) => format!("hivm.hir.pipe_barrier[<{}>]", p.cce_name()),
+            P::Barrier(BarrierTarget::Pipe(p)) => {
+                format!("hivm.hir.pipe_barrier[<{}>]", p.cce_name())
+            }
             _ => continue,
         };
         lines.push(line);
@@ -760,9 +793,14 @@ fn event_value(
     lines.push(format!(
         "%npu_ev{n} = affine.apply affine_map<({}) -> ({body})>({})",
         d.join(", "),
-        dims.iter().map(|x| format!("%{x}")).collect::<Vec<_>>().join(", ")
+        dims.iter()
+            .map(|x| format!("%{x}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
-    lines.push(format!("%npu_ev{n}_i64 = arith.index_cast %npu_ev{n} : index to i64"));
+    lines.push(format!(
+        "%npu_ev{n}_i64 = arith.index_cast %npu_ev{n} : index to i64"
+    ));
     Some(format!("%npu_ev{n}_i64"))
 }
 
@@ -818,16 +856,25 @@ struct ChunkNames {
     consts: HashMap<u32, HashMap<i64, String>>,
 }
 
-fn top_consts(text: &str, ops: &[sim::mlir::ast::Op], out: &mut HashMap<u32, HashMap<i64, String>>) {
+fn top_consts(
+    text: &str,
+    ops: &[sim::mlir::ast::Op],
+    out: &mut HashMap<u32, HashMap<i64, String>>,
+) {
     for op in ops {
         if let sim::mlir::ast::OpKind::Func { body, .. } = &op.kind {
             let mut m = HashMap::new();
             for o in body.blocks.first().map_or(&[][..], |b| &b.ops[..]) {
                 let Some(r) = o.results.first() else { continue };
-                let t = text.get(o.span.start.offset as usize..o.span.end as usize).unwrap_or("");
+                let t = text
+                    .get(o.span.start.offset as usize..o.span.end as usize)
+                    .unwrap_or("");
                 let v = t
                     .split_once("arith.constant ")
-                    .and_then(|(_, rest)| rest.strip_suffix(" : i64").or(rest.trim_end().strip_suffix(": i64")))
+                    .and_then(|(_, rest)| {
+                        rest.strip_suffix(" : i64")
+                            .or(rest.trim_end().strip_suffix(": i64"))
+                    })
                     .and_then(|v| v.trim().parse::<i64>().ok());
                 if let Some(v) = v {
                     m.entry(v).or_insert_with(|| r.name.clone());
@@ -846,7 +893,11 @@ fn top_consts(text: &str, ops: &[sim::mlir::ast::Op], out: &mut HashMap<u32, Has
 fn first_ops(ops: &[sim::mlir::ast::Op], out: &mut HashMap<(u32, u32), (u32, u32)>) {
     for op in ops {
         let regions = op.kind.regions();
-        if let Some(first) = regions.first().and_then(|r| r.blocks.first()).and_then(|b| b.ops.first()) {
+        if let Some(first) = regions
+            .first()
+            .and_then(|r| r.blocks.first())
+            .and_then(|b| b.ops.first())
+        {
             out.insert(
                 (op.name_pos.line, op.name_pos.column),
                 (first.name_pos.line, first.name_pos.column),
@@ -879,7 +930,9 @@ impl ChunkNames {
             if b[i] == b'%' {
                 let start = i + 1;
                 let mut j = start;
-                while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-')) {
+                while j < b.len()
+                    && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
+                {
                     j += 1;
                 }
                 if j > start {
@@ -967,14 +1020,20 @@ impl<'a> HivmEvents<'a> {
     fn value(&mut self, id: &sim::expr::Expr, program: &Program) -> Result<String, String> {
         use sim::expr::{BinOp, Expr};
         let (first, slot) = match id {
-            Expr::Binary(BinOp::Add, a, b) if a.as_const().is_some() => (a.as_const().unwrap_or(0), &**b),
+            Expr::Binary(BinOp::Add, a, b) if a.as_const().is_some() => {
+                (a.as_const().unwrap_or(0), &**b)
+            }
             e => (0, e),
         };
         let Expr::Binary(BinOp::Rem, count, n) = slot else {
-            return Err("its event id is not one of consecutive ids chosen by the iteration".into());
+            return Err(
+                "its event id is not one of consecutive ids chosen by the iteration".into(),
+            );
         };
         let Some(n) = n.as_const() else {
-            return Err("its event id is not one of consecutive ids chosen by the iteration".into());
+            return Err(
+                "its event id is not one of consecutive ids chosen by the iteration".into(),
+            );
         };
         let at = self.counter(count, n, program)?;
         if let Some((_, name)) = self.counters[at].chains.iter().find(|(f, _)| *f == first) {
@@ -986,13 +1045,22 @@ impl<'a> HivmEvents<'a> {
     }
 
     /// The SSA value of an iteration count (no modulo): an mmadL1's K-loop condition.
-    fn count_value(&mut self, count: &sim::expr::Expr, program: &Program) -> Result<String, String> {
+    fn count_value(
+        &mut self,
+        count: &sim::expr::Expr,
+        program: &Program,
+    ) -> Result<String, String> {
         let at = self.counter(count, 0, program)?;
         Ok(format!("%{}", self.counters[at].cast))
     }
 
     /// The counter of `count` modulo `n` (0: none), made on first use.
-    fn counter(&mut self, count: &sim::expr::Expr, n: i64, program: &Program) -> Result<usize, String> {
+    fn counter(
+        &mut self,
+        count: &sim::expr::Expr,
+        n: i64,
+        program: &Program,
+    ) -> Result<usize, String> {
         let mut vars = Vec::new();
         count.vars(&mut vars);
         let depth = |l: sim::OpId| {
@@ -1009,23 +1077,25 @@ impl<'a> HivmEvents<'a> {
             .filter_map(|v| program.vars[v.index()].loop_op)
             .max_by_key(|&l| depth(l))
             .ok_or("its event id does not depend on a loop")?;
-        Ok(match self.counters.iter().position(|c| c.lp == lp && c.n == n) {
-            Some(k) => k,
-            None => {
-                let apply = format!("npu_count{}", self.counters.len());
-                self.taken.insert(apply.clone());
-                let cast = self.fresh();
-                self.counters.push(Counter {
-                    lp,
-                    n,
-                    count: count.clone(),
-                    apply,
-                    cast,
-                    chains: Vec::new(),
-                });
-                self.counters.len() - 1
-            }
-        })
+        Ok(
+            match self.counters.iter().position(|c| c.lp == lp && c.n == n) {
+                Some(k) => k,
+                None => {
+                    let apply = format!("npu_count{}", self.counters.len());
+                    self.taken.insert(apply.clone());
+                    let cast = self.fresh();
+                    self.counters.push(Counter {
+                        lp,
+                        n,
+                        count: count.clone(),
+                        apply,
+                        cast,
+                        chains: Vec::new(),
+                    });
+                    self.counters.len() - 1
+                }
+            },
+        )
     }
 
     /// Writes the counters and selects at the start of their loops, and the `#map` aliases.
@@ -1064,23 +1134,35 @@ impl<'a> HivmEvents<'a> {
                 )
             };
             let Some(body) = affine_symbols(&whole, &syms) else {
-                unsupported.push("a multi-buffer event id that is not an affine count of constant-bound loops".into());
+                unsupported.push(
+                    "a multi-buffer event id that is not an affine count of constant-bound loops"
+                        .into(),
+                );
                 continue;
             };
             let map = format!(
                 "affine_map<()[{}] -> ({body})>",
-                (0..syms.len()).map(|k| format!("s{k}")).collect::<Vec<_>>().join(", ")
+                (0..syms.len())
+                    .map(|k| format!("s{k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             let alias = self.alias(&map, edits);
             let ivs: Option<Vec<String>> = syms
                 .iter()
                 .map(|v| {
                     let name = &program.vars[v.index()].name;
-                    lowered.vars.iter().find(|(n, _)| n == name).map(|(_, iv)| format!("%{iv}"))
+                    lowered
+                        .vars
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, iv)| format!("%{iv}"))
                 })
                 .collect();
             let Some(ivs) = ivs else {
-                unsupported.push("a multi-buffer event id over a loop variable without an MLIR name".into());
+                unsupported.push(
+                    "a multi-buffer event id over a loop variable without an MLIR name".into(),
+                );
                 continue;
             };
             let mut lines = vec![
@@ -1099,7 +1181,11 @@ impl<'a> HivmEvents<'a> {
                     lines.push(format!("%{kc} = arith.constant {k} : i64"));
                     let cmp = self.fresh();
                     lines.push(format!("%{cmp} = arith.cmpi eq, %{}, %{kc} : i64", c.cast));
-                    let sel = if k == c.n - 1 { name.clone() } else { self.fresh() };
+                    let sel = if k == c.n - 1 {
+                        name.clone()
+                    } else {
+                        self.fresh()
+                    };
                     lines.push(format!(
                         "%{sel} = arith.select %{cmp}, %{}, %{prev} : i64",
                         consts[k as usize]
@@ -1136,12 +1222,19 @@ impl<'a> HivmEvents<'a> {
         let taken: std::collections::HashSet<String> = edits
             .aliases
             .iter()
-            .filter_map(|a| a.split_once(" = ").map(|(n, _)| n.trim_start_matches('#').to_string()))
+            .filter_map(|a| {
+                a.split_once(" = ")
+                    .map(|(n, _)| n.trim_start_matches('#').to_string())
+            })
             .chain(self.names.aliases.iter().cloned())
             .collect();
         let mut k = 0;
         let name = loop {
-            let n = if k == 0 { "map".to_string() } else { format!("map{k}") };
+            let n = if k == 0 {
+                "map".to_string()
+            } else {
+                format!("map{k}")
+            };
             if !taken.contains(&n) {
                 break n;
             }

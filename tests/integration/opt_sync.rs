@@ -73,7 +73,10 @@ fn compat_mode_prints_injectsync_flags() {
                 || l.contains("pipe_barrier")
                 || l.starts_with("scf.for")
                 || l.contains("npu_count")
-                || l.contains(": i64") && !l.contains("pointer_cast") && !l.starts_with("%c0_i64 =") && !l.starts_with("%c128_i64 =")
+                || l.contains(": i64")
+                    && !l.contains("pointer_cast")
+                    && !l.starts_with("%c0_i64 =")
+                    && !l.starts_with("%c128_i64 =")
         })
         .collect();
     assert_eq!(got, want, "{out}");

@@ -136,7 +136,9 @@ enum Kind {
     ElseBegin,
     IfEnd,
     /// The end of a branch: the block whose tail gets its waits.
-    Holder { block: BlockKey },
+    Holder {
+        block: BlockKey,
+    },
 }
 
 /// A block of the program: `(control op, which block)`, 0 a loop body or then, 1 else.
@@ -274,7 +276,12 @@ impl Builder<'_> {
             r => bases
                 .roots(r)
                 .into_iter()
-                .map(|b| (Root::Buffer(b.index()), Some(self.program.buffers[b.index()].scope)))
+                .map(|b| {
+                    (
+                        Root::Buffer(b.index()),
+                        Some(self.program.buffers[b.index()].scope),
+                    )
+                })
                 .collect(),
         };
         for key in roots {
@@ -369,7 +376,9 @@ impl Builder<'_> {
                     if let Some(bias) = &m.bias {
                         self.mems(bias, &mut uses);
                     }
-                    let roots = |v: &[usize], ir: &Ir| v.iter().map(|&i| ir.mems[i].root).collect::<Vec<_>>();
+                    let roots = |v: &[usize], ir: &Ir| {
+                        v.iter().map(|&i| ir.mems[i].root).collect::<Vec<_>>()
+                    };
                     let ab = (roots(&a, &self.ir), roots(&bb, &self.ir));
                     for (k, pipe) in [(0u8, PM), (1u8, PMTE1)] {
                         let c = Comp {
@@ -473,7 +482,9 @@ impl Analyzer<'_> {
         self.mmad_back_sync();
         if device_entry && !self.ir.els.is_empty() {
             let last = self.ir.els.len() - 1;
-            let ids = self.ir.add_pair(vec![SOp::new(Ty::Barrier, PALL, PALL, 0, last, None)]);
+            let ids = self
+                .ir
+                .add_pair(vec![SOp::new(Ty::Barrier, PALL, PALL, 0, last, None)]);
             self.ir.els[last].after.push_back(ids[0]);
         }
     }
@@ -608,7 +619,10 @@ impl Analyzer<'_> {
     }
 
     fn insert_sync(&mut self, now: usize, front: usize, rec: &mut Records, for_end: Option<usize>) {
-        let (n, f) = (self.ir.comp(now).unwrap().clone(), self.ir.comp(front).unwrap().clone());
+        let (n, f) = (
+            self.ir.comp(now).unwrap().clone(),
+            self.ir.comp(front).unwrap().clone(),
+        );
         if self.no_need(&n, &f, for_end.is_some()) {
             return;
         }
@@ -664,9 +678,14 @@ impl Analyzer<'_> {
         }
         let new_first;
         if now_pipe == front_pipe {
-            let ids = self
-                .ir
-                .add_pair(vec![SOp::new(Ty::Barrier, front_pipe, now_pipe, 0, now, for_end)]);
+            let ids = self.ir.add_pair(vec![SOp::new(
+                Ty::Barrier,
+                front_pipe,
+                now_pipe,
+                0,
+                now,
+                for_end,
+            )]);
             self.ir.els[now].before.push_back(ids[0]);
             new_first = ids[0];
         } else {
@@ -776,7 +795,9 @@ fn is_already(now: &Comp, front: &Comp, r: &Record) -> bool {
     if r.already[front.pipe as usize] {
         return true;
     }
-    front.pipe == PMTE2 && now.macro_id.is_none() && (r.already[L1A as usize] || r.already[L1B as usize])
+    front.pipe == PMTE2
+        && now.macro_id.is_none()
+        && (r.already[L1A as usize] || r.already[L1B as usize])
 }
 
 /// MoveSyncState: out of branches, then out of loops.
@@ -902,7 +923,13 @@ fn check_all(ir: &Ir, set: usize, wait: usize) -> bool {
     }
 }
 
-fn check_repeat(ir: &Ir, begin: usize, end: usize, finder: &mut HashSet<usize>, set: usize) -> bool {
+fn check_repeat(
+    ir: &Ir,
+    begin: usize,
+    end: usize,
+    finder: &mut HashSet<usize>,
+    set: usize,
+) -> bool {
     if begin > end {
         return false;
     }
@@ -1044,7 +1071,12 @@ impl Alloc<'_> {
             self.ir.els[e].after.retain(|s| !back.contains(s));
         }
         for e in 0..self.ir.els.len() {
-            let all: Vec<usize> = self.ir.els[e].before.iter().chain(&self.ir.els[e].after).copied().collect();
+            let all: Vec<usize> = self.ir.els[e]
+                .before
+                .iter()
+                .chain(&self.ir.els[e].after)
+                .copied()
+                .collect();
             for s in all {
                 self.clear_ids(s);
             }
@@ -1094,7 +1126,12 @@ impl Alloc<'_> {
         }
         let mut seen = HashSet::new();
         for e in 0..self.ir.els.len() {
-            let all: Vec<usize> = self.ir.els[e].before.iter().chain(&self.ir.els[e].after).copied().collect();
+            let all: Vec<usize> = self.ir.els[e]
+                .before
+                .iter()
+                .chain(&self.ir.els[e].after)
+                .copied()
+                .collect();
             for s in all {
                 // an op listed twice is changed once (InjectSync visits each list entry; the
                 // lists hold each op once)
@@ -1131,7 +1168,9 @@ impl Alloc<'_> {
         let mut life = self.event_pool(s, n);
         let sc = scope(&self.ir.ops[s]);
         let idle: Vec<bool> = match self.pools.get(&sc) {
-            Some(p) => (0..n).map(|i| p.get(i).is_none_or(|v| v.is_empty())).collect(),
+            Some(p) => (0..n)
+                .map(|i| p.get(i).is_none_or(|v| v.is_empty()))
+                .collect(),
             None => vec![true; n],
         };
         let want = self.ir.ops[s].n as usize;
@@ -1173,7 +1212,9 @@ impl Alloc<'_> {
         let pair = &self.ir.pairs[self.ir.ops[s].idx];
         let (set, wait) = (&self.ir.ops[pair[0]], &self.ir.ops[pair[1]]);
         match set.for_end {
-            Some(fe) if self.realloc.contains(&scope(set)) => (self.ir.els[fe].begin, self.ir.els[fe].end),
+            Some(fe) if self.realloc.contains(&scope(set)) => {
+                (self.ir.els[fe].begin, self.ir.els[fe].end)
+            }
             Some(_) => (0, whole_end),
             None => (set.ir, wait.ir),
         }
@@ -1382,8 +1423,10 @@ impl Alloc<'_> {
             for &x in &self.ir.els[tmp].after {
                 let same = &self.ir.ops[x];
                 let both_fwd = same.for_end.is_none() && s.for_end.is_none();
-                let both_back = same.for_end.is_some() && s.for_end.is_some() && same.for_end == s.for_end;
-                let same_type = x != set && same.dst == s.dst && same.src == s.src && (both_back || both_fwd);
+                let both_back =
+                    same.for_end.is_some() && s.for_end.is_some() && same.for_end == s.for_end;
+                let same_type =
+                    x != set && same.dst == s.dst && same.src == s.src && (both_back || both_fwd);
                 if !same_type || same.useless || same.ids.is_empty() || same.ty != Ty::Set {
                     continue;
                 }
@@ -1506,7 +1549,11 @@ pub fn synchronize_compat_detailed(
     let mut ir = b.ir;
     // "Single instruction or no instruction, no need to insert synchronization."
     if ir.els.len() > 1 {
-        Analyzer { ir: &mut ir, program }.plan(opts.device_entry);
+        Analyzer {
+            ir: &mut ir,
+            program,
+        }
+        .plan(opts.device_entry);
         move_syncs(&mut ir);
         remove_redundant(&mut ir);
         Alloc {
@@ -1547,7 +1594,10 @@ fn places(program: &Program, ir: &Ir) -> Places {
                 p.after[op].extend(el.after.iter().copied());
             }
             Kind::Holder { block } => {
-                p.tail.entry(*block).or_default().extend(el.before.iter().copied());
+                p.tail
+                    .entry(*block)
+                    .or_default()
+                    .extend(el.before.iter().copied());
             }
             _ => {}
         }
@@ -1575,7 +1625,10 @@ fn multi_id(program: &Program, lp: OpId, ids: &[u32]) -> Option<Expr> {
     let count = nested_count(program, lp)?;
     let slot = Expr::binary(BinOp::Rem, count, Expr::Const(n)).ok()?;
     let base = ids[0] as i64;
-    let contiguous = ids.iter().enumerate().all(|(k, &id)| id as i64 == base + k as i64);
+    let contiguous = ids
+        .iter()
+        .enumerate()
+        .all(|(k, &id)| id as i64 == base + k as i64);
     if contiguous {
         return if base == 0 {
             Some(slot)
@@ -1671,7 +1724,9 @@ impl Emitter<'_> {
     fn mmad_args(&self) -> Vec<MmadSyncArgs> {
         let mut out: Vec<MmadSyncArgs> = Vec::new();
         for el in &self.ir.els {
-            let Kind::Compound(c) = &el.kind else { continue };
+            let Kind::Compound(c) = &el.kind else {
+                continue;
+            };
             let Some(k) = c.macro_id else { continue };
             let op = self.map[c.op.index()];
             if out.last().is_none_or(|m| m.op != op) {
@@ -1747,7 +1802,11 @@ fn emit(program: &Program, ir: &Ir) -> CompatSynced {
     em.stats.dependencies = ir
         .pairs
         .iter()
-        .filter(|pair| pair.iter().all(|&s| !ir.ops[s].useless) && pair.len() == 2 && !ir.ops[pair[0]].head_tail)
+        .filter(|pair| {
+            pair.iter().all(|&s| !ir.ops[s].useless)
+                && pair.len() == 2
+                && !ir.ops[pair[0]].head_tail
+        })
         .count() as u32;
     CompatSynced {
         synced: Synced {
@@ -1760,7 +1819,13 @@ fn emit(program: &Program, ir: &Ir) -> CompatSynced {
 }
 
 impl Emitter<'_> {
-    fn block(&mut self, b: &Block, parent: Option<OpId>, lp: Option<OpId>, key: Option<BlockKey>) -> Block {
+    fn block(
+        &mut self,
+        b: &Block,
+        parent: Option<OpId>,
+        lp: Option<OpId>,
+        key: Option<BlockKey>,
+    ) -> Block {
         let mut out = Block {
             ops: Vec::with_capacity(b.ops.len()),
             buffers: b.buffers.clone(),
@@ -1877,28 +1942,46 @@ mod tests {
     use crate::test_support::config;
 
     fn show(id: &Expr) -> String {
-        id.as_const().map_or_else(|| format!("{id:?}"), |k| k.to_string())
+        id.as_const()
+            .map_or_else(|| format!("{id:?}"), |k| k.to_string())
     }
 
     /// The program's inserted ops, one line each: `set MTE2->V 0 before body[1]`.
     fn synced(yaml: &str, entry: bool) -> Vec<String> {
-        let program = sim::load_program(yaml, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"));
+        let program =
+            sim::load_program(yaml, "p.yaml", &config(), &[]).unwrap_or_else(|e| panic!("{e}"));
         let planned = crate::plan_program(&program, &config(), &crate::PlanOptions::default())
             .unwrap_or_else(|e| panic!("{e:?}"));
-        let s = synchronize_compat(&program, &planned.plan, &CompatOptions { device_entry: entry });
+        let s = synchronize_compat(
+            &program,
+            &planned.plan,
+            &CompatOptions {
+                device_entry: entry,
+            },
+        );
         s.program
             .ops
             .iter()
             .filter(|o| o.loc.inserted.is_some())
             .map(|o| {
                 let what = match &o.kind {
-                    OpKind::SetFlag { src, dst, id } => format!("set {src:?}->{dst:?} {}", show(id)),
-                    OpKind::WaitFlag { src, dst, id } => format!("wait {src:?}->{dst:?} {}", show(id)),
+                    OpKind::SetFlag { src, dst, id } => {
+                        format!("set {src:?}->{dst:?} {}", show(id))
+                    }
+                    OpKind::WaitFlag { src, dst, id } => {
+                        format!("wait {src:?}->{dst:?} {}", show(id))
+                    }
                     OpKind::Barrier(BarrierTarget::All) => "barrier all".to_string(),
                     OpKind::Barrier(BarrierTarget::Pipe(p)) => format!("barrier {p:?}"),
                     k => format!("{k:?}"),
                 };
-                format!("{what} {}", o.path.split_once("(inserted ").map_or("", |x| x.1).trim_end_matches(')'))
+                format!(
+                    "{what} {}",
+                    o.path
+                        .split_once("(inserted ")
+                        .map_or("", |x| x.1)
+                        .trim_end_matches(')')
+                )
             })
             .collect()
     }
@@ -1970,8 +2053,15 @@ mod tests {
         );
         let got = synced(&y, false);
         let program = sim::load_program(&y, "p.yaml", &config(), &[]).unwrap();
-        let i = Expr::Var(sim::VarId::new(program.vars.iter().position(|v| v.name == "i").unwrap()));
-        let slot = Expr::binary(BinOp::Rem, Expr::binary(BinOp::Div, i, Expr::Const(4)).unwrap(), Expr::Const(2)).unwrap();
+        let i = Expr::Var(sim::VarId::new(
+            program.vars.iter().position(|v| v.name == "i").unwrap(),
+        ));
+        let slot = Expr::binary(
+            BinOp::Rem,
+            Expr::binary(BinOp::Div, i, Expr::Const(4)).unwrap(),
+            Expr::Const(2),
+        )
+        .unwrap();
         let slot = format!("{slot:?}");
         assert_eq!(
             got,
@@ -2049,17 +2139,25 @@ mod tests {
             ])
         );
         let program = sim::load_program(y, "p.yaml", &config(), &[]).unwrap();
-        let planned = crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
+        let planned =
+            crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
         let d = synchronize_compat_detailed(&program, &planned.plan, &CompatOptions::default());
         let [m] = &d.mmad_args[..] else {
             panic!("{:?}", d.mmad_args)
         };
         let args: Vec<i64> = m.args.iter().map(|a| a.as_const().unwrap()).collect();
         assert_eq!(args, vec![1, 0, -1, -1, -1, -1, -1]);
-        let absorbed: Vec<String> = m.absorbed.iter().map(|&o| d.synced.program.op(o).path.clone()).collect();
+        let absorbed: Vec<String> = m
+            .absorbed
+            .iter()
+            .map(|&o| d.synced.program.op(o).path.clone())
+            .collect();
         assert_eq!(
             absorbed,
-            vec!["wait_flag (inserted before body[2])", "wait_flag (inserted before body[2])"]
+            vec![
+                "wait_flag (inserted before body[2])",
+                "wait_flag (inserted before body[2])"
+            ]
         );
         assert!(matches!(d.synced.program.op(m.op).kind, OpKind::MmadL1(_)));
     }
@@ -2086,7 +2184,10 @@ mod tests {
         // by hand: store reads the buffer load wrote, through another view of the same root
         assert_eq!(
             synced(y, false),
-            lines(&["set Mte2->Mte3 0 after body[0]", "wait Mte2->Mte3 0 before body[1]"])
+            lines(&[
+                "set Mte2->Mte3 0 after body[0]",
+                "wait Mte2->Mte3 0 before body[1]"
+            ])
         );
     }
 }

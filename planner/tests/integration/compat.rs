@@ -27,7 +27,11 @@ fn compat_sync_is_race_free_on_shipped_programs() {
         let addresses = planned.plan.addresses();
         match sim::race::check(&synced.program, &config, &addresses) {
             Ok(run) if run.hazards.is_empty() => {}
-            Ok(run) => failures.push(format!("{name}: {} hazards, first {:?}", run.hazards.len(), run.hazards[0])),
+            Ok(run) => failures.push(format!(
+                "{name}: {} hazards, first {:?}",
+                run.hazards.len(),
+                run.hazards[0]
+            )),
             Err(e) => failures.push(format!("{name}: {e:?}")),
         }
         checked += 1;

@@ -72,9 +72,15 @@ pub fn canonical(text: &str) -> String {
             continue;
         }
         // `%name:` then a space: an operand's type follows
-        if c == b':' && b.get(i + 1) == Some(&b' ') && i > 0 && out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_') {
+        if c == b':'
+            && b.get(i + 1) == Some(&b' ')
+            && i > 0
+            && out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
+        {
             let word_start = out
-                .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '.' | '-' | '#')))
+                .rfind(|ch: char| {
+                    !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '.' | '-' | '#'))
+                })
                 .map_or(0, |k| k + 1);
             if out[..word_start].ends_with('%') {
                 out.push_str(" :");
@@ -318,7 +324,11 @@ impl Printer<'_> {
         if let (OpKind::Alloc { ty, .. }, Some(offs)) =
             (&op.kind, self.edits.offsets.get(&op.span.start.offset))
         {
-            let res = op.results.first().map(|r| r.name.clone()).unwrap_or_default();
+            let res = op
+                .results
+                .first()
+                .map(|r| r.name.clone())
+                .unwrap_or_default();
             let consts: Vec<String> = offs.iter().map(|o| const_name(*o)).collect();
             let _ = ty;
             let whole = one_line(self.text(start, end), usize::MAX);
@@ -436,7 +446,9 @@ impl Printer<'_> {
         let multi = |o: &Op| {
             matches!(o.kind, OpKind::Alloc { .. })
                 && self.edits.offsets.contains_key(&o.span.start.offset)
-                && o.results.first().is_some_and(|r| marked.contains(&r.name.as_str()))
+                && o.results
+                    .first()
+                    .is_some_and(|r| marked.contains(&r.name.as_str()))
         };
         // each moves with its `annotation.mark`s
         let marks_of = |o: &Op| -> Vec<&'o Op> {
