@@ -501,14 +501,16 @@ fn chunk_edits(
         if kind("HOST") && args.inject_sync && !args.plan_memory && !args.npusim_sync {
             continue;
         }
-        let ctx = ChunkNames::of(text, &chunks[c]);
-        let at = func.span.start.offset;
+        let names = ChunkNames::of(text, &chunks[c]);
+        let ctx = FuncCtx {
+            device_entry: entry,
+            names: &names,
+            offset: func.span.start.offset,
+        };
         plan_function(
             &loaded,
             args,
-            entry,
             &ctx,
-            at,
             &mut edits,
             &mut diags,
             &mut unsupported,
@@ -517,12 +519,19 @@ fn chunk_edits(
     (edits, diags, unsupported)
 }
 
+/// What the compatibility printer needs of the function beside its program.
+struct FuncCtx<'a> {
+    /// InjectSync's device entry: a final `pipe_barrier[PIPE_ALL]`.
+    device_entry: bool,
+    names: &'a ChunkNames,
+    /// The function op's start offset (its prologue's key).
+    offset: u32,
+}
+
 fn plan_function(
     loaded: &Loaded,
     args: &OptArgs,
-    device_entry: bool,
-    names: &ChunkNames,
-    func_offset: u32,
+    func: &FuncCtx,
     edits: &mut Edits,
     diags: &mut Vec<Diagnostic>,
     unsupported: &mut Vec<String>,
@@ -605,7 +614,10 @@ fn plan_function(
         sync_edits(&prepared.program, &loaded.lowered, edits, unsupported, None);
     } else if args.inject_sync {
         // InjectSync's rules on the same plan: what bishengir-opt prints
-        let opts = planner::CompatOptions { device_entry };
+        let (names, func_offset) = (func.names, func.offset);
+        let opts = planner::CompatOptions {
+            device_entry: func.device_entry,
+        };
         let detailed = planner::synchronize_compat_detailed(program, &prepared.planned.plan, &opts);
         let synced = &detailed.synced;
         let mut events = HivmEvents::new(names);

@@ -7,17 +7,17 @@
 //! whole-buffer conflicts, transitive `alreadySync` records, then moves, dedups and allocates
 //! event ids by fixed rules. Reproducing its output means following those rules step by step:
 //!
-//! 1. **Sync-IR** ([`Builder`]): one compound per pipe instruction (two for `mmadL1`: the
+//! 1. **Sync-IR** (`Builder`): one compound per pipe instruction (two for `mmadL1`: the
 //!    out-pipe M half defining the result, the in-pipe MTE1 half using the inputs), loop
 //!    begin/end, if/else/end, and a place holder at the end of each branch.
-//! 2. **Analysis** ([`Analyzer`]): each compound against every earlier one, then at each loop
+//! 2. **Analysis** (`Analyzer`): each compound against every earlier one, then at each loop
 //!    end the body against the next iteration's copy; skips S→S, M→M, the halves of one macro
 //!    op, and pairs already ordered transitively (`alreadySync` per pipe, one record per
 //!    multi-buffer slot).
 //! 3. **MoveSyncState**: waits whose set is outside an `if`/loop go before it, sets whose wait
 //!    is outside go after it.
 //! 4. **RemoveRedundantSync**: a pair enclosed by another pair of the same pipes goes.
-//! 5. **Event ids** ([`Alloc`]): per ordered pipe pair a pool of 8 (7 for V→S, S→V, MTE2→V),
+//! 5. **Event ids** (`Alloc`): per ordered pipe pair a pool of 8 (7 for V→S, S→V, MTE2→V),
 //!    lifetimes as Sync-IR index ranges (a backward pair: the whole function, with a set at the
 //!    start and a wait at the end); widening, reallocation per loop, multi-buffer fallback and
 //!    `pipe_barrier[PIPE_ALL]` as InjectSync does them.
@@ -938,7 +938,7 @@ fn check_repeat(
         res = matched(ir, finder, r, set) || res;
     }
     let mut i = begin + 1;
-    while i + 1 <= end {
+    while i < end {
         for &r in &ir.els[i].before {
             res = matched(ir, finder, r, set) || res;
         }
