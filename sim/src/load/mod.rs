@@ -297,6 +297,28 @@ mod tests {
         assert_eq!(c.cube.fractal_k_bytes, 32);
     }
 
+    /// A plan-only load (`npusim opt`) builds a move and a vector op whose operands disagree
+    /// in dtype or size: they read and write the same buffers all the same. A full load
+    /// rejects both.
+    #[test]
+    fn plan_only_builds_ops_whose_operands_disagree() {
+        let text = "kernel: k\ncore: aiv\ngm: { a: { shape: [64], dtype: i16 } }\nbuffers: { x: { scope: ub, shape: [128], dtype: i8 }, y: { scope: ub, shape: [32], dtype: f16 } }\nbody:\n  - load: { src: a, dst: x }\n  - vabs: { ins: [x], out: y }\n";
+        let config = load_config(crate::builtin::builtin("ascend910b").unwrap(), "c").unwrap();
+        let mut r = Reader::new("p.yaml");
+        let root = parse(text, &mut r).unwrap();
+        let k = load_kernel_tree(&root, "p.yaml", &config, &[], None, true).unwrap();
+        let names: Vec<&str> = k.parts[0].ops.iter().map(|o| o.kind.name()).collect();
+        assert_eq!(names, vec!["load", "vabs"]);
+        let e = load_kernel_tree(&root, "p.yaml", &config, &[], None, false).unwrap_err();
+        assert!(
+            e.diagnostics
+                .iter()
+                .any(|d| d.message.starts_with("dtype mismatch")),
+            "{:?}",
+            e.diagnostics
+        );
+    }
+
     #[test]
     fn syntax_error_is_one_located_diagnostic() {
         let e = load_config("name: [a, b\nclock_mhz: 1\n", "c.yaml").unwrap_err();
