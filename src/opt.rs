@@ -35,10 +35,13 @@ pub struct OptArgs {
     pub emit_program: bool,
     /// Options npusim does not implement: (flag, option), refused as unsupported.
     pub unsupported: Vec<String>,
+    /// `--npusim-sync`: `-hivm-inject-sync` runs npusim's own sync pass instead of the
+    /// InjectSync compatibility mode (docs/sync.md).
+    pub npusim_sync: bool,
 }
 
 /// The usage line of `npusim opt`.
-pub const USAGE: &str = "usage: npusim opt FILE [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [-split-input-file] [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE] [--param NAME=INT ...] [-o FILE]";
+pub const USAGE: &str = "usage: npusim opt FILE [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [--npusim-sync] [-split-input-file] [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE] [--param NAME=INT ...] [-o FILE]";
 
 /// Parses `opt`'s arguments the way `bishengir-opt` spells them: one or two leading dashes,
 /// pass options after `=` (`-hivm-plan-memory="mem-plan-mode=local-mem-plan"`, the shell
@@ -119,6 +122,7 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
             "split-input-file" => a.split = true,
             // npusim reads every dialect's ops (unknown ones opaquely): nothing to allow
             "allow-unregistered-dialect" => {}
+            "npusim-sync" => a.npusim_sync = true,
             "emit-program" => a.emit_program = true,
             "verify-diagnostics" => a.verify = true,
             "hacc-append-device-spec" => {
@@ -511,14 +515,50 @@ fn chunk_edits(
                     continue;
                 }
             };
-        plan_function(&loaded, args, &mut edits, &mut diags, &mut unsupported);
+        // InjectSync's device entry (a final `pipe_barrier[PIPE_ALL]`): `hacc.entry` on a
+        // `hacc.function_kind<DEVICE>` function
+        let kind = |k: &str| {
+            func.attrs.iter().any(|a| {
+                a.name == "hacc.function_kind"
+                    && matches!(&a.value, Some(sim::mlir::ast::Attr::Dialect { body, .. }) if body == k)
+            })
+        };
+        let entry = kind("DEVICE") && func.attrs.iter().any(|a| a.name == "hacc.entry");
+        // InjectSync leaves host functions alone
+        if kind("HOST") && args.inject_sync && !args.plan_memory && !args.npusim_sync {
+            continue;
+        }
+        let names = ChunkNames::of(text, &chunks[c]);
+        let ctx = FuncCtx {
+            device_entry: entry,
+            names: &names,
+            offset: func.span.start.offset,
+        };
+        plan_function(
+            &loaded,
+            args,
+            &ctx,
+            &mut edits,
+            &mut diags,
+            &mut unsupported,
+        );
     }
     (edits, diags, unsupported)
+}
+
+/// What the compatibility printer needs of the function beside its program.
+struct FuncCtx<'a> {
+    /// InjectSync's device entry: a final `pipe_barrier[PIPE_ALL]`.
+    device_entry: bool,
+    names: &'a ChunkNames,
+    /// The function op's start offset (its prologue's key).
+    offset: u32,
 }
 
 fn plan_function(
     loaded: &Loaded,
     args: &OptArgs,
+    func: &FuncCtx,
     edits: &mut Edits,
     diags: &mut Vec<Diagnostic>,
     unsupported: &mut Vec<String>,
@@ -605,8 +645,39 @@ fn plan_function(
             }
         }
     }
-    if args.inject_sync {
-        sync_edits(&prepared.program, &loaded.lowered, edits, unsupported);
+    if args.inject_sync && args.npusim_sync {
+        sync_edits(&prepared.program, &loaded.lowered, edits, unsupported, None);
+    } else if args.inject_sync {
+        // InjectSync's rules on the same plan: what bishengir-opt prints
+        let (names, func_offset) = (func.names, func.offset);
+        let opts = planner::CompatOptions {
+            device_entry: func.device_entry,
+        };
+        let detailed = planner::synchronize_compat_detailed(program, &prepared.planned.plan, &opts);
+        let synced = &detailed.synced;
+        let mut events = HivmEvents::new(names);
+        let absorbed: std::collections::HashSet<usize> = detailed
+            .mmad_args
+            .iter()
+            .flat_map(|m| m.absorbed.iter().map(|o| o.index()))
+            .collect();
+        sync_edits(
+            &synced.program,
+            &loaded.lowered,
+            edits,
+            unsupported,
+            Some((&mut events, &absorbed)),
+        );
+        mmad_args_edits(
+            &detailed.mmad_args,
+            &synced.program,
+            &mut events,
+            names,
+            func_offset,
+            edits,
+            unsupported,
+        );
+        events.flush(&synced.program, &loaded.lowered, edits, unsupported);
     }
 }
 
@@ -695,12 +766,17 @@ fn sync_edits(
     lowered: &sim::mlir::Lowered,
     edits: &mut Edits,
     unsupported: &mut Vec<String>,
+    mut hivm: Option<(&mut HivmEvents, &std::collections::HashSet<usize>)>,
 ) {
     let mut fresh = 0u32;
-    for op in &program.ops {
+    for (i, op) in program.ops.iter().enumerate() {
         let Some(side) = op.loc.inserted else {
             continue;
         };
+        // ops an mmadL1 issues itself (its `sync_related_args`)
+        if hivm.as_ref().is_some_and(|(_, skip)| skip.contains(&i)) {
+            continue;
+        }
         let key = (op.loc.line, op.loc.column);
         let mut lines = Vec::new();
         let line = match &op.kind {
@@ -710,9 +786,17 @@ fn sync_edits(
                 } else {
                     "wait_flag"
                 };
-                let ev = match id.as_const() {
-                    Some(k) => format!("<EVENT_ID{k}>"),
-                    None => match event_value(id, program, lowered, &mut fresh, &mut lines) {
+                let ev = match (id.as_const(), hivm.as_mut()) {
+                    (Some(k), _) => format!("<EVENT_ID{k}>"),
+                    (None, Some((h, _))) => match h.value(id, program) {
+                        Ok(v) => v,
+                        Err(why) => {
+                            unsupported.push(format!("an inserted {name}: {why}"));
+                            continue;
+                        }
+                    },
+                    (None, None) => match event_value(id, program, lowered, &mut fresh, &mut lines)
+                    {
                         Some(v) => v,
                         None => {
                             unsupported.push(format!(
@@ -810,4 +894,501 @@ fn affine_text(
         }
         Expr::Unary(..) => return None,
     })
+}
+
+/// Names in use in a chunk: its SSA values and attribute aliases, so that the values and
+/// aliases the compatibility printer makes do not collide with them.
+struct ChunkNames {
+    ssa: std::collections::HashSet<String>,
+    aliases: std::collections::HashSet<String>,
+    /// By an op's (line, column): the first op of its first block (a loop's body starts
+    /// there).
+    first_inside: HashMap<(u32, u32), (u32, u32)>,
+    /// By function (its start offset): the i64 constants at the top of its body, by value.
+    consts: HashMap<u32, HashMap<i64, String>>,
+}
+
+fn top_consts(
+    text: &str,
+    ops: &[sim::mlir::ast::Op],
+    out: &mut HashMap<u32, HashMap<i64, String>>,
+) {
+    for op in ops {
+        if let sim::mlir::ast::OpKind::Func { body, .. } = &op.kind {
+            let mut m = HashMap::new();
+            for o in body.blocks.first().map_or(&[][..], |b| &b.ops[..]) {
+                let Some(r) = o.results.first() else { continue };
+                let t = text
+                    .get(o.span.start.offset as usize..o.span.end as usize)
+                    .unwrap_or("");
+                let v = t
+                    .split_once("arith.constant ")
+                    .and_then(|(_, rest)| {
+                        rest.strip_suffix(" : i64")
+                            .or(rest.trim_end().strip_suffix(": i64"))
+                    })
+                    .and_then(|v| v.trim().parse::<i64>().ok());
+                if let Some(v) = v {
+                    m.entry(v).or_insert_with(|| r.name.clone());
+                }
+            }
+            out.insert(op.span.start.offset, m);
+        }
+        for r in op.kind.regions() {
+            for b in &r.blocks {
+                top_consts(text, &b.ops, out);
+            }
+        }
+    }
+}
+
+fn first_ops(ops: &[sim::mlir::ast::Op], out: &mut HashMap<(u32, u32), (u32, u32)>) {
+    for op in ops {
+        let regions = op.kind.regions();
+        if let Some(first) = regions
+            .first()
+            .and_then(|r| r.blocks.first())
+            .and_then(|b| b.ops.first())
+        {
+            out.insert(
+                (op.name_pos.line, op.name_pos.column),
+                (first.name_pos.line, first.name_pos.column),
+            );
+        }
+        for r in regions {
+            for b in &r.blocks {
+                first_ops(&b.ops, out);
+            }
+        }
+    }
+}
+
+impl ChunkNames {
+    fn of(text: &str, chunk: &Chunk) -> ChunkNames {
+        let body = text
+            .get(chunk.span.start.offset as usize..chunk.span.end as usize)
+            .unwrap_or("");
+        let mut ssa = std::collections::HashSet::new();
+        let b = body.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            // comments (a CHECK line's `%1`) name nothing
+            if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            if b[i] == b'%' {
+                let start = i + 1;
+                let mut j = start;
+                while j < b.len()
+                    && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
+                {
+                    j += 1;
+                }
+                if j > start {
+                    ssa.insert(body[start..j].to_string());
+                }
+                i = j.max(i + 1);
+            } else {
+                i += 1;
+            }
+        }
+        let mut first_inside = HashMap::new();
+        first_ops(&chunk.ops, &mut first_inside);
+        let mut consts = HashMap::new();
+        top_consts(text, &chunk.ops, &mut consts);
+        ChunkNames {
+            consts,
+            ssa,
+            aliases: chunk.aliases.iter().map(|a| a.name.clone()).collect(),
+            first_inside,
+        }
+    }
+}
+
+/// A multi-buffer flag's event id as bishengir prints it (SyncCodegen): at the start of the
+/// buffer's loop, the flattened iteration count modulo the number of ids (`affine.apply` of a
+/// `#map` alias, `arith.index_cast` to i64), then per flag the ids as constants chosen by
+/// `arith.cmpi eq` / `arith.select`, the chain of the flag met last first.
+struct HivmEvents<'a> {
+    names: &'a ChunkNames,
+    taken: std::collections::HashSet<String>,
+    /// MLIR's suffix counter for names already taken (one per function: `c0_i64_0`, then
+    /// `c1_i64_1`).
+    conflicts: u32,
+    counters: Vec<Counter>,
+}
+
+struct Counter {
+    lp: sim::OpId,
+    n: i64,
+    /// The count over the loops' induction variables (symbols `s0`, ... innermost first).
+    count: sim::expr::Expr,
+    apply: String,
+    cast: String,
+    /// Per flag, in the order met: the first id and the select's name.
+    chains: Vec<(i64, String)>,
+}
+
+impl<'a> HivmEvents<'a> {
+    fn new(names: &'a ChunkNames) -> HivmEvents<'a> {
+        HivmEvents {
+            names,
+            taken: names.ssa.clone(),
+            conflicts: 0,
+            counters: Vec::new(),
+        }
+    }
+
+    /// The lowest free number as an SSA name.
+    fn fresh(&mut self) -> String {
+        let mut k = 0u32;
+        while self.taken.contains(&k.to_string()) {
+            k += 1;
+        }
+        self.taken.insert(k.to_string());
+        k.to_string()
+    }
+
+    /// `c{v}_i64`, suffixed `_0`, `_1`, ... when taken, as MLIR names constants.
+    fn constant(&mut self, v: i64) -> String {
+        let base = format!("c{v}_i64");
+        if self.taken.insert(base.clone()) {
+            return base;
+        }
+        loop {
+            let n = format!("{base}_{}", self.conflicts);
+            self.conflicts += 1;
+            if self.taken.insert(n.clone()) {
+                return n;
+            }
+        }
+    }
+
+    /// The SSA value of id `id` (`first + count mod n`, as the compatibility pass writes a
+    /// multi-buffer id).
+    fn value(&mut self, id: &sim::expr::Expr, program: &Program) -> Result<String, String> {
+        use sim::expr::{BinOp, Expr};
+        let (first, slot) = match id {
+            Expr::Binary(BinOp::Add, a, b) if a.as_const().is_some() => {
+                (a.as_const().unwrap_or(0), &**b)
+            }
+            e => (0, e),
+        };
+        let Expr::Binary(BinOp::Rem, count, n) = slot else {
+            return Err(
+                "its event id is not one of consecutive ids chosen by the iteration".into(),
+            );
+        };
+        let Some(n) = n.as_const() else {
+            return Err(
+                "its event id is not one of consecutive ids chosen by the iteration".into(),
+            );
+        };
+        let at = self.counter(count, n, program)?;
+        if let Some((_, name)) = self.counters[at].chains.iter().find(|(f, _)| *f == first) {
+            return Ok(format!("%{name}"));
+        }
+        let name = self.fresh();
+        self.counters[at].chains.push((first, name.clone()));
+        Ok(format!("%{name}"))
+    }
+
+    /// The SSA value of an iteration count (no modulo): an mmadL1's K-loop condition.
+    fn count_value(
+        &mut self,
+        count: &sim::expr::Expr,
+        program: &Program,
+    ) -> Result<String, String> {
+        let at = self.counter(count, 0, program)?;
+        Ok(format!("%{}", self.counters[at].cast))
+    }
+
+    /// The counter of `count` modulo `n` (0: none), made on first use.
+    fn counter(
+        &mut self,
+        count: &sim::expr::Expr,
+        n: i64,
+        program: &Program,
+    ) -> Result<usize, String> {
+        let mut vars = Vec::new();
+        count.vars(&mut vars);
+        let depth = |l: sim::OpId| {
+            let mut d = 0;
+            let mut at = program.op(l).loop_parent;
+            while let Some(x) = at {
+                d += 1;
+                at = program.op(x).loop_parent;
+            }
+            d
+        };
+        let lp = vars
+            .iter()
+            .filter_map(|v| program.vars[v.index()].loop_op)
+            .max_by_key(|&l| depth(l))
+            .ok_or("its event id does not depend on a loop")?;
+        Ok(
+            match self.counters.iter().position(|c| c.lp == lp && c.n == n) {
+                Some(k) => k,
+                None => {
+                    let apply = format!("npu_count{}", self.counters.len());
+                    self.taken.insert(apply.clone());
+                    let cast = self.fresh();
+                    self.counters.push(Counter {
+                        lp,
+                        n,
+                        count: count.clone(),
+                        apply,
+                        cast,
+                        chains: Vec::new(),
+                    });
+                    self.counters.len() - 1
+                }
+            },
+        )
+    }
+
+    /// Writes the counters and selects at the start of their loops, and the `#map` aliases.
+    fn flush(
+        mut self,
+        program: &Program,
+        lowered: &sim::mlir::Lowered,
+        edits: &mut Edits,
+        unsupported: &mut Vec<String>,
+    ) {
+        let counters = std::mem::take(&mut self.counters);
+        for c in counters {
+            let P::For(f) = &program.op(c.lp).kind else {
+                unsupported.push("a multi-buffer event id chosen by a `while` loop".into());
+                continue;
+            };
+            let Some(&first_op) = f.body.ops.first() else {
+                continue;
+            };
+            // the symbols: the induction variables of the loops around, innermost first
+            let mut syms = Vec::new();
+            let mut at = Some(c.lp);
+            while let Some(l) = at {
+                if let P::For(g) = &program.op(l).kind {
+                    syms.push(g.var);
+                }
+                at = program.op(l).loop_parent;
+            }
+            let whole = if c.n == 0 {
+                c.count.clone()
+            } else {
+                sim::expr::Expr::Binary(
+                    sim::expr::BinOp::Rem,
+                    Box::new(c.count.clone()),
+                    Box::new(sim::expr::Expr::Const(c.n)),
+                )
+            };
+            let Some(body) = affine_symbols(&whole, &syms) else {
+                unsupported.push(
+                    "a multi-buffer event id that is not an affine count of constant-bound loops"
+                        .into(),
+                );
+                continue;
+            };
+            let map = format!(
+                "affine_map<()[{}] -> ({body})>",
+                (0..syms.len())
+                    .map(|k| format!("s{k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let alias = self.alias(&map, edits);
+            let ivs: Option<Vec<String>> = syms
+                .iter()
+                .map(|v| {
+                    let name = &program.vars[v.index()].name;
+                    lowered
+                        .vars
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, iv)| format!("%{iv}"))
+                })
+                .collect();
+            let Some(ivs) = ivs else {
+                unsupported.push(
+                    "a multi-buffer event id over a loop variable without an MLIR name".into(),
+                );
+                continue;
+            };
+            let mut lines = vec![
+                format!("%{} = affine.apply #{alias}()[{}]", c.apply, ivs.join(", ")),
+                format!("%{} = arith.index_cast %{} : index to i64", c.cast, c.apply),
+            ];
+            // each chain goes right after the counter: the one made last prints first
+            for (first, name) in c.chains.iter().rev() {
+                let consts: Vec<String> = (0..c.n).map(|k| self.constant(first + k)).collect();
+                for (k, cn) in consts.iter().enumerate() {
+                    lines.push(format!("%{cn} = arith.constant {} : i64", first + k as i64));
+                }
+                let mut prev = consts[0].clone();
+                for k in 1..c.n {
+                    let kc = self.constant(k);
+                    lines.push(format!("%{kc} = arith.constant {k} : i64"));
+                    let cmp = self.fresh();
+                    lines.push(format!("%{cmp} = arith.cmpi eq, %{}, %{kc} : i64", c.cast));
+                    let sel = if k == c.n - 1 {
+                        name.clone()
+                    } else {
+                        self.fresh()
+                    };
+                    lines.push(format!(
+                        "%{sel} = arith.select %{cmp}, %{}, %{prev} : i64",
+                        consts[k as usize]
+                    ));
+                    prev = sel;
+                }
+            }
+            // at the start of the loop's body, as bishengir puts it; else before the body's
+            // first npusim op
+            let loop_loc = &program.op(c.lp).loc;
+            let loc = &program.op(first_op).loc;
+            let key = self
+                .names
+                .first_inside
+                .get(&(loop_loc.line, loop_loc.column))
+                .copied()
+                .unwrap_or((loc.line, loc.column));
+            let slot = edits.before.entry(key).or_default();
+            lines.append(slot);
+            *slot = lines;
+        }
+    }
+
+    /// The alias of `map`: an existing one of this chunk's edits, else `#map`, `#map1`, ...
+    /// (names of the input's aliases skipped).
+    fn alias(&self, map: &str, edits: &mut Edits) -> String {
+        for a in &edits.aliases {
+            if let Some((name, value)) = a.split_once(" = ") {
+                if value == map {
+                    return name.trim_start_matches('#').to_string();
+                }
+            }
+        }
+        let taken: std::collections::HashSet<String> = edits
+            .aliases
+            .iter()
+            .filter_map(|a| {
+                a.split_once(" = ")
+                    .map(|(n, _)| n.trim_start_matches('#').to_string())
+            })
+            .chain(self.names.aliases.iter().cloned())
+            .collect();
+        let mut k = 0;
+        let name = loop {
+            let n = if k == 0 {
+                "map".to_string()
+            } else {
+                format!("map{k}")
+            };
+            if !taken.contains(&n) {
+                break n;
+            }
+            k += 1;
+        };
+        edits.aliases.push(format!("#{name} = {map}"));
+        name
+    }
+}
+
+/// `e` as an affine expression over symbols `s0`, `s1`, ... (`syms[k]` is `sk`); nested
+/// operations parenthesised.
+fn affine_symbols(e: &sim::expr::Expr, syms: &[sim::VarId]) -> Option<String> {
+    use sim::expr::{BinOp, Expr};
+    let atom = |x: &Expr| matches!(x, Expr::Const(_) | Expr::Var(_));
+    Some(match e {
+        Expr::Const(c) => c.to_string(),
+        Expr::Var(v) => format!("s{}", syms.iter().position(|s| s == v)?),
+        Expr::Binary(op, a, b) => {
+            let sym = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "floordiv",
+                BinOp::Rem => "mod",
+                _ => return None,
+            };
+            let side = |x: &Expr| -> Option<String> {
+                let t = affine_symbols(x, syms)?;
+                Some(if atom(x) { t } else { format!("({t})") })
+            };
+            format!("{} {sym} {}", side(a)?, side(b)?)
+        }
+        Expr::Unary(..) => return None,
+    })
+}
+
+/// Each `mmadL1`'s `sync_related_args` (InjectSync's SyncCodegen): the events the op's template
+/// issues itself, as i64 values: constants (one per value, the function's own reused; new ones
+/// at the start of the function, the first made last, as MLIR inserts them), or the values of
+/// ids chosen by the iteration and of the loop count.
+fn mmad_args_edits(
+    all: &[planner::MmadSyncArgs],
+    program: &Program,
+    events: &mut HivmEvents,
+    names: &ChunkNames,
+    func_offset: u32,
+    edits: &mut Edits,
+    unsupported: &mut Vec<String>,
+) {
+    let own = names.consts.get(&func_offset);
+    let mut made: Vec<(i64, String)> = Vec::new();
+    for m in all {
+        let mut vals = vec![String::new(); m.args.len()];
+        // InjectSync makes the default -1 first, then the M→MTE1 events, then the rest
+        let order = [4usize, 5, 6, 0, 1, 2, 3];
+        let mut constant = |v: i64, events: &mut HivmEvents| -> String {
+            if let Some(n) = own.and_then(|c| c.get(&v)) {
+                return format!("%{n}");
+            }
+            if let Some((_, n)) = made.iter().find(|(x, _)| *x == v) {
+                return format!("%{n}");
+            }
+            let n = events.constant(v);
+            made.push((v, n.clone()));
+            format!("%{n}")
+        };
+        constant(-1, events);
+        for k in order {
+            let a = &m.args[k];
+            vals[k] = match a.as_const() {
+                Some(v) => constant(v, events),
+                None => {
+                    let r = if k == 4 {
+                        events.count_value(a, program)
+                    } else {
+                        events.value(a, program)
+                    };
+                    match r {
+                        Ok(v) => v,
+                        Err(why) => {
+                            unsupported.push(format!("an mmadL1's sync_related_args: {why}"));
+                            return;
+                        }
+                    }
+                }
+            };
+        }
+        let loc = &program.op(m.op).loc;
+        edits.suffix.insert(
+            (loc.line, loc.column),
+            format!(
+                "sync_related_args({} : {})",
+                vals.join(", "),
+                vec!["i64"; vals.len()].join(", ")
+            ),
+        );
+    }
+    if !made.is_empty() {
+        let lines = edits.prologue.entry(func_offset).or_default();
+        for (v, n) in made.iter().rev() {
+            lines.push(format!("%{n} = arith.constant {v} : i64"));
+        }
+    }
 }

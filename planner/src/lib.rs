@@ -22,5 +22,8 @@ pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use pipeline::{plan_program, PlanFailure, Planned};
 pub use place::{place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry};
 pub use plan::*;
+pub use sync::compat::{
+    synchronize_compat, synchronize_compat_detailed, CompatOptions, CompatSynced, MmadSyncArgs,
+};
 pub use sync::{synchronize, synchronize_with, Serialised, SyncOptions, SyncStats, Synced};
 pub use validate::{validate, Violation};

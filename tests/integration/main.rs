@@ -17,6 +17,7 @@ mod kernel_cli;
 mod limits;
 mod mlir_kernels;
 mod opt_cli;
+mod opt_sync;
 mod output_safety;
 mod outputs;
 mod pack_cli;

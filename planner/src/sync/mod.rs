@@ -37,6 +37,7 @@
 //! 5. The kernel ends with `barrier: all`.
 
 mod access;
+pub mod compat;
 pub(crate) mod emit;
 mod index;
 mod subsume;

@@ -1,5 +1,6 @@
 //! Integration tests of the planner crate, one module per scenario.
 
+mod compat;
 mod conformance;
 mod inplace;
 mod liveness;

@@ -122,15 +122,18 @@ pub fn load_kernel_tree(
         // plan-only (`npusim opt` on lit tests): sizes, shapes and dtypes an op's operands
         // disagree on do not change which buffers it reads and writes, which is all planning
         // and synchronising look at (the op is built all the same)
-        r.diags.retain(|d| {
-            let m = d.message.as_str();
-            !(m.starts_with("size mismatch")
-                || m.starts_with("shape mismatch")
-                || m.starts_with("dtype mismatch")
-                || (m.starts_with("mmad") && m.contains("is too small")))
-        });
+        r.diags.retain(|d| !plan_only_tolerated(&d.message));
     }
     finish(root, r, kernel)
+}
+
+/// The problems a plan-only load drops ([`load_kernel_tree`]): operands disagreeing in size,
+/// shape or dtype. An op with only these is built.
+pub(crate) fn plan_only_tolerated(m: &str) -> bool {
+    m.starts_with("size mismatch")
+        || m.starts_with("shape mismatch")
+        || m.starts_with("dtype mismatch")
+        || (m.starts_with("mmad") && m.contains("is too small"))
 }
 
 /// Reads any other YAML input (a sweep file) with the loader's [`Reader`], so its problems
@@ -292,6 +295,28 @@ mod tests {
         assert!(c.vector.ops[crate::VecOp::Vand.index()].is_none());
         assert_eq!(c.vector_cost(crate::VecOp::Vand), c.vector.default);
         assert_eq!(c.cube.fractal_k_bytes, 32);
+    }
+
+    /// A plan-only load (`npusim opt`) builds a move and a vector op whose operands disagree
+    /// in dtype or size: they read and write the same buffers all the same. A full load
+    /// rejects both.
+    #[test]
+    fn plan_only_builds_ops_whose_operands_disagree() {
+        let text = "kernel: k\ncore: aiv\ngm: { a: { shape: [64], dtype: i16 } }\nbuffers: { x: { scope: ub, shape: [128], dtype: i8 }, y: { scope: ub, shape: [32], dtype: f16 } }\nbody:\n  - load: { src: a, dst: x }\n  - vabs: { ins: [x], out: y }\n";
+        let config = load_config(crate::builtin::builtin("ascend910b").unwrap(), "c").unwrap();
+        let mut r = Reader::new("p.yaml");
+        let root = parse(text, &mut r).unwrap();
+        let k = load_kernel_tree(&root, "p.yaml", &config, &[], None, true).unwrap();
+        let names: Vec<&str> = k.parts[0].ops.iter().map(|o| o.kind.name()).collect();
+        assert_eq!(names, vec!["load", "vabs"]);
+        let e = load_kernel_tree(&root, "p.yaml", &config, &[], None, false).unwrap_err();
+        assert!(
+            e.diagnostics
+                .iter()
+                .any(|d| d.message.starts_with("dtype mismatch")),
+            "{:?}",
+            e.diagnostics
+        );
     }
 
     #[test]

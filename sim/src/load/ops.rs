@@ -163,7 +163,7 @@ impl Loader<'_, '_> {
             },
         };
         match built {
-            Some((kind, pipe)) if self.r.count() == before => {
+            Some((kind, pipe)) if self.ok_since(before) => {
                 self.check_reads_and_writes(&kind, &opath);
                 self.ops.push(Op {
                     kind,
@@ -184,6 +184,14 @@ impl Loader<'_, '_> {
                 None
             }
         }
+    }
+
+    /// Whether no problem was reported since `before`, those a plan-only load drops aside
+    /// (an op whose only problems are those is built all the same).
+    fn ok_since(&self, before: usize) -> bool {
+        !self.r.diags[before..]
+            .iter()
+            .any(|d| !(self.r.plan_only && super::plan_only_tolerated(&d.message)))
     }
 
     // ----- operands ------------------------------------------------------------------------
@@ -979,11 +987,11 @@ impl Loader<'_, '_> {
                 );
             }
         }
-        if self.r.count() == before {
+        if self.ok_since(before) {
             self.vector_sizes(op, &ins, &outs, &broadcast, &dims, &f);
         }
         let pipe_ok = self.core_has_pipe(Pipe::V, opath, name);
-        (pipe_ok && self.r.count() == before).then_some((
+        (pipe_ok && self.ok_since(before)).then_some((
             OpKind::Vector(Box::new(VectorOp {
                 op,
                 ins,

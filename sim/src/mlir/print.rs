@@ -29,6 +29,12 @@ pub struct Edits {
     /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
     /// multi-buffer is used through the multi-buffer's own value, as HIVM rewrites it.
     pub rename: HashMap<String, String>,
+    /// Attribute alias definitions (`#map = affine_map<...>`) printed before the chunk's ops,
+    /// as MLIR prints the aliases its passes create.
+    pub aliases: Vec<String>,
+    /// Text appended to an op's line, by the op name's (line, column): operands a pass adds
+    /// at the end (`sync_related_args(...)`).
+    pub suffix: HashMap<(u32, u32), String>,
 }
 
 /// An op's one-line text spaced as MLIR's printer spaces it, where the difference shows in
@@ -152,6 +158,9 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         rename: edits.rename.clone(),
         skip: Default::default(),
     };
+    for a in &edits.aliases {
+        p.line(0, a);
+    }
     for op in &chunk.ops {
         // the reader wraps bare functions in a module of its own, which has no text
         let at = op.name_pos.offset as usize;
@@ -365,7 +374,10 @@ impl Printer<'_> {
                     &one_line(self.text(start, end), usize::MAX),
                     &self.rename,
                 ));
-                self.line(depth, &t);
+                match self.edits.suffix.get(&key) {
+                    Some(more) => self.line(depth, &format!("{t} {more}")),
+                    None => self.line(depth, &t),
+                }
             } else {
                 if let OpKind::Func { .. } = op.kind {
                     self.taken.clear();
