@@ -710,7 +710,9 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
                 read[b.index()] = true;
                 // a buffer declared outside a loop and touched in it is gen'd at the loop's
                 // begin (HIVM's GetLiveBuffersInLoop): never unwritten
-                if op.loop_parent.is_some() && program.buffers[b.index()].loop_parent != op.loop_parent {
+                if op.loop_parent.is_some()
+                    && program.buffers[b.index()].loop_parent != op.loop_parent
+                {
                     written[group(b)] = true;
                 }
             }
