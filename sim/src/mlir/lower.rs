@@ -1542,6 +1542,13 @@ impl<'a> Lower<'a> {
                     .collect();
                 self.narrow(&src, &src_shape, &root_shape, offs, lens)
             }
+            // plan-only: a view sized at run time (a tail tile) covers its whole buffer, as
+            // HIVM's planner sees it (a write through it is the buffer's gen)
+            ViewKind::View { .. }
+                if self.opts.lenient && rty.shape.iter().any(|d| *d == Dim::Dynamic) =>
+            {
+                Sel::Whole
+            }
             ViewKind::View { byte_shift, .. } => {
                 let bits: u64 = self.roots[src.root]
                     .dtype
