@@ -2530,6 +2530,14 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        // HIVM vector ops npusim has no op of its own for, timed as the op of their cost class
+        // (one repeat per 256 B of output, docs/mlir.md)
+        let short = match short {
+            "vshl" | "vshr" => "vadd",
+            "vmod" => "vdiv",
+            "vpow" => "vmul",
+            s => s,
+        };
         let name = match (short, modifier) {
             ("vreduce", Some(m)) => format!("vreduce_{m}"),
             ("vbrc", _) if mem_ins.is_empty() => "vdup".to_string(),
@@ -2655,6 +2663,23 @@ impl<'a> Lower<'a> {
                 }
             };
             match a.name.as_str() {
+                "reduce_dims" if self.opts.lenient => {
+                    // plan-only: the dimensions of the operand as npusim selects it (a
+                    // reshaped view reads its root's shape)
+                    let rank = match mem_ins.first() {
+                        Some((m, _)) => match &m.sel {
+                            Sel::Whole => self.roots[m.root].shape.len(),
+                            Sel::Box(b) => b.len(),
+                            Sel::Range(..) => 1,
+                        },
+                        None => 1,
+                    };
+                    let mut d = dims(&a.value);
+                    if d.iter().any(|n| matches!(n.value, Y::Int(k) if k as usize >= rank)) {
+                        d = vec![int(a.pos, rank as i64 - 1)];
+                    }
+                    f.push(("dims".into(), seq(a.pos, d)));
+                }
                 "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
                 "broadcast_dims" | "broadcast" if !self.opts.lenient => {
                     f.push(("broadcast".into(), seq(a.pos, dims(&a.value))))
