@@ -43,12 +43,15 @@ pub enum Command {
         explain: Option<String>,
         /// Print the program with the synchronisation the plan needs, as a `sync: manual`
         /// YAML kernel pinned to the plan's addresses (`at:`); running it gives the same
-        /// cycles as running the original.
-        #[arg(long, conflicts_with_all = ["explain", "format"])]
+        /// cycles as running the original. With `--format mlir`, as HIVM MLIR instead (the
+        /// flags as `hivm.hir.set_flag` / `wait_flag` / `pipe_barrier`).
+        #[arg(long, conflicts_with = "explain")]
         show_sync: bool,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-        format: PlanFormat,
+        /// Output format (default `text`): `text`, `yaml`, `json`, or `mlir` (the program as
+        /// HIVM MLIR with every buffer a `hivm.hir.pointer_cast` of its planned offsets, as
+        /// `bishengir-opt -hivm-plan-memory` prints it; docs/mlir.md).
+        #[arg(long, value_enum)]
+        format: Option<PlanFormat>,
         /// Write the output to FILE (written only if everything succeeded).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -132,6 +135,26 @@ pub enum Command {
     /// (`--check`), or fit named config numbers to the measurements and write the config with
     /// them (`--fit KEY,KEY,...`).
     Calibrate(CalibrateArgs),
+    /// Print a program as HIVM MLIR (docs/mlir.md), after the passes given, in
+    /// `bishengir-opt`'s spelling: none prints it as written (every buffer a `memref.alloc`),
+    /// `-hivm-plan-memory` planned (every buffer a `hivm.hir.pointer_cast` of its offsets),
+    /// and with `-hivm-inject-sync` also synchronised. The input is a YAML program.
+    Opt {
+        #[command(flatten)]
+        input: Input,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Plan every on-chip buffer (also spelled `-hivm-plan-memory`).
+        #[arg(long)]
+        hivm_plan_memory: bool,
+        /// Insert the synchronisation the plan needs (also spelled `-hivm-inject-sync`);
+        /// needs `-hivm-plan-memory`, as in `bishengir-opt`.
+        #[arg(long, requires = "hivm_plan_memory")]
+        hivm_inject_sync: bool,
+        /// Write the output to FILE (written only if everything succeeded).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// List the built-in chip configs, or print one's YAML (`--show NAME`).
     Configs {
         /// Print the YAML text of the built-in config NAME, verbatim: a starting point for
@@ -273,7 +296,7 @@ impl Cli {
     /// The command line, parsed; a usage error (also an option repeated that must not be,
     /// [`repeated_options`]) prints clap's message and exits with code 2.
     pub fn parse_checked() -> Cli {
-        let matches = Cli::command().get_matches();
+        let matches = Cli::command().get_matches_from(opt_flags(std::env::args_os()));
         let repeated = repeated_options(&matches);
         if !repeated.is_empty() {
             // the error shows the usage of the command the options were given to
@@ -290,6 +313,28 @@ impl Cli {
         }
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
+}
+
+/// `opt`'s pass flags as `bishengir-opt` spells them, with one dash (`-hivm-plan-memory`),
+/// rewritten to the two-dash form clap reads (it would take one dash for a cluster of short
+/// flags). Only exactly these words, and only after the `opt` subcommand: every other
+/// argument is passed on unchanged.
+pub fn opt_flags(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const PASSES: [&str; 2] = ["-hivm-plan-memory", "-hivm-inject-sync"];
+    let mut seen_opt = false;
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if i > 0 && !seen_opt && a == "opt" {
+                seen_opt = true;
+            } else if seen_opt && PASSES.iter().any(|p| a == *p) {
+                let mut long = std::ffi::OsString::from("-");
+                long.push(&a);
+                return long;
+            }
+            a
+        })
+        .collect()
 }
 
 /// Options that may be repeated, but not for the same name: `--param NAME=...` twice for one
@@ -583,6 +628,7 @@ pub enum PlanFormat {
     Text,
     Yaml,
     Json,
+    Mlir,
 }
 
 /// How `run` and `compare` print a run. Adding a format: a renderer in `reports`, its export

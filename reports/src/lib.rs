@@ -68,6 +68,7 @@ mod html;
 mod launch;
 mod plan_doc;
 mod profile;
+mod mlir;
 mod program_yaml;
 mod run_report;
 mod sweep;
@@ -91,6 +92,7 @@ pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
 };
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
+pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
