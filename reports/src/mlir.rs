@@ -315,8 +315,10 @@ impl<'a> Writer<'a> {
             }
             walk.extend(inner.into_iter().rev());
         }
+        // the constants are made in the allocs' written order, before HIVM moves the
+        // multi-buffers' pointer_casts
         for b in blocks {
-            for bid in self.alloc_order(b) {
+            for &bid in &b.buffers {
                 for &o in &self.slots(bid) {
                     if seen.insert(o) {
                         order.push(o);
