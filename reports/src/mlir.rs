@@ -342,9 +342,10 @@ impl<'a> Writer<'a> {
     }
 
     /// The order the pointer_casts of a block print in: HIVM moves a loop body's
-    /// multi-buffers to its front, the last one first; the rest keep their order.
-    fn alloc_order(&self, b: &Block) -> Vec<BufferId> {
-        if self.plan.is_none() {
+    /// multi-buffers to its front, the last one first; the rest keep their order (and every
+    /// other block keeps its order: bishengir-opt 1.2.0 moves none at the function's top).
+    fn alloc_order(&self, b: &Block, loop_body: bool) -> Vec<BufferId> {
+        if self.plan.is_none() || !loop_body {
             return b.buffers.clone();
         }
         let multi: Vec<BufferId> = b
@@ -366,8 +367,8 @@ impl<'a> Writer<'a> {
         self.scopes.pop();
     }
 
-    fn block(&mut self, b: &Block, _in_loop: bool) {
-        for bid in self.alloc_order(b) {
+    fn block(&mut self, b: &Block, loop_body: bool) {
+        for bid in self.alloc_order(b, loop_body) {
             self.alloc(bid);
         }
         for &v in &b.views {
@@ -978,7 +979,7 @@ impl<'a> Writer<'a> {
                 let var = self.fresh(&p.vars[f.var.index()].name);
                 self.vars.insert(f.var, var.clone());
                 self.line(&format!("scf.for {var} = {from} to {to} step {step} {{"));
-                self.region(&f.body);
+                self.region(&f.body, true);
                 self.line("}");
             }
             OpKind::While { var, trips, body } => {
@@ -990,26 +991,26 @@ impl<'a> Writer<'a> {
                 let v = self.fresh("w");
                 self.vars.insert(*var, v.clone());
                 self.line(&format!("scf.for {v} = {z} to {n} step {one} {{"));
-                self.region(body);
+                self.region(body, true);
                 self.line("}");
             }
             OpKind::If { cond, then, els } => {
                 let c = self.cond(cond);
                 self.line(&format!("scf.if {c} {{"));
-                self.region(then);
+                self.region(then, false);
                 if let Some(e) = els {
                     self.line("} else {");
-                    self.region(e);
+                    self.region(e, false);
                 }
                 self.line("}");
             }
         }
     }
 
-    fn region(&mut self, b: &Block) {
+    fn region(&mut self, b: &Block, loop_body: bool) {
         self.indent += 2;
         self.push_scope();
-        self.block(b, true);
+        self.block(b, loop_body);
         self.pop_scope();
         self.indent -= 2;
     }

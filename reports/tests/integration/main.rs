@@ -2,3 +2,4 @@
 
 mod documents;
 mod program_yaml;
+mod mlir;
