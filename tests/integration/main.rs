@@ -14,6 +14,7 @@ mod html_cli;
 mod injection;
 mod kernel_cli;
 mod limits;
+mod mlir_cli;
 mod output_safety;
 mod outputs;
 mod pack_cli;
