@@ -960,8 +960,24 @@ mod tests {
     fn opt_pass_flags_take_one_dash_only_after_opt() {
         let os = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(|s| s.into()).collect() };
         assert_eq!(
-            opt_flags(os(&["npusim", "opt", "p.yaml", "-hivm-plan-memory", "-hivm-inject-sync", "-o", "x"])),
-            os(&["npusim", "opt", "p.yaml", "--hivm-plan-memory", "--hivm-inject-sync", "-o", "x"])
+            opt_flags(os(&[
+                "npusim",
+                "opt",
+                "p.yaml",
+                "-hivm-plan-memory",
+                "-hivm-inject-sync",
+                "-o",
+                "x"
+            ])),
+            os(&[
+                "npusim",
+                "opt",
+                "p.yaml",
+                "--hivm-plan-memory",
+                "--hivm-inject-sync",
+                "-o",
+                "x"
+            ])
         );
         // a pass npusim does not have becomes an unknown option, not `-h` (the help)
         assert_eq!(
@@ -972,18 +988,48 @@ mod tests {
         for v in [
             &["npusim", "plan", "opt", "-hivm-plan-memory"][..],
             &["npusim", "-hivm-plan-memory", "opt"][..],
-            &["npusim", "--max-input-bytes", "opt", "plan", "-hivm-plan-memory"][..],
+            &[
+                "npusim",
+                "--max-input-bytes",
+                "opt",
+                "plan",
+                "-hivm-plan-memory",
+            ][..],
         ] {
             assert_eq!(opt_flags(os(v)), os(v));
         }
         assert_eq!(
-            opt_flags(os(&["npusim", "--max-input-bytes", "1KiB", "opt", "-hivm-plan-memory"])),
-            os(&["npusim", "--max-input-bytes", "1KiB", "opt", "--hivm-plan-memory"])
+            opt_flags(os(&[
+                "npusim",
+                "--max-input-bytes",
+                "1KiB",
+                "opt",
+                "-hivm-plan-memory"
+            ])),
+            os(&[
+                "npusim",
+                "--max-input-bytes",
+                "1KiB",
+                "opt",
+                "--hivm-plan-memory"
+            ])
         );
         let m = Cli::command()
-            .try_get_matches_from(opt_flags(os(&["npusim", "opt", "p.yaml", "-hivm-plan-memory"])))
+            .try_get_matches_from(opt_flags(os(&[
+                "npusim",
+                "opt",
+                "p.yaml",
+                "-hivm-plan-memory",
+            ])))
             .unwrap();
         let cli = Cli::from_arg_matches(&m).unwrap();
-        assert!(matches!(cli.command, Command::Opt { hivm_plan_memory: true, hivm_inject_sync: false, .. }));
+        assert!(matches!(
+            cli.command,
+            Command::Opt {
+                hivm_plan_memory: true,
+                hivm_inject_sync: false,
+                ..
+            }
+        ));
     }
 }

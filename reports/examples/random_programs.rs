@@ -91,10 +91,18 @@ impl Gen {
             let (scope, len, fields) = if self.cube {
                 if self.chance(70) {
                     let rows = [64, 64, 128, 256, 1024][self.r(5) as usize];
-                    ("l1", rows, format!("scope: l1, shape: [{rows}, 64], dtype: f16"))
+                    (
+                        "l1",
+                        rows,
+                        format!("scope: l1, shape: [{rows}, 64], dtype: f16"),
+                    )
                 } else {
                     let rows = [64, 64, 128][self.r(3) as usize];
-                    ("l0c", rows, format!("scope: l0c, shape: [{rows}, 64], dtype: f32"))
+                    (
+                        "l0c",
+                        rows,
+                        format!("scope: l0c, shape: [{rows}, 64], dtype: f32"),
+                    )
                 }
             } else {
                 // 192 KiB of UB holds 98,304 f16: a few large buffers overflow it
@@ -190,7 +198,9 @@ impl Gen {
         };
         match kind {
             0 | 1 => {
-                let Some(d) = self.pick(fits, false) else { return };
+                let Some(d) = self.pick(fits, false) else {
+                    return;
+                };
                 let row = self.row(4);
                 let _ = writeln!(
                     self.out,
@@ -200,7 +210,9 @@ impl Gen {
                 self.mark(&d);
             }
             2 => {
-                let Some(s) = self.pick(fits, true) else { return };
+                let Some(s) = self.pick(fits, true) else {
+                    return;
+                };
                 let row = self.row(4);
                 let _ = writeln!(
                     self.out,
@@ -209,7 +221,9 @@ impl Gen {
                 );
             }
             3 => {
-                let Some(d) = self.pick(fits, false) else { return };
+                let Some(d) = self.pick(fits, false) else {
+                    return;
+                };
                 let _ = writeln!(
                     self.out,
                     "{pad}- vdup: {{ scalar: 1, out: {} }}",
@@ -219,15 +233,21 @@ impl Gen {
             }
             _ => {
                 // an output that may take the address of an input dying here
-                let Some(a) = self.pick(fits, true) else { return };
-                let Some(d) = self.pick(fits, false) else { return };
+                let Some(a) = self.pick(fits, true) else {
+                    return;
+                };
+                let Some(d) = self.pick(fits, false) else {
+                    return;
+                };
                 let (ia, out) = (Self::operand(&a, len), Self::operand(&d, len));
                 let op = match self.r(4) {
                     0 => format!("vexp: {{ ins: [{ia}], out: {out} }}"),
                     1 => format!("vmuls: {{ ins: [{ia}], out: {out}, scalar: 2 }}"),
                     2 => format!("vcopy: {{ ins: [{ia}], out: {out} }}"),
                     _ => {
-                        let Some(b) = self.pick(fits, true) else { return };
+                        let Some(b) = self.pick(fits, true) else {
+                            return;
+                        };
                         let ib = Self::operand(&b, len);
                         format!("vadd: {{ ins: [{ia}, {ib}], out: {out} }}")
                     }
@@ -249,7 +269,9 @@ impl Gen {
         };
         match kind {
             0 => {
-                let Some(d) = self.pick(scope("l1"), false) else { return };
+                let Some(d) = self.pick(scope("l1"), false) else {
+                    return;
+                };
                 let row = 64 * self.r(4);
                 let _ = writeln!(
                     self.out,
@@ -260,9 +282,15 @@ impl Gen {
                 self.mark(&d);
             }
             1 | 2 => {
-                let Some(a) = self.pick(scope("l1"), true) else { return };
-                let Some(b) = self.pick(scope("l1"), true) else { return };
-                let Some(c) = self.pick(scope("l0c"), false) else { return };
+                let Some(a) = self.pick(scope("l1"), true) else {
+                    return;
+                };
+                let Some(b) = self.pick(scope("l1"), true) else {
+                    return;
+                };
+                let Some(c) = self.pick(scope("l0c"), false) else {
+                    return;
+                };
                 let accumulate = self.chance(40) && self.written.contains(&c.name);
                 let init = match self.vars.last() {
                     Some(v) if accumulate => {
@@ -280,7 +308,9 @@ impl Gen {
                 self.mark(&c);
             }
             _ => {
-                let Some(s) = self.pick(scope("l0c"), true) else { return };
+                let Some(s) = self.pick(scope("l0c"), true) else {
+                    return;
+                };
                 let row = 64 * self.r(8);
                 let _ = writeln!(
                     self.out,

@@ -66,9 +66,9 @@ mod compare;
 mod explain;
 mod html;
 mod launch;
+mod mlir;
 mod plan_doc;
 mod profile;
-mod mlir;
 mod program_yaml;
 mod run_report;
 mod sweep;
@@ -88,11 +88,11 @@ pub use compare::{
 pub use explain::plan_explain;
 pub use html::{calibration_html, compare_html, run_html, slot_rects, sweep_html, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
+pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
 };
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
-pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,

@@ -98,14 +98,18 @@ fn is_float(d: Dtype) -> bool {
     matches!(d, Dtype::F16 | Dtype::Bf16 | Dtype::F32)
 }
 
-/// A memref type: shape, element type, address space, and a strided layout with a dynamic
-/// offset once the value is a view into a larger one (`None`: the identity layout).
+/// A memref type: shape, element type, address space, and a strided layout once the value
+/// is a view into a larger one (`None`: the identity layout).
 #[derive(Clone, Debug, PartialEq)]
 struct MemTy {
     shape: Vec<u64>,
     dtype: Dtype,
     space: &'static str,
     strides: Option<Vec<u64>>,
+    /// The view's static element offset, `None` when it depends on loop variables (`?`).
+    /// HIVM's PlanMemory compares static offsets to allow inplace (`isReusableByOffset`), so a
+    /// constant slice keeps its offset static, as npusim's inplace rule sees it.
+    offset: Option<u64>,
 }
 
 impl MemTy {
@@ -131,7 +135,17 @@ impl MemTy {
         t.push_str(mlir_dtype(self.dtype));
         if let Some(s) = &self.strides {
             let list: Vec<String> = s.iter().map(|x| x.to_string()).collect();
-            let _ = write!(t, ", strided<[{}], offset: ?>", list.join(", "));
+            match self.offset {
+                Some(0) => {
+                    let _ = write!(t, ", strided<[{}]>", list.join(", "));
+                }
+                Some(o) => {
+                    let _ = write!(t, ", strided<[{}], offset: {o}>", list.join(", "));
+                }
+                None => {
+                    let _ = write!(t, ", strided<[{}], offset: ?>", list.join(", "));
+                }
+            }
         }
         let _ = write!(t, ", #hivm.address_space<{}>>", self.space);
         t
@@ -224,7 +238,9 @@ impl<'a> Writer<'a> {
     }
 
     fn problem(&mut self, id: Option<OpId>, message: String) {
-        let at = id.map(|i| format!("{}: ", self.p.locate(i))).unwrap_or_default();
+        let at = id
+            .map(|i| format!("{}: ", self.p.locate(i)))
+            .unwrap_or_default();
         self.problems.push(format!("{at}{message}"));
     }
 
@@ -250,6 +266,7 @@ impl<'a> Writer<'a> {
                     dtype: t.dtype,
                     space: "gm",
                     strides: None,
+                    offset: Some(0),
                 },
             };
             args.push(format!("{n}: {}", m.ty.text()));
@@ -393,6 +410,7 @@ impl<'a> Writer<'a> {
             dtype: buf.dtype,
             space,
             strides: None,
+            offset: Some(0),
         };
         let name = self.fresh(&buf.name);
         let slots = self.slots(bid);
@@ -437,19 +455,25 @@ impl<'a> Writer<'a> {
                 while let Ref::View(w) = root {
                     match &self.p.views[w.index()].kind {
                         ViewKind::Window { of, offset } => {
-                            total = Expr::Binary(BinOp::Add, Box::new(total), Box::new(offset.clone()));
+                            total =
+                                Expr::Binary(BinOp::Add, Box::new(total), Box::new(offset.clone()));
                             root = *of;
                         }
                         ViewKind::Select { .. } => return,
                     }
                 }
                 let Some(base) = self.base(root) else { return };
-                let off = self.index(&total);
+                let fixed = total.as_const().and_then(|c| u64::try_from(c).ok());
+                let off = match fixed {
+                    Some(c) => c.to_string(),
+                    None => self.index(&total),
+                };
                 let ty = MemTy {
                     shape: view.shape.clone(),
                     dtype: view.dtype,
                     space: base.ty.space,
                     strides: Some(MemTy::identity_strides(&view.shape)),
+                    offset: fixed,
                 };
                 let sizes: Vec<String> = view.shape.iter().map(|s| s.to_string()).collect();
                 let strides: Vec<String> = ty.strides().iter().map(|s| s.to_string()).collect();
@@ -488,10 +512,25 @@ impl<'a> Writer<'a> {
         }
         let strides = base.ty.strides();
         let (mut offs, mut sizes, mut shape, mut kept) = (vec![], vec![], vec![], vec![]);
+        // the static offset while every index so far is a constant
+        let mut offset = base.ty.offset;
+        let place = |w: &mut Self, e: &Expr, d: usize, offset: &mut Option<u64>| -> String {
+            match e.as_const().and_then(|c| u64::try_from(c).ok()) {
+                Some(c) => {
+                    *offset = offset.and_then(|o| o.checked_add(c.checked_mul(strides[d])?));
+                    c.to_string()
+                }
+                None => {
+                    *offset = None;
+                    w.index(e)
+                }
+            }
+        };
         for (d, &extent) in base.ty.shape.iter().enumerate() {
             match o.indices.get(d) {
                 Some(Index::At(e)) => {
-                    offs.push(self.index(e));
+                    let v = place(self, e, d, &mut offset);
+                    offs.push(v);
                     sizes.push(1);
                 }
                 Some(Index::Slice { start, end }) => {
@@ -509,14 +548,15 @@ impl<'a> Writer<'a> {
                         );
                         return None;
                     };
-                    offs.push(self.index(start));
+                    let v = place(self, start, d, &mut offset);
+                    offs.push(v);
                     let n = n.max(0) as u64;
                     sizes.push(n);
                     shape.push(n);
                     kept.push(strides[d]);
                 }
                 None => {
-                    offs.push(self.index(&Expr::Const(0)));
+                    offs.push("0".to_string());
                     sizes.push(extent);
                     shape.push(extent);
                     kept.push(strides[d]);
@@ -528,6 +568,7 @@ impl<'a> Writer<'a> {
             dtype: base.ty.dtype,
             space: base.ty.space,
             strides: Some(kept),
+            offset,
         };
         let name = self.fresh("sv");
         let sizes: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
@@ -588,6 +629,7 @@ impl<'a> Writer<'a> {
             dtype: m.ty.dtype,
             space: m.ty.space,
             strides: m.ty.strides.as_ref().map(|_| strides),
+            offset: m.ty.offset,
         };
         let reassoc: Vec<String> = groups
             .iter()
@@ -607,6 +649,82 @@ impl<'a> Writer<'a> {
             ty.text()
         ));
         Mem { name, ty }
+    }
+
+    /// `m` reshaped to `shape` (the same number of elements) when it is contiguous:
+    /// `memref.collapse_shape` to one dimension, then `memref.expand_shape`. HIVM's DMA and
+    /// elementwise ops want operands of equal shapes; npusim's only equal sizes.
+    fn reshape(&mut self, m: &Mem, shape: &[u64]) -> Option<Mem> {
+        if m.ty.shape == shape {
+            return Some(m.clone());
+        }
+        let elements = |s: &[u64]| s.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let contiguous = m.ty.strides.as_ref().is_none_or(|s| {
+            let id = MemTy::identity_strides(&m.ty.shape);
+            // unit dimensions may have any stride
+            s.iter()
+                .zip(&id)
+                .zip(&m.ty.shape)
+                .all(|((a, b), &n)| a == b || n == 1)
+        });
+        if !contiguous || elements(&m.ty.shape)? != elements(shape)? || shape.is_empty() {
+            return None;
+        }
+        let flat_len = elements(shape)?;
+        let strided = |sh: &[u64]| m.ty.strides.as_ref().map(|_| MemTy::identity_strides(sh));
+        let mut cur = m.clone();
+        if cur.ty.shape.len() != 1 {
+            let ty = MemTy {
+                shape: vec![flat_len],
+                strides: strided(&[flat_len]),
+                ..cur.ty.clone()
+            };
+            let all: Vec<String> = (0..cur.ty.shape.len()).map(|d| d.to_string()).collect();
+            let name = self.fresh("flat");
+            self.line(&format!(
+                "{name} = memref.collapse_shape {} [[{}]] : {} into {}",
+                cur.name,
+                all.join(", "),
+                cur.ty.text(),
+                ty.text()
+            ));
+            cur = Mem { name, ty };
+        }
+        if shape.len() != 1 {
+            let ty = MemTy {
+                shape: shape.to_vec(),
+                strides: strided(shape),
+                ..cur.ty.clone()
+            };
+            let all: Vec<String> = (0..shape.len()).map(|d| d.to_string()).collect();
+            let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            let name = self.fresh("shaped");
+            self.line(&format!(
+                "{name} = memref.expand_shape {} [[{}]] output_shape [{}] : {} into {}",
+                cur.name,
+                all.join(", "),
+                dims.join(", "),
+                cur.ty.text(),
+                ty.text()
+            ));
+            cur = Mem { name, ty };
+        }
+        Some(cur)
+    }
+
+    /// `a` and `b` with equal shapes: the on-chip side (the second, then the first) reshaped
+    /// to the other's shape; unchanged when neither can be.
+    fn same_shape(&mut self, a: Mem, b: Mem) -> (Mem, Mem) {
+        if a.ty.shape == b.ty.shape {
+            return (a, b);
+        }
+        if let Some(b2) = self.reshape(&b, &a.ty.shape.clone()) {
+            return (a, b2);
+        }
+        if let Some(a2) = self.reshape(&a, &b.ty.shape.clone()) {
+            return (a2, b);
+        }
+        (a, b)
     }
 
     fn lookup(&self, key: &str) -> Option<(String, Scalar)> {
@@ -675,8 +793,10 @@ impl<'a> Writer<'a> {
                 Some(n) => (n.clone(), Scalar::Index),
                 None => {
                     // a variable with no value here cannot come from a valid program
-                    self.problems
-                        .push(format!("loop variable `{}` used outside its loop", self.p.var_name(*v)));
+                    self.problems.push(format!(
+                        "loop variable `{}` used outside its loop",
+                        self.p.var_name(*v)
+                    ));
                     return self.scalar(&Expr::Const(0));
                 }
             },
@@ -825,6 +945,7 @@ impl<'a> Writer<'a> {
                 let (Some(s), Some(d)) = (self.operand(src, id), self.operand(dst, id)) else {
                     return;
                 };
+                let (s, d) = self.same_shape(s, d);
                 match layout {
                     Layout::Nz => self.dps("nd2nz", "{dst_continuous}", &[s], &[d], ""),
                     Layout::Nd => self.dps("load", "", &[s], &[d], ""),
@@ -834,12 +955,14 @@ impl<'a> Writer<'a> {
                 let (Some(s), Some(d)) = (self.operand(src, id), self.operand(dst, id)) else {
                     return;
                 };
+                let (d, s) = self.same_shape(d, s);
                 self.dps("store", "", &[s], &[d], "");
             }
             OpKind::Copy { src, dst } => {
                 let (Some(s), Some(d)) = (self.operand(src, id), self.operand(dst, id)) else {
                     return;
                 };
+                let (s, d) = self.same_shape(s, d);
                 if matches!(d.ty.space, "ca" | "cb") {
                     // HIVM has no op that moves L1 to L0A/L0B (its mmadL1 stages them itself)
                     self.line(&format!(
@@ -873,9 +996,9 @@ impl<'a> Writer<'a> {
                             _ => None,
                         };
                         match mode {
-                            Some(m) => attrs.push(format!(
-                                "pre_quant = #hivm.fixpipe_pre_quant_mode<{m}>"
-                            )),
+                            Some(m) => {
+                                attrs.push(format!("pre_quant = #hivm.fixpipe_pre_quant_mode<{m}>"))
+                            }
                             None => self.problem(
                                 Some(id),
                                 format!(
@@ -893,18 +1016,30 @@ impl<'a> Writer<'a> {
                 if *relu {
                     attrs.push("pre_relu = #hivm.fixpipe_pre_relu_mode<NORMAL_RELU>".into());
                 }
-                self.dps("fixpipe", &format!("{{{}}}", attrs.join(", ")), &[s], &[d], "");
+                self.dps(
+                    "fixpipe",
+                    &format!("{{{}}}", attrs.join(", ")),
+                    &[s],
+                    &[d],
+                    "",
+                );
             }
             OpKind::Mmad(m) | OpKind::MmadL1(m) => self.mmad(m, id),
             OpKind::Vector(v) => self.vector(v, id),
             OpKind::Sload { src } => {
-                let Some(s) = self.operand(src, id) else { return };
+                let Some(s) = self.operand(src, id) else {
+                    return;
+                };
                 if s.ty.dtype.name().starts_with('u') {
-                    self.problem(Some(id), "sload of an unsigned dtype has no arith form".into());
+                    self.problem(
+                        Some(id),
+                        "sload of an unsigned dtype has no arith form".into(),
+                    );
                     return;
                 }
-                let zeros: Vec<String> =
-                    (0..s.ty.shape.len()).map(|_| self.index(&Expr::Const(0))).collect();
+                let zeros: Vec<String> = (0..s.ty.shape.len())
+                    .map(|_| self.index(&Expr::Const(0)))
+                    .collect();
                 let n = self.fresh("sl");
                 self.line(&format!(
                     "{n} = memref.load {}[{}] : {}",
@@ -914,13 +1049,19 @@ impl<'a> Writer<'a> {
                 ));
             }
             OpKind::Sstore { dst } => {
-                let Some(d) = self.operand(dst, id) else { return };
-                let Some(v) = self.scalar_value(&Expr::Const(0), d.ty.dtype) else {
-                    self.problem(Some(id), "sstore of an unsigned dtype has no arith form".into());
+                let Some(d) = self.operand(dst, id) else {
                     return;
                 };
-                let zeros: Vec<String> =
-                    (0..d.ty.shape.len()).map(|_| self.index(&Expr::Const(0))).collect();
+                let Some(v) = self.scalar_value(&Expr::Const(0), d.ty.dtype) else {
+                    self.problem(
+                        Some(id),
+                        "sstore of an unsigned dtype has no arith form".into(),
+                    );
+                    return;
+                };
+                let zeros: Vec<String> = (0..d.ty.shape.len())
+                    .map(|_| self.index(&Expr::Const(0)))
+                    .collect();
                 self.line(&format!(
                     "memref.store {v}, {}[{}] : {}",
                     d.name,
@@ -975,7 +1116,8 @@ impl<'a> Writer<'a> {
                 ));
             }
             OpKind::For(f) => {
-                let (from, to, step) = (self.index(&f.from), self.index(&f.to), self.index(&f.step));
+                let (from, to, step) =
+                    (self.index(&f.from), self.index(&f.to), self.index(&f.step));
                 let var = self.fresh(&p.vars[f.var.index()].name);
                 self.vars.insert(f.var, var.clone());
                 self.line(&format!("scf.for {var} = {from} to {to} step {step} {{"));
@@ -1038,7 +1180,10 @@ impl<'a> Writer<'a> {
     /// `mmad` and `mmad_l1` as `hivm.hir.mmadL1 ins(a, b, init, m, k, n) outs(c)`.
     fn mmad(&mut self, m: &Mmad, id: OpId) {
         if m.bias.is_some() {
-            self.problem(Some(id), "an mmad bias (a BT operand) has no HIVM form".into());
+            self.problem(
+                Some(id),
+                "an mmad bias (a BT operand) has no HIVM form".into(),
+            );
             return;
         }
         let (Some(a), Some(b), Some(c)) = (
@@ -1083,7 +1228,9 @@ impl<'a> Writer<'a> {
             },
             None => String::new(),
         };
-        let Some(out) = outs.first().cloned() else { return };
+        let Some(out) = outs.first().cloned() else {
+            return;
+        };
         let rank = out.ty.shape.len();
         let dims = |d: &[u32]| {
             let l: Vec<String> = d.iter().map(|x| x.to_string()).collect();
@@ -1093,7 +1240,13 @@ impl<'a> Writer<'a> {
             VecForm::Binary | VecForm::Compare | VecForm::Select => {
                 let ins: Vec<Mem> = ins
                     .into_iter()
-                    .map(|m| self.expand(m, rank, &v.broadcast))
+                    .map(|m| {
+                        if v.broadcast.is_empty() {
+                            self.reshape(&m, &out.ty.shape).unwrap_or(m)
+                        } else {
+                            self.expand(m, rank, &v.broadcast)
+                        }
+                    })
                     .collect();
                 let bc = if v.broadcast.is_empty() {
                     String::new()
@@ -1103,6 +1256,18 @@ impl<'a> Writer<'a> {
                 self.dps(v.op.name(), "", &ins, &outs, &format!("{tmp}{bc}"));
             }
             VecForm::Unary => match v.op {
+                _ if ins.first().is_some_and(|m| m.ty.shape != out.ty.shape) => {
+                    let ins: Vec<Mem> = ins
+                        .into_iter()
+                        .map(|m| self.reshape(&m, &out.ty.shape).unwrap_or(m))
+                        .collect();
+                    let name = if v.op == VecOp::Vcopy {
+                        "copy"
+                    } else {
+                        v.op.name()
+                    };
+                    self.dps(name, "", &ins, &outs, &tmp);
+                }
                 VecOp::Vcopy => self.dps("copy", "", &ins, &outs, ""),
                 VecOp::Vdup => {
                     let e = v.scalar.clone().unwrap_or(Expr::Const(0));
@@ -1126,10 +1291,15 @@ impl<'a> Writer<'a> {
                     VecOp::Vmaxs => "vmax",
                     _ => "vmin",
                 };
-                let Some(x) = ins.first().cloned() else { return };
+                let Some(x) = ins.first().cloned() else {
+                    return;
+                };
                 let e = v.scalar.clone().unwrap_or(Expr::Const(0));
                 let Some(s) = self.scalar_value(&e, x.ty.dtype) else {
-                    self.problem(Some(id), format!("{} of this dtype has no arith scalar", v.op.name()));
+                    self.problem(
+                        Some(id),
+                        format!("{} of this dtype has no arith scalar", v.op.name()),
+                    );
                     return;
                 };
                 self.line(&format!(
@@ -1215,16 +1385,31 @@ mod tests {
             dtype: Dtype::F32,
             space: "ub",
             strides: None,
+            offset: Some(0),
         };
         assert_eq!(t.text(), "memref<8x1024xf32, #hivm.address_space<ub>>");
         let s = MemTy {
             strides: Some(vec![1024, 1]),
             dtype: Dtype::U8,
-            ..t
+            offset: None,
+            ..t.clone()
         };
         assert_eq!(
             s.text(),
             "memref<8x1024xui8, strided<[1024, 1], offset: ?>, #hivm.address_space<ub>>"
+        );
+        let at = |o| MemTy {
+            strides: Some(vec![1024, 1]),
+            offset: Some(o),
+            ..t.clone()
+        };
+        assert_eq!(
+            at(0).text(),
+            "memref<8x1024xf32, strided<[1024, 1]>, #hivm.address_space<ub>>"
+        );
+        assert_eq!(
+            at(2048).text(),
+            "memref<8x1024xf32, strided<[1024, 1], offset: 2048>, #hivm.address_space<ub>>"
         );
     }
 

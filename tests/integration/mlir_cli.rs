@@ -11,7 +11,11 @@ use std::process::Command;
 fn bishengir_opt() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NPUSIM_BISHENGIR_OPT") {
         let p = PathBuf::from(p);
-        assert!(p.is_file(), "NPUSIM_BISHENGIR_OPT={} is not a file", p.display());
+        assert!(
+            p.is_file(),
+            "NPUSIM_BISHENGIR_OPT={} is not a file",
+            p.display()
+        );
         return Some(p);
     }
     let found = std::fs::read_dir(root().join("target/hivm-venv/lib"))
@@ -74,13 +78,24 @@ fn opt_writes_every_shipped_program_at_every_stage() {
         let planned = ok(&["opt", &p, "-hivm-plan-memory"]);
         let synced = ok(&["opt", &p, "-hivm-plan-memory", "-hivm-inject-sync"]);
         assert!(written.contains("memref.alloc()"), "{p}");
-        assert!(!planned.contains("memref.alloc()") && planned.contains("pointer_cast("), "{p}");
+        assert!(
+            !planned.contains("memref.alloc()") && planned.contains("pointer_cast("),
+            "{p}"
+        );
         assert_eq!(planned, ok(&["plan", &p, "--format", "mlir"]), "{p}");
-        assert_eq!(synced, ok(&["plan", &p, "--show-sync", "--format", "mlir"]), "{p}");
+        assert_eq!(
+            synced,
+            ok(&["plan", &p, "--show-sync", "--format", "mlir"]),
+            "{p}"
+        );
         // the two-dash spelling is the same flag
         assert_eq!(planned, ok(&["opt", &p, "--hivm-plan-memory"]), "{p}");
         if let Some(opt) = &opt {
-            let stem = Path::new(&p).file_stem().unwrap().to_string_lossy().to_string();
+            let stem = Path::new(&p)
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
             for (stage, text) in [("1", &written), ("2", &planned), ("3", &synced)] {
                 let f = dir.join(format!("{stem}.{stage}.mlir"));
                 std::fs::write(&f, text).unwrap();
@@ -119,7 +134,13 @@ fn opt_flags_are_checked() {
 
 #[test]
 fn show_sync_takes_only_the_mlir_format() {
-    let o = npusim(&["plan", "programs/softmax.yaml", "--show-sync", "--format", "json"]);
+    let o = npusim(&[
+        "plan",
+        "programs/softmax.yaml",
+        "--show-sync",
+        "--format",
+        "json",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--format mlir"), "{}", stderr(&o));
     // without --format it is the YAML kernel, as before

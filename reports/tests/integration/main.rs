@@ -1,5 +1,5 @@
 //! Integration tests of the report renderers on real programs, one module per scenario.
 
 mod documents;
-mod program_yaml;
 mod mlir;
+mod program_yaml;

@@ -84,7 +84,11 @@ fn write(kernel: &Kernel, config: &Config, stage: Stage) -> Result<String, Vec<S
 pub fn bishengir_opt() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NPUSIM_BISHENGIR_OPT") {
         let p = PathBuf::from(p);
-        assert!(p.is_file(), "NPUSIM_BISHENGIR_OPT={} is not a file", p.display());
+        assert!(
+            p.is_file(),
+            "NPUSIM_BISHENGIR_OPT={} is not a file",
+            p.display()
+        );
         return Some(p);
     }
     let lib = root().join("target/hivm-venv/lib");
@@ -152,7 +156,10 @@ fn every_shipped_program_is_written_at_every_stage_and_bishengir_opt_parses_it()
                 write(&k, &config, stage).unwrap(),
                 "{name} {stage:?}: not deterministic"
             );
-            assert!(text.starts_with("module {\n") && text.ends_with("}\n"), "{name}");
+            assert!(
+                text.starts_with("module {\n") && text.ends_with("}\n"),
+                "{name}"
+            );
             // one function per part, with its core type
             assert_eq!(text.matches("func.func @").count(), k.parts.len(), "{name}");
             // stage 1 has allocs and no pointer_casts, the planned stages the opposite
@@ -201,7 +208,10 @@ fn the_synchronised_stage_writes_every_inserted_flag() {
         count(|k| matches!(k, OpKind::Barrier(_)))
     );
     // softmax's slot-dependent MTE3->MTE2 event is an i64 value, not a literal id
-    assert!(synced.contains("hivm.hir.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, %ev]"), "{synced}");
+    assert!(
+        synced.contains("hivm.hir.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, %ev]"),
+        "{synced}"
+    );
 }
 
 #[test]
@@ -236,7 +246,12 @@ fn planned_layout_follows_alloc_to_pointer_cast() {
     let out = write(&k, &config, Stage::Planned).unwrap();
     let plan = pipeline::plan_kernel(&k, &config, &PlanOptions::default(), true).unwrap();
     let offs = |name: &str| {
-        let b = k.first().buffers.iter().position(|b| b.name == name).unwrap();
+        let b = k
+            .first()
+            .buffers
+            .iter()
+            .position(|b| b.name == name)
+            .unwrap();
         plan[0].plan.buffers[b].offsets.clone()
     };
     // constants: in written order s, a, b, each slot in order; printed newest first
@@ -297,8 +312,14 @@ fn expressions_branches_and_uses() {
     let k = kernel_of(text, &config);
     let out = write(&k, &config, Stage::Written).unwrap();
     assert!(out.contains("arith.floordivsi"), "{out}");
-    assert!(!out.contains("arith.remsi") && !out.contains("arith.divsi"), "{out}");
-    assert!(out.contains("arith.andi") && out.contains("scf.if"), "{out}");
+    assert!(
+        !out.contains("arith.remsi") && !out.contains("arith.divsi"),
+        "{out}"
+    );
+    assert!(
+        out.contains("arith.andi") && out.contains("scf.if"),
+        "{out}"
+    );
     assert!(out.contains("} else {"), "{out}");
     assert!(
         out.contains("annotation.mark %u : memref<256xf16, #hivm.address_space<ub>>"),
@@ -307,5 +328,36 @@ fn expressions_branches_and_uses() {
     assert!(!out.contains("scalar"), "{out}");
     if let Some(opt) = bishengir_opt() {
         parses(&opt, &out, "expressions").unwrap();
+    }
+}
+
+/// A slice with constant bounds keeps its offset static in the subview's type, as npusim's
+/// inplace rule sees it: HIVM's PlanMemory lets an output take an input's address only when
+/// their static offsets agree (`isReusableByOffset`), and `offset: ?` never agrees with an
+/// alloc's 0. A slice that moves with a loop variable is `offset: ?`.
+#[test]
+fn constant_slices_have_static_offsets() {
+    let config = config();
+    let text = "kernel: t\ncore: aiv\nsync: auto\ngm:\n  x: { shape: [4, 8192], dtype: f16 }\n\
+                buffers:\n  b0: { scope: ub, shape: [4, 512], dtype: f16 }\n\
+                \x20 b1: { scope: ub, shape: [256], dtype: f16 }\n\
+                body:\n  - load: { src: \"x[0, 0:2048]\", dst: b0 }\n\
+                \x20 - vmuls: { ins: [\"b0[0, 0:256]\"], out: b1, scalar: 2 }\n\
+                \x20 - vmuls: { ins: [\"b0[2, 256:512]\"], out: b1, scalar: 2 }\n\
+                \x20 - for: { var: i, to: 4 }\n    body:\n\
+                \x20     - store: { src: \"b0[i]\", dst: \"x[i, 0:512]\" }\n";
+    let k = kernel_of(text, &config);
+    let out = write(&k, &config, Stage::Written).unwrap();
+    let ub = "#hivm.address_space<ub>";
+    // row 0 from column 0: offset 0, printed without `offset:` as MLIR infers it
+    assert!(out.contains(&format!("%b0[0, 0] [1, 256] [1, 1] : memref<4x512xf16, {ub}> to memref<256xf16, strided<[1]>, {ub}>")), "{out}");
+    // row 2 from column 256: 2 * 512 + 256
+    assert!(out.contains(&format!("%b0[2, 256] [1, 256] [1, 1] : memref<4x512xf16, {ub}> to memref<256xf16, strided<[1], offset: 1280>, {ub}>")), "{out}");
+    assert!(out.contains(&format!("%b0[%i, 0] [1, 512] [1, 1] : memref<4x512xf16, {ub}> to memref<512xf16, strided<[1], offset: ?>, {ub}>")), "{out}");
+    // the load of 2048 elements into a 4 x 512 buffer: HIVM's DMA wants equal shapes, so the
+    // buffer is seen as 2048 elements
+    assert!(out.contains(&format!("memref.collapse_shape %b0 [[0, 1]] : memref<4x512xf16, {ub}> into memref<2048xf16, {ub}>")), "{out}");
+    if let Some(opt) = bishengir_opt() {
+        parses(&opt, &out, "static_offsets").unwrap();
     }
 }

@@ -89,8 +89,14 @@ pub struct NamedAttr {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attr {
     /// `2 : i32`, `-1`, `true`/`false` (as 1/0 with type `i1`).
-    Int { value: i128, ty: Option<Box<Type>> },
-    Float { text: String, ty: Option<Box<Type>> },
+    Int {
+        value: i128,
+        ty: Option<Box<Type>>,
+    },
+    Float {
+        text: String,
+        ty: Option<Box<Type>>,
+    },
     Str(String),
     /// `[1, 2]`, `[[0, 1], [2]]`.
     Array(Vec<Attr>),
@@ -141,16 +147,28 @@ pub enum Type {
     /// `index`.
     Index,
     /// `i1`, `i8`, `i32`, `i64`, `si32`, `ui8`: width and signedness as written.
-    Int { bits: u32, signed: Option<bool> },
+    Int {
+        bits: u32,
+        signed: Option<bool>,
+    },
     /// `f16`, `bf16`, `f32`, `f64`, `f8E4M3FN`, ...: the name as written.
     Float(String),
     MemRef(MemRefType),
     /// `tensor<4x?xf32>`.
-    Tensor { shape: Vec<Dim>, elem: Box<Type> },
+    Tensor {
+        shape: Vec<Dim>,
+        elem: Box<Type>,
+    },
     /// `vector<64xf32>`.
-    Vector { shape: Vec<Dim>, elem: Box<Type> },
+    Vector {
+        shape: Vec<Dim>,
+        elem: Box<Type>,
+    },
     /// `(T, U) -> V` and `() -> ()`.
-    Function { inputs: Vec<Type>, results: Vec<Type> },
+    Function {
+        inputs: Vec<Type>,
+        results: Vec<Type>,
+    },
     /// `none`, `!dialect.type<...>`, anything else, as written.
     Other(String),
 }
@@ -328,8 +346,16 @@ pub enum OpKind {
     Mark { target: Value },
     /// `hivm.hir.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]` (or `%ev` for the event), also
     /// spelled with `#hivm.pipe<...>`/`#hivm.event<...>`: the pipes without `PIPE_`/`#hivm.pipe<`.
-    SetFlag { src: String, dst: String, event: Event },
-    WaitFlag { src: String, dst: String, event: Event },
+    SetFlag {
+        src: String,
+        dst: String,
+        event: Event,
+    },
+    WaitFlag {
+        src: String,
+        dst: String,
+        event: Event,
+    },
     /// `hivm.hir.pipe_barrier[<PIPE_ALL>]`: the pipe name (`ALL`, `MTE3`).
     PipeBarrier { pipe: String },
     /// `hivm.hir.sync_block_set[<CUBE>, <PIPE_FIX>, <PIPE_S>] flag = 0 ...`: core type, the two
@@ -368,7 +394,10 @@ pub enum OpKind {
     },
     /// Anything else: its operand uses in order (so memory uses are still seen) and the types
     /// after the last `:`, when the reader could find them.
-    Opaque { operands: Vec<Value>, types: Vec<Type> },
+    Opaque {
+        operands: Vec<Value>,
+        types: Vec<Type>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
