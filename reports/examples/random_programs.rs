@@ -131,7 +131,7 @@ impl Gen {
 
     fn row(&mut self, rows: u64) -> String {
         match self.vars.last() {
-            Some(v) if self.s % 3 != 0 => format!("{v} % {rows}"),
+            Some(v) if !self.s.is_multiple_of(3) => format!("{v} % {rows}"),
             _ => self.r(rows).to_string(),
         }
     }
