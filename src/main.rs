@@ -158,6 +158,7 @@ fn main() -> ExitCode {
 /// files their input names are known.
 fn refuse_clashes(command: &Command) -> Result<(), Exit> {
     let (inputs, outputs) = match command {
+        // `opt` checks its own, once it knows whether it reads MLIR or YAML
         Command::Plan { input, output, .. } => (input_files(input), vec![("-o", output)]),
         Command::Run {
             input,
@@ -200,7 +201,7 @@ pub fn given<'a>(
 }
 
 /// The files `input` names: the program, and the config when it is a file.
-fn input_files(input: &Input) -> Vec<(String, &Path)> {
+pub fn input_files(input: &Input) -> Vec<(String, &Path)> {
     let mut files = vec![("the program".to_string(), input.program.as_path())];
     if sim::builtin::builtin(&input.config).is_none() {
         files.push(("the config".to_string(), Path::new(&input.config)));
@@ -533,9 +534,17 @@ fn plan(
     args: &PlanArgs,
     explain: Option<&str>,
     show_sync: bool,
-    format: PlanFormat,
+    format: Option<PlanFormat>,
     out: Option<&Path>,
 ) -> Result<(), Exit> {
+    if let (true, Some(f @ (PlanFormat::Text | PlanFormat::Yaml | PlanFormat::Json))) =
+        (show_sync, format)
+    {
+        let name = format!("{f:?}").to_lowercase();
+        return Err(Exit::input(format!(
+            "--show-sync prints a YAML kernel, or HIVM MLIR with `--format mlir`; `--format {name}` does not apply to it"
+        )));
+    }
     let (config, mut kernel, src) = load(input)?;
     no_best(args)?;
     if show_sync {
@@ -552,16 +561,93 @@ fn plan(
     if let Some(name) = explain {
         return output::emit(out, &explain_text(&config, &kernel, &planned, name, &src)?);
     }
+    if format == Some(PlanFormat::Mlir) {
+        return output::emit(out, &mlir_text(&config, &kernel, &planned, show_sync)?);
+    }
     if show_sync {
         return output::emit(out, &synchronised_text(&config, &kernel, &planned));
     }
     let parts = plan_parts(&config, &kernel, &planned);
-    let text = match format {
+    let text = match format.unwrap_or(PlanFormat::Text) {
         PlanFormat::Text => reports::kernel_plan_text(&parts),
         PlanFormat::Yaml => reports::kernel_plan_yaml(&parts),
         PlanFormat::Json => pretty(&reports::kernel_plan_json(&parts)),
+        PlanFormat::Mlir => unreachable!("handled above"),
     };
     output::emit(out, &text)
+}
+
+/// `npusim opt`: the program as HIVM MLIR as written, planned (`-hivm-plan-memory`), or
+/// planned and synchronised (`-hivm-inject-sync` too).
+pub fn opt_yaml(
+    input: &Input,
+    args: &PlanArgs,
+    plan_memory: bool,
+    inject_sync: bool,
+    out: Option<&Path>,
+) -> Result<(), Exit> {
+    let (config, mut kernel, src) = load(input)?;
+    no_best(args)?;
+    if !plan_memory {
+        let parts: Vec<reports::MlirPart> = kernel
+            .parts
+            .iter()
+            .map(|program| reports::MlirPart {
+                program,
+                plan: None,
+            })
+            .collect();
+        let text = reports::kernel_mlir(&parts, &config).map_err(mlir_refused)?;
+        return output::emit(out, &text);
+    }
+    if inject_sync {
+        kernel = planner::synchronize_kernel(&kernel, &config)
+            .map_err(|e| {
+                let f = Failure::CrossSync(e);
+                failed(&f, kernel.first(), &config, &src, "")
+            })?
+            .kernel;
+    }
+    let planned = pipeline::plan_kernel(&kernel, &config, &args.options(), VALIDATE)
+        .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
+    output::emit(out, &mlir_text(&config, &kernel, &planned, inject_sync)?)
+}
+
+/// What the MLIR writer cannot express, each problem on its own line (bad input, exit 2).
+fn mlir_refused(problems: Vec<String>) -> Exit {
+    for p in &problems {
+        err_line!("error: {p}");
+    }
+    err_line!("error: the program has no HIVM MLIR form (docs/mlir.md lists what has one)");
+    Exit(2)
+}
+
+/// The kernel as HIVM MLIR under its plans: planned, or (`synced`) synchronised under them.
+fn mlir_text(
+    config: &Config,
+    kernel: &Kernel,
+    planned: &[planner::Planned],
+    synced: bool,
+) -> Result<String, Exit> {
+    let programs: Vec<Program> = if synced {
+        kernel
+            .parts
+            .iter()
+            .zip(planned)
+            .map(|(program, p)| planner::synchronize(program, config, &p.plan).program)
+            .collect()
+    } else {
+        kernel.parts.clone()
+    };
+    let parts: Vec<reports::MlirPart> = programs
+        .iter()
+        .zip(planned)
+        .map(|(program, p)| reports::MlirPart {
+            program,
+            plan: Some(&p.plan),
+        })
+        .collect();
+    reports::kernel_mlir(&parts, config).map_err(mlir_refused)
 }
 
 /// `plan --explain NAME`: why the buffer got its address; in a mixed kernel, in every part

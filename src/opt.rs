@@ -206,8 +206,38 @@ fn pass_options(s: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// Runs `npusim opt` with raw arguments (after `opt`).
+/// Runs `npusim opt` with raw arguments (after `opt`): on HIVM MLIR, npusim's passes as
+/// `bishengir-opt` runs HIVM's; on a YAML program, the program written as HIVM MLIR
+/// ([`crate::opt_yaml`]).
 pub fn opt(raw: &[String]) -> Result<(), Exit> {
+    if let Some(file) = yaml_input(raw) {
+        let words = std::iter::once("npusim opt".to_string()).chain(raw.iter().map(|a| {
+            // bishengir-opt's one-dash pass names, in clap's two-dash form
+            if a.starts_with("-hivm-") || a.starts_with("-hacc-") {
+                format!("-{a}")
+            } else {
+                a.clone()
+            }
+        }));
+        let y = match <crate::cli::YamlOpt as clap::Parser>::try_parse_from(words) {
+            Ok(y) => y,
+            Err(e) => {
+                err_line!("{}", e.to_string().trim_end());
+                err_line!("({file} is a YAML program: opt writes it as HIVM MLIR)");
+                return Err(Exit(2));
+            }
+        };
+        if let Some(out) = &y.output {
+            crate::output::refuse_clashes(&crate::input_files(&y.input), &[("-o", out)])?;
+        }
+        return crate::opt_yaml(
+            &y.input,
+            &y.plan,
+            y.hivm_plan_memory,
+            y.hivm_inject_sync,
+            y.output.as_deref(),
+        );
+    }
     let args = match parse_args(raw) {
         Ok(a) => a,
         Err(problems) if problems.iter().any(|p| p == "help") => {
@@ -223,6 +253,9 @@ pub fn opt(raw: &[String]) -> Result<(), Exit> {
         }
     };
     let path = args.input.clone().unwrap_or_default();
+    if let Some(out) = &args.output {
+        crate::output::refuse_clashes(&[(input::name(&path), path.as_path())], &[("-o", out)])?;
+    }
     let src = input::read(&path, "program").map_err(|r| r.report())?;
     let config = input::load_config(args.config.as_deref().unwrap_or("ascend910b"))
         .map_err(|r| r.report())?;
@@ -367,6 +400,40 @@ fn fatal(diags: &[Diagnostic]) -> bool {
     diags
         .iter()
         .any(|d| !d.message.ends_with("read before first write"))
+}
+
+/// The input file when it is a YAML program (not HIVM MLIR): the first argument that is not an
+/// option or an option's value, read to tell.
+fn yaml_input(raw: &[String]) -> Option<String> {
+    let mut skip = false;
+    for a in raw {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if a.starts_with('-') && a != "-" {
+            // the options that take a separate value
+            skip = matches!(
+                a.as_str(),
+                "--config"
+                    | "--param"
+                    | "-o"
+                    | "--output"
+                    | "--blocks"
+                    | "--level"
+                    | "--capacity"
+                    | "--liveness"
+                    | "--placement"
+            );
+            continue;
+        }
+        if a == "-" {
+            return None;
+        }
+        let text = std::fs::read_to_string(a).ok()?;
+        return (!sim::mlir::looks_like_mlir(a, &text)).then(|| a.clone());
+    }
+    None
 }
 
 /// `file:line:col: error: message`, as MLIR tools print a diagnostic.

@@ -66,6 +66,7 @@ mod compare;
 mod explain;
 mod html;
 mod launch;
+mod mlir;
 mod plan_doc;
 mod profile;
 mod program_yaml;
@@ -87,6 +88,7 @@ pub use compare::{
 pub use explain::plan_explain;
 pub use html::{calibration_html, compare_html, run_html, slot_rects, sweep_html, Timeline};
 pub use launch::{core_name, core_view, launch_json, launch_text};
+pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
 };

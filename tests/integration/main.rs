@@ -15,6 +15,7 @@ mod html_cli;
 mod injection;
 mod kernel_cli;
 mod limits;
+mod mlir_cli;
 mod mlir_kernels;
 mod opt_cli;
 mod opt_sync;

@@ -2675,7 +2675,9 @@ impl<'a> Lower<'a> {
                         None => 1,
                     };
                     let mut d = dims(&a.value);
-                    if d.iter().any(|n| matches!(n.value, Y::Int(k) if k as usize >= rank)) {
+                    if d.iter()
+                        .any(|n| matches!(n.value, Y::Int(k) if k as usize >= rank))
+                    {
                         d = vec![int(a.pos, rank as i64 - 1)];
                     }
                     f.push(("dims".into(), seq(a.pos, d)));
