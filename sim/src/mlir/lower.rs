@@ -2103,7 +2103,7 @@ impl<'a> Lower<'a> {
                 .rsplit_once(" : ")
                 .map(|(_, t)| t.to_string())
                 .unwrap_or_default();
-            let ty = tys.split(", ").nth(i).unwrap_or(&tys).to_string();
+            let ty = split_top(&tys).get(i).cloned().unwrap_or_else(|| tys.clone());
             let names: Vec<String> = yield_values
                 .iter()
                 .enumerate()
@@ -2743,6 +2743,34 @@ fn stand_in(role: &str) -> String {
     }
 }
 
+/// `a, b<c, d>, e` split at its top-level commas: `[a, b<c, d>, e]`.
+fn split_top(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    let mut prev = ' ';
+    for c in s.chars() {
+        match c {
+            '<' | '(' | '[' | '{' => depth += 1,
+            '>' if prev != '-' => depth -= 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                prev = c;
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+        prev = c;
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
 /// The values of the region's closing `scf.yield`.
 fn last_yield(r: &Region) -> Vec<Value> {
     r.blocks
@@ -3033,5 +3061,16 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         assert_eq!(sanitize("alloc_1"), "alloc_1");
         assert_eq!(sanitize("x.y-z$"), "x_y_z_");
         assert_eq!(sanitize("max"), "vmax");
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    #[test]
+    fn types_split_at_top_level_commas_only() {
+        assert_eq!(
+            super::split_top("memref<64xf32, #hivm.address_space<ub>>, index, (i1) -> f16"),
+            ["memref<64xf32, #hivm.address_space<ub>>", "index", "(i1) -> f16"]
+        );
     }
 }
