@@ -64,7 +64,18 @@ pub(super) fn gen_order(program: &Program, live: &Liveness) -> Vec<BufferId> {
     let mut order = first_write_order(program);
     if live.mode == LivenessMode::Scoped {
         let start = |b: &BufferId| live.lifetime(*b).first().map_or(usize::MAX, |i| i.first);
-        order.sort_by_key(start); // stable: ties keep first-write order
+        // at one start (a loop's begin), the buffers declared outside the loop come first:
+        // HIVM gens the loop's live-ins at its begin marker before the loop's own buffers
+        let depth = |b: &BufferId| {
+            let mut d = 0usize;
+            let mut at = program.buffer(*b).declared_in;
+            while let Some(op) = at {
+                d += 1;
+                at = program.op(op).parent;
+            }
+            d
+        };
+        order.sort_by_key(|b| (start(b), depth(b))); // stable: ties keep first-write order
     }
     order
 }
