@@ -675,6 +675,7 @@ fn plan_function(
     };
     if args.plan_memory {
         edits.fold_constants = true;
+        edits.erased.extend(loaded.lowered.erased.iter().copied());
         for c in &loaded.lowered.copies {
             let key = (c.yield_pos.line, c.yield_pos.column);
             edits.before.entry(key).or_default().push(c.copy.clone());

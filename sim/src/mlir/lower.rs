@@ -44,6 +44,8 @@ pub struct Lowered {
     pub vars: Vec<(String, String)>,
     /// The copies HIVM inserts before a loop's yield (see [`CopySite`]).
     pub copies: Vec<CopySite>,
+    /// Plan-only: the allocs nothing uses (by start offset), which PlanMemory erases.
+    pub erased: Vec<u32>,
 }
 
 /// A loop whose body reads its carried buffer after writing the buffer it yields: HIVM's
@@ -151,6 +153,15 @@ pub fn lower(
         accesses: Vec::new(),
         seq: 0,
         copies: Vec::new(),
+        erased: Vec::new(),
+        func_text: if opts.lenient {
+            super::print::uncommented(
+                src.get(func.span.start.offset as usize..func.span.end as usize)
+                    .unwrap_or(""),
+            )
+        } else {
+            String::new()
+        },
     };
     for a in args {
         l.arg(a);
@@ -229,6 +240,7 @@ pub fn lower(
         manual: l.manual,
         vars: l.vars,
         copies: l.copies,
+        erased: l.erased,
     })
 }
 
@@ -322,6 +334,9 @@ struct Lower<'a> {
     accesses: Vec<(u32, usize, bool)>,
     seq: u32,
     copies: Vec<CopySite>,
+    erased: Vec<u32>,
+    /// The function's text without comments (plan-only: which values are used).
+    func_text: String,
 }
 
 /// What [`Lower::snapshot`] keeps.
@@ -1389,6 +1404,15 @@ impl<'a> Lower<'a> {
         let Some(res) = Self::result(op) else {
             return;
         };
+        // plan-only: an alloc nothing uses is erased by PlanMemory, and takes no place
+        if self.opts.lenient
+            && at.is_none()
+            && super::print::occurrences(&self.func_text, &res.name) <= 1
+        {
+            self.erased.push(op.span.start.offset);
+            self.set(&res, Val::Poisoned);
+            return;
+        }
         if let Some(idx) = self.pre_alloc.remove(&op.name_pos.offset) {
             block.roots.push(idx);
             self.allocs.push(AllocSite {

@@ -24,6 +24,8 @@ pub struct Edits {
     /// (`-hivm-plan-memory`): unused ones erased, duplicates merged, and those not in the
     /// entry block's leading run of constants moved to its front.
     pub fold_constants: bool,
+    /// Ops not printed, by start offset: allocs nothing uses, which PlanMemory erases.
+    pub erased: std::collections::HashSet<u32>,
     /// Ops printed as other text, by the op name's (line, column): a yield HIVM rewrites.
     pub replace: HashMap<(u32, u32), String>,
     /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
@@ -320,7 +322,9 @@ impl Printer<'_> {
     }
 
     fn op(&mut self, op: &Op, depth: usize) {
-        if self.skip.contains(&op.span.start.offset) {
+        if self.skip.contains(&op.span.start.offset)
+            || self.edits.erased.contains(&op.span.start.offset)
+        {
             return;
         }
         let key = (op.name_pos.line, op.name_pos.column);
@@ -630,7 +634,7 @@ fn constants<'o>(ops: &'o [Op], out: &mut Vec<&'o Op>) {
 }
 
 /// `text` without its `//` comments.
-fn uncommented(text: &str) -> String {
+pub(crate) fn uncommented(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for l in text.lines() {
         out.push_str(strip_comment(l));
@@ -640,7 +644,7 @@ fn uncommented(text: &str) -> String {
 }
 
 /// How many times `%name` occurs in `text` as a whole value name.
-fn occurrences(text: &str, name: &str) -> usize {
+pub(crate) fn occurrences(text: &str, name: &str) -> usize {
     let pat = format!("%{name}");
     let b = text.as_bytes();
     let mut n = 0;
