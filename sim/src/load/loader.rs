@@ -212,7 +212,9 @@ impl Loader<'_, '_> {
     /// around the op say exactly where they run, or when `e` does not depend on the loop at all
     /// (then it is out of bounds whenever the op runs).
     pub fn refuses(&self, e: &Expr) -> bool {
-        self.certain || e.as_const().is_some()
+        // a bound of a non-linear expression (`j + min(n - j, t)`: a tail tile) is an interval
+        // over-approximation, reached by no iteration perhaps: checked when it runs instead
+        (self.certain && e.linear().is_some()) || e.as_const().is_some()
     }
 
     // ----- names -------------------------------------------------------------------------

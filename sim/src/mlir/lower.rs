@@ -275,6 +275,12 @@ enum Sel {
     Box(Vec<(String, u64)>),
     /// A contiguous range of the root's elements: start expression and length.
     Range(String, u64),
+    /// A box whose extents are computed when the kernel runs (a tail tile: `affine.min`):
+    /// per dimension of the root, start and length expressions.
+    DynBox(Vec<(String, String)>),
+    /// A contiguous range of a one-dimensional root whose length is computed when the kernel
+    /// runs: start and length expressions.
+    DynRange(String, String),
 }
 
 #[derive(Clone, Debug)]
@@ -802,8 +808,18 @@ impl<'a> Lower<'a> {
     fn operand(&mut self, m: &Mem, pos: Pos, block: &mut BlockOut) -> String {
         let root = &self.roots[m.root];
         let name = root.name.clone();
+        let slice = |st: &str, len: &str| match (st.parse::<i64>(), len.parse::<i64>()) {
+            (Ok(a), Ok(b)) => format!("{a} : {}", a + b),
+            (Ok(0), _) => format!("0 : {len}"),
+            _ => format!("{st} : {} + {}", paren(st), paren(len)),
+        };
         match &m.sel {
             Sel::Whole => name,
+            Sel::DynBox(b) => {
+                let parts: Vec<String> = b.iter().map(|(st, len)| slice(st, len)).collect();
+                format!("{name}[{}]", parts.join(", "))
+            }
+            Sel::DynRange(st, len) => format!("{name}[{}]", slice(st, len)),
             Sel::Box(b) => {
                 let whole = b
                     .iter()
@@ -869,12 +885,38 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// Declares gm tensor `root` one-dimensional, `total` elements (nothing used it yet).
+    fn flatten_tensor(&mut self, root: usize, total: u64) {
+        let name = self.roots[root].name.clone();
+        self.roots[root].shape = vec![total];
+        if let Some((_, node)) = self.tensors.iter_mut().find(|(n, _)| *n == name) {
+            if let Y::Map(fields) = &mut node.value {
+                for (k, v) in fields.iter_mut() {
+                    if k == "shape" {
+                        let (line, column) = (v.line, v.column);
+                        *v = Node {
+                            line,
+                            column,
+                            value: Y::Seq(vec![Node {
+                                line,
+                                column,
+                                value: Y::Int(total as i64),
+                            }]),
+                        };
+                    }
+                }
+            }
+        }
+    }
+
     /// The elements a memory value selects.
     fn count(&self, m: &Mem) -> u64 {
         match &m.sel {
             Sel::Whole => self.roots[m.root].shape.iter().product(),
             Sel::Box(b) => b.iter().map(|(_, l)| *l).product(),
             Sel::Range(_, l) => *l,
+            // not known before the kernel runs: the root's (an upper bound)
+            Sel::DynBox(_) | Sel::DynRange(..) => self.roots[m.root].shape.iter().product(),
         }
     }
 
@@ -1263,6 +1305,8 @@ impl<'a> Lower<'a> {
                     // one element of the view: its first, as an approximation of where
                     one.sel = match &m.sel {
                         Sel::Box(b) => Sel::Box(b.iter().map(|(st, _)| (st.clone(), 1)).collect()),
+                        Sel::DynBox(b) => Sel::Box(b.iter().map(|(st, _)| (st.clone(), 1)).collect()),
+                        Sel::DynRange(st, _) => Sel::Range(st.clone(), 1),
                         Sel::Range(st, _) => Sel::Range(st.clone(), 1),
                         Sel::Whole => Sel::Box(root.shape.iter().map(|_| ("0".into(), 1)).collect()),
                     };
@@ -1518,11 +1562,14 @@ impl<'a> Lower<'a> {
             } => {
                 let mut offs = Vec::new();
                 let mut lens = Vec::new();
+                // extents computed when the kernel runs (a tail tile), by dimension
+                let mut dynamic: Vec<Option<String>> = Vec::new();
                 for (i, o) in offsets.iter().enumerate() {
                     let Some(e) = self.fold(o, op.name_pos, "the subview offset") else {
                         return;
                     };
                     offs.push(e);
+                    dynamic.push(None);
                     let len = match sizes.get(i) {
                         Some(OpFold::Const(c)) => *c as u64,
                         Some(OpFold::Value(v)) => match self.konst(v) {
@@ -1532,14 +1579,20 @@ impl<'a> Lower<'a> {
                                 Some(Dim::Static(n)) => *n,
                                 _ => root_shape.get(i).copied().unwrap_or(1),
                             },
-                            None => {
-                                self.error(
-                                    v.pos,
-                                    format!("subview size %{} is not a constant: npusim needs static sizes", v.name),
-                                    None,
-                                );
-                                return;
-                            }
+                            None => match self.get(v).cloned() {
+                                Some(Val::Int { expr, .. }) => {
+                                    dynamic[i] = Some(expr);
+                                    1
+                                }
+                                _ => {
+                                    self.error(
+                                        v.pos,
+                                        format!("subview size %{} is not a value npusim can compute", v.name),
+                                        Some("npusim needs each size as an expression of constants, params and loop variables".into()),
+                                    );
+                                    return;
+                                }
+                            },
                         },
                         None => 1,
                     };
@@ -1564,7 +1617,44 @@ impl<'a> Lower<'a> {
                         Dim::Dynamic => 0,
                     })
                     .collect();
-                self.narrow(&src, &src_shape, &root_shape, offs, lens)
+                if dynamic.iter().any(Option::is_some) {
+                    // a box of the root whose extents are expressions: the subview must
+                    // select root dimensions one to one
+                    let ext: Vec<String> = lens
+                        .iter()
+                        .zip(&dynamic)
+                        .map(|(l, d)| d.clone().unwrap_or_else(|| l.to_string()))
+                        .collect();
+                    let add = |a: &str, b: &str| match (a.parse::<i64>(), b.parse::<i64>()) {
+                        (Ok(x), Ok(y)) => (x + y).to_string(),
+                        (Ok(0), _) => b.to_string(),
+                        (_, Ok(0)) => a.to_string(),
+                        _ => format!("{} + {}", a, paren(b)),
+                    };
+                    let starts: Option<Vec<String>> = match &src.sel {
+                        Sel::Whole if root_shape.len() == offs.len() => Some(offs.clone()),
+                        Sel::Box(b) if b.len() == offs.len() => {
+                            Some(b.iter().zip(&offs).map(|((s, _), o)| add(s, o)).collect())
+                        }
+                        Sel::DynBox(b) if b.len() == offs.len() => {
+                            Some(b.iter().zip(&offs).map(|((s, _), o)| add(s, o)).collect())
+                        }
+                        _ => None,
+                    };
+                    match starts {
+                        Some(st) => Sel::DynBox(st.into_iter().zip(ext).collect()),
+                        None => {
+                            self.error(
+                                op.name_pos,
+                                "a subview sized when the kernel runs, of a reshaped view: npusim cannot say which elements it selects".into(),
+                                None,
+                            );
+                            return;
+                        }
+                    }
+                } else {
+                    self.narrow(&src, &src_shape, &root_shape, offs, lens)
+                }
             }
             // plan-only: a view sized at run time (a tail tile) covers its whole buffer, as
             // HIVM's planner sees it (a write through it is the buffer's gen)
@@ -1572,6 +1662,73 @@ impl<'a> Lower<'a> {
                 if self.opts.lenient && rty.shape.iter().any(|d| *d == Dim::Dynamic) =>
             {
                 Sel::Whole
+            }
+            ViewKind::View { byte_shift, sizes } if !self.roots[src.root].tensor => {
+                // the compiler allocates a byte buffer and views it typed: the buffer takes
+                // the type of its views (one type: two would need bytes npusim does not model)
+                let Some(vt) = dtype(&rty.elem) else {
+                    self.error(
+                        op.name_pos,
+                        "the view's element type is not one npusim models".into(),
+                        None,
+                    );
+                    return;
+                };
+                let bits = |d: &str| -> u64 {
+                    d.trim_start_matches(['i', 'u', 'f', 'b'])
+                        .trim_start_matches('f')
+                        .parse()
+                        .unwrap_or(8)
+                };
+                let root = &mut self.roots[src.root];
+                if root.dtype != vt {
+                    if root.dtype == "i8" && matches!(src.sel, Sel::Whole) {
+                        let bytes: u64 = root.shape.iter().product();
+                        root.shape = vec![(bytes * 8 / bits(vt)).max(1)];
+                        root.dtype = vt.to_string();
+                    } else {
+                        let (had, name) = (root.dtype.clone(), root.name.clone());
+                        self.error(
+                            op.name_pos,
+                            format!("{name} is viewed as {vt} here and as {had} elsewhere: npusim gives a buffer one element type"),
+                            None,
+                        );
+                        return;
+                    }
+                }
+                let Some(shift) = self.expr(byte_shift, op.name_pos, "the view's byte shift")
+                else {
+                    return;
+                };
+                let eb = bits(vt) / 8;
+                let start = match shift.parse::<u64>() {
+                    Ok(s) => (s / eb.max(1)).to_string(),
+                    Err(_) => format!("{} / {eb}", paren(&shift)),
+                };
+                // the element count: static dimensions times the dynamic sizes, in order
+                let mut fixed: u64 = 1;
+                let mut terms: Vec<String> = Vec::new();
+                let mut dyns = sizes.iter();
+                for d in &rty.shape {
+                    match d {
+                        Dim::Static(n) => fixed *= n,
+                        Dim::Dynamic => {
+                            let Some(v) = dyns.next() else { break };
+                            let Some(e) = self.expr(v, v.pos, "the view's size") else {
+                                return;
+                            };
+                            terms.push(paren(&e));
+                        }
+                    }
+                }
+                if terms.is_empty() {
+                    Sel::Range(start, fixed)
+                } else {
+                    if fixed != 1 {
+                        terms.insert(0, fixed.to_string());
+                    }
+                    Sel::DynRange(start, terms.join(" * "))
+                }
             }
             ViewKind::View { byte_shift, .. } => {
                 let bits: u64 = self.roots[src.root]
@@ -1607,6 +1764,24 @@ impl<'a> Lower<'a> {
                 };
                 let len = (n * elem_bits).div_ceil(bits.max(1));
                 Sel::Range(start, len)
+            }
+            // a gm tensor first seen whole through a one-dimensional reshape (the compiler
+            // flattens its arguments before tiling them): it is declared flat, so the tiles'
+            // ranges are boxes of it
+            ViewKind::CollapseShape { .. } | ViewKind::Cast
+                if self.roots[src.root].tensor
+                    && matches!(src.sel, Sel::Whole)
+                    && rty.shape.len() == 1
+                    && self.roots[src.root].shape.len() > 1
+                    && !self.accesses.iter().any(|a| a.1 == src.root) =>
+            {
+                let total: u64 = self.roots[src.root].shape.iter().product();
+                if let Dim::Static(n) = rty.shape[0] {
+                    if n == total {
+                        self.flatten_tensor(src.root, total);
+                    }
+                }
+                Sel::Whole
             }
             // the same bytes, another type: the part of the root stays the same
             _ => src.sel.clone(),
@@ -1652,7 +1827,21 @@ impl<'a> Lower<'a> {
             sel => {
                 let base = match sel {
                     Sel::Whole => "0".to_string(),
-                    Sel::Range(st, _) => st.clone(),
+                    Sel::Range(st, _) | Sel::DynRange(st, _) => st.clone(),
+                    Sel::DynBox(b) => {
+                        let mut terms = Vec::new();
+                        for (i, (st, _)) in b.iter().enumerate() {
+                            let inner: u64 = root_shape[i + 1..].iter().product();
+                            if st != "0" {
+                                terms.push(format!("{} * {inner}", paren(st)));
+                            }
+                        }
+                        if terms.is_empty() {
+                            "0".into()
+                        } else {
+                            terms.join(" + ")
+                        }
+                    }
                     Sel::Box(b) => {
                         // the box's first element, flattened over the root
                         let mut terms = Vec::new();
@@ -2127,7 +2316,10 @@ impl<'a> Lower<'a> {
                 .rsplit_once(" : ")
                 .map(|(_, t)| t.to_string())
                 .unwrap_or_default();
-            let ty = split_top(&tys).get(i).cloned().unwrap_or_else(|| tys.clone());
+            let ty = split_top(&tys)
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| tys.clone());
             let names: Vec<String> = yield_values
                 .iter()
                 .enumerate()
@@ -2687,14 +2879,20 @@ impl<'a> Lower<'a> {
                 }
             };
             match a.name.as_str() {
-                "reduce_dims" if self.opts.lenient => {
+                "reduce_dims"
+                    if self.opts.lenient
+                        || mem_ins
+                            .first()
+                            .is_some_and(|(m, _)| matches!(m.sel, Sel::DynRange(..))) =>
+                {
                     // plan-only: the dimensions of the operand as npusim selects it (a
                     // reshaped view reads its root's shape)
                     let rank = match mem_ins.first() {
                         Some((m, _)) => match &m.sel {
                             Sel::Whole => self.roots[m.root].shape.len(),
                             Sel::Box(b) => b.len(),
-                            Sel::Range(..) => 1,
+                            Sel::DynBox(b) => b.len(),
+                            Sel::Range(..) | Sel::DynRange(..) => 1,
                         },
                         None => 1,
                     };
@@ -2707,6 +2905,11 @@ impl<'a> Lower<'a> {
                     f.push(("dims".into(), seq(a.pos, d)));
                 }
                 "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
+                // a view sized when the kernel runs is one flat range: its dimensions are gone
+                "broadcast_dims" | "broadcast"
+                    if mem_ins
+                        .iter()
+                        .any(|(m, _)| matches!(m.sel, Sel::DynRange(..))) => {}
                 "broadcast_dims" | "broadcast" if !self.opts.lenient => {
                     f.push(("broadcast".into(), seq(a.pos, dims(&a.value))))
                 }
@@ -2724,6 +2927,7 @@ impl<'a> Lower<'a> {
                     Sel::Whole => l.roots[m.root].shape.clone(),
                     Sel::Box(b) => b.iter().map(|(_, n)| *n).collect(),
                     Sel::Range(_, n) => vec![*n],
+                    Sel::DynBox(_) | Sel::DynRange(..) => l.roots[m.root].shape.clone(),
                 }
             };
             if let Some(Val::Mem(om)) = outs.first().and_then(|o| self.get(&o.value).cloned()) {
@@ -3094,7 +3298,11 @@ mod split_tests {
     fn types_split_at_top_level_commas_only() {
         assert_eq!(
             super::split_top("memref<64xf32, #hivm.address_space<ub>>, index, (i1) -> f16"),
-            ["memref<64xf32, #hivm.address_space<ub>>", "index", "(i1) -> f16"]
+            [
+                "memref<64xf32, #hivm.address_space<ub>>",
+                "index",
+                "(i1) -> f16"
+            ]
         );
     }
 }
