@@ -287,7 +287,7 @@ impl Cli {
     /// The command line, parsed; a usage error (also an option repeated that must not be,
     /// [`repeated_options`]) prints clap's message and exits with code 2.
     pub fn parse_checked() -> Cli {
-        let matches = Cli::command().get_matches_from(opt_flags(std::env::args_os()));
+        let matches = Cli::command().get_matches_from(std::env::args_os());
         let repeated = repeated_options(&matches);
         if !repeated.is_empty() {
             // the error shows the usage of the command the options were given to
@@ -304,42 +304,6 @@ impl Cli {
         }
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
-}
-
-/// `opt`'s pass flags as `bishengir-opt` spells them, with one dash (`-hivm-plan-memory`),
-/// rewritten to the two-dash form clap reads (it would take one dash for a cluster of short
-/// flags, `-h` first: the help). Only after the `opt` subcommand, and only words that start
-/// `-hivm-` or `-hacc-` (bishengir-opt's pass names), so a pass npusim does not have is an
-/// unknown option, not the help; every other argument is passed on unchanged.
-pub fn opt_flags(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    // the subcommand is the first word that is neither an option nor the global
-    // `--max-input-bytes`'s value
-    let mut command_seen = false;
-    let mut seen_opt = false;
-    let mut value_next = false;
-    args.into_iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let pass = a
-                .to_str()
-                .is_some_and(|s| s.starts_with("-hivm-") || s.starts_with("-hacc-"));
-            if i == 0 || command_seen {
-                if seen_opt && pass {
-                    let mut long = std::ffi::OsString::from("-");
-                    long.push(&a);
-                    return long;
-                }
-            } else if value_next {
-                value_next = false;
-            } else if a == "--max-input-bytes" {
-                value_next = true;
-            } else if !a.to_str().is_some_and(|s| s.starts_with('-')) {
-                command_seen = true;
-                seen_opt = a == "opt";
-            }
-            a
-        })
-        .collect()
 }
 
 /// Options that may be repeated, but not for the same name: `--param NAME=...` twice for one
@@ -945,83 +909,6 @@ mod tests {
         assert!(parse_capacity("ub=160KB").unwrap_err().contains("KiB"));
         assert!(parse_capacity("ub").is_err());
         assert!(parse_capacity("ub=99999999999999999999MiB").is_err());
-    }
-
-    #[test]
-    fn opt_pass_flags_take_one_dash_only_after_opt() {
-        let os = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(|s| s.into()).collect() };
-        assert_eq!(
-            opt_flags(os(&[
-                "npusim",
-                "opt",
-                "p.yaml",
-                "-hivm-plan-memory",
-                "-hivm-inject-sync",
-                "-o",
-                "x"
-            ])),
-            os(&[
-                "npusim",
-                "opt",
-                "p.yaml",
-                "--hivm-plan-memory",
-                "--hivm-inject-sync",
-                "-o",
-                "x"
-            ])
-        );
-        // a pass npusim does not have becomes an unknown option, not `-h` (the help)
-        assert_eq!(
-            opt_flags(os(&["npusim", "opt", "-hivm-graph-sync-solver"])),
-            os(&["npusim", "opt", "--hivm-graph-sync-solver"])
-        );
-        // before `opt`, or for another command, nothing changes (`opt` as a file name too)
-        for v in [
-            &["npusim", "plan", "opt", "-hivm-plan-memory"][..],
-            &["npusim", "-hivm-plan-memory", "opt"][..],
-            &[
-                "npusim",
-                "--max-input-bytes",
-                "opt",
-                "plan",
-                "-hivm-plan-memory",
-            ][..],
-        ] {
-            assert_eq!(opt_flags(os(v)), os(v));
-        }
-        assert_eq!(
-            opt_flags(os(&[
-                "npusim",
-                "--max-input-bytes",
-                "1KiB",
-                "opt",
-                "-hivm-plan-memory"
-            ])),
-            os(&[
-                "npusim",
-                "--max-input-bytes",
-                "1KiB",
-                "opt",
-                "--hivm-plan-memory"
-            ])
-        );
-        let m = Cli::command()
-            .try_get_matches_from(opt_flags(os(&[
-                "npusim",
-                "opt",
-                "p.yaml",
-                "-hivm-plan-memory",
-            ])))
-            .unwrap();
-        let cli = Cli::from_arg_matches(&m).unwrap();
-        assert!(matches!(
-            cli.command,
-            Command::Opt {
-                hivm_plan_memory: true,
-                hivm_inject_sync: false,
-                ..
-            }
-        ));
     }
 }
 
