@@ -1659,7 +1659,7 @@ impl<'a> Lower<'a> {
             // plan-only: a view sized at run time (a tail tile) covers its whole buffer, as
             // HIVM's planner sees it (a write through it is the buffer's gen)
             ViewKind::View { .. }
-                if self.opts.lenient && rty.shape.iter().any(|d| *d == Dim::Dynamic) =>
+                if self.opts.lenient && rty.shape.contains(&Dim::Dynamic) =>
             {
                 Sel::Whole
             }
