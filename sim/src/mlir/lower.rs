@@ -1358,6 +1358,28 @@ impl<'a> Lower<'a> {
                     );
                     return;
                 }
+                if op.name == "memref.copy" && touches.len() == 2 {
+                    // `memref.copy %src, %dst`: a move (the writer's L1 -> L0A/L0B copies)
+                    let (Some(Val::Mem(a)), Some(Val::Mem(b))) =
+                        (self.get(&touches[0]).cloned(), self.get(&touches[1]).cloned())
+                    else {
+                        return;
+                    };
+                    self.seq += 1;
+                    self.access(&touches[0], false);
+                    self.access(&touches[1], true);
+                    let pos = op.name_pos;
+                    let (src, dst) = (
+                        self.operand(&a, touches[0].pos, block),
+                        self.operand(&b, touches[1].pos, block),
+                    );
+                    let node = map(
+                        pos,
+                        vec![("src".into(), s(touches[0].pos, &src)), ("dst".into(), s(touches[1].pos, &dst))],
+                    );
+                    self.push(op, block, "copy", node, vec![]);
+                    return;
+                }
                 if op.name == "linalg.fill" && touches.len() == 1 {
                     // fills its memref on the vector unit: a vdup
                     if let Some(Val::Mem(m)) = self.get(&touches[0]).cloned() {
@@ -1658,9 +1680,7 @@ impl<'a> Lower<'a> {
             }
             // plan-only: a view sized at run time (a tail tile) covers its whole buffer, as
             // HIVM's planner sees it (a write through it is the buffer's gen)
-            ViewKind::View { .. }
-                if self.opts.lenient && rty.shape.contains(&Dim::Dynamic) =>
-            {
+            ViewKind::View { .. } if self.opts.lenient && rty.shape.contains(&Dim::Dynamic) => {
                 Sel::Whole
             }
             ViewKind::View { byte_shift, sizes } if !self.roots[src.root].tensor => {
@@ -2646,6 +2666,10 @@ impl<'a> Lower<'a> {
                 self.push(op, block, key, map(pos, f), vec![]);
             }
             "mmadL1" | "mmadmxL1" => {
+                // operands already in L0A/L0B (npusim's writer spells `mmad` this way): the
+                // cube op alone, no staging
+                let in_l0 = matches!(self.get(&ins[0].value), Some(Val::Mem(m)) if self.roots[m.root].scope == "l0a");
+                let key = if in_l0 { "mmad" } else { "mmad_l1" };
                 if ins.len() < 6 {
                     self.error(
                         pos,
@@ -2692,7 +2716,7 @@ impl<'a> Lower<'a> {
                     ] {
                         f.push((k.to_string(), s(pos, &v)));
                     }
-                    self.push(op, block, "mmad_l1", map(pos, f), vec![]);
+                    self.push(op, block, key, map(pos, f), vec![]);
                     return;
                 }
                 for (k, i) in [("init", 2), ("m", 3), ("k", 4), ("n", 5)] {
@@ -2702,7 +2726,7 @@ impl<'a> Lower<'a> {
                     };
                     f.push((k.to_string(), s(v.pos, &e)));
                 }
-                self.push(op, block, "mmad_l1", map(pos, f), vec![]);
+                self.push(op, block, key, map(pos, f), vec![]);
             }
             _ if short.starts_with('v') => {
                 self.vector(op, &short, modifier, ins, outs, groups, block)
@@ -3281,6 +3305,34 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         let f = flow(&text);
         assert!(f.contains("launch: { blocks: 1 }"), "{f}");
         assert!(f.contains("src: \"x[block : block + 1, 0 : 64]\""), "{f}");
+    }
+
+    #[test]
+    fn memref_copy_is_a_move_and_an_mmad_l1_of_l0_operands_is_an_mmad() {
+        let text = "func.func @k(%a: memref<16x16xf16, #hivm.address_space<gm>>) {
+  %true = arith.constant true
+  %c16 = arith.constant 16 : index
+  %l1 = memref.alloc() : memref<16x16xf16, #hivm.address_space<cbuf>>
+  %l0a = memref.alloc() : memref<16x16xf16, #hivm.address_space<ca>>
+  %l0b = memref.alloc() : memref<16x16xf16, #hivm.address_space<cb>>
+  %c = memref.alloc() : memref<16x16xf32, #hivm.address_space<cc>>
+  hivm.hir.nd2nz ins(%a : memref<16x16xf16, #hivm.address_space<gm>>) outs(%l1 : memref<16x16xf16, #hivm.address_space<cbuf>>)
+  memref.copy %l1, %l0a : memref<16x16xf16, #hivm.address_space<cbuf>> to memref<16x16xf16, #hivm.address_space<ca>>
+  memref.copy %l1, %l0b : memref<16x16xf16, #hivm.address_space<cbuf>> to memref<16x16xf16, #hivm.address_space<cb>>
+  hivm.hir.mmadL1 ins(%l0a, %l0b, %true, %c16, %c16, %c16 : memref<16x16xf16, #hivm.address_space<ca>>, memref<16x16xf16, #hivm.address_space<cb>>, i1, index, index, index) outs(%c : memref<16x16xf32, #hivm.address_space<cc>>)
+  return
+}";
+        let f = flow(text);
+        assert!(
+            f.contains("{ copy: { src: l1, dst: l0a } }, { copy: { src: l1, dst: l0b } }"),
+            "{f}"
+        );
+        assert!(
+            f.contains(
+                "{ mmad: { a: l0a, b: l0b, c: c, init: \"1\", m: \"16\", k: \"16\", n: \"16\" } }"
+            ),
+            "{f}"
+        );
     }
 
     #[test]
