@@ -932,7 +932,7 @@ fn affine_text(
     lowered: &sim::mlir::Lowered,
     dims: &mut Vec<String>,
 ) -> Option<String> {
-    use sim::expr::{BinOp, Expr};
+    use sim::expr::Expr;
     Some(match e {
         Expr::Const(c) => c.to_string(),
         Expr::Var(v) => {
@@ -952,14 +952,7 @@ fn affine_text(
                 affine_text(a, program, lowered, dims)?,
                 affine_text(b, program, lowered, dims)?,
             );
-            let sym = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "floordiv",
-                BinOp::Rem => "mod",
-                _ => return None,
-            };
+            let sym = affine_symbol(*op)?;
             format!("({x} {sym} {y})")
         }
         Expr::Unary(..) => return None,
@@ -1051,12 +1044,7 @@ impl ChunkNames {
             }
             if b[i] == b'%' {
                 let start = i + 1;
-                let mut j = start;
-                while j < b.len()
-                    && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
-                {
-                    j += 1;
-                }
+                let j = sim::mlir::print::ssa_name_end(b, start);
                 if j > start {
                     ssa.insert(body[start..j].to_string());
                 }
@@ -1370,20 +1358,13 @@ impl<'a> HivmEvents<'a> {
 /// `e` as an affine expression over symbols `s0`, `s1`, ... (`syms[k]` is `sk`); nested
 /// operations parenthesised.
 fn affine_symbols(e: &sim::expr::Expr, syms: &[sim::VarId]) -> Option<String> {
-    use sim::expr::{BinOp, Expr};
+    use sim::expr::Expr;
     let atom = |x: &Expr| matches!(x, Expr::Const(_) | Expr::Var(_));
     Some(match e {
         Expr::Const(c) => c.to_string(),
         Expr::Var(v) => format!("s{}", syms.iter().position(|s| s == v)?),
         Expr::Binary(op, a, b) => {
-            let sym = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "floordiv",
-                BinOp::Rem => "mod",
-                _ => return None,
-            };
+            let sym = affine_symbol(*op)?;
             let side = |x: &Expr| -> Option<String> {
                 let t = affine_symbols(x, syms)?;
                 Some(if atom(x) { t } else { format!("({t})") })
@@ -1461,4 +1442,17 @@ fn mmad_args_edits(
             lines.push(format!("%{n} = arith.constant {v} : i64"));
         }
     }
+}
+
+/// The affine-map spelling of an npusim operator, where it has one.
+fn affine_symbol(op: sim::expr::BinOp) -> Option<&'static str> {
+    use sim::expr::BinOp;
+    Some(match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "floordiv",
+        BinOp::Rem => "mod",
+        _ => return None,
+    })
 }

@@ -162,13 +162,7 @@ pub fn select<'a>(
         .filter(|(_, op)| matches!(&op.kind, OpKind::Func { name: n, .. } if n == name))
         .collect();
     if chosen.is_empty() {
-        let names: Vec<String> = all
-            .iter()
-            .filter_map(|(_, op)| match &op.kind {
-                OpKind::Func { name, .. } => Some(format!("@{name}")),
-                _ => None,
-            })
-            .collect();
+        let names = function_names(&all);
         return Err(LoadError {
             diagnostics: vec![Diagnostic::error(
                 file,
@@ -179,6 +173,16 @@ pub fn select<'a>(
         });
     }
     Ok(chosen)
+}
+
+/// `@name` of each function, for messages that list them.
+fn function_names(all: &[(usize, &Op)]) -> Vec<String> {
+    all.iter()
+        .filter_map(|(_, op)| match &op.kind {
+            OpKind::Func { name, .. } => Some(format!("@{name}")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Lowers and loads one function of a parsed file (`text` is the whole file).
@@ -305,13 +309,7 @@ pub fn load_kernel(
         (1, _) => all[0],
         (_, 1) => entries[0],
         _ => {
-            let names: Vec<String> = all
-                .iter()
-                .filter_map(|(_, op)| match &op.kind {
-                    OpKind::Func { name, .. } => Some(format!("@{name}")),
-                    _ => None,
-                })
-                .collect();
+            let names = function_names(&all);
             return Err(LoadError {
                 diagnostics: vec![Diagnostic::error(
                     file,

@@ -114,6 +114,17 @@ pub fn canonical(text: &str) -> String {
     out
 }
 
+/// Where the SSA name starting at `start` (after its `%`) ends: names are letters, digits,
+/// `_`, `$`, `.` and `-`.
+pub fn ssa_name_end(b: &[u8], start: usize) -> usize {
+    let mut j = start;
+    while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
+    {
+        j += 1;
+    }
+    j
+}
+
 /// `text` with every use of a value in `rename` replaced.
 fn renamed(text: &str, rename: &HashMap<String, String>) -> String {
     if rename.is_empty() {
@@ -125,12 +136,7 @@ fn renamed(text: &str, rename: &HashMap<String, String>) -> String {
     while i < b.len() {
         if b[i] == b'%' {
             let start = i + 1;
-            let mut j = start;
-            while j < b.len()
-                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'$' | b'.' | b'-'))
-            {
-                j += 1;
-            }
+            let j = ssa_name_end(b, start);
             let name = &text[start..j];
             match rename.get(name) {
                 Some(n) => {
