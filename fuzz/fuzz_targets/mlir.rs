@@ -7,6 +7,10 @@
 //! text: every op's span lies inside the file, starts at a character boundary, and its line and
 //! column agree with its byte offset; a second read gives the same tree (determinism). Every
 //! error names the file and a line and column inside it.
+//!
+//! A file that reads is then lowered and loaded, as `check` loads it (against the largest
+//! built-in chip) and as `npusim opt` lowers it for planning (every function, plan-only): the
+//! lowering must give a program or located errors, never a panic.
 
 #![no_main]
 
@@ -43,6 +47,27 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     assert_eq!(first, sim::mlir::parse_file(text, "fuzz.mlir"), "two reads differ");
+    let Ok(chunks) = first else {
+        return;
+    };
+    let config = sim::load_config(
+        sim::builtin::builtin(sim::builtin::DEFAULT).expect("built in"),
+        "<built-in>",
+    )
+    .expect("the built-in config loads");
+    let _ = sim::mlir::load_kernel(text, "fuzz.mlir", &config, &[], None);
+    let opts = sim::mlir::Options {
+        params: Vec::new(),
+        sync: sim::mlir::SyncOps::Drop,
+        lenient: true,
+    };
+    for (c, f) in sim::mlir::lower::functions(&chunks) {
+        if let Err(e) = sim::mlir::load_function(text, &chunks, c, f, "fuzz.mlir", &config, &opts, None) {
+            for d in &e.diagnostics {
+                assert!(d.line.is_some(), "an error without a place: {d}");
+            }
+        }
+    }
 });
 
 /// `pos` is inside `text`, on a character boundary, and its line and column match its offset.
