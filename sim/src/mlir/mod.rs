@@ -283,10 +283,20 @@ pub fn looks_like_mlir(file: &str, text: &str) -> bool {
         .map(str::trim_start)
         .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'))
         .is_some_and(|l| {
-            l.starts_with("module")
-                || l.starts_with("func.func")
-                || l.starts_with("\"builtin.module\"")
+            ["module", "func.func", "\"builtin.module\""]
+                .iter()
+                .any(|kw| l.strip_prefix(kw).is_some_and(opens_an_op))
         })
+}
+
+/// What follows an op's keyword in MLIR (a space, `{`, `@`, `(`, `<` or nothing); a YAML key
+/// such as `module:` or `modules` is not an op.
+fn opens_an_op(rest: &str) -> bool {
+    match rest.chars().next() {
+        None => true,
+        Some(c) if c.is_whitespace() => !rest.trim_start().starts_with(':'),
+        Some(c) => matches!(c, '{' | '@' | '(' | '<'),
+    }
 }
 
 /// Loads the kernel of an MLIR file for `check`, `plan`, `run`, `compare` and `sweep`: the

@@ -1215,3 +1215,26 @@ fn nested_function_types_read_in_linear_time() {
         }]
     );
 }
+
+#[test]
+fn a_file_is_mlir_by_its_extension_or_its_first_op() {
+    use super::looks_like_mlir;
+    assert!(looks_like_mlir("k.mlir", "kernel: x"));
+    assert!(looks_like_mlir(
+        "-",
+        "// c\n#map = affine_map<(d0) -> (d0)>\nmodule {\n}"
+    ));
+    assert!(looks_like_mlir(
+        "-",
+        "module attributes {hacc.target = 1} {"
+    ));
+    assert!(looks_like_mlir("-", "module @m {"));
+    assert!(looks_like_mlir("-", "func.func @f() {"));
+    assert!(looks_like_mlir("-", "\"builtin.module\"() ({"));
+    // YAML whose first key happens to start like an MLIR op is YAML
+    assert!(!looks_like_mlir("k.yaml", "module: attention\nkernel: fa"));
+    assert!(!looks_like_mlir("-", "module : x"));
+    assert!(!looks_like_mlir("-", "modules:\n  - a"));
+    assert!(!looks_like_mlir("-", "func.func: 1"));
+    assert!(!looks_like_mlir("-", "kernel: k"));
+}
