@@ -188,6 +188,8 @@ pub(crate) fn kernel(
             fields: part,
         };
         let mut sub = Reader::new(r.file);
+        // a part is read as its kernel is (`npusim opt` reads a MIX function's parts plan-only)
+        sub.plan_only = r.plan_only;
         let built = build(
             &mut sub,
             &f,
