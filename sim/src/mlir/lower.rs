@@ -995,6 +995,148 @@ impl<'a> Lower<'a> {
         self.texts.push((pos, text));
     }
 
+    /// `sync_block_set[<CORE>, <TPIPE>, <PIPE>] flag = F` becomes `cross_set: { mode, pipe:
+    /// TPIPE, id: F }` and `sync_block_wait[<CORE>, <TPIPE>, <PIPE>] flag = F` becomes
+    /// `cross_wait: { id: F, pipe: PIPE }`, each marked with the core type that runs it (`core:
+    /// aic` for CUBE, `aiv` for VECTOR): [`super::mix::split`] puts it in that part and drops
+    /// the mark. The mode is 2 (a cube core and its vector cores) unless the op says
+    /// `INTER_BLOCK_SYNCHRONIZATION` (mode 0: every core of the type in the launch).
+    fn cross_op(
+        &mut self,
+        op: &Op,
+        core: &str,
+        pipes: &[String],
+        flag: &Event,
+        block: &mut BlockOut,
+    ) {
+        let side = match core
+            .trim_start_matches("#hivm.tcore_type<")
+            .trim_end_matches('>')
+        {
+            "CUBE" => "aic",
+            "VECTOR" => "aiv",
+            other => {
+                self.error(
+                    op.name_pos,
+                    format!("{}: core type {other} is not CUBE or VECTOR", op.name),
+                    Some("a cross-core flag is set and waited for by the cube core (CUBE) or the vector cores (VECTOR)".into()),
+                );
+                return;
+            }
+        };
+        let pipe = |i: usize| {
+            pipes.get(i).map(|p| {
+                let p = p.trim_start_matches("#hivm.pipe<").trim_end_matches('>');
+                p.strip_prefix("PIPE_").unwrap_or(p).to_ascii_lowercase()
+            })
+        };
+        let (Some(tpipe), Some(wpipe)) = (pipe(0), pipe(1)) else {
+            self.error(
+                op.name_pos,
+                format!("{}: expected [<CORE>, <PIPE>, <PIPE>]", op.name),
+                None,
+            );
+            return;
+        };
+        let id = match flag {
+            Event::Id(n) => n.to_string(),
+            Event::Value(v) => match self.expr(v, v.pos, "the flag") {
+                Some(e) => e,
+                None => return,
+            },
+        };
+        let pos = op.name_pos;
+        let inter = self.src
+            [op.span.start.offset as usize..(op.span.end as usize).min(self.src.len())]
+            .contains("INTER_BLOCK_SYNCHRONIZATION");
+        let (key, mut fields) = if matches!(op.kind, OpKind::SyncBlockSet { .. }) {
+            (
+                "cross_set",
+                vec![
+                    ("mode".to_string(), int(pos, if inter { 0 } else { 2 })),
+                    ("pipe".to_string(), s(pos, &tpipe)),
+                    ("id".to_string(), s(pos, &id)),
+                ],
+            )
+        } else {
+            (
+                "cross_wait",
+                vec![
+                    ("id".to_string(), s(pos, &id)),
+                    ("pipe".to_string(), s(pos, &wpipe)),
+                ],
+            )
+        };
+        fields.push((super::mix::SIDE.to_string(), s(pos, side)));
+        self.push(op, block, key, map(pos, fields), vec![]);
+    }
+
+    /// The flags InjectSync hands an `mmadL1` in its `sync_related_args` (SyncCodegen's
+    /// `UpdateMmadL1SyncTemplateInter`, HIVM 1.2.0): the events its template waits on before
+    /// reading A and B from L1 (MTE2 -> MTE1: args 0 and 1) and sets once it has read them, for
+    /// the next loads of A and B (MTE1 -> MTE2: args 2 and 3); `-1` is none. The K-loop index
+    /// (arg 4) and the M -> MTE1 events of the template's L0 double buffer (args 5, 6) order
+    /// work inside the macro, which npusim's `mmad_l1` already models. Returns (event id, whether
+    /// it is a set); dropped with the other sync ops when `opt` injects its own.
+    fn mmad_sync_args(&mut self, op: &Op, args: &[Typed]) -> Vec<(String, bool)> {
+        if self.opts.sync == SyncOps::Drop || args.is_empty() {
+            return Vec::new();
+        }
+        if args.len() != 7 {
+            self.error(
+                op.name_pos,
+                format!(
+                    "{}: sync_related_args holds {} values; HIVM's mmadL1 takes 7",
+                    op.name,
+                    args.len()
+                ),
+                None,
+            );
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (i, a) in args.iter().enumerate().take(4) {
+            if matches!(
+                self.get(&a.value),
+                Some(Val::Int {
+                    konst: Some(-1),
+                    ..
+                })
+            ) {
+                continue;
+            }
+            let Some(id) = self.expr(&a.value, a.value.pos, "an mmadL1 event") else {
+                continue;
+            };
+            out.push((id, i >= 2));
+        }
+        if !out.is_empty() {
+            self.manual = true;
+        }
+        out
+    }
+
+    fn sync_node(
+        &mut self,
+        op: &Op,
+        block: &mut BlockOut,
+        key: &str,
+        src: &str,
+        dst: &str,
+        id: &str,
+    ) {
+        let pos = op.name_pos;
+        let node = map(
+            pos,
+            vec![
+                ("src".into(), s(pos, src)),
+                ("dst".into(), s(pos, dst)),
+                ("id".into(), s(pos, id)),
+            ],
+        );
+        self.push(op, block, key, node, vec![]);
+    }
+
     fn scalar_work(&mut self, op: &Op, block: &mut BlockOut) {
         if block.scalar == 0 {
             block.scalar_pos = op.name_pos;
@@ -1261,14 +1403,22 @@ impl<'a> Lower<'a> {
                 let p = pipe.strip_prefix("PIPE_").unwrap_or(pipe).to_ascii_lowercase();
                 self.push(op, block, "barrier", s(pos, &p), vec![]);
             }
-            OpKind::SyncBlockSet { .. } | OpKind::SyncBlockWait { .. } | OpKind::SyncBlock { .. } => {
-                if self.opts.sync == SyncOps::Drop {
+            OpKind::SyncBlockSet { core, pipes, flag } | OpKind::SyncBlockWait { core, pipes, flag } => {
+                // plan-only lowering drops them: they neither allocate nor order a core's own
+                // pipes, so planning and InjectSync do not see them
+                if self.opts.sync == SyncOps::Drop || self.opts.lenient {
+                    return;
+                }
+                self.cross_op(op, core, pipes, flag, block);
+            }
+            OpKind::SyncBlock { .. } => {
+                if self.opts.sync == SyncOps::Drop || self.opts.lenient {
                     return;
                 }
                 self.error(
                     op.name_pos,
-                    format!("{}: cross-core sync in one function is not read yet", op.name),
-                    Some("npusim runs cross-core kernels written as a mixed YAML kernel (docs/programs.md, \"Mixed kernels\")".into()),
+                    format!("{}: a barrier across all cores of a type is not read yet", op.name),
+                    Some("write it as a mode-0 cross_set/cross_wait pair in a YAML kernel (docs/programs.md, \"Cross-core flags\")".into()),
                 );
             }
             OpKind::MemLoad { memref, indices } | OpKind::MemStore { memref, indices, .. } => {
@@ -2726,7 +2876,25 @@ impl<'a> Lower<'a> {
                     };
                     f.push((k.to_string(), s(v.pos, &e)));
                 }
+                let args = groups
+                    .iter()
+                    .find(|(g, _)| g == "sync_related_args")
+                    .map(|(_, a)| a.as_slice())
+                    .unwrap_or(&[]);
+                let flags = self.mmad_sync_args(op, args);
+                for (id, _) in flags.iter().filter(|(_, set)| !set) {
+                    self.sync_node(op, block, "wait_flag", "mte2", "mte1", id);
+                }
+                // InjectSync orders nothing between two mmadL1s accumulating into one L0C
+                // tile: the template its args are for does (compiled kernels accumulate right),
+                // so the macro is read as waiting for the M pipe's earlier work
+                if !args.is_empty() && self.opts.sync == SyncOps::Keep {
+                    self.push(op, block, "barrier", s(pos, "m"), vec![]);
+                }
                 self.push(op, block, key, map(pos, f), vec![]);
+                for (id, _) in flags.iter().filter(|(_, set)| *set) {
+                    self.sync_node(op, block, "set_flag", "mte1", "mte2", id);
+                }
             }
             _ if short.starts_with('v') => {
                 self.vector(op, &short, modifier, ins, outs, groups, block)
@@ -3330,6 +3498,71 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         assert!(
             f.contains(
                 "{ mmad: { a: l0a, b: l0b, c: c, init: \"1\", m: \"16\", k: \"16\", n: \"16\" } }"
+            ),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn cross_core_flags_become_cross_ops_of_the_named_core() {
+        let text = "func.func @k() {
+  %c2 = arith.constant 2 : index
+  hivm.hir.sync_block_set[<CUBE>, <PIPE_FIX>, <PIPE_S>] flag = 0
+  hivm.hir.sync_block_wait[<VECTOR>, <PIPE_FIX>, <PIPE_MTE2>] flag = 0
+  hivm.hir.sync_block_set[#hivm.tcore_type<VECTOR>, #hivm.pipe<PIPE_MTE3>, #hivm.pipe<PIPE_S>] flag = 5 {sync_instr_mode = #hivm.sync_block_instr_mode<INTER_BLOCK_SYNCHRONIZATION>}
+  return
+}";
+        let f = flow(text);
+        // mode 2 (an AI core's cube and vector cores) unless the op says inter-block (mode 0);
+        // the set goes on its first pipe, the wait on its second; the core type is kept for
+        // the split of a MIX function
+        for want in [
+            "{ cross_set: { mode: 2, pipe: fix, id: \"0\", npusim_side: aic } }",
+            "{ cross_wait: { id: \"0\", pipe: mte2, npusim_side: aiv } }",
+            "{ cross_set: { mode: 0, pipe: mte3, id: \"5\", npusim_side: aiv } }",
+        ] {
+            assert!(f.contains(want), "{want} in {f}");
+        }
+        // plan-only lowering drops them: they do not change a plan
+        let l = lower_text(text, true).unwrap_or_else(|d| panic!("{d:?}"));
+        assert!(!crate::yaml::flow(&l.doc, 1 << 20).contains("cross"));
+        let d = lower_text(
+            "func.func @k() {
+  hivm.hir.sync_block_set[<ALL>, <PIPE_FIX>, <PIPE_S>] flag = 0
+  return
+}",
+            false,
+        )
+        .expect_err("a core type that is neither CUBE nor VECTOR");
+        assert_eq!((d[0].line, d[0].column), (Some(2), Some(3)), "{d:?}");
+        assert!(d[0].message.contains("core type ALL"), "{d:?}");
+    }
+
+    #[test]
+    fn an_mmadl1_waits_and_sets_the_events_injectsync_hands_it() {
+        // InjectSync's sync_related_args: wait on A's load (event 1), no wait on B's (-1), set
+        // for the next load of A (event 2), none for B; the K-loop index and the two M -> MTE1
+        // events are the template's own. So: wait MTE2 -> MTE1 #1, the M pipe's earlier work,
+        // the mmad, set MTE1 -> MTE2 #2.
+        let text = "func.func @k(%a: memref<256xf16, #hivm.address_space<gm>>) {
+  %true = arith.constant true
+  %c16 = arith.constant 16 : index
+  %c1_i64 = arith.constant 1 : i64
+  %c2_i64 = arith.constant 2 : i64
+  %c0_i64 = arith.constant 0 : i64
+  %cm1 = arith.constant -1 : i64
+  %l1 = memref.alloc() : memref<256xf16, #hivm.address_space<cbuf>>
+  %acc = memref.alloc() : memref<256xf32, #hivm.address_space<cc>>
+  hivm.hir.nd2nz ins(%a : memref<256xf16, #hivm.address_space<gm>>) outs(%l1 : memref<256xf16, #hivm.address_space<cbuf>>)
+  hivm.hir.set_flag[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID1>]
+  hivm.hir.mmadL1 ins(%l1, %l1, %true, %c16, %c16, %c16 : memref<256xf16, #hivm.address_space<cbuf>>, memref<256xf16, #hivm.address_space<cbuf>>, i1, index, index, index) outs(%acc : memref<256xf32, #hivm.address_space<cc>>) sync_related_args(%c1_i64, %cm1, %c2_i64, %cm1, %c0_i64, %cm1, %cm1 : i64, i64, i64, i64, i64, i64, i64)
+  hivm.hir.wait_flag[<PIPE_MTE1>, <PIPE_MTE2>, <EVENT_ID2>]
+  return
+}";
+        let f = flow(text);
+        assert!(
+            f.contains(
+                "{ wait_flag: { src: mte2, dst: mte1, id: \"1\" } }, { barrier: m }, { mmad_l1: { a: l1, b: l1, c: acc, init: \"1\", m: \"16\", k: \"16\", n: \"16\" } }, { set_flag: { src: mte1, dst: mte2, id: \"2\" } }"
             ),
             "{f}"
         );

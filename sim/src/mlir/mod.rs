@@ -35,6 +35,7 @@ pub mod ast;
 mod attrs;
 mod lexer;
 pub mod lower;
+pub mod mix;
 mod ops;
 mod parser;
 pub mod print;
@@ -197,9 +198,19 @@ pub fn load_function(
     opts: &Options,
     blocks: Option<u32>,
 ) -> Result<Loaded, LoadError> {
-    let lowered = lower::lower(text, &chunks[chunk], func, file, opts)
+    let mut lowered = lower::lower(text, &chunks[chunk], func, file, opts)
         .map_err(|diagnostics| LoadError { diagnostics })?;
-    let config = if lowered.core == "mix" && config.core_named("mix").is_none() {
+    // a MIX function runs split into its cube and vector parts where the chip has both core
+    // types; `opt` plans and synchronises it whole, as HIVM does before its split
+    let split = lowered.core == "mix"
+        && !opts.lenient
+        && config.core_named("aic").is_some()
+        && config.core_named("aiv").is_some();
+    let config = if split {
+        lowered.doc =
+            mix::split(&lowered.doc, file).map_err(|diagnostics| LoadError { diagnostics })?;
+        config.clone()
+    } else if lowered.core == "mix" && config.core_named("mix").is_none() {
         with_mix_core(config)
     } else {
         config.clone()
@@ -344,16 +355,16 @@ pub fn load_kernel(
     let loaded = load_function(
         text, &chunks, chosen.0, chosen.1, file, config, &opts, blocks,
     )?;
-    if loaded.lowered.core == "mix" {
+    if loaded.lowered.core == "mix" && loaded.kernel.parts.len() < 2 {
         let mut d = Diagnostic::error(
             file,
             "",
             format!(
-                "@{} is a MIX function (it uses UB and the cube's memories); a core runs one side",
-                loaded.lowered.func
+                "@{} is a MIX function (it uses UB and the cube's memories), and config {} has no separate cube and vector cores to split it onto",
+                loaded.lowered.func, config.name
             ),
         )
-        .with_hint("`npusim opt -hivm-plan-memory` plans it; to run it, split it into its AIC and AIV functions");
+        .with_hint("run it on a config with `aic` and `aiv` core types (the built-in ascend910b); `npusim opt -hivm-plan-memory` plans it on any");
         d.line = Some(chosen.1.name_pos.line);
         d.column = Some(chosen.1.name_pos.column);
         return Err(LoadError {
@@ -376,7 +387,11 @@ pub fn locate(text: &str, file: &str, diags: &mut [Diagnostic]) {
         };
         lower::lower(text, &chunks[c], f, file, &opts)
             .ok()
-            .map(|l| l.doc)
+            .map(|l| match l.core {
+                // as load_function split it (a run error comes from a split MIX function)
+                "mix" => mix::split(&l.doc, file).unwrap_or(l.doc),
+                _ => l.doc,
+            })
     });
     match doc {
         Some(d) => crate::load::locate_in_tree(&d, diags),
