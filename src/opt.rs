@@ -15,7 +15,7 @@ use sim::mlir::ast::Chunk;
 use sim::mlir::print::{print_chunk, Edits};
 use sim::mlir::{Loaded, Options as LowerOptions, SyncOps};
 use sim::program::{BarrierTarget, OpKind as P, Side};
-use sim::{Config, Diagnostic, Program};
+use sim::{Config, Diagnostic, Pipe, Program};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -25,6 +25,9 @@ pub struct OptArgs {
     pub input: Option<PathBuf>,
     pub plan_memory: bool,
     pub inject_sync: bool,
+    /// `-hivm-inject-block-sync`: the cross-core hand-offs of MIX functions, by npusim's
+    /// cross-core pass (docs/sync.md, "Across cores"), printed as `sync_block_set`/`wait`.
+    pub inject_block_sync: bool,
     pub split: bool,
     pub verify: bool,
     pub config: Option<String>,
@@ -41,7 +44,7 @@ pub struct OptArgs {
 }
 
 /// The usage line of `npusim opt`.
-pub const USAGE: &str = "usage: npusim opt FILE [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [--npusim-sync] [-split-input-file] [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE] [--param NAME=INT ...] [-o FILE]";
+pub const USAGE: &str = "usage: npusim opt FILE [-hivm-plan-memory[=OPTIONS]] [-hivm-inject-sync[=OPTIONS]] [--npusim-sync] [-hivm-inject-block-sync] [-split-input-file] [-verify-diagnostics] [-hacc-append-device-spec=target=NAME] [--config NAME|FILE] [--param NAME=INT ...] [-o FILE]";
 
 /// Parses `opt`'s arguments the way `bishengir-opt` spells them: one or two leading dashes,
 /// pass options after `=` (`-hivm-plan-memory="mem-plan-mode=local-mem-plan"`, the shell
@@ -119,6 +122,18 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
                     }
                 }
             }
+            "hivm-inject-block-sync" => {
+                a.inject_block_sync = true;
+                for (k, v) in pass_options(value.unwrap_or("")) {
+                    match (k.as_str(), v.as_deref()) {
+                        ("block-all-sync" | "disable-auto-inject-block-sync", Some("false")) => {}
+                        _ => a.unsupported.push(format!(
+                            "-hivm-inject-block-sync option `{}` is not implemented by npusim's cross-core pass",
+                            show_option(&k, v.as_deref())
+                        )),
+                    }
+                }
+            }
             "split-input-file" => a.split = true,
             // npusim reads every dialect's ops (unknown ones opaquely): nothing to allow
             "allow-unregistered-dialect" => {}
@@ -164,13 +179,12 @@ pub fn parse_args(args: &[String]) -> Result<OptArgs, Vec<String>> {
                     a.output = Some(PathBuf::from(v));
                 }
             }
-            "hivm-inject-block-sync"
-            | "hivm-graph-sync-solver"
+            "hivm-graph-sync-solver"
             | "hivm-cross-core-gss"
             | "hivm-mark-multi-buffer"
             | "hivm-enable-multi-buffer"
             | "pass-pipeline" => a.unsupported.push(format!(
-                "{}: npusim implements -hivm-plan-memory and -hivm-inject-sync",
+                "{}: npusim implements -hivm-plan-memory, -hivm-inject-sync and -hivm-inject-block-sync",
                 arg
             )),
             _ => problems.push(format!("unknown option `{arg}`")),
@@ -553,7 +567,7 @@ fn chunk_edits(
     let mut edits = Edits::default();
     let mut diags = Vec::new();
     let mut unsupported = Vec::new();
-    if !args.plan_memory && !args.inject_sync {
+    if !args.plan_memory && !args.inject_sync && !args.inject_block_sync {
         return (edits, diags, unsupported);
     }
     let funcs: Vec<_> = sim::mlir::lower::functions(chunks)
@@ -561,6 +575,22 @@ fn chunk_edits(
         .filter(|(i, _)| *i == c)
         .collect();
     for (_, func) in funcs {
+        if args.inject_block_sync {
+            block_sync_edits(
+                text,
+                chunks,
+                c,
+                func,
+                file,
+                config,
+                args,
+                &mut edits,
+                &mut unsupported,
+            );
+            if !args.plan_memory && !args.inject_sync {
+                continue;
+            }
+        }
         let opts = LowerOptions {
             params: args.params.clone(),
             sync: SyncOps::Drop,
@@ -611,6 +641,132 @@ fn chunk_edits(
         );
     }
     (edits, diags, unsupported)
+}
+
+/// `-hivm-inject-block-sync` on one function: a MIX function is split into its cube and vector
+/// parts as `run` splits it, npusim's cross-core pass orders its gm hand-offs, and each flag it
+/// inserts is printed beside the MLIR op it was inserted beside: `sync_block_set[<CUBE |
+/// VECTOR>, <the setting pipe>, <the waiting pipe>] flag = F` and `sync_block_wait[...]` with
+/// the same pipes (the reader maps them back: the set's second pipe, the wait's third). A
+/// function that is not MIX has no hand-offs (HIVM's pass leaves it too).
+#[allow(clippy::too_many_arguments)]
+fn block_sync_edits(
+    text: &str,
+    chunks: &[Chunk],
+    c: usize,
+    func: &sim::mlir::ast::Op,
+    file: &str,
+    config: &Config,
+    args: &OptArgs,
+    edits: &mut Edits,
+    unsupported: &mut Vec<String>,
+) {
+    let opts = LowerOptions {
+        params: args.params.clone(),
+        sync: SyncOps::Drop,
+        lenient: true,
+    };
+    let report = |diags: Vec<Diagnostic>, unsupported: &mut Vec<String>| {
+        for d in diags {
+            unsupported.push(format!(
+                "{}:{}:{}: {}",
+                d.file,
+                d.line.unwrap_or(1),
+                d.column.unwrap_or(1),
+                d.message
+            ));
+        }
+    };
+    let lowered = match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
+        Ok(l) => l,
+        Err(d) => return report(d, unsupported),
+    };
+    if lowered.core != "mix" {
+        return;
+    }
+    if config.core_named("aic").is_none() || config.core_named("aiv").is_none() {
+        unsupported.push(format!(
+            "{file}: -hivm-inject-block-sync: config {} has no separate cube and vector cores",
+            config.name
+        ));
+        return;
+    }
+    let doc = match sim::mlir::mix::split(&lowered.doc, file) {
+        Ok(d) => d,
+        Err(d) => return report(d, unsupported),
+    };
+    let kernel = match sim::load::load_kernel_tree(&doc, file, config, &args.params, None, true) {
+        Ok(k) => k,
+        Err(e) => return report(e.diagnostics, unsupported),
+    };
+    let synced = match planner::synchronize_kernel(&kernel, config) {
+        Ok(s) => s,
+        Err(e) => {
+            unsupported.push(format!("{file}: -hivm-inject-block-sync: {e}"));
+            return;
+        }
+    };
+    // each flag's setting and waiting pipes, from the ops the pass inserted
+    let mut set_pipe: HashMap<(usize, i64), Pipe> = HashMap::new();
+    let mut wait_pipe: HashMap<(usize, i64), Pipe> = HashMap::new();
+    for (i, p) in synced.kernel.parts.iter().enumerate() {
+        for op in p.ops.iter().filter(|o| o.loc.inserted.is_some()) {
+            match &op.kind {
+                P::CrossSet { pipe, id, .. } => {
+                    if let Some(k) = id.as_const() {
+                        set_pipe.insert((i, k), *pipe);
+                    }
+                }
+                P::CrossWait { pipe, id } => {
+                    if let Some(k) = id.as_const() {
+                        wait_pipe.insert((i, k), *pipe);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (i, p) in synced.kernel.parts.iter().enumerate() {
+        let core = match config.core(p.core).name.as_str() {
+            "aic" => "CUBE",
+            _ => "VECTOR",
+        };
+        let other = 1 - i;
+        for op in &p.ops {
+            let Some(side) = op.loc.inserted else {
+                continue;
+            };
+            let (name, id, set, wait) = match &op.kind {
+                P::CrossSet { pipe, id, .. } => {
+                    let k = id.as_const();
+                    let wait = k.and_then(|k| wait_pipe.get(&(other, k)).copied());
+                    ("sync_block_set", k, Some(*pipe), wait)
+                }
+                P::CrossWait { pipe, id } => {
+                    let k = id.as_const();
+                    let set = k.and_then(|k| set_pipe.get(&(other, k)).copied());
+                    ("sync_block_wait", k, set, Some(*pipe))
+                }
+                _ => continue,
+            };
+            let (Some(id), Some(set), Some(wait)) = (id, set, wait) else {
+                unsupported.push(format!(
+                    "{file}: -hivm-inject-block-sync: an inserted {name} whose flag or pipes are not constant"
+                ));
+                continue;
+            };
+            let line = format!(
+                "hivm.hir.{name}[<{core}>, <{}>, <{}>] flag = {id}",
+                set.cce_name(),
+                wait.cce_name()
+            );
+            let key = (op.loc.line, op.loc.column);
+            match side {
+                Side::Before => edits.before.entry(key).or_default().push(line),
+                Side::After => edits.after.entry(key).or_default().push(line),
+            }
+        }
+    }
 }
 
 /// What the compatibility printer needs of the function beside its program.
