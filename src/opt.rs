@@ -600,15 +600,7 @@ fn chunk_edits(
             match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None) {
                 Ok(l) => l,
                 Err(e) => {
-                    for d in e.diagnostics {
-                        unsupported.push(format!(
-                            "{}:{}:{}: {}",
-                            d.file,
-                            d.line.unwrap_or(1),
-                            d.column.unwrap_or(1),
-                            d.message
-                        ));
-                    }
+                    unsupported_lines(e.diagnostics, &mut unsupported);
                     continue;
                 }
             };
@@ -643,6 +635,19 @@ fn chunk_edits(
     (edits, diags, unsupported)
 }
 
+/// A lowering's or loader's problems as `unsupported:` reasons, `file:line:column: message`.
+fn unsupported_lines(diags: Vec<Diagnostic>, unsupported: &mut Vec<String>) {
+    for d in diags {
+        unsupported.push(format!(
+            "{}:{}:{}: {}",
+            d.file,
+            d.line.unwrap_or(1),
+            d.column.unwrap_or(1),
+            d.message
+        ));
+    }
+}
+
 /// `-hivm-inject-block-sync` on one function: a MIX function is split into its cube and vector
 /// parts as `run` splits it, npusim's cross-core pass orders its gm hand-offs, and each flag it
 /// inserts is printed beside the MLIR op it was inserted beside: `sync_block_set[<CUBE |
@@ -666,17 +671,7 @@ fn block_sync_edits(
         sync: SyncOps::Drop,
         lenient: true,
     };
-    let report = |diags: Vec<Diagnostic>, unsupported: &mut Vec<String>| {
-        for d in diags {
-            unsupported.push(format!(
-                "{}:{}:{}: {}",
-                d.file,
-                d.line.unwrap_or(1),
-                d.column.unwrap_or(1),
-                d.message
-            ));
-        }
-    };
+    let report = unsupported_lines;
     let lowered = match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
         Ok(l) => l,
         Err(d) => return report(d, unsupported),
