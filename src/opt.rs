@@ -788,7 +788,11 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
     }
     (0..n)
         .map(sim::BufferId::new)
-        .filter(|b| read[b.index()] && !written[group(*b)])
+        // a fixed buffer (`at:`, a pointer_cast or an on-chip argument) is no alloc of
+        // HIVM's plan: PlanMemory does not check it
+        .filter(|b| {
+            read[b.index()] && !written[group(*b)] && program.buffers[b.index()].at.is_none()
+        })
         .collect()
 }
 
