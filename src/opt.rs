@@ -663,6 +663,7 @@ fn plan_function(
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
     opts.plan.inplace_last_input_first = true;
+    opts.plan.inplace_through_select = true;
     let prepared = match pipeline::prepare(program, config, &opts) {
         Ok(p) => p,
         Err(f) => {
@@ -1460,3 +1461,7 @@ fn affine_symbol(op: sim::expr::BinOp) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+#[path = "opt_tests.rs"]
+mod lit_constructs;

@@ -165,6 +165,17 @@ fn window_root(program: &Program, r: Ref) -> Option<BufferId> {
     }
 }
 
+/// The buffers a `select` view names (through windows over it: none), in its order.
+fn select_members(program: &Program, r: Ref) -> Vec<BufferId> {
+    match r {
+        Ref::View(v) => match &program.view(v).kind {
+            ViewKind::Select { of } => of.clone(),
+            ViewKind::Window { .. } => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
 /// The shape of an operand's base (buffer or view).
 fn base_shape(program: &Program, r: Ref) -> Vec<u64> {
     match r {
@@ -464,6 +475,20 @@ pub fn inplace_pairs_ordered(
     live: &Liveness,
     last_first: bool,
 ) -> InplaceResult {
+    inplace_pairs_with(program, live, last_first, false)
+}
+
+/// [`inplace_pairs_ordered`]; with `through_select` (`npusim opt`), an input naming a
+/// `select` view offers each of its buffers in turn as the kill: HIVM kills every alias of a
+/// value that dies (an `scf.if` result, a block argument), and its output may take any of
+/// them (`GenerateInplaceList`). Sound in general (every member lives until the select's last
+/// use), but a change to npusim's own plans, so `opt` turns it on (docs/planner.md).
+pub fn inplace_pairs_with(
+    program: &Program,
+    live: &Liveness,
+    last_first: bool,
+    through_select: bool,
+) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
         parent: (0..n).collect(),
@@ -529,67 +554,71 @@ pub fn inplace_pairs_ordered(
             } else {
                 v.ins.iter().collect()
             };
-            for kill_o in order {
-                let Some(kill) = window_root(program, kill_o.base) else {
-                    continue;
+            'kills: for kill_o in order {
+                let kills: Vec<BufferId> = match window_root(program, kill_o.base) {
+                    Some(b) => vec![b],
+                    None if through_select => select_members(program, kill_o.base),
+                    None => Vec::new(),
                 };
-                // an input named twice (`vadd a, a`) is one candidate
-                if tried.contains(&kill) {
-                    continue;
+                for kill in kills {
+                    // an input named twice (`vadd a, a`) is one candidate
+                    if tried.contains(&kill) {
+                        continue;
+                    }
+                    tried.push(kill);
+                    if ignore[kill.index()] || used.contains(&kill) || kill == gen {
+                        continue;
+                    }
+                    let (gb, kb) = (program.buffer(gen), program.buffer(kill));
+                    if gb.scope != kb.scope || bits(kill) < bits(gen) {
+                        continue;
+                    }
+                    let ge = groups.find(live.entry_of[gen.index()]);
+                    let ke = groups.find(live.entry_of[kill.index()]);
+                    if ge == ke {
+                        continue;
+                    }
+                    // the kill dies here, and nothing of its group lives on beside the gen
+                    let dead_after = successor(program, live, id, p)
+                        .is_none_or(|s| !covers(&groups.lifetime[ke], s));
+                    if !dead_after || !meet_only_at(&groups.lifetime[ge], &groups.lifetime[ke], p) {
+                        continue;
+                    }
+                    if !reusable_op(program, v, gen_o, kill_o, kill) {
+                        continue;
+                    }
+                    if !slots_compatible(
+                        program,
+                        live,
+                        &groups,
+                        &touch,
+                        id,
+                        (gen_o, ge),
+                        (kill_o, ke),
+                    ) {
+                        continue;
+                    }
+                    let multi = groups.multi[ge].max(groups.multi[ke]);
+                    let pair = InplacePair {
+                        gen,
+                        kill,
+                        op: id,
+                        multi,
+                    };
+                    // the multi-buffer load→store stall veto
+                    if groups.multi[ge] > 1
+                        && groups.multi[ke] > 1
+                        && groups.stores[ge]
+                        && groups.loads[ke]
+                    {
+                        refused.push(pair);
+                        continue;
+                    }
+                    groups.merge(ge, ke);
+                    used.push(kill);
+                    pairs.push(pair);
+                    break 'kills;
                 }
-                tried.push(kill);
-                if ignore[kill.index()] || used.contains(&kill) || kill == gen {
-                    continue;
-                }
-                let (gb, kb) = (program.buffer(gen), program.buffer(kill));
-                if gb.scope != kb.scope || bits(kill) < bits(gen) {
-                    continue;
-                }
-                let ge = groups.find(live.entry_of[gen.index()]);
-                let ke = groups.find(live.entry_of[kill.index()]);
-                if ge == ke {
-                    continue;
-                }
-                // the kill dies here, and nothing of its group lives on beside the gen
-                let dead_after = successor(program, live, id, p)
-                    .is_none_or(|s| !covers(&groups.lifetime[ke], s));
-                if !dead_after || !meet_only_at(&groups.lifetime[ge], &groups.lifetime[ke], p) {
-                    continue;
-                }
-                if !reusable_op(program, v, gen_o, kill_o, kill) {
-                    continue;
-                }
-                if !slots_compatible(
-                    program,
-                    live,
-                    &groups,
-                    &touch,
-                    id,
-                    (gen_o, ge),
-                    (kill_o, ke),
-                ) {
-                    continue;
-                }
-                let multi = groups.multi[ge].max(groups.multi[ke]);
-                let pair = InplacePair {
-                    gen,
-                    kill,
-                    op: id,
-                    multi,
-                };
-                // the multi-buffer load→store stall veto
-                if groups.multi[ge] > 1
-                    && groups.multi[ke] > 1
-                    && groups.stores[ge]
-                    && groups.loads[ke]
-                {
-                    refused.push(pair);
-                    continue;
-                }
-                groups.merge(ge, ke);
-                used.push(kill);
-                pairs.push(pair);
-                break;
             }
         }
     }

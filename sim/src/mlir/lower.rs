@@ -169,7 +169,9 @@ pub fn lower(
     }
     let mut block = BlockOut::default();
     block.roots.extend(l.local_args.iter().copied());
-    if let Some(b) = body.blocks.first() {
+    if body.blocks.len() > 1 {
+        l.blocks(body, &mut block);
+    } else if let Some(b) = body.blocks.first() {
         for op in &b.ops {
             l.op(op, &mut block);
         }
@@ -3123,6 +3125,139 @@ fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32)
         }
         A::Mod(a, b) => format!("({} % {})", affine(a, args, dims), affine(b, args, dims)),
     }
+}
+
+impl Lower<'_> {
+    /// A function body of several blocks joined by `cf.br` / `cf.cond_br` (plan-only): the
+    /// blocks in written order, as HIVM's PlanMemory walks them (see [`super::cfg`]). A block
+    /// argument is what its predecessors pass (one buffer, or a select of them as for an
+    /// `scf.if`'s result); a branch is no op; a use after HIVM freed the buffer reads another
+    /// input of the op in its place, so it does not keep the buffer live.
+    fn blocks(&mut self, body: &Region, block: &mut BlockOut) {
+        if !self.opts.lenient {
+            let p = body.blocks[1]
+                .ops
+                .first()
+                .map(|o| o.name_pos)
+                .unwrap_or_default();
+            self.error(
+                p,
+                "a function of more than one block (cf.br control flow) is run by npusim only as structured control flow".into(),
+                Some("write it with scf.if / scf.for; `npusim opt` plans it as HIVM does".into()),
+            );
+            return;
+        }
+        let cfg = match super::cfg::analyse(self.src, body) {
+            Ok(c) => c,
+            Err(problems) => {
+                for (p, m) in problems {
+                    self.error(p, m, Some("npusim reads forward cf.br / cf.cond_br between the blocks of a function".into()));
+                }
+                return;
+            }
+        };
+        for (k, b) in body.blocks.iter().enumerate() {
+            for (i, (arg, ty)) in b.args.iter().enumerate() {
+                let incoming = cfg.incoming[k].get(i).cloned().unwrap_or_default();
+                self.block_arg(arg, ty, &incoming, block);
+            }
+            for op in &b.ops {
+                if super::cfg::is_branch(&op.name) {
+                    continue;
+                }
+                // the freed on-chip buffers this op reads (a gm tensor is no buffer of HIVM's)
+                let dead: Vec<&String> = match &op.kind {
+                    OpKind::Dps { ins, .. } => cfg
+                        .dead
+                        .iter()
+                        .filter(|(o, n)| {
+                            *o == op.span.start.offset
+                                && ins.iter().any(|t| t.value.name == *n)
+                                && matches!(self.vals.get(&(n.clone(), 0)),
+                                    Some(Val::Mem(m)) if !self.roots[m.root].tensor)
+                        })
+                        .map(|(_, n)| n)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let stand_in = match &op.kind {
+                    OpKind::Dps { ins, .. } if !dead.is_empty() => ins
+                        .iter()
+                        .filter(|t| !dead.contains(&&t.value.name))
+                        .find_map(|t| match self.get(&t.value) {
+                            Some(v @ Val::Mem(_)) => Some(v.clone()),
+                            _ => None,
+                        }),
+                    _ => None,
+                };
+                let Some(v) = stand_in else {
+                    self.op(op, block);
+                    continue;
+                };
+                let saved: Vec<((String, u32), Option<Val>)> = dead
+                    .iter()
+                    .map(|n| {
+                        let key = ((*n).clone(), 0);
+                        let old = self.vals.insert(key.clone(), v.clone());
+                        (key, old)
+                    })
+                    .collect();
+                self.op(op, block);
+                for (key, old) in saved {
+                    match old {
+                        Some(o) => self.vals.insert(key, o),
+                        None => self.vals.remove(&key),
+                    };
+                }
+            }
+        }
+    }
+
+    /// A block argument: the value its predecessors pass, or a select of the buffers they do.
+    fn block_arg(&mut self, arg: &Value, ty: &Type, incoming: &[String], block: &mut BlockOut) {
+        let vals: Vec<Option<Val>> = incoming
+            .iter()
+            .map(|n| self.vals.get(&(n.clone(), 0)).cloned())
+            .collect();
+        let mems: Vec<Mem> = vals
+            .iter()
+            .filter_map(|v| match v {
+                Some(Val::Mem(m)) => Some(m.clone()),
+                _ => None,
+            })
+            .collect();
+        let v = match ty {
+            Type::MemRef(mt) if !mems.is_empty() && mems.len() == vals.len() => {
+                if mems.iter().all(|m| m.root == mems[0].root) {
+                    Val::Mem(Mem {
+                        ty: mt.clone(),
+                        ..mems[0].clone()
+                    })
+                } else {
+                    let roots: Vec<usize> = mems.iter().map(|m| m.root).collect();
+                    self.merge(&roots, mt, arg.pos, block, true, true)
+                }
+            }
+            _ => match vals.first() {
+                Some(Some(first))
+                    if vals
+                        .iter()
+                        .all(|v| v.as_ref().is_some_and(|v| same_int(v, first))) =>
+                {
+                    first.clone()
+                }
+                _ => Val::Unknown {
+                    what: format!("block argument %{}", arg.name),
+                },
+            },
+        };
+        self.set(arg, v);
+    }
+}
+
+/// Two integer values that are the same expression.
+fn same_int(a: &Val, b: &Val) -> bool {
+    matches!((a, b), (Val::Int { expr: x, .. }, Val::Int { expr: y, .. }) if x == y)
 }
 
 impl Lower<'_> {
