@@ -140,10 +140,7 @@ fn an_output_takes_the_address_of_a_buffer_an_if_result_names() {
     // takes b here); npusim tries the select's members in order, b first: e at b's 32.
     // Without the select rule e would need bytes of its own: 96.
     let (_, offs) = plan(IF_SELECT);
-    assert_eq!(
-        ["a", "b", "d", "e"].map(|n| at(&offs, n)),
-        [0, 32, 64, 32]
-    );
+    assert_eq!(["a", "b", "d", "e"].map(|n| at(&offs, n)), [0, 32, 64, 32]);
 }
 
 const EMPTY_SEQ: &str = r#"func.func @empty_seq(%src: memref<64xi64, #hivm.address_space<gm>>, %dst: memref<64xi32, #hivm.address_space<gm>>) {

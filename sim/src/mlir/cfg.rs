@@ -25,6 +25,9 @@ pub struct Cfg {
     pub dead: HashSet<(u32, String)>,
 }
 
+/// The most blocks a function may have (reachability is a square table of them).
+pub const MAX_BLOCKS: usize = 1024;
+
 /// Whether `name` is one of the branch ops this module reads.
 pub fn is_branch(name: &str) -> bool {
     matches!(name, "cf.br" | "cf.cond_br")
@@ -34,6 +37,20 @@ pub fn is_branch(name: &str) -> bool {
 /// read) is reported at its op.
 pub fn analyse(src: &str, body: &Region) -> Result<Cfg, Vec<(Pos, String)>> {
     let blocks = &body.blocks;
+    if blocks.len() > MAX_BLOCKS {
+        let p = blocks[MAX_BLOCKS]
+            .ops
+            .first()
+            .map(|o| o.name_pos)
+            .unwrap_or_default();
+        return Err(vec![(
+            p,
+            format!(
+                "a function of {} blocks: npusim reads at most {MAX_BLOCKS}",
+                blocks.len()
+            ),
+        )]);
+    }
     let index: HashMap<&str, usize> = blocks
         .iter()
         .enumerate()
@@ -109,79 +126,67 @@ pub fn analyse(src: &str, body: &Region) -> Result<Cfg, Vec<(Pos, String)>> {
         return Err(problems);
     }
     // every block reachable from each (forward edges only, so no block reaches itself)
-    let mut reach: Vec<HashSet<usize>> = vec![HashSet::new(); blocks.len()];
-    for k in (0..blocks.len()).rev() {
-        let mut r = HashSet::new();
+    let n = blocks.len();
+    let mut reach: Vec<Vec<bool>> = vec![vec![false; n]; n];
+    for k in (0..n).rev() {
+        let mut r = vec![false; n];
         for &s in &succ[k] {
-            r.insert(s);
-            r.extend(reach[s].iter().copied());
+            r[s] = true;
+            for (t, &x) in reach[s].iter().enumerate() {
+                r[t] |= x;
+            }
         }
         reach[k] = r;
     }
-    // uses per block: (op index, op start, names used), and the names each block defines
-    let mut uses: Vec<Vec<(usize, u32, Vec<String>)>> = Vec::new();
-    let mut defined: Vec<HashSet<String>> = Vec::new();
-    for b in blocks {
-        let mut d: HashSet<String> = b.args.iter().map(|(v, _)| v.name.clone()).collect();
-        let mut u = Vec::new();
+    // per alias class: the last op using it in each block, the blocks using a name the block
+    // does not define (where it is live in), and every use (block, op start, name)
+    let mut last: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+    let mut live_in: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut all_uses: Vec<(usize, u32, String, usize)> = Vec::new();
+    for (k, b) in blocks.iter().enumerate() {
+        let mut defined: HashSet<&str> = b.args.iter().map(|(v, _)| v.name.as_str()).collect();
         for (j, op) in b.ops.iter().enumerate() {
             let own: HashSet<&str> = op.results.iter().map(|r| r.name.as_str()).collect();
-            let names: Vec<String> = value_names(&text(src, op))
-                .into_iter()
-                .filter(|n| !own.contains(n.as_str()))
-                .collect();
-            d.extend(op.results.iter().map(|r| r.name.clone()));
-            u.push((j, op.span.start.offset, names));
-        }
-        uses.push(u);
-        defined.push(d);
-    }
-    // per alias class: the first block, in order, that frees it
-    let mut freed: HashMap<String, usize> = HashMap::new();
-    let mut roots: Vec<String> = Vec::new();
-    for u in &uses {
-        for (_, _, names) in u {
-            for n in names {
-                let r = classes.find(n);
-                if !roots.contains(&r) {
-                    roots.push(r);
+            for name in value_names(&text(src, op)) {
+                if own.contains(name.as_str()) {
+                    continue;
                 }
+                let c = classes.find(&name);
+                let l = last.entry(c).or_default();
+                match l.last_mut() {
+                    Some((bk, lj)) if *bk == k => *lj = j,
+                    _ => l.push((k, j)),
+                }
+                if !defined.contains(name.as_str()) {
+                    let li = live_in.entry(c).or_default();
+                    if li.last() != Some(&k) {
+                        li.push(k);
+                    }
+                }
+                all_uses.push((k, op.span.start.offset, name, c));
             }
+            defined.extend(op.results.iter().map(|r| r.name.as_str()));
         }
     }
-    for class in &roots {
-        for (k, b) in blocks.iter().enumerate() {
-            let Some(last) = uses[k]
-                .iter()
-                .filter(|(_, _, ns)| ns.iter().any(|n| classes.find(n) == *class))
-                .map(|(j, _, _)| *j)
-                .max()
-            else {
-                continue;
-            };
-            // a branch passes the buffer on (and frees nothing)
-            if is_branch(&b.ops[last].name) || b.ops[last].name == "func.return" {
+    // per class: the first block, in order, whose last use of it is an op that frees (not a
+    // branch, which passes it on) and after which nothing of it is live
+    let mut freed: HashMap<usize, usize> = HashMap::new();
+    for (&c, per_block) in &last {
+        let ins = live_in.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+        for &(k, j) in per_block {
+            let name = &blocks[k].ops[j].name;
+            if is_branch(name) || name == "func.return" {
                 continue;
             }
-            let live_out = reach[k].iter().any(|&s| {
-                uses[s].iter().any(|(_, _, ns)| {
-                    ns.iter()
-                        .any(|n| classes.find(n) == *class && !defined[s].contains(n))
-                })
-            });
-            if !live_out {
-                freed.insert(class.clone(), k);
+            if !ins.iter().any(|&s| reach[k][s]) {
+                freed.insert(c, k);
                 break;
             }
         }
     }
-    for (k, u) in uses.iter().enumerate() {
-        for (_, start, names) in u {
-            for n in names {
-                if freed.get(&classes.find(n)).is_some_and(|&f| f < k) {
-                    cfg.dead.insert((*start, n.clone()));
-                }
-            }
+    for (k, start, name, c) in all_uses {
+        if freed.get(&c).is_some_and(|&f| f < k) {
+            cfg.dead.insert((start, name));
         }
     }
     Ok(cfg)
@@ -268,29 +273,37 @@ fn successors(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// Alias classes of value names (union-find).
+/// Alias classes of value names (union-find over ids, with path halving).
 #[derive(Default)]
 struct Classes {
-    parent: HashMap<String, String>,
+    id: HashMap<String, usize>,
+    parent: Vec<usize>,
 }
 
 impl Classes {
-    fn find(&self, n: &str) -> String {
-        let mut at = n.to_string();
-        // each step moves to a name inserted before: the walk ends
-        while let Some(p) = self.parent.get(&at) {
-            if *p == at {
-                break;
-            }
-            at = p.clone();
+    fn id(&mut self, n: &str) -> usize {
+        if let Some(&i) = self.id.get(n) {
+            return i;
         }
-        at
+        let i = self.parent.len();
+        self.parent.push(i);
+        self.id.insert(n.to_string(), i);
+        i
+    }
+
+    fn find(&mut self, n: &str) -> usize {
+        let mut x = self.id(n);
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
     }
 
     fn union(&mut self, a: &str, b: &str) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
-            self.parent.insert(ra, rb);
+            self.parent[ra] = rb;
         }
     }
 }

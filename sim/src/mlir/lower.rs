@@ -3255,6 +3255,15 @@ impl Lower<'_> {
     }
 }
 
+/// A value as written, without `%`: `x`, or `r#1` for a result of a group.
+fn value_text(v: &Value) -> String {
+    if v.index > 0 {
+        format!("{}#{}", v.name, v.index)
+    } else {
+        v.name.clone()
+    }
+}
+
 /// Two integer values that are the same expression.
 fn same_int(a: &Val, b: &Val) -> bool {
     matches!((a, b), (Val::Int { expr: x, .. }, Val::Int { expr: y, .. }) if x == y)
@@ -3491,7 +3500,7 @@ impl Lower<'_> {
                 if k == site.result {
                     format!("%{}", arg.name)
                 } else {
-                    format!("%{}", v.name)
+                    format!("%{}", value_text(v))
                 }
             })
             .collect();
@@ -3499,7 +3508,8 @@ impl Lower<'_> {
             yield_pos: pos,
             copy: format!(
                 "hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})",
-                src.name, arg.name
+                value_text(src),
+                arg.name
             ),
             yield_text: format!("scope.return {} : {tys}", names.join(", ")),
         });
