@@ -554,71 +554,75 @@ pub fn inplace_pairs_with(
             } else {
                 v.ins.iter().collect()
             };
-            'kills: for kill_o in order {
-                let kills: Vec<BufferId> = match window_root(program, kill_o.base) {
-                    Some(b) => vec![b],
-                    None if through_select => select_members(program, kill_o.base),
+            // each input's buffer, or (through_select) each buffer its select names
+            let kills = order
+                .into_iter()
+                .flat_map(|o| match window_root(program, o.base) {
+                    Some(b) => vec![(o, b)],
+                    None if through_select => select_members(program, o.base)
+                        .into_iter()
+                        .map(|b| (o, b))
+                        .collect(),
                     None => Vec::new(),
-                };
-                for kill in kills {
-                    // an input named twice (`vadd a, a`) is one candidate
-                    if tried.contains(&kill) {
-                        continue;
-                    }
-                    tried.push(kill);
-                    if ignore[kill.index()] || used.contains(&kill) || kill == gen {
-                        continue;
-                    }
-                    let (gb, kb) = (program.buffer(gen), program.buffer(kill));
-                    if gb.scope != kb.scope || bits(kill) < bits(gen) {
-                        continue;
-                    }
-                    let ge = groups.find(live.entry_of[gen.index()]);
-                    let ke = groups.find(live.entry_of[kill.index()]);
-                    if ge == ke {
-                        continue;
-                    }
-                    // the kill dies here, and nothing of its group lives on beside the gen
-                    let dead_after = successor(program, live, id, p)
-                        .is_none_or(|s| !covers(&groups.lifetime[ke], s));
-                    if !dead_after || !meet_only_at(&groups.lifetime[ge], &groups.lifetime[ke], p) {
-                        continue;
-                    }
-                    if !reusable_op(program, v, gen_o, kill_o, kill) {
-                        continue;
-                    }
-                    if !slots_compatible(
-                        program,
-                        live,
-                        &groups,
-                        &touch,
-                        id,
-                        (gen_o, ge),
-                        (kill_o, ke),
-                    ) {
-                        continue;
-                    }
-                    let multi = groups.multi[ge].max(groups.multi[ke]);
-                    let pair = InplacePair {
-                        gen,
-                        kill,
-                        op: id,
-                        multi,
-                    };
-                    // the multi-buffer load→store stall veto
-                    if groups.multi[ge] > 1
-                        && groups.multi[ke] > 1
-                        && groups.stores[ge]
-                        && groups.loads[ke]
-                    {
-                        refused.push(pair);
-                        continue;
-                    }
-                    groups.merge(ge, ke);
-                    used.push(kill);
-                    pairs.push(pair);
-                    break 'kills;
+                });
+            for (kill_o, kill) in kills {
+                // an input named twice (`vadd a, a`) is one candidate
+                if tried.contains(&kill) {
+                    continue;
                 }
+                tried.push(kill);
+                if ignore[kill.index()] || used.contains(&kill) || kill == gen {
+                    continue;
+                }
+                let (gb, kb) = (program.buffer(gen), program.buffer(kill));
+                if gb.scope != kb.scope || bits(kill) < bits(gen) {
+                    continue;
+                }
+                let ge = groups.find(live.entry_of[gen.index()]);
+                let ke = groups.find(live.entry_of[kill.index()]);
+                if ge == ke {
+                    continue;
+                }
+                // the kill dies here, and nothing of its group lives on beside the gen
+                let dead_after = successor(program, live, id, p)
+                    .is_none_or(|s| !covers(&groups.lifetime[ke], s));
+                if !dead_after || !meet_only_at(&groups.lifetime[ge], &groups.lifetime[ke], p) {
+                    continue;
+                }
+                if !reusable_op(program, v, gen_o, kill_o, kill) {
+                    continue;
+                }
+                if !slots_compatible(
+                    program,
+                    live,
+                    &groups,
+                    &touch,
+                    id,
+                    (gen_o, ge),
+                    (kill_o, ke),
+                ) {
+                    continue;
+                }
+                let multi = groups.multi[ge].max(groups.multi[ke]);
+                let pair = InplacePair {
+                    gen,
+                    kill,
+                    op: id,
+                    multi,
+                };
+                // the multi-buffer load→store stall veto
+                if groups.multi[ge] > 1
+                    && groups.multi[ke] > 1
+                    && groups.stores[ge]
+                    && groups.loads[ke]
+                {
+                    refused.push(pair);
+                    continue;
+                }
+                groups.merge(ge, ke);
+                used.push(kill);
+                pairs.push(pair);
+                break;
             }
         }
     }
