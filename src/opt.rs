@@ -814,6 +814,7 @@ fn plan_function(
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
     opts.plan.inplace_last_input_first = true;
+    opts.plan.inplace_through_select = true;
     let prepared = match pipeline::prepare(program, config, &opts) {
         Ok(p) => p,
         Err(f) => {
@@ -939,7 +940,11 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
     }
     (0..n)
         .map(sim::BufferId::new)
-        .filter(|b| read[b.index()] && !written[group(*b)])
+        // a fixed buffer (`at:`, a pointer_cast or an on-chip argument) is no alloc of
+        // HIVM's plan: PlanMemory does not check it
+        .filter(|b| {
+            read[b.index()] && !written[group(*b)] && program.buffers[b.index()].at.is_none()
+        })
         .collect()
 }
 
@@ -1607,3 +1612,7 @@ fn affine_symbol(op: sim::expr::BinOp) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+#[path = "opt_tests.rs"]
+mod lit_constructs;

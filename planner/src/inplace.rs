@@ -165,6 +165,17 @@ fn window_root(program: &Program, r: Ref) -> Option<BufferId> {
     }
 }
 
+/// The buffers a `select` view names (through windows over it: none), in its order.
+fn select_members(program: &Program, r: Ref) -> Vec<BufferId> {
+    match r {
+        Ref::View(v) => match &program.view(v).kind {
+            ViewKind::Select { of } => of.clone(),
+            ViewKind::Window { .. } => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
 /// The shape of an operand's base (buffer or view).
 fn base_shape(program: &Program, r: Ref) -> Vec<u64> {
     match r {
@@ -464,6 +475,20 @@ pub fn inplace_pairs_ordered(
     live: &Liveness,
     last_first: bool,
 ) -> InplaceResult {
+    inplace_pairs_with(program, live, last_first, false)
+}
+
+/// [`inplace_pairs_ordered`]; with `through_select` (`npusim opt`), an input naming a
+/// `select` view offers each of its buffers in turn as the kill: HIVM kills every alias of a
+/// value that dies (an `scf.if` result, a block argument), and its output may take any of
+/// them (`GenerateInplaceList`). Sound in general (every member lives until the select's last
+/// use), but a change to npusim's own plans, so `opt` turns it on (docs/planner.md).
+pub fn inplace_pairs_with(
+    program: &Program,
+    live: &Liveness,
+    last_first: bool,
+    through_select: bool,
+) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
         parent: (0..n).collect(),
@@ -529,10 +554,18 @@ pub fn inplace_pairs_ordered(
             } else {
                 v.ins.iter().collect()
             };
-            for kill_o in order {
-                let Some(kill) = window_root(program, kill_o.base) else {
-                    continue;
-                };
+            // each input's buffer, or (through_select) each buffer its select names
+            let kills = order
+                .into_iter()
+                .flat_map(|o| match window_root(program, o.base) {
+                    Some(b) => vec![(o, b)],
+                    None if through_select => select_members(program, o.base)
+                        .into_iter()
+                        .map(|b| (o, b))
+                        .collect(),
+                    None => Vec::new(),
+                });
+            for (kill_o, kill) in kills {
                 // an input named twice (`vadd a, a`) is one candidate
                 if tried.contains(&kill) {
                     continue;

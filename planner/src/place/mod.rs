@@ -64,6 +64,9 @@ pub struct PlanOptions {
     pub reads_unwritten: bool,
     /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
     pub inplace_last_input_first: bool,
+    /// Let an output take the address of a buffer an input `select` names (`npusim opt`:
+    /// HIVM inplaces through an `scf.if` result or a block argument).
+    pub inplace_through_select: bool,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -89,6 +92,7 @@ impl Default for PlanOptions {
             exact_time_limit: std::time::Duration::from_secs(10),
             reads_unwritten: false,
             inplace_last_input_first: false,
+            inplace_through_select: false,
         }
     }
 }

@@ -154,6 +154,7 @@ pub fn lower(
         seq: 0,
         copies: Vec::new(),
         erased: Vec::new(),
+        local_args: Vec::new(),
         func_text: if opts.lenient {
             super::print::uncommented(
                 src.get(func.span.start.offset as usize..func.span.end as usize)
@@ -167,7 +168,10 @@ pub fn lower(
         l.arg(a);
     }
     let mut block = BlockOut::default();
-    if let Some(b) = body.blocks.first() {
+    block.roots.extend(l.local_args.iter().copied());
+    if body.blocks.len() > 1 {
+        l.blocks(body, &mut block);
+    } else if let Some(b) = body.blocks.first() {
         for op in &b.ops {
             l.op(op, &mut block);
         }
@@ -343,6 +347,8 @@ struct Lower<'a> {
     erased: Vec<u32>,
     /// The function's text without comments (plan-only: which values are used).
     func_text: String,
+    /// Plan-only: the roots standing for on-chip memref arguments ([`Lower::local_arg`]).
+    local_args: Vec<usize>,
 }
 
 /// What [`Lower::snapshot`] keeps.
@@ -584,6 +590,10 @@ impl<'a> Lower<'a> {
                     return;
                 };
                 let sc = m.space.as_deref().unwrap_or("gm");
+                if sc != "gm" && self.opts.lenient {
+                    self.local_arg(a, m, dt);
+                    return;
+                }
                 if sc != "gm" {
                     self.error(
                         a.value.pos,
@@ -684,6 +694,8 @@ impl<'a> Lower<'a> {
         let mut out = Vec::new();
         for d in &m.shape {
             match d {
+                // plan-only: HIVM plans an empty buffer (0 bytes; docs/mlir.md)
+                Dim::Static(0) if self.opts.lenient => out.push(0),
                 Dim::Static(0) => {
                     self.error(
                         pos,
@@ -928,14 +940,17 @@ impl<'a> Lower<'a> {
                 continue;
             }
             let pos = root.pos;
+            // an on-chip argument takes no bytes of the plan (see `local_arg`)
+            let shape: &[u64] = if self.local_args.contains(&r) {
+                &[0]
+            } else {
+                &root.shape
+            };
             let mut fields = vec![
                 ("scope".to_string(), s(pos, root.scope)),
                 (
                     "shape".to_string(),
-                    seq(
-                        pos,
-                        root.shape.iter().map(|d| int(pos, *d as i64)).collect(),
-                    ),
+                    seq(pos, shape.iter().map(|d| int(pos, *d as i64)).collect()),
                 ),
                 ("dtype".to_string(), s(pos, &root.dtype)),
             ];
@@ -2448,16 +2463,27 @@ impl<'a> Lower<'a> {
                 self.set(arg, v);
             }
         }
+        let yield_values = last_yield(body);
+        let in_scope = scope_yields(body, &yield_values, &copy_mode);
         if let Some(b) = body.blocks.first() {
             for o in &b.ops {
                 self.op(o, &mut out);
+                for site in in_scope.iter().filter(|x| std::ptr::eq(x.scope, o)) {
+                    self.scope_copy(site, &iter_args[site.index].0, &inits, &mut out);
+                }
             }
         }
-        let yield_values = last_yield(body);
         let yield_op = body.blocks.first().and_then(|b| b.ops.last());
         let mut yielded = self.yielded_roots(&yield_values);
         for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
             if copy_mode.get(i) != Some(&true) {
+                continue;
+            }
+            if in_scope.iter().any(|x| x.index == i) {
+                // copied before the scope's return (above): the loop carries its buffer
+                if let Some(Val::Mem(m)) = init {
+                    yielded[i] = Some(m.root);
+                }
                 continue;
             }
             let (Some(Val::Mem(m)), Some(Some(y)), Some(yv), Some(yop)) =
@@ -3009,6 +3035,7 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        self.dynamic_broadcast(op, &mut mem_ins, outs);
         let mut f = Vec::new();
         let mut ins_nodes = Vec::new();
         for (m, p) in &mem_ins {
@@ -3265,6 +3292,404 @@ fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32)
             format!("(({x} + {y} - 1) / {y})")
         }
         A::Mod(a, b) => format!("({} % {})", affine(a, args, dims), affine(b, args, dims)),
+    }
+}
+
+impl Lower<'_> {
+    /// A function body of several blocks joined by `cf.br` / `cf.cond_br` (plan-only): the
+    /// blocks in written order, as HIVM's PlanMemory walks them (see [`super::cfg`]). A block
+    /// argument is what its predecessors pass (one buffer, or a select of them as for an
+    /// `scf.if`'s result); a branch is no op; a use after HIVM freed the buffer reads another
+    /// input of the op in its place, so it does not keep the buffer live.
+    fn blocks(&mut self, body: &Region, block: &mut BlockOut) {
+        if !self.opts.lenient {
+            let p = body.blocks[1]
+                .ops
+                .first()
+                .map(|o| o.name_pos)
+                .unwrap_or_default();
+            self.error(
+                p,
+                "a function of more than one block (cf.br control flow) is run by npusim only as structured control flow".into(),
+                Some("write it with scf.if / scf.for; `npusim opt` plans it as HIVM does".into()),
+            );
+            return;
+        }
+        let cfg = match super::cfg::analyse(self.src, body) {
+            Ok(c) => c,
+            Err(problems) => {
+                for (p, m) in problems {
+                    self.error(p, m, Some("npusim reads forward cf.br / cf.cond_br between the blocks of a function".into()));
+                }
+                return;
+            }
+        };
+        for (k, b) in body.blocks.iter().enumerate() {
+            for (i, (arg, ty)) in b.args.iter().enumerate() {
+                let incoming = cfg.incoming[k].get(i).cloned().unwrap_or_default();
+                self.block_arg(arg, ty, &incoming, block);
+            }
+            for op in &b.ops {
+                if super::cfg::is_branch(&op.name) {
+                    continue;
+                }
+                // the freed on-chip buffers this op reads (a gm tensor is no buffer of HIVM's)
+                let dead: Vec<&String> = match &op.kind {
+                    OpKind::Dps { ins, .. } => cfg
+                        .dead
+                        .iter()
+                        .filter(|(o, n)| {
+                            *o == op.span.start.offset
+                                && ins.iter().any(|t| t.value.name == *n)
+                                && matches!(self.vals.get(&(n.clone(), 0)),
+                                    Some(Val::Mem(m)) if !self.roots[m.root].tensor)
+                        })
+                        .map(|(_, n)| n)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let stand_in = match &op.kind {
+                    OpKind::Dps { ins, .. } if !dead.is_empty() => ins
+                        .iter()
+                        .filter(|t| !dead.contains(&&t.value.name))
+                        .find_map(|t| match self.get(&t.value) {
+                            Some(v @ Val::Mem(_)) => Some(v.clone()),
+                            _ => None,
+                        }),
+                    _ => None,
+                };
+                let Some(v) = stand_in else {
+                    self.op(op, block);
+                    continue;
+                };
+                let saved: Vec<((String, u32), Option<Val>)> = dead
+                    .iter()
+                    .map(|n| {
+                        let key = ((*n).clone(), 0);
+                        let old = self.vals.insert(key.clone(), v.clone());
+                        (key, old)
+                    })
+                    .collect();
+                self.op(op, block);
+                for (key, old) in saved {
+                    match old {
+                        Some(o) => self.vals.insert(key, o),
+                        None => self.vals.remove(&key),
+                    };
+                }
+            }
+        }
+    }
+
+    /// A block argument: the value its predecessors pass, or a select of the buffers they do.
+    fn block_arg(&mut self, arg: &Value, ty: &Type, incoming: &[String], block: &mut BlockOut) {
+        let vals: Vec<Option<Val>> = incoming
+            .iter()
+            .map(|n| self.vals.get(&(n.clone(), 0)).cloned())
+            .collect();
+        let mems: Vec<Mem> = vals
+            .iter()
+            .filter_map(|v| match v {
+                Some(Val::Mem(m)) => Some(m.clone()),
+                _ => None,
+            })
+            .collect();
+        let v = match ty {
+            Type::MemRef(mt) if !mems.is_empty() && mems.len() == vals.len() => {
+                if mems.iter().all(|m| m.root == mems[0].root) {
+                    Val::Mem(Mem {
+                        ty: mt.clone(),
+                        ..mems[0].clone()
+                    })
+                } else {
+                    let roots: Vec<usize> = mems.iter().map(|m| m.root).collect();
+                    self.merge(&roots, mt, arg.pos, block, true, true)
+                }
+            }
+            _ => match vals.first() {
+                Some(Some(first))
+                    if vals
+                        .iter()
+                        .all(|v| v.as_ref().is_some_and(|v| same_int(v, first))) =>
+                {
+                    first.clone()
+                }
+                _ => Val::Unknown {
+                    what: format!("block argument %{}", arg.name),
+                },
+            },
+        };
+        self.set(arg, v);
+    }
+}
+
+/// A value as written, without `%`: `x`, or `r#1` for a result of a group.
+fn value_text(v: &Value) -> String {
+    if v.index > 0 {
+        format!("{}#{}", v.name, v.index)
+    } else {
+        v.name.clone()
+    }
+}
+
+/// Two integer values that are the same expression.
+fn same_int(a: &Val, b: &Val) -> bool {
+    matches!((a, b), (Val::Int { expr: x, .. }, Val::Int { expr: y, .. }) if x == y)
+}
+
+impl Lower<'_> {
+    /// Plan-only: an op with an inline broadcast (`broadcast = [..]`) over memrefs of dynamic
+    /// shapes. HIVM lets its output take an input's address only when the two operands'
+    /// types have the same static shape (`isStaticShapeSame`: `?` equals `?`); npusim's rule
+    /// compares the shapes of the operands as selected, which for a view sized when the
+    /// kernel runs are its root's or unknown.
+    /// So each operand stands for its whole root, except an input whose type's shape is not
+    /// the output's, which stands for one element of it: the planner then sees the shapes
+    /// HIVM's rule compares.
+    fn dynamic_broadcast(&mut self, op: &Op, mem_ins: &mut [(Mem, Pos)], outs: &[Typed]) {
+        if !self.opts.lenient {
+            return;
+        }
+        let listed = op.attrs.iter().any(|a| {
+            matches!(a.name.as_str(), "broadcast" | "broadcast_dims")
+                && matches!(&a.value, Some(Attr::Array(v)) if !v.is_empty())
+        });
+        let dynamic = |m: &Mem| m.ty.shape.contains(&Dim::Dynamic);
+        let Some(out) = outs.first() else { return };
+        let Some(Val::Mem(om)) = self.get(&out.value).cloned() else {
+            return;
+        };
+        if !listed || !(dynamic(&om) || mem_ins.iter().any(|(m, _)| dynamic(m))) {
+            return;
+        }
+        for (m, _) in mem_ins.iter_mut() {
+            m.sel = if m.ty.shape == om.ty.shape {
+                Sel::Whole
+            } else {
+                Sel::Range("0".into(), 1)
+            };
+        }
+        self.set(
+            &out.value,
+            Val::Mem(Mem {
+                sel: Sel::Whole,
+                ..om
+            }),
+        );
+    }
+}
+
+impl Lower<'_> {
+    /// Plan-only: a memref argument in an on-chip space (`ub`, `cbuf`, ...). HIVM's PlanMemory
+    /// plans `memref.alloc`s only: an argument is no buffer of its plan (it traces to no
+    /// alloc), so it takes no address, is never inplaced, and reading it unwritten is no
+    /// error. npusim declares it as a buffer fixed at offset 0 with no bytes (`shape: [0]`,
+    /// `at: [0]`): the planner places around it nothing, a fixed buffer never takes part in
+    /// inplace, and `opt` does not report a fixed buffer read before its first write.
+    fn local_arg(&mut self, a: &super::ast::FuncArg, m: &MemRefType, dt: &'static str) {
+        let space = m.space.clone().unwrap_or_default();
+        let Some(sc) = scope(&space) else {
+            self.error(
+                a.value.pos,
+                format!(
+                    "argument %{}: address space `{space}` is not one npusim models",
+                    a.value.name
+                ),
+                Some("npusim plans ub, cbuf (L1), ca (L0A), cb (L0B) and cc (L0C)".into()),
+            );
+            return;
+        };
+        if sc == "ub" {
+            self.uses_ub = true;
+        } else {
+            self.uses_cube = true;
+        }
+        // the shape views of it read (the declared buffer itself has none)
+        let shape: Vec<u64> = m
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Static(n) => *n,
+                Dim::Dynamic => 1,
+            })
+            .collect();
+        let name = self.fresh(&a.value.name);
+        let pos = a.value.pos;
+        self.roots.push(Root {
+            name,
+            tensor: false,
+            shape,
+            dtype: dt.to_string(),
+            scope: sc,
+            multi: 1,
+            at: Some(vec![0]),
+            share: None,
+            pos,
+            select: Vec::new(),
+            inplace: false,
+            preload: false,
+        });
+        let root = self.roots.len() - 1;
+        self.local_args.push(root);
+        self.set(
+            &a.value,
+            Val::Mem(Mem {
+                root,
+                sel: Sel::Whole,
+                ty: m.clone(),
+            }),
+        );
+    }
+}
+
+/// A carried buffer HIVM copies into before a `scope.return`: the loop yields a result of a
+/// `scope.scope` of its body, and HIVM's NormalizeLoopIterator then places the copy inside the
+/// scope and returns the carried buffer (`replaceReturnValueByIterArg`), not before the yield.
+struct ScopeYield<'o> {
+    /// The scope op in the loop body.
+    scope: &'o Op,
+    /// The loop's iter_arg (and yielded value) index.
+    index: usize,
+    /// Which of the scope's results is yielded.
+    result: usize,
+    /// The scope's `scope.return` op and its operands.
+    ret: &'o Op,
+    returned: Vec<Value>,
+}
+
+/// The yielded values (of the iter_args in copy mode) that are results of a `scope.scope`
+/// in the loop's body.
+fn scope_yields<'o>(
+    body: &'o Region,
+    yielded: &[Value],
+    copy_mode: &[bool],
+) -> Vec<ScopeYield<'o>> {
+    let Some(b) = body.blocks.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (index, v) in yielded.iter().enumerate() {
+        if copy_mode.get(index) != Some(&true) {
+            continue;
+        }
+        for o in &b.ops {
+            let OpKind::Scope { body: sb } = &o.kind else {
+                continue;
+            };
+            let mut k = 0usize;
+            let mut result = None;
+            for r in &o.results {
+                for j in 0..r.count.max(1) {
+                    if r.name == v.name && j == v.index {
+                        result = Some(k);
+                    }
+                    k += 1;
+                }
+            }
+            let Some(result) = result else { continue };
+            let ret = sb
+                .blocks
+                .iter()
+                .flat_map(|b| &b.ops)
+                .rfind(|x| x.name == "scope.return");
+            let Some(ret) = ret else { continue };
+            let returned = match &ret.kind {
+                OpKind::Opaque { operands: v, .. }
+                | OpKind::Return { values: v }
+                | OpKind::Yield { values: v } => v.clone(),
+                _ => continue,
+            };
+            if returned.len() > result {
+                out.push(ScopeYield {
+                    scope: o,
+                    index,
+                    result,
+                    ret,
+                    returned,
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Lower<'_> {
+    /// HIVM's copy of a scope's returned buffer into the loop's carried one, placed after the
+    /// scope's ops (npusim inlines a scope: that is before its `scope.return`); the scope's
+    /// result becomes the carried buffer.
+    fn scope_copy(
+        &mut self,
+        site: &ScopeYield<'_>,
+        arg: &Value,
+        inits: &[Option<Val>],
+        out: &mut BlockOut,
+    ) {
+        let (Some(Some(Val::Mem(m))), Some(src)) =
+            (inits.get(site.index), site.returned.get(site.result))
+        else {
+            return;
+        };
+        let Some(Val::Mem(sm)) = self.get(src).cloned() else {
+            return;
+        };
+        let pos = site.ret.name_pos;
+        let (yn, an) = (
+            self.roots[sm.root].name.clone(),
+            self.roots[m.root].name.clone(),
+        );
+        self.push(
+            site.ret,
+            out,
+            "copy",
+            map(
+                pos,
+                vec![("src".into(), s(pos, &yn)), ("dst".into(), s(pos, &an))],
+            ),
+            vec![],
+        );
+        let text = self
+            .src
+            .get(site.ret.span.start.offset as usize..site.ret.span.end as usize)
+            .unwrap_or("");
+        let line = one_line(text, usize::MAX);
+        let tys = line
+            .rsplit_once(" : ")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_default();
+        let ty = split_top(&tys)
+            .get(site.result)
+            .cloned()
+            .unwrap_or_else(|| tys.clone());
+        let names: Vec<String> = site
+            .returned
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                if k == site.result {
+                    format!("%{}", arg.name)
+                } else {
+                    format!("%{}", value_text(v))
+                }
+            })
+            .collect();
+        self.copies.push(CopySite {
+            yield_pos: pos,
+            copy: format!(
+                "hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})",
+                value_text(src),
+                arg.name
+            ),
+            yield_text: format!("scope.return {} : {tys}", names.join(", ")),
+        });
+        let mut k = 0usize;
+        for r in &site.scope.results {
+            for j in 0..r.count.max(1) {
+                if k == site.result {
+                    self.vals.insert((r.name.clone(), j), Val::Mem(m.clone()));
+                }
+                k += 1;
+            }
+        }
     }
 }
 

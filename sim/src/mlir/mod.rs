@@ -33,6 +33,7 @@
 
 pub mod ast;
 mod attrs;
+pub mod cfg;
 mod lexer;
 pub mod lower;
 pub mod mix;
