@@ -600,6 +600,7 @@ fn chunk_edits(
             device_entry: entry,
             names: &names,
             offset: func.span.start.offset,
+            op: func,
         };
         plan_function(
             &loaded,
@@ -620,6 +621,50 @@ struct FuncCtx<'a> {
     names: &'a ChunkNames,
     /// The function op's start offset (its prologue's key).
     offset: u32,
+    /// The function op, for the emulation of HIVM's liveness walk.
+    op: &'a sim::mlir::ast::Op,
+}
+
+/// PlanMemory's `kPlanRetryCount`: the seeds it tries.
+const HIVM_PLAN_ATTEMPTS: u32 = 20;
+
+/// HIVM's kill order for shuffle seed `seed`, in the program's ids: the emulation's allocs by
+/// the buffers they became, its ops by their source position.
+fn hivm_kill_order(
+    loaded: &Loaded,
+    func: &sim::mlir::ast::Op,
+    seed: u32,
+) -> Vec<(sim::OpId, Vec<sim::BufferId>)> {
+    let program = loaded.kernel.first();
+    let orders = sim::mlir::hivm_live::orders(func, seed);
+    let buffer_of_ssa: HashMap<&str, sim::BufferId> = loaded
+        .lowered
+        .allocs
+        .iter()
+        .filter_map(|a| {
+            let b = program.buffers.iter().position(|b| b.name == a.buffer)?;
+            Some((a.ssa.as_str(), sim::BufferId::new(b)))
+        })
+        .collect();
+    let op_at: HashMap<(u32, u32), sim::OpId> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.loc.inserted.is_none() && o.loc.line > 0)
+        .map(|(i, o)| ((o.loc.line, o.loc.column), sim::OpId::new(i)))
+        .collect();
+    orders
+        .kills
+        .iter()
+        .filter_map(|(pos, kills)| {
+            let op = *op_at.get(&(pos.line, pos.column))?;
+            let bufs: Vec<sim::BufferId> = kills
+                .iter()
+                .filter_map(|k| buffer_of_ssa.get(k.as_str()).copied())
+                .collect();
+            Some((op, bufs))
+        })
+        .collect()
 }
 
 fn plan_function(
@@ -663,7 +708,18 @@ fn plan_function(
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
     opts.plan.inplace_last_input_first = true;
-    let prepared = match pipeline::prepare(program, config, &opts) {
+    // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
+    // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
+    let mut attempt = 0;
+    let prepared = loop {
+        opts.plan.kill_order = hivm_kill_order(loaded, func.op, attempt);
+        let last = attempt + 1 == HIVM_PLAN_ATTEMPTS;
+        match pipeline::prepare(program, config, &opts) {
+            Err(Failure::Overflow(_)) if !last => attempt += 1,
+            other => break other,
+        }
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(f) => {
             diags.extend(failure(&f, program, loaded, file));

@@ -453,16 +453,17 @@ fn slots_compatible(
 
 /// The op-level inplace pairs of a program (module docs).
 pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
-    inplace_pairs_ordered(program, live, false)
+    inplace_pairs_ordered(program, live, false, &[])
 }
 
-/// [`inplace_pairs`], trying an op's inputs last first when `last_first` (`npusim opt`: where
-/// HIVM's shuffled kill list leaves a tie, its own tests pick the later input five times in
-/// six, docs/mlir.md).
+/// [`inplace_pairs`], trying an op's inputs last first when `last_first`, and before that, at an
+/// op `kill_order` lists, the buffers it lists in its order (`npusim opt`: HIVM's kill list,
+/// whose order is PlanMemory's shuffle, emulated by `sim::mlir::hivm_live`).
 pub fn inplace_pairs_ordered(
     program: &Program,
     live: &Liveness,
     last_first: bool,
+    kill_order: &[(OpId, Vec<BufferId>)],
 ) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
@@ -524,11 +525,19 @@ pub fn inplace_pairs_ordered(
         let mut used: Vec<BufferId> = Vec::new();
         for (gen, gen_o) in gens {
             let mut tried: Vec<BufferId> = Vec::new();
-            let order: Vec<&Operand> = if last_first {
+            let mut order: Vec<&Operand> = if last_first {
                 v.ins.iter().rev().collect()
             } else {
                 v.ins.iter().collect()
             };
+            if let Some((_, listed)) = kill_order.iter().find(|(o, _)| *o == id) {
+                // listed inputs first, in the list's order; a stable sort keeps the rest as is
+                order.sort_by_key(|o| {
+                    window_root(program, o.base)
+                        .and_then(|b| listed.iter().position(|&k| k == b))
+                        .unwrap_or(listed.len())
+                });
+            }
             for kill_o in order {
                 let Some(kill) = window_root(program, kill_o.base) else {
                     continue;

@@ -40,7 +40,7 @@ use first_fit::Placer;
 use overflow::{overflow, peak_bytes};
 use sequential::{gen_order, running_sum, unplaced_buffers};
 use sim::program::Program;
-use sim::{BufferId, Config, Space};
+use sim::{BufferId, Config, OpId, Space};
 
 /// Knobs of [`plan`] and [`crate::plan_program`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +64,11 @@ pub struct PlanOptions {
     pub reads_unwritten: bool,
     /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
     pub inplace_last_input_first: bool,
+    /// HIVM's kill order (`npusim opt`, from its emulation of PlanMemory's shuffled liveness,
+    /// `sim::mlir::hivm_live`): per op, the buffers that die there in the order PlanMemory tries
+    /// them for inplace. An op listed here tries these of its inputs first, in this order, then
+    /// its other inputs in the order above. Empty for npusim's own programs.
+    pub kill_order: Vec<(OpId, Vec<BufferId>)>,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -89,6 +94,7 @@ impl Default for PlanOptions {
             exact_time_limit: std::time::Duration::from_secs(10),
             reads_unwritten: false,
             inplace_last_input_first: false,
+            kill_order: Vec::new(),
         }
     }
 }

@@ -33,6 +33,8 @@
 
 pub mod ast;
 mod attrs;
+pub mod hivm_live;
+pub mod hivm_rng;
 mod lexer;
 pub mod lower;
 mod ops;
