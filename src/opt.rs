@@ -628,13 +628,15 @@ struct FuncCtx<'a> {
 /// PlanMemory's `kPlanRetryCount`: the seeds it tries.
 const HIVM_PLAN_ATTEMPTS: u32 = 20;
 
-/// HIVM's kill order for shuffle seed `seed`, in the program's ids: the emulation's allocs by
-/// the buffers they became, its ops by their source position.
-fn hivm_kill_order(
-    loaded: &Loaded,
-    func: &sim::mlir::ast::Op,
-    seed: u32,
-) -> Vec<(sim::OpId, Vec<sim::BufferId>)> {
+/// The inplace kill order of each op, and the gen order of each loop's start.
+type HivmOrders = (
+    Vec<(sim::OpId, Vec<sim::BufferId>)>,
+    Vec<Vec<sim::BufferId>>,
+);
+
+/// HIVM's kill and loop-gen orders for shuffle seed `seed`, in the program's ids: the
+/// emulation's allocs by the buffers they became, its ops by their source position.
+fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrders {
     let program = loaded.kernel.first();
     let orders = sim::mlir::hivm_live::orders(func, seed);
     let buffer_of_ssa: HashMap<&str, sim::BufferId> = loaded
@@ -653,18 +655,19 @@ fn hivm_kill_order(
         .filter(|(_, o)| o.loc.inserted.is_none() && o.loc.line > 0)
         .map(|(i, o)| ((o.loc.line, o.loc.column), sim::OpId::new(i)))
         .collect();
-    orders
+    let buffers = |names: &[String]| -> Vec<sim::BufferId> {
+        names
+            .iter()
+            .filter_map(|k| buffer_of_ssa.get(k.as_str()).copied())
+            .collect()
+    };
+    let kills = orders
         .kills
         .iter()
-        .filter_map(|(pos, kills)| {
-            let op = *op_at.get(&(pos.line, pos.column))?;
-            let bufs: Vec<sim::BufferId> = kills
-                .iter()
-                .filter_map(|k| buffer_of_ssa.get(k.as_str()).copied())
-                .collect();
-            Some((op, bufs))
-        })
-        .collect()
+        .filter_map(|(pos, kills)| Some((*op_at.get(&(pos.line, pos.column))?, buffers(kills))))
+        .collect();
+    let gens = orders.loop_gens.iter().map(|(_, g)| buffers(g)).collect();
+    (kills, gens)
 }
 
 fn plan_function(
@@ -712,7 +715,7 @@ fn plan_function(
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
     let mut attempt = 0;
     let prepared = loop {
-        opts.plan.kill_order = hivm_kill_order(loaded, func.op, attempt);
+        (opts.plan.kill_order, opts.plan.loop_gen_order) = hivm_orders(loaded, func.op, attempt);
         let last = attempt + 1 == HIVM_PLAN_ATTEMPTS;
         match pipeline::prepare(program, config, &opts) {
             Err(Failure::Overflow(_)) if !last => attempt += 1,

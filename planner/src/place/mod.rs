@@ -69,6 +69,33 @@ pub struct PlanOptions {
     /// them for inplace. An op listed here tries these of its inputs first, in this order, then
     /// its other inputs in the order above. Empty for npusim's own programs.
     pub kill_order: Vec<(OpId, Vec<BufferId>)>,
+    /// HIVM's loop gen order (`npusim opt`, from the same emulation): per loop, the buffers
+    /// declared before it and first written in it, in the order PlanMemory gens them at the
+    /// loop's start. Each list's buffers keep the places they hold in the gen order, taken in
+    /// the list's order. Empty for npusim's own programs.
+    pub loop_gen_order: Vec<Vec<BufferId>>,
+}
+
+/// `order` with each list's buffers in the places they hold there, taken in the list's order
+/// ([`PlanOptions::loop_gen_order`]); buffers a list names but `order` lacks are skipped.
+fn with_loop_gen_order(mut order: Vec<BufferId>, lists: &[Vec<BufferId>]) -> Vec<BufferId> {
+    for list in lists {
+        let mut slots = Vec::new();
+        let mut members = Vec::new();
+        for b in list {
+            if let Some(i) = order.iter().position(|x| x == b) {
+                if !slots.contains(&i) {
+                    slots.push(i);
+                    members.push(*b);
+                }
+            }
+        }
+        slots.sort_unstable();
+        for (slot, b) in slots.into_iter().zip(members) {
+            order[slot] = b;
+        }
+    }
+    order
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -95,6 +122,7 @@ impl Default for PlanOptions {
             reads_unwritten: false,
             inplace_last_input_first: false,
             kill_order: Vec::new(),
+            loop_gen_order: Vec::new(),
         }
     }
 }
@@ -152,7 +180,7 @@ pub fn place(
     let mut upgraded = Vec::new();
     let mut applied = Vec::new();
 
-    let first_writes = gen_order(program, live);
+    let first_writes = with_loop_gen_order(gen_order(program, live), &opts.loop_gen_order);
     for sc in &core.scopes {
         let space = sc.space;
         let align = sc.plan_align.max(1);
