@@ -639,13 +639,16 @@ type HivmOrders = (
 fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrders {
     let program = loaded.kernel.first();
     let orders = sim::mlir::hivm_live::orders(func, seed);
-    let buffer_of_ssa: HashMap<&str, sim::BufferId> = loaded
+    if std::env::var_os("NPUSIM_DEBUG_HIVM").is_some() {
+        eprintln!("seed {seed}: {orders:?}");
+    }
+    let buffer_at: HashMap<u32, sim::BufferId> = loaded
         .lowered
         .allocs
         .iter()
         .filter_map(|a| {
             let b = program.buffers.iter().position(|b| b.name == a.buffer)?;
-            Some((a.ssa.as_str(), sim::BufferId::new(b)))
+            Some((a.op_pos.offset, sim::BufferId::new(b)))
         })
         .collect();
     let op_at: HashMap<(u32, u32), sim::OpId> = program
@@ -655,10 +658,10 @@ fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrd
         .filter(|(_, o)| o.loc.inserted.is_none() && o.loc.line > 0)
         .map(|(i, o)| ((o.loc.line, o.loc.column), sim::OpId::new(i)))
         .collect();
-    let buffers = |names: &[String]| -> Vec<sim::BufferId> {
-        names
+    let buffers = |allocs: &[sim::mlir::hivm_live::Alloc]| -> Vec<sim::BufferId> {
+        allocs
             .iter()
-            .filter_map(|k| buffer_of_ssa.get(k.as_str()).copied())
+            .filter_map(|a| buffer_at.get(&a.at.offset).copied())
             .collect()
     };
     let kills = orders

@@ -31,18 +31,29 @@ use std::collections::{HashMap, HashSet};
 /// The orders of one function for one seed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Orders {
-    /// Per op that kills buffers (the op name's position): the allocs (SSA names without `%`)
-    /// that die there, in HIVM's order.
-    pub kills: Vec<(Pos, Vec<String>)>,
+    /// Per op that kills buffers (the op name's position): the allocs that die there, in
+    /// HIVM's order.
+    pub kills: Vec<(Pos, Vec<Alloc>)>,
     /// Per loop (the op name's position): the allocs its start gens, in HIVM's order.
-    pub loop_gens: Vec<(Pos, Vec<String>)>,
+    pub loop_gens: Vec<(Pos, Vec<Alloc>)>,
     /// Why some order may differ from HIVM's (each reason once), empty when exact.
     pub inexact: Vec<String>,
+}
+
+/// A buffer of the orders: a `memref.alloc`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alloc {
+    /// Its SSA name, without `%` (not unique: sibling regions may reuse a name).
+    pub name: String,
+    /// The position of its op name (`memref.alloc`): unique.
+    pub at: Pos,
 }
 
 type V = usize;
 type OpIx = usize;
 type BlockIx = usize;
+/// The names visible in one region: name and result index to value.
+type Scope = HashMap<(String, u32), V>;
 
 struct ONode<'a> {
     op: &'a Op,
@@ -83,7 +94,6 @@ struct Ir<'a> {
     ops: Vec<ONode<'a>>,
     blocks: Vec<BNode>,
     names: Vec<(String, u32)>,
-    ids: HashMap<(String, u32), V>,
     /// Per value: where it is defined (`Err(block)` for a block argument).
     def: Vec<Option<Result<OpIx, BlockIx>>>,
     inexact: Vec<String>,
@@ -252,18 +262,6 @@ fn region_blocks<'a>(op: &'a Op) -> Vec<Vec<(&'a Block, Vec<&'a Value>)>> {
 }
 
 impl<'a> Ir<'a> {
-    fn value(&mut self, name: &str, index: u32) -> V {
-        let key = (name.to_string(), index);
-        if let Some(&v) = self.ids.get(&key) {
-            return v;
-        }
-        let v = self.names.len();
-        self.names.push(key.clone());
-        self.ids.insert(key, v);
-        self.def.push(None);
-        v
-    }
-
     fn note(&mut self, why: String) {
         if !self.inexact.contains(&why) {
             self.inexact.push(why);
@@ -275,27 +273,36 @@ impl<'a> Ir<'a> {
             ops: Vec::new(),
             blocks: Vec::new(),
             names: Vec::new(),
-            ids: HashMap::new(),
             def: Vec::new(),
             inexact: Vec::new(),
             user_ops: Vec::new(),
             pos: Vec::new(),
         };
-        ir.add_op(func, None);
-        // operands after every definition is known (a use may precede its def in the text of
-        // a graph region; not in HIVM's functions, but the lookup does not care)
-        for i in 0..ir.ops.len() {
-            let uses: Vec<(String, u32)> = op_uses(ir.ops[i].op)
-                .into_iter()
-                .map(|v| (v.name.clone(), v.index))
-                .collect();
-            let ids: Vec<V> = uses.iter().map(|(n, k)| ir.value(n, *k)).collect();
-            ir.ops[i].operands = ids;
-        }
+        ir.add_op(func, None, &mut vec![HashMap::new()]);
         ir
     }
 
-    fn add_op(&mut self, op: &'a Op, block: Option<BlockIx>) -> OpIx {
+    fn fresh(&mut self, name: &str, index: u32) -> V {
+        self.names.push((name.to_string(), index));
+        self.def.push(None);
+        self.names.len() - 1
+    }
+
+    /// The value a use names: the innermost visible definition (sibling regions may reuse a
+    /// name), or a fresh undefined value.
+    fn resolve(&mut self, scopes: &mut [Scope], v: &Value) -> V {
+        let key = (v.name.clone(), v.index);
+        if let Some(&id) = scopes.iter().rev().find_map(|s| s.get(&key)) {
+            return id;
+        }
+        let id = self.fresh(&v.name, v.index);
+        if let Some(s) = scopes.first_mut() {
+            s.insert(key, id);
+        }
+        id
+    }
+
+    fn add_op(&mut self, op: &'a Op, block: Option<BlockIx>, scopes: &mut Vec<Scope>) -> OpIx {
         let ix = self.ops.len();
         self.ops.push(ONode {
             op,
@@ -305,25 +312,37 @@ impl<'a> Ir<'a> {
             regions: Vec::new(),
             erased: false,
         });
+        let operands: Vec<V> = op_uses(op)
+            .into_iter()
+            .map(|v| self.resolve(scopes, v))
+            .collect();
+        self.ops[ix].operands = operands;
         let mut results = Vec::new();
         for r in &op.results {
             for k in 0..r.count.max(1) {
-                let v = self.value(&r.name, k);
+                let v = self.fresh(&r.name, k);
                 self.def[v] = Some(Ok(ix));
+                if let Some(s) = scopes.last_mut() {
+                    s.insert((r.name.clone(), k), v);
+                }
                 results.push(v);
             }
         }
         self.ops[ix].results = results;
         let mut regions = Vec::new();
         for (ri, blocks) in region_blocks(op).into_iter().enumerate() {
+            scopes.push(HashMap::new());
             let mut ids = Vec::new();
             for (bi, (b, args)) in blocks.into_iter().enumerate() {
                 let bx = self.blocks.len();
                 let args: Vec<V> = args
                     .into_iter()
                     .map(|a| {
-                        let v = self.value(&a.name, a.index);
+                        let v = self.fresh(&a.name, a.index);
                         self.def[v] = Some(Err(bx));
+                        if let Some(s) = scopes.last_mut() {
+                            s.insert((a.name.clone(), a.index), v);
+                        }
                         v
                     })
                     .collect();
@@ -334,10 +353,15 @@ impl<'a> Ir<'a> {
                     args,
                     ops: Vec::new(),
                 });
-                let ops: Vec<OpIx> = b.ops.iter().map(|o| self.add_op(o, Some(bx))).collect();
+                let ops: Vec<OpIx> = b
+                    .ops
+                    .iter()
+                    .map(|o| self.add_op(o, Some(bx), scopes))
+                    .collect();
                 self.blocks[bx].ops = ops;
                 ids.push(bx);
             }
+            scopes.pop();
             regions.push(ids);
         }
         self.ops[ix].regions = regions;
@@ -1093,7 +1117,13 @@ pub fn orders(func: &Op, seed: u32) -> Orders {
     if let Some(blocks) = ir.ops[0].regions.first().cloned() {
         walk.region(&blocks);
     }
-    let name = |v: V| ir.names[v].0.clone();
+    let name = |v: V| Alloc {
+        name: ir.names[v].0.clone(),
+        at: match ir.def[v] {
+            Some(Ok(o)) => ir.ops[o].op.name_pos,
+            _ => Pos::default(),
+        },
+    };
     let mut out = Orders {
         inexact: ir.inexact.clone(),
         ..Orders::default()
@@ -1126,7 +1156,7 @@ mod tests {
     fn kills(o: &Orders) -> Vec<Vec<&str>> {
         o.kills
             .iter()
-            .map(|(_, k)| k.iter().map(String::as_str).collect())
+            .map(|(_, k)| k.iter().map(|a| a.name.as_str()).collect())
             .collect()
     }
 
