@@ -705,12 +705,52 @@ buffers:
         ));
         let l = liveness(&p, LivenessMode::Precise).unwrap();
         assert_eq!(
-            names(&p, &inplace_pairs_ordered(&p, &l, false).pairs),
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &[]).pairs),
             [pair("c", "a")]
         );
         assert_eq!(
-            names(&p, &inplace_pairs_ordered(&p, &l, true).pairs),
+            names(&p, &inplace_pairs_ordered(&p, &l, true, &[]).pairs),
             [pair("c", "b")]
+        );
+    }
+
+    #[test]
+    fn a_kill_order_decides_which_dying_input_is_taken() {
+        // a and b both die at the vadd (op 2); the kill order HIVM's shuffle gives is tried
+        // first, whatever `last_first` says; an op it does not list keeps the input order
+        let p = load(&format!(
+            "{ABC}body:
+  - load: {{ src: \"x[0]\", dst: a }}
+  - load: {{ src: \"x[1]\", dst: b }}
+  - vadd: {{ ins: [a, b], out: c }}
+  - store: {{ src: c, dst: \"y[0]\" }}
+"
+        ));
+        let l = liveness(&p, LivenessMode::Precise).unwrap();
+        let id = |n: &str| BufferId::new(p.buffers.iter().position(|x| x.name == n).unwrap());
+        let vadd = OpId::new(2);
+        assert!(matches!(p.op(vadd).kind, OpKind::Vector(_)));
+        let order = [(vadd, vec![id("a"), id("b")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, true, &order).pairs),
+            [pair("c", "a")]
+        );
+        let order = [(vadd, vec![id("b"), id("a")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "b")]
+        );
+        // a listed buffer that is not an input changes nothing; the inputs follow in order
+        let order = [(vadd, vec![id("d")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "a")]
+        );
+        // another op's list does not apply here
+        let order = [(OpId::new(3), vec![id("b")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "a")]
         );
     }
 

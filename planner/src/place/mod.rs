@@ -399,3 +399,29 @@ fn sequential(entries: &[StorageEntry], align: u64) -> Sequential {
         fixed,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[usize]) -> Vec<BufferId> {
+        v.iter().map(|&i| BufferId::new(i)).collect()
+    }
+
+    #[test]
+    fn a_loop_gen_order_permutes_its_buffers_within_their_places() {
+        // 3 and 1 hold places 1 and 3; HIVM gens 3 before 1: they swap, the rest stay
+        let order = ids(&[0, 1, 2, 3, 4]);
+        assert_eq!(
+            with_loop_gen_order(order.clone(), &[ids(&[3, 1])]),
+            ids(&[0, 3, 2, 1, 4])
+        );
+        // lists apply in turn; a buffer the order lacks (9) and a repeat are skipped
+        assert_eq!(
+            with_loop_gen_order(order.clone(), &[ids(&[4, 9, 0, 4]), ids(&[2, 1])]),
+            ids(&[4, 2, 1, 3, 0])
+        );
+        // no lists: the order as is
+        assert_eq!(with_loop_gen_order(order.clone(), &[]), order);
+    }
+}
