@@ -639,9 +639,6 @@ type HivmOrders = (
 fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrders {
     let program = loaded.kernel.first();
     let orders = sim::mlir::hivm_live::orders(func, seed);
-    if std::env::var_os("NPUSIM_DEBUG_HIVM").is_some() {
-        eprintln!("seed {seed}: {orders:?}");
-    }
     let buffer_at: HashMap<u32, sim::BufferId> = loaded
         .lowered
         .allocs
