@@ -502,7 +502,7 @@ impl<'a> Ir<'a> {
         let mut out: Vec<BlockLive> = (0..self.blocks.len())
             .map(|_| BlockLive::default())
             .collect();
-        for b in 0..self.blocks.len() {
+        for (b, live) in out.iter_mut().enumerate() {
             if self.ops[self.blocks[b].parent].erased {
                 continue;
             }
@@ -575,8 +575,8 @@ impl<'a> Ir<'a> {
             if uses.len() > 1 && multi {
                 self.note("a block of a multi-block region: live-in order not emulated".into());
             }
-            out[b].ins_set = uses.iter().copied().collect();
-            out[b].ins = uses;
+            live.ins_set = uses.iter().copied().collect();
+            live.ins = uses;
         }
         // live-outs: values of a block used in another block of its region (cf branches)
         for b in 0..self.blocks.len() {

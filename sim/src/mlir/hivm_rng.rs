@@ -86,7 +86,7 @@ impl Mt19937 {
         if urng_range / n >= n {
             // two swap positions from one draw
             let mut i = 1u64;
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 let j = self.below(2);
                 v.swap(1, j as usize);
                 i = 2;
