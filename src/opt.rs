@@ -710,6 +710,7 @@ fn plan_function(
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
+    // the inputs HIVM's kill order (below) does not list: last first
     opts.plan.inplace_last_input_first = true;
     // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")

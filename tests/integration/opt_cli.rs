@@ -261,3 +261,37 @@ fn buffers_a_loop_gens_are_placed_in_hivms_shuffled_order() {
         ["512", "0"]
     );
 }
+
+#[test]
+fn a_plan_that_overflows_is_tried_again_with_the_next_seeds() {
+    // x and y (64 KiB each) both die at the vadd; w (128 KiB) is loaded while z (64 KiB) is
+    // still live, in 192 KiB of UB. The third shuffle, at the vadd, is of [c d e x y z]:
+    // libstdc++ gives [5, 1, 4, 2, 3, 0] for seed 0 and [4, 0, 2, 3, 5, 1] for seed 1, so y
+    // (4) is the first kill, z takes 64 KiB and w cannot fit beside it: both overflow. Seed 2
+    // gives [5, 3, 4, 2, 0, 1]: x first, z at 0, w at 64 KiB. PlanMemory keeps seed 2's plan,
+    // and so does `opt` (bishengir-opt 1.2.0 prints the same offsets).
+    let a = "memref<32768xf16, #hivm.address_space<ub>>";
+    let ga = "memref<32768xf16, #hivm.address_space<gm>>";
+    let w = "memref<65536xf16, #hivm.address_space<ub>>";
+    let gw = "memref<65536xf16, #hivm.address_space<gm>>";
+    let text = format!(
+        "func.func @r(%a: {ga}, %b: {ga}, %c: {ga}, %d: {gw}, %e: {gw}) {{
+  %x = memref.alloc() : {a}
+  hivm.hir.load ins(%a : {ga}) outs(%x : {a})
+  %y = memref.alloc() : {a}
+  hivm.hir.load ins(%b : {ga}) outs(%y : {a})
+  %z = memref.alloc() : {a}
+  hivm.hir.vadd ins(%x, %y : {a}, {a}) outs(%z : {a})
+  %w = memref.alloc() : {w}
+  hivm.hir.load ins(%d : {gw}) outs(%w : {w})
+  hivm.hir.store ins(%z : {a}) outs(%c : {ga})
+  hivm.hir.store ins(%w : {w}) outs(%e : {gw})
+  return
+}}
+"
+    );
+    assert_eq!(
+        planned_offsets("opt_retry", &text),
+        ["0", "65536", "0", "65536"]
+    );
+}

@@ -62,7 +62,8 @@ pub struct PlanOptions {
     /// on a lit test's planned function) instead of refusing it: the buffer is live from the
     /// program's start.
     pub reads_unwritten: bool,
-    /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
+    /// Try an op's inputs last first for inplace (`npusim opt`'s fallback for the inputs
+    /// [`PlanOptions::kill_order`] does not list).
     pub inplace_last_input_first: bool,
     /// HIVM's kill order (`npusim opt`, from its emulation of PlanMemory's shuffled liveness,
     /// `sim::mlir::hivm_live`): per op, the buffers that die there in the order PlanMemory tries

@@ -973,7 +973,9 @@ impl Walk<'_, '_> {
                 for r in &regions {
                     self.region(r);
                 }
-                if let Some(&ab) = regions.get(1).and_then(|r| r.first()) {
+                // `UpdateWhileOpBufferAlias` returns early for a loop without results
+                let after = regions.get(1).and_then(|r| r.first()).copied();
+                if let Some(ab) = after.filter(|_| !node.results.is_empty()) {
                     let after_args = ir.blocks[ab].args.clone();
                     let yielded = self.yield_values(ab);
                     if let Some(&bb) = regions.first().and_then(|r| r.first()) {
