@@ -622,6 +622,7 @@ fn chunk_edits(
             device_entry: entry,
             names: &names,
             offset: func.span.start.offset,
+            op: func,
         };
         plan_function(
             &loaded,
@@ -771,6 +772,53 @@ struct FuncCtx<'a> {
     names: &'a ChunkNames,
     /// The function op's start offset (its prologue's key).
     offset: u32,
+    /// The function op, for the emulation of HIVM's liveness walk.
+    op: &'a sim::mlir::ast::Op,
+}
+
+/// PlanMemory's `kPlanRetryCount`: the seeds it tries.
+const HIVM_PLAN_ATTEMPTS: u32 = 20;
+
+/// The inplace kill order of each op, and the gen order of each loop's start.
+type HivmOrders = (
+    Vec<(sim::OpId, Vec<sim::BufferId>)>,
+    Vec<Vec<sim::BufferId>>,
+);
+
+/// HIVM's kill and loop-gen orders for shuffle seed `seed`, in the program's ids: the
+/// emulation's allocs by the buffers they became, its ops by their source position.
+fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrders {
+    let program = loaded.kernel.first();
+    let orders = sim::mlir::hivm_live::orders(func, seed);
+    let buffer_at: HashMap<u32, sim::BufferId> = loaded
+        .lowered
+        .allocs
+        .iter()
+        .filter_map(|a| {
+            let b = program.buffers.iter().position(|b| b.name == a.buffer)?;
+            Some((a.op_pos.offset, sim::BufferId::new(b)))
+        })
+        .collect();
+    let op_at: HashMap<(u32, u32), sim::OpId> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.loc.inserted.is_none() && o.loc.line > 0)
+        .map(|(i, o)| ((o.loc.line, o.loc.column), sim::OpId::new(i)))
+        .collect();
+    let buffers = |allocs: &[sim::mlir::hivm_live::Alloc]| -> Vec<sim::BufferId> {
+        allocs
+            .iter()
+            .filter_map(|a| buffer_at.get(&a.at.offset).copied())
+            .collect()
+    };
+    let kills = orders
+        .kills
+        .iter()
+        .filter_map(|(pos, kills)| Some((*op_at.get(&(pos.line, pos.column))?, buffers(kills))))
+        .collect();
+    let gens = orders.loop_gens.iter().map(|(_, g)| buffers(g)).collect();
+    (kills, gens)
 }
 
 fn plan_function(
@@ -813,9 +861,21 @@ fn plan_function(
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
+    // the inputs HIVM's kill order (below) does not list: last first
     opts.plan.inplace_last_input_first = true;
     opts.plan.inplace_through_select = true;
-    let prepared = match pipeline::prepare(program, config, &opts) {
+    // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
+    // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
+    let mut attempt = 0;
+    let prepared = loop {
+        (opts.plan.kill_order, opts.plan.loop_gen_order) = hivm_orders(loaded, func.op, attempt);
+        let last = attempt + 1 == HIVM_PLAN_ATTEMPTS;
+        match pipeline::prepare(program, config, &opts) {
+            Err(Failure::Overflow(_)) if !last => attempt += 1,
+            other => break other,
+        }
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(f) => {
             diags.extend(failure(&f, program, loaded, file));

@@ -61,6 +61,7 @@ pub fn plan_program(
         program,
         &live,
         opts.inplace_last_input_first,
+        &opts.kill_order,
         opts.inplace_through_select,
     );
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();

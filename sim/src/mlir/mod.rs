@@ -34,6 +34,8 @@
 pub mod ast;
 mod attrs;
 pub mod cfg;
+pub mod hivm_live;
+pub mod hivm_rng;
 mod lexer;
 pub mod lower;
 pub mod mix;
