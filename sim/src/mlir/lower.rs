@@ -2928,7 +2928,27 @@ impl<'a> Lower<'a> {
                     }
                     f.push(("dims".into(), seq(a.pos, d)));
                 }
-                "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
+                "reduce_dims" => {
+                    let given: Vec<u64> = dims(&a.value)
+                        .iter()
+                        .filter_map(|n| match n.value {
+                            Y::Int(k) => u64::try_from(k).ok(),
+                            _ => None,
+                        })
+                        .collect();
+                    let out = outs.first().and_then(|o| match self.get(&o.value) {
+                        Some(Val::Mem(m)) => Some(m.clone()),
+                        _ => None,
+                    });
+                    let d = match (mem_ins.first(), out) {
+                        (Some((i, _)), Some(o)) => self.reduce_dims_seen(i, &o, &given),
+                        _ => given,
+                    };
+                    f.push((
+                        "dims".into(),
+                        seq(a.pos, d.iter().map(|k| int(a.pos, *k as i64)).collect()),
+                    ))
+                }
                 // a view sized when the kernel runs is one flat range: its dimensions are gone
                 "broadcast_dims" | "broadcast"
                     if mem_ins
@@ -2977,6 +2997,42 @@ impl<'a> Lower<'a> {
             }
         }
         self.push(op, block, &name, map(pos, f), vec![]);
+    }
+}
+
+impl Lower<'_> {
+    /// The static shape npusim sees for `m` (its selection of the root), when it has one.
+    fn seen_shape(&self, m: &Mem) -> Option<Vec<u64>> {
+        match &m.sel {
+            Sel::Whole => Some(self.roots[m.root].shape.clone()),
+            Sel::Box(b) => Some(b.iter().map(|(_, n)| *n).collect()),
+            Sel::Range(_, n) => Some(vec![*n]),
+            Sel::DynBox(_) | Sel::DynRange(..) => None,
+        }
+    }
+
+    /// A reduction's `reduce_dims` in the dimensions npusim sees. A reshape of a whole buffer
+    /// keeps the buffer's own shape (`collapse_shape` of `[1, 4080]` into `[4080]` is still
+    /// `[1, 4080]` to npusim), so the MLIR dimension numbers index another rank: then the
+    /// reduced dimensions are those where the input's extent differs from the output's (the
+    /// output keeps a reduced dimension as 1, HIVM's rule), or the last one when none differ
+    /// (every reduced extent is already 1, which reduces nothing).
+    fn reduce_dims_seen(&self, input: &Mem, out: &Mem, given: &[u64]) -> Vec<u64> {
+        let (Some(i), Some(o)) = (self.seen_shape(input), self.seen_shape(out)) else {
+            return given.to_vec();
+        };
+        if i.len() == input.ty.shape.len() || i.len() != o.len() {
+            return given.to_vec();
+        }
+        let differ: Vec<u64> = (0..i.len())
+            .filter(|&d| i[d] != o[d])
+            .map(|d| d as u64)
+            .collect();
+        if differ.is_empty() {
+            vec![i.len() as u64 - 1]
+        } else {
+            differ
+        }
     }
 }
 
@@ -3333,6 +3389,36 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
             ),
             "{f}"
         );
+    }
+
+    #[test]
+    fn a_reduction_over_a_reshaped_buffer_reduces_the_buffers_own_dimension() {
+        // HIVM reduces [64] (a collapse of the [1, 64] buffer) into [1] (a collapse of [1, 1]):
+        // npusim sees the buffers' own shapes, so the reduced dimension is 1 (64 -> 1), not
+        // the MLIR's 0, which would ask for [64] out of [1, 64] (bishengir-opt accepts this
+        // function and plans a at 0, r at 256, t at 288)
+        let text = format!(
+            "func.func @rowsum(%x: memref<64xf32, {GM}>, %y: memref<1xf32, {GM}>) {{
+  %a = memref.alloc() : memref<1x64xf32, {UB}>
+  %r = memref.alloc() : memref<1x1xf32, {UB}>
+  %t = memref.alloc() : memref<32xf32, {UB}>
+  %a1 = memref.collapse_shape %a [[0, 1]] : memref<1x64xf32, {UB}> into memref<64xf32, {UB}>
+  %r1 = memref.collapse_shape %r [[0, 1]] : memref<1x1xf32, {UB}> into memref<1xf32, {UB}>
+  hivm.hir.load ins(%x : memref<64xf32, {GM}>) outs(%a1 : memref<64xf32, {UB}>)
+  hivm.hir.vreduce <sum> ins(%a1 : memref<64xf32, {UB}>) outs(%r1 : memref<1xf32, {UB}>) temp_buffer(%t : memref<32xf32, {UB}>) reduce_dims = [0]
+  hivm.hir.store ins(%r1 : memref<1xf32, {UB}>) outs(%y : memref<1xf32, {GM}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("{ vreduce_sum: { ins: [a], out: r, tmp: t, dims: [1] } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]
