@@ -131,38 +131,7 @@ pub fn lower(
     else {
         return Err(vec![Diagnostic::error(file, "", "not a function")]);
     };
-    let mut l = Lower {
-        src,
-        file,
-        opts,
-        chunk,
-        diags: Vec::new(),
-        vals: HashMap::new(),
-        roots: Vec::new(),
-        names: HashMap::new(),
-        allocs: Vec::new(),
-        texts: Vec::new(),
-        tensors: Vec::new(),
-        params: Vec::new(),
-        uses_ub: false,
-        uses_cube: false,
-        manual: false,
-        vars: Vec::new(),
-        launched: false,
-        pre_alloc: HashMap::new(),
-        accesses: Vec::new(),
-        seq: 0,
-        copies: Vec::new(),
-        erased: Vec::new(),
-        func_text: if opts.lenient {
-            super::print::uncommented(
-                src.get(func.span.start.offset as usize..func.span.end as usize)
-                    .unwrap_or(""),
-            )
-        } else {
-            String::new()
-        },
-    };
+    let mut l = Lower::new(src, chunk, func, file, opts);
     for a in args {
         l.arg(a);
     }
@@ -242,6 +211,77 @@ pub fn lower(
         copies: l.copies,
         erased: l.erased,
     })
+}
+
+impl<'a> Lower<'a> {
+    fn new(src: &'a str, chunk: &'a Chunk, func: &Op, file: &'a str, opts: &'a Options) -> Self {
+        Lower {
+            src,
+            file,
+            opts,
+            chunk,
+            diags: Vec::new(),
+            vals: HashMap::new(),
+            roots: Vec::new(),
+            names: HashMap::new(),
+            allocs: Vec::new(),
+            texts: Vec::new(),
+            tensors: Vec::new(),
+            params: Vec::new(),
+            uses_ub: false,
+            uses_cube: false,
+            manual: false,
+            vars: Vec::new(),
+            launched: false,
+            pre_alloc: HashMap::new(),
+            accesses: Vec::new(),
+            seq: 0,
+            copies: Vec::new(),
+            erased: Vec::new(),
+            stores: Vec::new(),
+            func_text: if opts.lenient {
+                super::print::uncommented(
+                    src.get(func.span.start.offset as usize..func.span.end as usize)
+                        .unwrap_or(""),
+                )
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+/// Runs a host function (the tiling function the compiler emits beside a kernel) as far as
+/// its integer arithmetic goes, and gives what it stores into its memref arguments at constant
+/// indices: (the argument's position, the indices, the value). `opts.params` give its scalar
+/// arguments and its arguments' dynamic dimensions (`argN_dimK`) by its own argument names.
+pub fn host_stores(
+    src: &str,
+    chunk: &Chunk,
+    func: &Op,
+    file: &str,
+    opts: &Options,
+) -> Vec<(usize, Vec<i64>, i64)> {
+    let OpKind::Func { args, body, .. } = &func.kind else {
+        return Vec::new();
+    };
+    let mut l = Lower::new(src, chunk, func, file, opts);
+    for a in args {
+        l.arg(a);
+    }
+    let mut block = BlockOut::default();
+    if let Some(b) = body.blocks.first() {
+        for op in &b.ops {
+            l.op(op, &mut block);
+        }
+    }
+    l.stores
+        .iter()
+        .filter_map(|(m, at, v)| {
+            let i = args.iter().position(|a| a.value.name == *m)?;
+            Some((i, at.clone(), (*v)?))
+        })
+        .collect()
 }
 
 /// A value of the function as far as the program model needs it.
@@ -341,6 +381,9 @@ struct Lower<'a> {
     seq: u32,
     copies: Vec<CopySite>,
     erased: Vec<u32>,
+    /// Every `memref.store` of an integer at constant indices: (the memref, the indices, the
+    /// value when it is a constant), for [`host_stores`].
+    stores: Vec<(String, Vec<i64>, Option<i64>)>,
     /// The function's text without comments (plan-only: which values are used).
     func_text: String,
 }
@@ -571,6 +614,14 @@ impl<'a> Lower<'a> {
     fn arg(&mut self, a: &super::ast::FuncArg) {
         match &a.ty {
             Type::MemRef(m) => {
+                // a dynamic dimension takes its size from `--param argN_dimK` (the sizes the
+                // kernel runs with; the tiling struct's values come the same way)
+                let given = if self.opts.lenient {
+                    None
+                } else {
+                    self.given_dims(m, &a.value.name, a.value.pos)
+                };
+                let m = &given.unwrap_or_else(|| m.clone());
                 let shape = if self.opts.lenient {
                     Some(vec![1])
                 } else {
@@ -694,14 +745,22 @@ impl<'a> Lower<'a> {
                 }
                 Dim::Static(n) => out.push(*n),
                 Dim::Dynamic => {
+                    let ks: Vec<String> = m
+                        .shape
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| **d == Dim::Dynamic)
+                        .map(|(k, _)| format!("--param {}=N", dim_param(what, k)))
+                        .collect();
                     self.error(
                         pos,
                         format!(
                             "%{what} has a dynamic shape; npusim plans and runs static shapes only"
                         ),
-                        Some(
-                            "give the memref static sizes (the values the kernel runs with)".into(),
-                        ),
+                        Some(format!(
+                            "give the sizes the kernel runs with ({}), or the memref static sizes",
+                            ks.join(", ")
+                        )),
                     );
                     return None;
                 }
@@ -1273,6 +1332,13 @@ impl<'a> Lower<'a> {
             }
             OpKind::MemLoad { memref, indices } | OpKind::MemStore { memref, indices, .. } => {
                 let load = matches!(op.kind, OpKind::MemLoad { .. });
+                if let OpKind::MemStore { value, .. } = &op.kind {
+                    let at: Option<Vec<i64>> = indices.iter().map(|i| self.konst(i)).collect();
+                    if let Some(at) = at {
+                        self.stores
+                            .push((memref.name.clone(), at, self.konst(value)));
+                    }
+                }
                 self.set_results(
                     op,
                     Val::Unknown {
@@ -1314,6 +1380,9 @@ impl<'a> Lower<'a> {
                 };
                 let pos = op.name_pos;
                 if load {
+                    if let Some(v) = self.given_element(memref, indices, &m, &root) {
+                        self.set_results(op, v);
+                    }
                     self.push(op, block, "sload", map(pos, vec![("src".into(), s(pos, &text))]), vec![]);
                 } else {
                     self.push(op, block, "sstore", map(pos, vec![("dst".into(), s(pos, &text))]), vec![]);
@@ -1349,7 +1418,19 @@ impl<'a> Lower<'a> {
                     || op.name == "memref.dealloc"
                     || self.is_generic(op);
                 if op.name == "memref.dim" {
-                    // HIVM's planner skips it: a size, not an access
+                    // HIVM's planner skips it: a size, not an access. A static dimension (a
+                    // dynamic one given by `--param`) is its size.
+                    if let Some(n) = self.dim_size(operands) {
+                        self.set_results(
+                            op,
+                            Val::Int {
+                                expr: n.to_string(),
+                                konst: Some(n),
+                            },
+                        );
+                        self.scalar_work(op, block);
+                        return;
+                    }
                     self.set_results(
                         op,
                         Val::Unknown {
@@ -1663,8 +1744,13 @@ impl<'a> Lower<'a> {
                         }
                         _ => None,
                     };
-                    match starts {
-                        Some(st) => Sel::DynBox(st.into_iter().zip(ext).collect()),
+                    let starts = starts.map(|st| st.into_iter().zip(ext.clone()).collect());
+                    let found = starts
+                        .or_else(|| self.dyn_box_rank_reduced(&src, &src_shape, &offs, &ext))
+                        .map(Sel::DynBox)
+                        .or_else(|| self.dyn_range_flat(&src, &offs, &ext));
+                    match found {
+                        Some(sel) => sel,
                         None => {
                             self.error(
                                 op.name_pos,
@@ -1784,6 +1870,31 @@ impl<'a> Lower<'a> {
                 };
                 let len = (n * elem_bits).div_ceil(bits.max(1));
                 Sel::Range(start, len)
+            }
+            // a gm tensor first seen whole through a reshape to fewer dimensions (the compiler
+            // collapses its arguments before tiling them): it is declared in that shape, so
+            // the tiles' ranges, even those sized when the kernel runs, are boxes of it
+            ViewKind::CollapseShape { .. }
+                if self.roots[src.root].tensor
+                    && matches!(src.sel, Sel::Whole)
+                    && rty.shape.len() > 1
+                    && rty.shape.len() < self.roots[src.root].shape.len()
+                    && src.ty.shape.len() == self.roots[src.root].shape.len()
+                    && !self.accesses.iter().any(|a| a.1 == src.root) =>
+            {
+                let total: u64 = self.roots[src.root].shape.iter().product();
+                let shape: Option<Vec<u64>> = rty
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => Some(*n),
+                        Dim::Dynamic => None,
+                    })
+                    .collect();
+                if let Some(shape) = shape.filter(|s| s.iter().product::<u64>() == total) {
+                    self.redeclare_tensor(src.root, shape);
+                }
+                Sel::Whole
             }
             // a gm tensor first seen whole through a one-dimensional reshape (the compiler
             // flattens its arguments before tiling them): it is declared flat, so the tiles'
@@ -3011,6 +3122,213 @@ impl Lower<'_> {
         }
     }
 
+    /// `m` (the type of argument `what`) with each dynamic dimension K the size `--param
+    /// what_dimK` gives, and those params declared; `None` when one is missing or none is
+    /// dynamic.
+    fn given_dims(&mut self, m: &MemRefType, what: &str, pos: Pos) -> Option<MemRefType> {
+        if !m.shape.contains(&Dim::Dynamic) {
+            return None;
+        }
+        let mut out = m.clone();
+        let mut found = Vec::new();
+        for (k, d) in m.shape.iter().enumerate() {
+            if *d != Dim::Dynamic {
+                continue;
+            }
+            let name = dim_param(what, k);
+            let v = self.opts.params.iter().find(|(n, _)| *n == name)?.1;
+            found.push((name, v));
+            out.shape[k] = Dim::Static(u64::try_from(v).ok()?);
+        }
+        for (name, v) in found {
+            self.params.push((name, int(pos, v)));
+        }
+        Some(out)
+    }
+
+    /// The size `memref.dim %m, %k` reads when the dimension is static.
+    fn dim_size(&self, operands: &[Value]) -> Option<i64> {
+        let (m, k) = (operands.first()?, operands.get(1)?);
+        let Some(Val::Mem(mem)) = self.get(m) else {
+            return None;
+        };
+        let k = usize::try_from(self.konst(k)?).ok()?;
+        match mem.ty.shape.get(k)? {
+            Dim::Static(n) => i64::try_from(*n).ok(),
+            Dim::Dynamic => None,
+        }
+    }
+
+    /// The value of a `memref.load` of a constant element K of a whole one-dimensional gm
+    /// argument (the tiling struct the host fills), given by `--param argN_elemK`; unknown,
+    /// naming that param, when it is not given.
+    fn given_element(
+        &mut self,
+        memref: &Value,
+        indices: &[Value],
+        m: &Mem,
+        root: &Root,
+    ) -> Option<Val> {
+        if !root.tensor || !matches!(m.sel, Sel::Whole) || root.shape.len() != 1 {
+            return None;
+        }
+        let [i] = indices else { return None };
+        let k = self.konst(i)?;
+        let name = format!("{}_elem{k}", sanitize(&memref.name));
+        match self.opts.params.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) => {
+                if !self.params.iter().any(|(n, _)| *n == name) {
+                    self.params.push((name.clone(), int(memref.pos, *v)));
+                }
+                Some(Val::Int {
+                    expr: name,
+                    konst: Some(*v),
+                })
+            }
+            None => Some(Val::Unknown {
+                what: format!(
+                    "element {k} of %{} (a value the host fills, such as the tiling struct's: give it with --param {name}=N)",
+                    memref.name
+                ),
+            }),
+        }
+    }
+
+    /// Declares gm tensor `root` with `shape` (nothing used it yet; same element count).
+    fn redeclare_tensor(&mut self, root: usize, shape: Vec<u64>) {
+        let (name, pos) = (self.roots[root].name.clone(), self.roots[root].pos);
+        if let Some((_, node)) = self.tensors.iter_mut().find(|(n, _)| *n == name) {
+            if let Y::Map(fields) = &mut node.value {
+                for (k, v) in fields.iter_mut() {
+                    if k == "shape" {
+                        *v = seq(pos, shape.iter().map(|d| int(pos, *d as i64)).collect());
+                    }
+                }
+            }
+        }
+        self.roots[root].shape = shape;
+    }
+
+    /// A subview sized when the kernel runs of a rank-reduced part (`memref.subview` that
+    /// dropped unit dimensions of a box of the root): each source dimension is the next box
+    /// dimension of its extent, the dropped ones are 1 and keep their start.
+    fn dyn_box_rank_reduced(
+        &self,
+        src: &Mem,
+        src_shape: &[u64],
+        offs: &[String],
+        ext: &[String],
+    ) -> Option<Vec<(String, String)>> {
+        let boxed: Vec<(String, String)> = match &src.sel {
+            Sel::Box(b) => b.iter().map(|(s, n)| (s.clone(), n.to_string())).collect(),
+            Sel::DynBox(b) => b.clone(),
+            _ => return None,
+        };
+        if boxed.len() <= offs.len() || src_shape.len() != offs.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut j = 0;
+        for (i, want) in src_shape.iter().enumerate() {
+            // skip the box's unit dimensions the source type dropped
+            while j < boxed.len() && boxed[j].1 != want.to_string() {
+                if boxed[j].1 != "1" {
+                    return None;
+                }
+                out.push(boxed[j].clone());
+                j += 1;
+            }
+            let (st, _) = boxed.get(j)?;
+            let start = match (st.parse::<i64>(), offs[i].parse::<i64>()) {
+                (Ok(a), Ok(b)) => (a + b).to_string(),
+                (Ok(0), _) => offs[i].clone(),
+                (_, Ok(0)) => st.clone(),
+                _ => format!("{st} + {}", paren(&offs[i])),
+            };
+            out.push((start, ext[i].clone()));
+            j += 1;
+        }
+        while j < boxed.len() {
+            if boxed[j].1 != "1" {
+                return None;
+            }
+            out.push(boxed[j].clone());
+            j += 1;
+        }
+        Some(out)
+    }
+
+    /// A subview sized when the kernel runs of a flat part of a one-dimensional root (a
+    /// `memref.view` of a byte buffer): the contiguous range from its first to its last
+    /// element, in the source type's row-major order. A dimension's step is the product of the
+    /// source's later extents, so it must be static wherever the subview moves along it.
+    fn dyn_range_flat(&self, src: &Mem, offs: &[String], ext: &[String]) -> Option<Sel> {
+        if self.roots[src.root].shape.len() != 1 {
+            return None;
+        }
+        let base = match &src.sel {
+            Sel::Whole => "0".to_string(),
+            Sel::Range(st, _) | Sel::DynRange(st, _) => st.clone(),
+            _ => return None,
+        };
+        let dims = &src.ty.shape;
+        if dims.len() != offs.len() {
+            return None;
+        }
+        let mut first = vec![base];
+        let mut span = vec!["1".to_string()];
+        for i in 0..dims.len() {
+            let moves = offs[i] != "0" || ext[i] != "1";
+            if !moves {
+                continue;
+            }
+            let mut inner: u64 = 1;
+            for d in &dims[i + 1..] {
+                match d {
+                    Dim::Static(n) => inner *= n,
+                    Dim::Dynamic => return None,
+                }
+            }
+            if offs[i] != "0" {
+                first.push(format!("{} * {inner}", paren(&offs[i])));
+            }
+            if ext[i] != "1" {
+                span.push(match ext[i].parse::<u64>() {
+                    Ok(n) => (n.saturating_sub(1) * inner).to_string(),
+                    Err(_) => format!("({} - 1) * {inner}", paren(&ext[i])),
+                });
+            }
+        }
+        let first: Vec<String> = first.into_iter().filter(|t| t != "0").collect();
+        let first = if first.is_empty() {
+            "0".to_string()
+        } else {
+            first.join(" + ")
+        };
+        // one dimension moving by single elements spans its extent (keeps the text short:
+        // the loader caps an expression's size)
+        let span = match span.as_slice() {
+            [one] => one.clone(),
+            [_, t] if ext.iter().filter(|e| *e != "1").count() == 1 => {
+                let i = (0..ext.len()).find(|&i| ext[i] != "1").unwrap_or(0);
+                let inner: u64 = dims[i + 1..]
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => *n,
+                        Dim::Dynamic => 1,
+                    })
+                    .product();
+                if inner == 1 {
+                    ext[i].clone()
+                } else {
+                    format!("1 + {t}")
+                }
+            }
+            _ => span.join(" + "),
+        };
+        Some(Sel::DynRange(first, span))
+    }
+
     /// A reduction's `reduce_dims` in the dimensions npusim sees. A reshape of a whole buffer
     /// keeps the buffer's own shape (`collapse_shape` of `[1, 4080]` into `[4080]` is still
     /// `[1, 4080]` to npusim), so the MLIR dimension numbers index another rank: then the
@@ -3034,6 +3352,11 @@ impl Lower<'_> {
             differ
         }
     }
+}
+
+/// The `--param` that gives dimension `k` of the dynamic memref argument `arg`.
+fn dim_param(arg: &str, k: usize) -> String {
+    format!("{}_dim{k}", sanitize(arg))
 }
 
 /// What `opt` puts where a value it cannot compute is needed (plan-only lowering): a

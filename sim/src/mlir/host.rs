@@ -1,0 +1,91 @@
+//! The tiling struct of a kernel of dynamic shape, from the host tiling function beside it
+//! (docs/mlir.md, "Dynamic shapes"; docs/decisions.md).
+//!
+//! A kernel the compiler tiles for shapes known only when it runs reads its sizes with
+//! `memref.dim` and its tile sizes from the tiling struct, a gm argument the host fills by
+//! running the tiling function before the launch. npusim takes the sizes from `--param
+//! argN_dimK` and, when the file also holds a host tiling function of the kernel's signature
+//! (`scripts/compile-ir` appends it to `after-sync.mlir`), computes the struct from it as the
+//! host would; `--param argN_elemK` gives an element by hand and wins.
+
+use super::ast::{Attr, Chunk, FuncArg, Op, OpKind, Type};
+use super::lower::{self, Options, SyncOps};
+
+/// Whether `op` is a host tiling function (`hacc.host_func_type = <tiling_function>`).
+fn is_tiling_function(op: &Op) -> bool {
+    op.attrs.iter().any(|a| {
+        a.name == "hacc.host_func_type"
+            && matches!(&a.value, Some(Attr::Dialect { body, .. }) | Some(Attr::Enum(body)) if body == "tiling_function")
+    })
+}
+
+/// The arguments' types agree, address spaces aside (the host's memrefs have none).
+fn same_signature(a: &[FuncArg], b: &[FuncArg]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (&x.ty, &y.ty) {
+            (Type::MemRef(p), Type::MemRef(q)) => p.shape == q.shape && p.elem == q.elem,
+            (Type::Index | Type::Int { .. }, Type::Index | Type::Int { .. }) => true,
+            (p, q) => std::mem::discriminant(p) == std::mem::discriminant(q),
+        })
+}
+
+/// The params (`argN_elemK`, by the kernel's argument names) the host tiling function in
+/// `all` computes for `kernel` from `params` (the sizes, by the kernel's argument names);
+/// empty when the kernel's shapes are static or no tiling function matches its signature.
+pub fn tiling_params(
+    text: &str,
+    chunks: &[Chunk],
+    all: &[(usize, &Op)],
+    kernel: &Op,
+    file: &str,
+    params: &[(String, i64)],
+) -> Vec<(String, i64)> {
+    let OpKind::Func { args, .. } = &kernel.kind else {
+        return Vec::new();
+    };
+    let dynamic = args
+        .iter()
+        .any(|a| matches!(&a.ty, Type::MemRef(m) if m.shape.contains(&super::ast::Dim::Dynamic)));
+    if !dynamic {
+        return Vec::new();
+    }
+    let Some((chunk, host, host_args)) = all.iter().find_map(|(c, op)| match &op.kind {
+        OpKind::Func { args: h, .. } if is_tiling_function(op) && same_signature(args, h) => {
+            Some((*c, *op, h))
+        }
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    // the kernel's params, renamed to the host's arguments (the same positions)
+    let mut host_params = Vec::new();
+    for (k, h) in args.iter().zip(host_args) {
+        let (kn, hn) = (lower::sanitize(&k.value.name), lower::sanitize(&h.value.name));
+        for (name, v) in params {
+            if *name == kn {
+                host_params.push((hn.clone(), *v));
+            } else if let Some(rest) = name.strip_prefix(&format!("{kn}_dim")) {
+                host_params.push((format!("{hn}_dim{rest}"), *v));
+            }
+        }
+    }
+    let opts = Options {
+        params: host_params,
+        sync: SyncOps::Keep,
+        lenient: false,
+    };
+    let mut out: Vec<(String, i64)> = Vec::new();
+    for (i, at, v) in lower::host_stores(text, &chunks[chunk], host, file, &opts) {
+        let ([k], Some(a)) = (at.as_slice(), args.get(i)) else {
+            continue;
+        };
+        let name = format!("{}_elem{k}", lower::sanitize(&a.value.name));
+        if params.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        // a later store to the same element wins, as it would in the host's memory
+        out.retain(|(n, _)| *n != name);
+        out.push((name, v));
+    }
+    out
+}
