@@ -11,12 +11,18 @@
 use super::ast::{Attr, Chunk, FuncArg, Op, OpKind, Type};
 use super::lower::{self, Options, SyncOps};
 
-/// Whether `op` is a host tiling function (`hacc.host_func_type = <tiling_function>`).
+/// Whether `op` is a host tiling function: marked `hacc.host_func_type = <tiling_function>`,
+/// or a host function named `..._tiling_function` (the compiler leaves the copy it makes per
+/// kernel unmarked).
 fn is_tiling_function(op: &Op) -> bool {
-    op.attrs.iter().any(|a| {
-        a.name == "hacc.host_func_type"
-            && matches!(&a.value, Some(Attr::Dialect { body, .. }) | Some(Attr::Enum(body)) if body == "tiling_function")
-    })
+    let attr = |name: &str, want: &str| {
+        op.attrs.iter().any(|a| {
+            a.name == name
+                && matches!(&a.value, Some(Attr::Dialect { body, .. }) | Some(Attr::Enum(body)) if body == want)
+        })
+    };
+    let named = matches!(&op.kind, OpKind::Func { name, .. } if name.ends_with("_tiling_function"));
+    attr("hacc.host_func_type", "tiling_function") || (named && attr("hacc.function_kind", "HOST"))
 }
 
 /// The arguments' types agree, address spaces aside (the host's memrefs have none).

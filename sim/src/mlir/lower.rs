@@ -239,6 +239,7 @@ impl<'a> Lower<'a> {
             copies: Vec::new(),
             erased: Vec::new(),
             stores: Vec::new(),
+            view_sizes: HashMap::new(),
             func_text: if opts.lenient {
                 super::print::uncommented(
                     src.get(func.span.start.offset as usize..func.span.end as usize)
@@ -384,6 +385,8 @@ struct Lower<'a> {
     /// Every `memref.store` of an integer at constant indices: (the memref, the indices, the
     /// value when it is a constant), for [`host_stores`].
     stores: Vec<(String, Vec<i64>, Option<i64>)>,
+    /// A `memref.view` sized when the kernel runs: its result's dynamic sizes, as expressions.
+    view_sizes: HashMap<String, Vec<String>>,
     /// The function's text without comments (plan-only: which values are used).
     func_text: String,
 }
@@ -1656,6 +1659,7 @@ impl<'a> Lower<'a> {
             self.set_results(op, Val::Tensor);
             return;
         };
+        let rty = &self.static_reshape(kind, &src.ty, rty);
         let root_shape = self.roots[src.root].shape.clone();
         let sel = match kind {
             ViewKind::Subview {
@@ -1748,7 +1752,7 @@ impl<'a> Lower<'a> {
                     let found = starts
                         .or_else(|| self.dyn_box_rank_reduced(&src, &src_shape, &offs, &ext))
                         .map(Sel::DynBox)
-                        .or_else(|| self.dyn_range_flat(&src, &offs, &ext));
+                        .or_else(|| self.dyn_range_flat(&src, &source.name, &offs, &ext));
                     match found {
                         Some(sel) => sel,
                         None => {
@@ -1825,6 +1829,18 @@ impl<'a> Lower<'a> {
                             };
                             terms.push(paren(&e));
                         }
+                    }
+                }
+                if let Some(r) = op.results.first() {
+                    let exprs: Option<Vec<String>> = sizes
+                        .iter()
+                        .map(|v| match self.get(v) {
+                            Some(Val::Int { expr, .. }) => Some(expr.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(e) = exprs.filter(|e| !e.is_empty()) {
+                        self.view_sizes.insert(r.name.clone(), e);
                     }
                 }
                 if terms.is_empty() {
@@ -3180,8 +3196,9 @@ impl Lower<'_> {
                 if !self.params.iter().any(|(n, _)| *n == name) {
                     self.params.push((name.clone(), int(memref.pos, *v)));
                 }
+                // the value itself, so that the sizes it gives fold into static shapes
                 Some(Val::Int {
-                    expr: name,
+                    expr: v.to_string(),
                     konst: Some(*v),
                 })
             }
@@ -3192,6 +3209,57 @@ impl Lower<'_> {
                 ),
             }),
         }
+    }
+
+    /// The result type of a reshape with the sizes its source's static shape gives (a kernel
+    /// of dynamic shape whose sizes `--param` gave): a collapsed dimension is the product of
+    /// its group, an expanded one the constant of its `output_shape`.
+    fn static_reshape(&self, kind: &ViewKind, src: &MemRefType, rty: &MemRefType) -> MemRefType {
+        let mut out = rty.clone();
+        // plan-only lowering keeps its own reading of views sized at run time
+        if self.opts.lenient || !rty.shape.contains(&Dim::Dynamic) {
+            return out;
+        }
+        match kind {
+            ViewKind::CollapseShape { reassociation } if reassociation.len() == rty.shape.len() => {
+                for (i, group) in reassociation.iter().enumerate() {
+                    let n: Option<u64> = group
+                        .iter()
+                        .map(|&d| match src.shape.get(d as usize) {
+                            Some(Dim::Static(n)) => Some(*n),
+                            _ => None,
+                        })
+                        .product();
+                    if let Some(n) = n {
+                        out.shape[i] = Dim::Static(n);
+                    }
+                }
+            }
+            ViewKind::ExpandShape { output_shape, .. } if output_shape.len() == rty.shape.len() => {
+                for (i, f) in output_shape.iter().enumerate() {
+                    let n = match f {
+                        OpFold::Const(c) => Some(*c),
+                        OpFold::Value(v) => self.konst(v),
+                    };
+                    if let Some(n) = n.and_then(|n| u64::try_from(n).ok()) {
+                        out.shape[i] = Dim::Static(n);
+                    }
+                }
+            }
+            ViewKind::View { sizes, .. } => {
+                let mut given = sizes.iter();
+                for d in out.shape.iter_mut() {
+                    if *d == Dim::Dynamic {
+                        let Some(v) = given.next() else { break };
+                        if let Some(n) = self.konst(v).and_then(|n| u64::try_from(n).ok()) {
+                            *d = Dim::Static(n);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
     }
 
     /// Declares gm tensor `root` with `shape` (nothing used it yet; same element count).
@@ -3262,7 +3330,13 @@ impl Lower<'_> {
     /// `memref.view` of a byte buffer): the contiguous range from its first to its last
     /// element, in the source type's row-major order. A dimension's step is the product of the
     /// source's later extents, so it must be static wherever the subview moves along it.
-    fn dyn_range_flat(&self, src: &Mem, offs: &[String], ext: &[String]) -> Option<Sel> {
+    fn dyn_range_flat(
+        &self,
+        src: &Mem,
+        source: &str,
+        offs: &[String],
+        ext: &[String],
+    ) -> Option<Sel> {
         if self.roots[src.root].shape.len() != 1 {
             return None;
         }
@@ -3282,20 +3356,30 @@ impl Lower<'_> {
             if !moves {
                 continue;
             }
+            // the step: the later extents, a dynamic one from the view's sizes
             let mut inner: u64 = 1;
-            for d in &dims[i + 1..] {
+            let mut terms: Vec<String> = Vec::new();
+            let sizes = self.view_sizes.get(source);
+            for (j, d) in dims.iter().enumerate().skip(i + 1) {
                 match d {
                     Dim::Static(n) => inner *= n,
-                    Dim::Dynamic => return None,
+                    Dim::Dynamic => {
+                        let k = dims[..j].iter().filter(|d| **d == Dim::Dynamic).count();
+                        terms.push(paren(sizes?.get(k)?));
+                    }
                 }
             }
+            if inner != 1 || terms.is_empty() {
+                terms.insert(0, inner.to_string());
+            }
+            let inner = terms.join(" * ");
             if offs[i] != "0" {
                 first.push(format!("{} * {inner}", paren(&offs[i])));
             }
             if ext[i] != "1" {
-                span.push(match ext[i].parse::<u64>() {
-                    Ok(n) => (n.saturating_sub(1) * inner).to_string(),
-                    Err(_) => format!("({} - 1) * {inner}", paren(&ext[i])),
+                span.push(match (ext[i].parse::<u64>(), inner.parse::<u64>()) {
+                    (Ok(n), Ok(m)) => (n.saturating_sub(1) * m).to_string(),
+                    _ => format!("({} - 1) * {inner}", paren(&ext[i])),
                 });
             }
         }
@@ -3315,7 +3399,7 @@ impl Lower<'_> {
                     .iter()
                     .map(|d| match d {
                         Dim::Static(n) => *n,
-                        Dim::Dynamic => 1,
+                        Dim::Dynamic => 0,
                     })
                     .product();
                 if inner == 1 {
