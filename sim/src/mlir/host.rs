@@ -95,3 +95,81 @@ pub fn tiling_params(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel that copies `%x` to `%y` in tiles of `%t[0]` elements, and its host tiling
+    /// function: the tile is min(size, 256) (bishengir-opt reads this file).
+    const KERNEL: &str = include_str!("host_test_kernel.mlir");
+
+    fn config() -> crate::Config {
+        crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads")
+    }
+
+    fn params(ps: &[(&str, i64)]) -> Vec<(String, i64)> {
+        ps.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+    }
+
+    fn computed(ps: &[(&str, i64)]) -> Vec<(String, i64)> {
+        let chunks = crate::mlir::parse_file(KERNEL, "k.mlir").expect("parses");
+        let all = lower::functions(&chunks);
+        let kernel = all
+            .iter()
+            .find(|(_, op)| matches!(&op.kind, OpKind::Func { name, .. } if name == "k"))
+            .expect("the kernel")
+            .1;
+        tiling_params(KERNEL, &chunks, &all, kernel, "k.mlir", &params(ps))
+    }
+
+    #[test]
+    fn the_tiling_struct_is_what_the_host_function_stores() {
+        // min(1000, 256) = 256; min(100, 256) = 100
+        assert_eq!(computed(&[("x_dim0", 1000)]), params(&[("t_elem0", 256)]));
+        assert_eq!(computed(&[("x_dim0", 100)]), params(&[("t_elem0", 100)]));
+        // given by hand, the element is not computed
+        assert_eq!(computed(&[("x_dim0", 1000), ("t_elem0", 64)]), params(&[]));
+    }
+
+    #[test]
+    fn a_kernel_of_dynamic_shape_loads_with_its_sizes() {
+        let k = crate::mlir::load_kernel(
+            KERNEL,
+            "k.mlir",
+            &config(),
+            &params(&[("x_dim0", 1000), ("y_dim0", 1000)]),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = &k.parts[0];
+        let shapes: Vec<(&str, &[u64])> = p
+            .tensors
+            .iter()
+            .map(|t| (t.name.as_str(), t.shape.as_slice()))
+            .collect();
+        assert_eq!(shapes, [("x", &[1000][..]), ("y", &[1000]), ("t", &[1])]);
+        assert!(p.params.contains(&("t_elem0".to_string(), 256)), "{:?}", p.params);
+        // a hand-given element wins over the host's
+        let k = crate::mlir::load_kernel(
+            KERNEL,
+            "k.mlir",
+            &config(),
+            &params(&[("x_dim0", 1000), ("y_dim0", 1000), ("t_elem0", 128)]),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(k.parts[0].params.contains(&("t_elem0".to_string(), 128)));
+    }
+
+    #[test]
+    fn without_its_sizes_the_error_names_the_params_to_give() {
+        let e = crate::mlir::load_kernel(KERNEL, "k.mlir", &config(), &[], None)
+            .expect_err("sizes are missing");
+        let text = e.to_string();
+        for want in ["--param x_dim0=N", "--param y_dim0=N", "--param t_elem0=N"] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+    }
+}

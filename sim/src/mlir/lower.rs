@@ -2969,9 +2969,19 @@ impl<'a> Lower<'a> {
             }
         }
         let mut f = Vec::new();
+        // a reduction whose operands npusim sees at ranks that do not pair up: both in the
+        // MLIR's own ranks, the unit dimensions the MLIR dropped indexed away
+        let reduced = if name.starts_with("vreduce") && !self.opts.lenient {
+            self.reduction_in_mlir_ranks(&mem_ins, outs)
+        } else {
+            None
+        };
         let mut ins_nodes = Vec::new();
-        for (m, p) in &mem_ins {
-            let t = self.operand(m, *p, block);
+        for (i, (m, p)) in mem_ins.iter().enumerate() {
+            let t = match (&reduced, i) {
+                (Some((t, _)), 0) => t.clone(),
+                _ => self.operand(m, *p, block),
+            };
             ins_nodes.push(s(*p, &t));
         }
         if !ins_nodes.is_empty() {
@@ -2982,7 +2992,10 @@ impl<'a> Lower<'a> {
             let Some(m) = self.mem(&o.value, &op.name) else {
                 return;
             };
-            let t = self.operand(&m, o.value.pos, block);
+            let t = match &reduced {
+                Some((_, t)) => t.clone(),
+                None => self.operand(&m, o.value.pos, block),
+            };
             out_nodes.push(s(o.value.pos, &t));
         }
         // one channel of a deinterleave (HIVM's `index_mode = <CHANNEL_k>`): npusim's
@@ -3054,6 +3067,9 @@ impl<'a> Lower<'a> {
                         d = vec![int(a.pos, rank as i64 - 1)];
                     }
                     f.push(("dims".into(), seq(a.pos, d)));
+                }
+                "reduce_dims" if reduced.is_some() => {
+                    f.push(("dims".into(), seq(a.pos, dims(&a.value))))
                 }
                 "reduce_dims" => {
                     let given: Vec<u64> = dims(&a.value)
@@ -3411,6 +3427,69 @@ impl Lower<'_> {
             _ => span.join(" + "),
         };
         Some(Sel::DynRange(first, span))
+    }
+
+    /// A reduction's input and output operands written in the ranks of their MLIR types, when
+    /// npusim sees them at ranks that do not pair up (a rank-reducing subview of `[1, 118,
+    /// 104, 1]` read as `[118, 100]`, reduced into a `[1, 1, 100]` buffer read as `[1, 100]`):
+    /// each is a box of its root whose extents, with unit ones dropped where the MLIR type has
+    /// none, are the type's; a dropped dimension is an index (`x[0, 0 : 118, 0 : 100, 0]`).
+    fn reduction_in_mlir_ranks(
+        &self,
+        ins: &[(Mem, Pos)],
+        outs: &[super::ast::Typed],
+    ) -> Option<(String, String)> {
+        let (i, _) = ins.first()?;
+        let o = match self.get(&outs.first()?.value)? {
+            Val::Mem(m) => m.clone(),
+            _ => return None,
+        };
+        let (si, so) = (self.seen_shape(i)?, self.seen_shape(&o)?);
+        if si.len() == so.len() {
+            return None;
+        }
+        Some((self.in_mlir_rank(i)?, self.in_mlir_rank(&o)?))
+    }
+
+    /// `m` as a selection of its root in the rank of its MLIR type (see
+    /// [`Self::reduction_in_mlir_ranks`]).
+    fn in_mlir_rank(&self, m: &Mem) -> Option<String> {
+        let root = &self.roots[m.root];
+        // a multi-buffer's slot or a select: written by `operand` only
+        if root.multi > 1 || !root.select.is_empty() {
+            return None;
+        }
+        let boxed: Vec<(String, u64)> = match &m.sel {
+            Sel::Whole => root.shape.iter().map(|n| ("0".to_string(), *n)).collect(),
+            Sel::Box(b) => b.clone(),
+            _ => return None,
+        };
+        let want: Vec<u64> = m
+            .ty
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Static(n) => Some(*n),
+                Dim::Dynamic => None,
+            })
+            .collect::<Option<_>>()?;
+        let mut k = 0;
+        let mut parts = Vec::new();
+        for (st, n) in &boxed {
+            if k < want.len() && want[k] == *n {
+                parts.push(if st.parse::<i64>().is_ok() {
+                    format!("{st} : {}", st.parse::<i64>().ok()? + *n as i64)
+                } else {
+                    format!("{st} : {} + {n}", paren(st))
+                });
+                k += 1;
+            } else if *n == 1 {
+                parts.push(st.clone());
+            } else {
+                return None;
+            }
+        }
+        (k == want.len()).then(|| format!("{}[{}]", root.name, parts.join(", ")))
     }
 
     /// A reduction's `reduce_dims` in the dimensions npusim sees. A reshape of a whole buffer
@@ -3825,6 +3904,72 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
         let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
             .expect("the built-in config loads");
         crate::mlir::load_kernel(&text, "t.mlir", &config, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_reduction_whose_operands_npusim_sees_at_other_ranks_is_written_in_the_mlirs() {
+        // [4, 8] (a rank-reducing subview of the [1, 4, 16, 1] buffer a) reduced along 0 into
+        // [1, 8] (a collapse of the [1, 1, 8] buffer r): npusim's views of a and r have ranks
+        // 4 and 3, which no reduction pairs, so both are written in the MLIR's ranks, the unit
+        // dimensions the MLIR dropped as indices (bishengir-opt plans this function: a at 0,
+        // r at 256, t at 288)
+        let text = format!(
+            "func.func @colsum(%x: memref<4x8xf32, {GM}>, %y: memref<8xf32, {GM}>) {{
+  %a = memref.alloc() : memref<1x4x16x1xf32, {UB}>
+  %r = memref.alloc() : memref<1x1x8xf32, {UB}>
+  %t = memref.alloc() : memref<64xf32, {UB}>
+  %s = memref.subview %a[0, 0, 0, 0] [1, 4, 8, 1] [1, 1, 1, 1] : memref<1x4x16x1xf32, {UB}> to memref<4x8xf32, strided<[16, 1]>, {UB}>
+  %r1 = memref.collapse_shape %r [[0, 1], [2]] : memref<1x1x8xf32, {UB}> into memref<1x8xf32, {UB}>
+  %r2 = memref.collapse_shape %r [[0, 1, 2]] : memref<1x1x8xf32, {UB}> into memref<8xf32, {UB}>
+  hivm.hir.load ins(%x : memref<4x8xf32, {GM}>) outs(%s : memref<4x8xf32, strided<[16, 1]>, {UB}>)
+  hivm.hir.vreduce <sum> ins(%s : memref<4x8xf32, strided<[16, 1]>, {UB}>) outs(%r1 : memref<1x8xf32, {UB}>) temp_buffer(%t : memref<64xf32, {UB}>) reduce_dims = [0]
+  hivm.hir.store ins(%r2 : memref<8xf32, {UB}>) outs(%y : memref<8xf32, {GM}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("{ vreduce_sum: { ins: [\"a[0, 0 : 4, 0 : 8, 0]\"], out: \"r[0 : 1, 0, 0 : 8]\", tmp: t, dims: [0] } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn subviews_sized_when_the_kernel_runs_of_a_reshaped_argument_and_of_a_flat_view() {
+        // rows [o, o + k) of x seen as [96, 100] (x is declared in that shape: its first use is
+        // the collapse), k = min(n, 8); in ub, the same k rows of 100 of a view of a byte
+        // buffer: its first k * 100 elements, from element 0 to (k - 1) * 100 + 99
+        // (bishengir-opt reads this function)
+        let text = format!(
+            "func.func @rows(%x: memref<2x48x100xf32, {GM}>, %n: index, %o: index) {{
+  %c0 = arith.constant 0 : index
+  %c0_i64 = arith.constant 0 : i64
+  %g = memref.collapse_shape %x [[0, 1], [2]] : memref<2x48x100xf32, {GM}> into memref<96x100xf32, {GM}>
+  %k = affine.min affine_map<()[s0] -> (s0, 8)>()[%n]
+  %src = memref.subview %g[%o, 0] [%k, 100] [1, 1] : memref<96x100xf32, {GM}> to memref<?x100xf32, strided<[100, 1], offset: ?>, {GM}>
+  %b = hivm.hir.pointer_cast(%c0_i64) : memref<4096xi8, {UB}>
+  %v = memref.view %b[%c0][%k] : memref<4096xi8, {UB}> to memref<1x?x100xf32, {UB}>
+  %w = memref.subview %v[0, 0, 0] [1, %k, 100] [1, 1, 1] : memref<1x?x100xf32, {UB}> to memref<?x100xf32, strided<[100, 1]>, {UB}>
+  hivm.hir.load ins(%src : memref<?x100xf32, strided<[100, 1], offset: ?>, {GM}>) outs(%w : memref<?x100xf32, strided<[100, 1]>, {UB}>)
+  return
+}}"
+        );
+        let p = [("n".to_string(), 5), ("o".to_string(), 4)];
+        let l = lower_with(&text, false, &p).unwrap_or_else(|d| panic!("{d:?}"));
+        let f = crate::yaml::flow(&l.doc, 1 << 20);
+        assert!(f.contains("x: { shape: [96, 100], dtype: f32 }"), "{f}");
+        assert!(
+            f.contains("{ load: { src: \"x[o : o + (min(n, 8)), 0 : 100]\", dst: \"b[0 : 1 + ((min(n, 8)) - 1) * 100 + 99]\" } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &p, None)
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
