@@ -314,3 +314,45 @@ fn run(f: &Path, name: &str) -> Result<bool, String> {
     }
     Ok(true)
 }
+
+/// A vector op reading gm (as the compiler's own IR for compile-return-arg.mlir has one):
+/// `opt` plans it as HIVM does, a run refuses it.
+#[test]
+fn a_vector_op_reading_gm_plans_as_hivm_and_does_not_run() {
+    let dir = scratch("vector_op_reading_gm");
+    let file = dir.join("gm_vadd.mlir");
+    let gm = "#hivm.address_space<gm>";
+    let ub = "#hivm.address_space<ub>";
+    std::fs::write(
+        &file,
+        format!(
+            "func.func @gmadd(%x: memref<64xf16, {gm}>, %y: memref<64xf16, {gm}>) {{
+  %a = memref.alloc() : memref<64xf16, {ub}>
+  hivm.hir.load ins(%x : memref<64xf16, {gm}>) outs(%a : memref<64xf16, {ub}>)
+  %c = memref.alloc() : memref<64xf16, {ub}>
+  hivm.hir.vadd ins(%x, %a : memref<64xf16, {gm}>, memref<64xf16, {ub}>) outs(%c : memref<64xf16, {ub}>)
+  hivm.hir.store ins(%c : memref<64xf16, {ub}>) outs(%y : memref<64xf16, {gm}>)
+  return
+}}
+"
+        ),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    // a is dead after the vadd and as wide as c: HIVM's inplace puts c on a, at 0 (as
+    // bishengir-opt -hivm-plan-memory does with this function)
+    let out = npusim(&["opt", path, "-hivm-plan-memory"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(offsets(&stdout(&out)), ["0", "0"]);
+    let out = npusim(&["run", path]);
+    assert_eq!(out.status.code(), Some(2));
+    let words = stderr(&out)
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("is in gm; vector ops read and write ub only"),
+        "{words}"
+    );
+}
