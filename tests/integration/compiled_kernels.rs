@@ -55,15 +55,30 @@ const FUNCTIONS: usize = 25;
 const SIZES: &[(&str, &[&str])] = &[
     (
         "compile-any-pb-dynamic/test_dynamic_shape_single_output_0",
-        &["arg0_dim0=64", "arg1_dim1=1000", "arg2_dim0=64", "arg2_dim1=1000"],
+        &[
+            "arg0_dim0=64",
+            "arg1_dim1=1000",
+            "arg2_dim0=64",
+            "arg2_dim1=1000",
+        ],
     ),
     (
         "compile-any-pb-dynamic/test_dynamic_shape_single_output_1",
-        &["arg0_dim0=64", "arg1_dim1=1000", "arg2_dim0=64", "arg2_dim1=1000"],
+        &[
+            "arg0_dim0=64",
+            "arg1_dim1=1000",
+            "arg2_dim0=64",
+            "arg2_dim1=1000",
+        ],
     ),
     (
         "compile-bisheng-hfusion-modified-host/Fused_Mul_Add_fusion_3414230412939713453_0_0",
-        &["arg0_dim1=5000", "arg1_dim1=5000", "arg2_dim1=5000", "arg3_dim1=5000"],
+        &[
+            "arg0_dim1=5000",
+            "arg1_dim1=5000",
+            "arg2_dim1=5000",
+            "arg3_dim1=5000",
+        ],
     ),
     (
         // arg1 is the end of the slice of arg0's rows the kernel copies
@@ -96,7 +111,10 @@ const SIZES: &[(&str, &[&str])] = &[
         "compile-pure-elemwise-dynamic/model_0",
         &["arg0_dim0=100000", "arg1_dim0=100000", "arg2_dim0=100000"],
     ),
-    ("compile-reduce-to-rank0/reduce_to_rank0_0_0", &["arg0_dim0=5000"]),
+    (
+        "compile-reduce-to-rank0/reduce_to_rank0_0_0",
+        &["arg0_dim0=5000"],
+    ),
 ];
 
 /// The functions npusim does not run, and what its error must say.
@@ -240,9 +258,20 @@ fn each_compiled_kernel_plans_as_the_compiler_and_runs_race_free() {
         seen.len(),
         REFUSED.len()
     );
-    assert_eq!(seen.len(), FUNCTIONS, "the functions compile-ir made: {seen:?}");
-    for name in SIZES.iter().map(|(n, _)| n).chain(REFUSED.iter().map(|(n, _)| n)) {
-        assert!(seen.contains(*name), "{name} is listed but was not compiled");
+    assert_eq!(
+        seen.len(),
+        FUNCTIONS,
+        "the functions compile-ir made: {seen:?}"
+    );
+    for name in SIZES
+        .iter()
+        .map(|(n, _)| n)
+        .chain(REFUSED.iter().map(|(n, _)| n))
+    {
+        assert!(
+            seen.contains(*name),
+            "{name} is listed but was not compiled"
+        );
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
@@ -251,11 +280,7 @@ fn each_compiled_kernel_plans_as_the_compiler_and_runs_race_free() {
 fn plan_equal(f: &Path, name: &str) -> bool {
     let expected = std::fs::read_to_string(f.join("after-plan.mlir")).unwrap();
     let before = f.join("before-plan.mlir");
-    let out = npusim(&[
-        "opt",
-        before.to_str().unwrap(),
-        "-hivm-plan-memory",
-    ]);
+    let out = npusim(&["opt", before.to_str().unwrap(), "-hivm-plan-memory"]);
     let (want, got) = (offsets(&expected), offsets(&stdout(&out)));
     if out.status.success() && want == got {
         return true;
@@ -266,7 +291,10 @@ fn plan_equal(f: &Path, name: &str) -> bool {
         "plan differs: {name}: {}",
         match first {
             _ if !out.status.success() => stderr(&out).lines().next().unwrap_or("").to_string(),
-            Some(i) => format!("pointer_cast #{i}: the compiler {}, npusim {}", want[i], got[i]),
+            Some(i) => format!(
+                "pointer_cast #{i}: the compiler {}, npusim {}",
+                want[i], got[i]
+            ),
             None => format!("{} pointer_casts, npusim {}", want.len(), got.len()),
         }
     );

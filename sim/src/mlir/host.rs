@@ -66,7 +66,10 @@ pub fn tiling_params(
     // the kernel's params, renamed to the host's arguments (the same positions)
     let mut host_params = Vec::new();
     for (k, h) in args.iter().zip(host_args) {
-        let (kn, hn) = (lower::sanitize(&k.value.name), lower::sanitize(&h.value.name));
+        let (kn, hn) = (
+            lower::sanitize(&k.value.name),
+            lower::sanitize(&h.value.name),
+        );
         for (name, v) in params {
             if *name == kn {
                 host_params.push((hn.clone(), *v));
@@ -150,7 +153,11 @@ mod tests {
             .map(|t| (t.name.as_str(), t.shape.as_slice()))
             .collect();
         assert_eq!(shapes, [("x", &[1000][..]), ("y", &[1000]), ("t", &[1])]);
-        assert!(p.params.contains(&("t_elem0".to_string(), 256)), "{:?}", p.params);
+        assert!(
+            p.params.contains(&("t_elem0".to_string(), 256)),
+            "{:?}",
+            p.params
+        );
         // a hand-given element wins over the host's
         let k = crate::mlir::load_kernel(
             KERNEL,

@@ -3465,15 +3465,14 @@ impl Lower<'_> {
             Sel::Box(b) => b.clone(),
             _ => return None,
         };
-        let want: Vec<u64> = m
-            .ty
-            .shape
-            .iter()
-            .map(|d| match d {
-                Dim::Static(n) => Some(*n),
-                Dim::Dynamic => None,
-            })
-            .collect::<Option<_>>()?;
+        let want: Vec<u64> =
+            m.ty.shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Static(n) => Some(*n),
+                    Dim::Dynamic => None,
+                })
+                .collect::<Option<_>>()?;
         let mut k = 0;
         let mut parts = Vec::new();
         for (st, n) in &boxed {

@@ -33,8 +33,8 @@
 
 pub mod ast;
 mod attrs;
-mod lexer;
 mod host;
+mod lexer;
 pub mod lower;
 mod ops;
 mod parser;
@@ -217,12 +217,14 @@ fn load_function_with(
 ) -> Result<Loaded, LoadError> {
     let lowered = lower::lower(text, &chunks[chunk], func, file, opts)
         .map_err(|diagnostics| LoadError { diagnostics })?;
-    let declared = |name: &str| match &lowered.doc.value {
+    let declared = |name: &str| {
+        match &lowered.doc.value {
         crate::yaml::Value::Map(top) => top.iter().any(|(k, v)| {
             k == "params"
                 && matches!(&v.value, crate::yaml::Value::Map(ps) if ps.iter().any(|(p, _)| p == name))
         }),
         _ => false,
+    }
     };
     let params: Vec<(String, i64)> = opts
         .params
@@ -235,14 +237,8 @@ fn load_function_with(
     } else {
         config.clone()
     };
-    let mut kernel = crate::load::load_kernel_tree(
-        &lowered.doc,
-        file,
-        &config,
-        &params,
-        blocks,
-        opts.lenient,
-    )?;
+    let mut kernel =
+        crate::load::load_kernel_tree(&lowered.doc, file, &config, &params, blocks, opts.lenient)?;
     for p in &mut kernel.parts {
         retext(p, &lowered);
     }
@@ -366,15 +362,7 @@ pub fn load_kernel(
         lenient: false,
     };
     let loaded = load_function_with(
-        text,
-        &chunks,
-        chosen.0,
-        chosen.1,
-        file,
-        config,
-        &opts,
-        &tiling,
-        blocks,
+        text, &chunks, chosen.0, chosen.1, file, config, &opts, &tiling, blocks,
     )?;
     if loaded.lowered.core == "mix" {
         let mut d = Diagnostic::error(
