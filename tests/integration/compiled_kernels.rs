@@ -125,9 +125,6 @@ const REFUSED: &[(&str, &str)] = &[
         "compile-return-arg/return_arg_directly_after_optimize",
         "is in gm; vector ops read and write ub only",
     ),
-    // the tile offsets are arith.select chains over one loop variable; written out as npusim
-    // expressions they pass the loader's cap on an expression's size
-    ("compile-concat/concat_compile", "expression is too complex"),
     // arg0 is 16x32x4096x5120 f32 (40 GiB): beyond the 2^26 lines of the L2 model
     (
         "compile-reduce-broadcast-reduce/reduce_broadcast_reduce",

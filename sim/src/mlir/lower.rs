@@ -2105,7 +2105,15 @@ impl<'a> Lower<'a> {
                 };
                 bin(sym)
             }
+            // a branch of 0 drops its term: the compiler's tile sizes are selects of a size
+            // and 0, nested, and each term repeats its condition
             ("arith", "select") => match (args.first(), args.get(1), args.get(2)) {
+                (Some(c), Some(a), Some(b)) if b.1 == Some(0) => {
+                    Some(format!("{} * {}", paren(&c.0), paren(&a.0)))
+                }
+                (Some(c), Some(a), Some(b)) if a.1 == Some(0) => {
+                    Some(format!("!{} * {}", paren(&c.0), paren(&b.0)))
+                }
                 (Some(c), Some(a), Some(b)) => Some(format!(
                     "{} * {} + !{} * {}",
                     paren(&c.0),
@@ -3993,6 +4001,43 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
             .expect("the built-in config loads");
         crate::mlir::load_kernel(&text, "t.mlir", &config, &p, None)
             .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_select_with_a_zero_branch_is_one_term() {
+        // select(i < 2, 16, 0) is (i < 2) * 16, select(i < 2, 0, 32) is !(i < 2) * 32: the
+        // compiler nests such selects for its tile sizes, and the full form repeats the
+        // condition in each term
+        let text = format!(
+            "func.func @k(%x: memref<256xf16, {GM}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %lt = arith.cmpi slt, %i, %c2 : index
+    %o = arith.select %lt, %c16, %c0 : index
+    %p = arith.select %lt, %c0, %c32 : index
+    %a = memref.alloc() : memref<16xf16, {UB}>
+    %r = memref.subview %x[%o] [16] [1] : memref<256xf16, {GM}> to memref<16xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.load ins(%r : memref<16xf16, strided<[1], offset: ?>, {GM}>) outs(%a : memref<16xf16, {UB}>)
+    %w = memref.subview %x[%p] [16] [1] : memref<256xf16, {GM}> to memref<16xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.store ins(%a : memref<16xf16, {UB}>) outs(%w : memref<16xf16, strided<[1], offset: ?>, {GM}>)
+  }}
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("src: \"x[(i < 2) * 16 : ((i < 2) * 16) + 16]\""),
+            "{f}"
+        );
+        assert!(
+            f.contains("dst: \"x[!(i < 2) * 32 : (!(i < 2) * 32) + 16]\""),
+            "{f}"
+        );
     }
 
     #[test]
