@@ -643,12 +643,14 @@ impl Analyzer<'_> {
         // per dependence, the virtual pipe of its now side and of its front side
         let mut vdeps: Vec<(Option<P>, Option<P>)> = Vec::new();
         let none: &[Option<P>] = &[];
-        let groups: [(&[usize], &[Option<P>], &[usize], &[Option<P>]); 3] = [
-            (&n.def, none, &f.def, none),
-            (&n.uses, &n.virt, &f.def, none),
-            (&n.def, none, &f.uses, &f.virt),
+        // (memory infos, their virtual pipes) of the now side, then of the front side
+        type Infos<'a> = (&'a [usize], &'a [Option<P>]);
+        let groups: [(Infos, Infos); 3] = [
+            ((&n.def, none), (&f.def, none)),
+            ((&n.uses, &n.virt), (&f.def, none)),
+            ((&n.def, none), (&f.uses, &f.virt)),
         ];
-        for (a, va, b, vb) in groups {
+        for ((a, va), (b, vb)) in groups {
             for (i, &x) in a.iter().enumerate() {
                 for (j, &y) in b.iter().enumerate() {
                     if alias(&self.ir.mems[x], &self.ir.mems[y]) {
