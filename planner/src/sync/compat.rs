@@ -1731,6 +1731,8 @@ impl Emitter<'_> {
     /// The `sync_related_args` of every `mmadL1` (SyncCodegen's `mmadL12SyncTemplateInter`).
     fn mmad_args(&self) -> Vec<MmadSyncArgs> {
         let mut out: Vec<MmadSyncArgs> = Vec::new();
+        // per entry of `out`: its op and the sync ops before and after its halves
+        let mut halves: Vec<(OpId, Vec<usize>, Vec<usize>)> = Vec::new();
         for el in &self.ir.els {
             let Kind::Compound(c) = &el.kind else {
                 continue;
@@ -1757,7 +1759,21 @@ impl Emitter<'_> {
                     m.args[5 + k as usize] = Expr::Const(set.ids[0] as i64);
                 }
             }
-            for &s in el.before.iter().chain(&el.after) {
+            let (before, after) = match halves.last_mut() {
+                Some((o, b, a)) if *o == op => (b, a),
+                _ => {
+                    halves.push((op, Vec::new(), Vec::new()));
+                    let (_, b, a) = halves.last_mut().expect("pushed");
+                    (b, a)
+                }
+            };
+            before.extend(el.before.iter().copied());
+            after.extend(el.after.iter().copied());
+        }
+        // SyncCodegen::Build: the op's waits and sets before it (both halves, in order), then
+        // those after it in reverse; a later one in that order overwrites a slot
+        for (m, (_, before, after)) in out.iter_mut().zip(&halves) {
+            for &s in before.iter().chain(after.iter().rev()) {
                 let sync = &self.ir.ops[s];
                 if sync.useless || !to_template(sync) {
                     continue;
@@ -2217,6 +2233,33 @@ mod tests {
         );
         let looped = "  - for: { var: i, to: 2 }\n    body:\n      - load: { src: a, dst: x, layout: nz }\n      - mmad_l1: { a: \"x[0:16]\", b: \"x[16:32]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n";
         assert_eq!(mmad_template(looped), vec![-1, 0, -1, 0]);
+    }
+
+    /// The balancing waits of back-edge pairs go after the last Sync-IR element; when that is
+    /// an mmadL1, a wait on L1 B there is lowered into its template too. SyncCodegen::Build
+    /// inserts an op's waits before it in order, then those after it in reverse, each one
+    /// overwriting the slot. By hand: two loops each reading `x` (then `z`) as B before
+    /// reloading it make two back-edge MTE2(L1B)→MTE1 pairs, ids 2 (x's loop) and 4 (z's),
+    /// whose balancing waits follow the final mmadL1 in that order; reversed, x's comes last:
+    /// B's slot is 2 (npusim wrote 4 when it took them in order). Checked against
+    /// bishengir-opt 1.2.0 on the same plan.
+    #[test]
+    fn mmad_l1_waits_after_it_fill_slots_in_reverse() {
+        let y = "kernel: k\ncore: aic\nsync: auto\ngm: { a: { shape: [32, 16], dtype: f16 } }\nbuffers: { w: { scope: l1, shape: [16, 16], dtype: f16 }, x: { scope: l1, shape: [32, 16], dtype: f16 }, z: { scope: l1, shape: [32, 16], dtype: f16 }, c0: { scope: l0c, shape: [16, 16], dtype: f32 } }\nbody:\n  - load: { src: \"a[0:16]\", dst: w, layout: nz }\n  - load: { src: a, dst: x, layout: nz }\n  - load: { src: a, dst: z, layout: nz }\n  - for: { var: i, to: 2 }\n    body:\n      - mmad_l1: { a: w, b: \"x[0:16]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n      - load: { src: a, dst: x, layout: nz }\n  - for: { var: j, to: 2 }\n    body:\n      - mmad_l1: { a: w, b: \"z[0:16]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n      - load: { src: a, dst: z, layout: nz }\n  - mmad_l1: { a: w, b: w, c: c0, m: 16, n: 16, k: 16, init: 1 }\n";
+        let program = sim::load_program(y, "p.yaml", &config(), &[]).unwrap();
+        let planned =
+            crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
+        let d = synchronize_compat_detailed(&program, &planned.plan, &CompatOptions::default());
+        let args: Vec<Vec<Option<i64>>> = d
+            .mmad_args
+            .iter()
+            .map(|m| m.args[..4].iter().map(|a| a.as_const()).collect())
+            .collect();
+        let c = |v: [i64; 4]| v.iter().map(|&x| Some(x)).collect::<Vec<_>>();
+        assert_eq!(
+            args,
+            vec![c([-1, 2, -1, 0]), c([-1, 4, -1, 1]), c([-1, 2, -1, -1])]
+        );
     }
 
     #[test]
