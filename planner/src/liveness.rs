@@ -453,6 +453,25 @@ pub fn liveness_with(
             }
         };
         if mode == LivenessMode::Scoped && !lifetime.is_empty() {
+            let mut first = lifetime[0].first;
+            // HIVM gens, at a loop's begin, every alloc live there (GetLiveBuffersInLoop):
+            // one declared outside the loop and touched after it in the loop's block starts
+            // at that begin even if the loop never touches it
+            for &(l, span) in &loops {
+                if span.first >= first {
+                    continue;
+                }
+                // the alloc comes before the loop: in the loop's block or one around it
+                let before = buffers.iter().any(|&m| match program.buffer(m).declared_in {
+                    None => true,
+                    Some(d) => program.op(l).parent.is_some_and(|p| loop_within(program, p, d)),
+                });
+                let block_end = block_end(program, &op_pos, l, span.first, n);
+                let i = touched.partition_point(|&p| p <= span.last);
+                if before && touched.get(i).is_some_and(|&p| p <= block_end) {
+                    first = span.first;
+                }
+            }
             let mut last = lifetime.last().unwrap().last;
             for &(l, span) in &ifs {
                 let i = touched.partition_point(|&p| p < span.first);
@@ -466,7 +485,7 @@ pub fn liveness_with(
                     last = span.last;
                 }
             }
-            lifetime = vec![Interval::new(lifetime[0].first, last)];
+            lifetime = vec![Interval::new(first, last)];
         }
         let (pipes, dma, scalar) = classify(program, &entry_ops[e]);
         out_entries.push(Entry {
@@ -529,6 +548,24 @@ fn declared_within(program: &Program, mut declared_in: Option<OpId>, l: OpId) ->
         declared_in = program.op(op).parent;
     }
     false
+}
+
+/// The last position of the block holding op `op` (which begins at `at`): its parent loop's
+/// end, its `if`'s else marker (then-block) or end (else-block), or the program's last
+/// position (`n - 1`) at the top.
+fn block_end(program: &Program, op_pos: &[OpPos], op: OpId, at: usize, n: usize) -> usize {
+    match program.op(op).parent.map(|p| op_pos[p.index()]) {
+        None => n - 1,
+        Some(OpPos::Loop { end, .. }) => end,
+        Some(OpPos::If { els, end, .. }) => {
+            if at < els {
+                els
+            } else {
+                end
+            }
+        }
+        Some(OpPos::At(p)) => p,
+    }
 }
 
 /// Whether loop `inner` is `outer` or nested inside it.
@@ -951,6 +988,53 @@ body:
         assert_eq!(e("b").pipes, [Pipe::V]);
         assert!(!e("a").scalar);
         assert_eq!(l.peak_live(|_| 1), Some((2, 3)));
+    }
+
+    #[test]
+    fn scoped_gens_at_a_loop_begin_what_is_used_after_it() {
+        // 0 for-begin | 1 load b | 2 for-end | 3 if-begin | 4 for-begin | 5 load d | 6 for-end
+        // | 7 load c | 8 store c | 9 else | 10 load a | 11 end | 12 store a
+        // HIVM (GetLiveBuffersInLoop) gens at a loop's begin every alloc live there, used in
+        // it or after it in its block. bishengir-opt on `a` declared at the top, then
+        // `for { load b }`, then `load a`: a = 0, b = 512 (a's life starts at the loop).
+        let p = load(
+            r#"
+buffers:
+  a: { scope: ub, shape: [n], dtype: f16 }
+  c: { scope: ub, shape: [n], dtype: f16 }
+body:
+  - for: { var: t, to: 2 }
+    buffers:
+      b: { scope: ub, shape: [n], dtype: f16 }
+    body:
+      - load: { src: "x[t]", dst: b }
+  - if: "1"
+    then:
+      - for: { var: u, to: 2 }
+        buffers:
+          d: { scope: ub, shape: [n], dtype: f16 }
+        body:
+          - load: { src: "x[u]", dst: d }
+      - load: { src: "x[0]", dst: c }
+      - store: { src: c, dst: "y[0]" }
+    else:
+      - load: { src: "x[0]", dst: a }
+  - store: { src: a, dst: "y[0]" }
+"#,
+        );
+        let (l, s) = both(&p);
+        assert_eq!(life(&l, &p, "b"), [(1, 1)]);
+        assert_eq!(life(&s, &p, "b"), [(1, 1)]);
+        // precise: `a` from its write in the else-block to its store
+        assert_eq!(life(&l, &p, "a"), [(10, 12)]);
+        // scoped: from the first loop's begin (live there: used after it at the top)
+        assert_eq!(life(&s, &p, "a"), [(0, 12)]);
+        // `c` too is used after the first loop in the top block (inside the if); scoped, it
+        // lives to the if's end (HIVM kills it there)
+        assert_eq!(life(&l, &p, "c"), [(7, 8)]);
+        assert_eq!(life(&s, &p, "c"), [(0, 11)]);
+        // `d` is declared in the inner loop: its alloc is not live at the first loop's begin
+        assert_eq!(life(&s, &p, "d"), [(5, 5)]);
     }
 
     #[test]
