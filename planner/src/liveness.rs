@@ -266,14 +266,17 @@ struct Builder<'a> {
 
 /// Computes positions, storage entries and lifetimes (module docs).
 pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, LivenessError> {
-    liveness_with(program, mode, false)
+    liveness_with(program, mode, false, &[])
 }
 
-/// [`liveness`], optionally accepting a read before the first write (`reads_unwritten`).
+/// [`liveness`], optionally accepting a read before the first write (`reads_unwritten`);
+/// `allocs_after` (sorted `(buffer, loop)` pairs) names the buffers whose alloc comes after a
+/// loop in the source, which scoped liveness does not gen at that loop's begin.
 pub fn liveness_with(
     program: &Program,
     mode: LivenessMode,
     reads_unwritten: bool,
+    allocs_after: &[(BufferId, OpId)],
 ) -> Result<Liveness, LivenessError> {
     let (entry_of, members) = entries(program);
     let mut b = Builder {
@@ -462,9 +465,15 @@ pub fn liveness_with(
                     continue;
                 }
                 // the alloc comes before the loop: in the loop's block or one around it
-                let before = buffers.iter().any(|&m| match program.buffer(m).declared_in {
-                    None => true,
-                    Some(d) => program.op(l).parent.is_some_and(|p| loop_within(program, p, d)),
+                let before = buffers.iter().any(|&m| {
+                    let around = match program.buffer(m).declared_in {
+                        None => true,
+                        Some(d) => program
+                            .op(l)
+                            .parent
+                            .is_some_and(|p| loop_within(program, p, d)),
+                    };
+                    around && allocs_after.binary_search(&(m, l)).is_err()
                 });
                 let block_end = block_end(program, &op_pos, l, span.first, n);
                 let i = touched.partition_point(|&p| p <= span.last);

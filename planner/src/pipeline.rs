@@ -56,7 +56,12 @@ pub fn plan_program(
     config: &Config,
     opts: &PlanOptions,
 ) -> Result<Planned, PlanFailure> {
-    let live = crate::liveness::liveness_with(program, opts.liveness, opts.reads_unwritten)?;
+    let live = crate::liveness::liveness_with(
+        program,
+        opts.liveness,
+        opts.reads_unwritten,
+        &opts.allocs_after,
+    )?;
     let inplace = inplace_pairs_ordered(program, &live, opts.inplace_last_input_first);
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();
     let touch: Vec<(BufferId, BufferId)> = inplace.touch.iter().map(|p| (p.gen, p.kill)).collect();

@@ -40,7 +40,7 @@ use first_fit::Placer;
 use overflow::{overflow, peak_bytes};
 use sequential::{gen_order, running_sum, unplaced_buffers};
 use sim::program::Program;
-use sim::{BufferId, Config, Space};
+use sim::{BufferId, Config, OpId, Space};
 
 /// Knobs of [`plan`] and [`crate::plan_program`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +64,10 @@ pub struct PlanOptions {
     pub reads_unwritten: bool,
     /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
     pub inplace_last_input_first: bool,
+    /// `(buffer, loop)`, sorted: the buffer's alloc comes after the loop in the source (an MLIR
+    /// alloc mid-block), so scoped liveness does not gen it at the loop's begin. A YAML
+    /// buffer is declared at its block's start: empty.
+    pub allocs_after: Vec<(BufferId, OpId)>,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -89,6 +93,7 @@ impl Default for PlanOptions {
             exact_time_limit: std::time::Duration::from_secs(10),
             reads_unwritten: false,
             inplace_last_input_first: false,
+            allocs_after: Vec::new(),
         }
     }
 }
