@@ -711,6 +711,8 @@ fn plan_function(
     opts.plan.liveness = planner::LivenessMode::Scoped;
     opts.plan.inplace_last_input_first = true;
     opts.plan.allocs_after = allocs_after(program, loaded);
+    // an MLIR alloc in a loop body is a new value every iteration
+    opts.plan.fresh_loop_allocs = true;
     let prepared = match pipeline::prepare(program, config, &opts) {
         Ok(p) => p,
         Err(f) => {

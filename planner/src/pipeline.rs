@@ -61,6 +61,7 @@ pub fn plan_program(
         opts.liveness,
         opts.reads_unwritten,
         &opts.allocs_after,
+        opts.fresh_loop_allocs,
     )?;
     let inplace = inplace_pairs_ordered(program, &live, opts.inplace_last_input_first);
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();

@@ -68,6 +68,11 @@ pub struct PlanOptions {
     /// alloc mid-block), so scoped liveness does not gen it at the loop's begin. A YAML
     /// buffer is declared at its block's start: empty.
     pub allocs_after: Vec<(BufferId, OpId)>,
+    /// Scoped liveness only: a buffer declared in a loop is a new value every iteration (an
+    /// MLIR alloc in a loop body), so nothing of it is carried round the back edge: HIVM's
+    /// gen..kill from its first touch to its last (`npusim opt`). Off, a value a YAML program
+    /// does carry round stays live, as the soundness oracle requires.
+    pub fresh_loop_allocs: bool,
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -94,6 +99,7 @@ impl Default for PlanOptions {
             reads_unwritten: false,
             inplace_last_input_first: false,
             allocs_after: Vec::new(),
+            fresh_loop_allocs: false,
         }
     }
 }
