@@ -11,7 +11,7 @@
 use crate::input;
 use crate::Exit;
 use pipeline::Failure;
-use sim::mlir::ast::Chunk;
+use sim::mlir::ast::{Chunk, Op};
 use sim::mlir::print::{print_chunk, Edits};
 use sim::mlir::{Loaded, Options as LowerOptions, SyncOps};
 use sim::program::{BarrierTarget, OpKind as P, Side};
@@ -401,7 +401,11 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
             for d in &diags {
                 res.stderr.push(mlir_diag(d));
             }
-            res.code = res.code.max(1);
+            // an alloc left unplanned is reported but the pass succeeds, as bishengir-opt's
+            // (AllocToPointerCast's pattern fails on it; the pass does not)
+            if fatal(&diags) {
+                res.code = res.code.max(1);
+            }
         }
     }
     res.stdout = outs.join("// -----\n");
@@ -619,6 +623,8 @@ fn chunk_edits(
         }
         let names = ChunkNames::of(text, &chunks[c]);
         let ctx = FuncCtx {
+            func,
+            text,
             device_entry: entry,
             names: &names,
             offset: func.span.start.offset,
@@ -767,6 +773,9 @@ fn block_sync_edits(
 
 /// What the compatibility printer needs of the function beside its program.
 struct FuncCtx<'a> {
+    /// The function op and the file's text (the uses of an alloc nothing touches).
+    func: &'a Op,
+    text: &'a str,
     /// InjectSync's device entry: a final `pipe_barrier[PIPE_ALL]`.
     device_entry: bool,
     names: &'a ChunkNames,
@@ -858,11 +867,52 @@ fn plan_function(
             unplanned.push(name.clone());
         }
     }
+    // An alloc no op reads or writes is never gen'd, so PlanMemory gives it no address: one
+    // named only by views the rewrite's folding erases goes with them, silently; one named by
+    // an `annotation.mark` (or anything else) stays an alloc, reported as never written.
+    // Planned with no bytes, it takes no place among the others.
+    let pinned_program;
+    let mut program = program;
+    if args.plan_memory {
+        let idle = untouched(program);
+        if !idle.is_empty() {
+            let mut p = program.clone();
+            for &b in &idle {
+                let buf = &mut p.buffers[b.index()];
+                buf.bytes = 0;
+                let Some(site) = loaded.lowered.allocs.iter().find(|a| a.buffer == buf.name) else {
+                    continue;
+                };
+                match dead_views(func.func, func.text, &site.ssa) {
+                    Some(views) => {
+                        edits.erased.insert(site.pos.offset);
+                        edits.erased.extend(views);
+                    }
+                    None => {
+                        let mut d = Diagnostic::error(
+                            &program.file,
+                            "",
+                            "'memref.alloc' op error: read before first write",
+                        );
+                        d.line = Some(site.op_pos.line);
+                        d.column = Some(site.op_pos.column);
+                        diags.push(d);
+                    }
+                }
+                unplanned.push(buf.name.clone());
+            }
+            pinned_program = p;
+            program = &pinned_program;
+        }
+    }
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
     // the inputs HIVM's kill order (below) does not list: last first
     opts.plan.inplace_last_input_first = true;
+    opts.plan.allocs_after = allocs_after(program, loaded);
+    // an MLIR alloc in a loop body is a new value every iteration
+    opts.plan.fresh_loop_allocs = true;
     opts.plan.inplace_through_select = true;
     // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
@@ -959,6 +1009,124 @@ fn plan_function(
         );
         events.flush(&synced.program, &loaded.lowered, edits, unsupported);
     }
+}
+
+/// `(buffer, loop)` for every alloc that comes after a loop's op in the MLIR, sorted: HIVM's
+/// loop-begin gen takes only the allocs live at the loop (PlanOptions::allocs_after).
+fn allocs_after(program: &Program, loaded: &Loaded) -> Vec<(sim::BufferId, sim::OpId)> {
+    let loops: Vec<(sim::OpId, (u32, u32))> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op.kind, P::For(_) | P::While { .. }))
+        .map(|(i, op)| (sim::OpId::new(i), (op.loc.line, op.loc.column)))
+        .collect();
+    let mut out = Vec::new();
+    for (b, buf) in program.buffers.iter().enumerate() {
+        let Some(site) = loaded.lowered.allocs.iter().find(|a| a.buffer == buf.name) else {
+            continue;
+        };
+        let at = (site.op_pos.line, site.op_pos.column);
+        out.extend(
+            loops
+                .iter()
+                .filter(|(_, l)| *l < at)
+                .map(|&(l, _)| (sim::BufferId::new(b), l)),
+        );
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The buffers no op reads or writes, nor any buffer of their storage entry (`share`).
+fn untouched(program: &Program) -> Vec<sim::BufferId> {
+    let bases = sim::footprint::Bases::of(program);
+    let n = program.buffers.len();
+    let mut touched = vec![false; n];
+    for op in &program.ops {
+        for o in op.kind.writes().into_iter().chain(op.kind.reads()) {
+            for b in bases.roots(o.base) {
+                touched[b.index()] = true;
+            }
+        }
+    }
+    // a share group is touched when any member is (the loader refuses cycles; the bound
+    // keeps a bad program from looping)
+    for _ in 0..n {
+        let mut changed = false;
+        for (i, buf) in program.buffers.iter().enumerate() {
+            if let Some(s) = buf.share {
+                if touched[i] != touched[s.index()] {
+                    touched[i] = true;
+                    touched[s.index()] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (0..n)
+        .filter(|&i| !touched[i])
+        .map(sim::BufferId::new)
+        .collect()
+}
+
+/// Whether `text` names `%name` (not a longer name starting with it).
+fn names_value(text: &str, name: &str) -> bool {
+    let pat = format!("%{name}");
+    text.match_indices(&pat).any(|(i, _)| {
+        let next = text.as_bytes().get(i + pat.len()).copied().unwrap_or(b' ');
+        !(next.is_ascii_alphanumeric() || matches!(next, b'_' | b'$' | b'.' | b'-'))
+    })
+}
+
+/// Ops MLIR folds away when nothing uses their result: views of a memref.
+const VIEW_OPS: &[&str] = &[
+    "memref.subview",
+    "memref.view",
+    "memref.reinterpret_cast",
+    "memref.cast",
+    "memref.collapse_shape",
+    "memref.expand_shape",
+    "memref.transpose",
+];
+
+/// When every use of `%ssa` in `func` is a view whose own results are used only by such views
+/// (transitively), the start offsets of those views: the greedy rewrite after PlanMemory
+/// erases them and then the alloc. `None` when anything else uses it (an `annotation.mark`).
+fn dead_views(func: &Op, text: &str, ssa: &str) -> Option<Vec<u32>> {
+    // the non-region ops: name, start offset, results, and text from the name on (operands)
+    let mut ops: Vec<(String, u32, Vec<String>, &str)> = Vec::new();
+    func.walk(&mut |op| {
+        if op.kind.regions().is_empty() {
+            let start = op.name_pos.offset as usize;
+            let end = (op.span.end as usize).min(text.len());
+            if let Some(t) = text.get(start..end) {
+                let results = op.results.iter().map(|r| r.name.clone()).collect();
+                ops.push((op.name.clone(), op.span.start.offset, results, t));
+            }
+        }
+    });
+    let mut out = Vec::new();
+    let mut todo = vec![ssa.to_string()];
+    while let Some(v) = todo.pop() {
+        for (name, start, results, t) in &ops {
+            if !names_value(t, &v) {
+                continue;
+            }
+            if !VIEW_OPS.contains(&name.as_str()) {
+                return None;
+            }
+            // each view is queued once, so the walk ends
+            if !out.contains(start) {
+                out.push(*start);
+                todo.extend(results.iter().cloned());
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The buffers PlanMemory refuses with "read before first write": read somewhere, while

@@ -56,7 +56,13 @@ pub fn plan_program(
     config: &Config,
     opts: &PlanOptions,
 ) -> Result<Planned, PlanFailure> {
-    let live = crate::liveness::liveness_with(program, opts.liveness, opts.reads_unwritten)?;
+    let live = crate::liveness::liveness_with(
+        program,
+        opts.liveness,
+        opts.reads_unwritten,
+        &opts.allocs_after,
+        opts.fresh_loop_allocs,
+    )?;
     let inplace = inplace_pairs_with(
         program,
         &live,

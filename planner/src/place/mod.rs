@@ -78,6 +78,15 @@ pub struct PlanOptions {
     /// loop's start. Each list's buffers keep the places they hold in the gen order, taken in
     /// the list's order. Empty for npusim's own programs.
     pub loop_gen_order: Vec<Vec<BufferId>>,
+    /// `(buffer, loop)`, sorted: the buffer's alloc comes after the loop in the source (an MLIR
+    /// alloc mid-block), so scoped liveness does not gen it at the loop's begin. A YAML
+    /// buffer is declared at its block's start: empty.
+    pub allocs_after: Vec<(BufferId, OpId)>,
+    /// Scoped liveness only: a buffer declared in a loop is a new value every iteration (an
+    /// MLIR alloc in a loop body), so nothing of it is carried round the back edge: HIVM's
+    /// gen..kill from its first touch to its last (`npusim opt`). Off, a value a YAML program
+    /// does carry round stays live, as the soundness oracle requires.
+    pub fresh_loop_allocs: bool,
 }
 
 /// `order` with each list's buffers in the places they hold there, taken in the list's order
@@ -128,6 +137,8 @@ impl Default for PlanOptions {
             inplace_through_select: false,
             kill_order: Vec::new(),
             loop_gen_order: Vec::new(),
+            allocs_after: Vec::new(),
+            fresh_loop_allocs: false,
         }
     }
 }
