@@ -125,7 +125,7 @@ use crate::diag::{Diagnostic, LoadError};
 use crate::program::{Kernel, Loc};
 use crate::types::Pipe;
 use ast::{Op, OpKind};
-pub use lower::{Lowered, Options, SyncOps};
+pub use lower::{Lowered, Options, SyncOps, WrittenSite};
 
 /// A function of an MLIR file, loaded.
 #[derive(Clone, Debug)]
