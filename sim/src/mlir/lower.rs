@@ -49,6 +49,10 @@ pub struct Lowered {
     /// Plan-only: the vector ops whose operands, as written, say what the document does not
     /// (see [`WrittenSite`]), in program order.
     pub written: Vec<WrittenSite>,
+    /// For a run: the ops the hardware cannot run as written, each located, which the document
+    /// has in a runnable form (a vector op's gm input, read from a ub stand-in): the kernel's
+    /// [`crate::program::Kernel::findings`].
+    pub findings: Vec<Diagnostic>,
 }
 
 /// A vector op whose MLIR operands tell HIVM's inplace rule what the lowered document does
@@ -231,6 +235,7 @@ pub fn lower(
         copies: l.copies,
         erased: l.erased,
         written: l.written,
+        findings: l.findings,
     })
 }
 
@@ -260,6 +265,7 @@ impl<'a> Lower<'a> {
             copies: Vec::new(),
             erased: Vec::new(),
             written: Vec::new(),
+            findings: Vec::new(),
             stores: Vec::new(),
             view_sizes: HashMap::new(),
             local_args: Vec::new(),
@@ -406,6 +412,7 @@ struct Lower<'a> {
     copies: Vec<CopySite>,
     erased: Vec<u32>,
     written: Vec<WrittenSite>,
+    findings: Vec<Diagnostic>,
     /// Every `memref.store` of an integer at constant indices: (the memref, the indices, the
     /// value when it is a constant), for [`host_stores`].
     stores: Vec<(String, Vec<i64>, Option<i64>)>,
@@ -430,6 +437,7 @@ struct Snapshot {
     accesses: usize,
     copies: usize,
     written: usize,
+    findings: usize,
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -2371,6 +2379,7 @@ impl<'a> Lower<'a> {
             accesses: self.accesses.len(),
             copies: self.copies.len(),
             written: self.written.len(),
+            findings: self.findings.len(),
         }
     }
 
@@ -2385,6 +2394,7 @@ impl<'a> Lower<'a> {
         self.accesses.truncate(s.accesses);
         self.copies.truncate(s.copies);
         self.written.truncate(s.written);
+        self.findings.truncate(s.findings);
         (self.uses_ub, self.uses_cube, self.manual, self.launched) = s.uses;
     }
 
@@ -3124,6 +3134,7 @@ impl<'a> Lower<'a> {
         }
         self.note_written(pos, &mem_ins, outs);
         self.gm_inputs_plan_only(&mut mem_ins);
+        self.gm_inputs_run(op, ins, &mut mem_ins, outs);
         // HIVM vector ops npusim has no op of its own for, timed as the op of their cost class
         // (one repeat per 256 B of output, docs/mlir.md)
         let short = match short {
@@ -3743,6 +3754,62 @@ impl Lower<'_> {
             offsets_differ,
             out_rank: out.ty.shape.len(),
         });
+    }
+
+    /// For a run: a vector op's input in gm cannot run as written (vector units address ub
+    /// only), yet the compiler emits one (`vadd` of a gm subview and a ub buffer, for
+    /// AscendNPU-IR's compile-return-arg.mlir: its auto-schedule leaves the add on the
+    /// argument's slice, not on the load of it). The op runs with a ub stand-in read in the gm
+    /// input's place (its first ub input, else its output: the op then costs what it would on
+    /// ub data and touches nothing it does not touch anyway) and is reported, located, as a
+    /// finding of the run (docs/decisions.md).
+    fn gm_inputs_run(&mut self, op: &Op, typed: &[Typed], ins: &mut [(Mem, Pos)], outs: &[Typed]) {
+        if self.opts.lenient || !ins.iter().any(|(m, _)| self.roots[m.root].scope == "gm") {
+            return;
+        }
+        let stand_in = match ins.iter().find(|(m, _)| self.roots[m.root].scope != "gm") {
+            Some((m, _)) => Some(m.clone()),
+            None => match outs.first().and_then(|o| self.get(&o.value).cloned()) {
+                Some(Val::Mem(m)) if self.roots[m.root].scope != "gm" => Some(m),
+                _ => None,
+            },
+        };
+        let Some(stand_in) = stand_in else {
+            // every operand in gm: the loader refuses the op, located
+            return;
+        };
+        // the memref inputs' names, in the order of `ins`
+        let names: Vec<&str> = typed
+            .iter()
+            .filter(|t| matches!(self.get(&t.value), Some(Val::Mem(_))))
+            .map(|t| t.value.name.as_str())
+            .collect();
+        let stand_name = typed
+            .iter()
+            .chain(outs)
+            .find(|t| matches!(self.get(&t.value), Some(Val::Mem(m)) if m.root == stand_in.root))
+            .map_or("", |t| t.value.name.as_str());
+        let mut gm_names = Vec::new();
+        for (k, (m, _)) in ins.iter_mut().enumerate() {
+            if self.roots[m.root].scope == "gm" {
+                gm_names.push(format!("%{}", names.get(k).copied().unwrap_or("?")));
+                *m = stand_in.clone();
+            }
+        }
+        let mut d = Diagnostic::error(
+            self.file,
+            "",
+            format!(
+                "`{}` reads {} in gm: vector units address ub only, so the hardware cannot run it as written; npusim timed it reading %{stand_name} (ub) in its place",
+                op.name,
+                gm_names.join(", "),
+            ),
+        )
+        .with_hint("load the gm data into a ub buffer first and read that (the compiler's own IR: docs/mlir.md, \"Vector ops on gm\")");
+        d.severity = crate::diag::Severity::Warning;
+        d.line = Some(op.name_pos.line);
+        d.column = Some(op.name_pos.column);
+        self.findings.push(d);
     }
 
     /// Plan-only: a vector op's input in gm (the compiler emits one, `vadd` of a gm subview and

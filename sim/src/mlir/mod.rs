@@ -256,6 +256,7 @@ fn load_function_with(
     for p in &mut kernel.parts {
         retext(p, &lowered);
     }
+    kernel.findings = lowered.findings.clone();
     Ok(Loaded {
         kernel,
         lowered,
