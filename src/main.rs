@@ -759,8 +759,9 @@ fn kernel_findings_exit(
             if ran.is_ok() {
                 let n = findings.len();
                 err_line!(
-                    "error: {}: the run found {n} problem{}; see the report",
+                    "error: {}: the run found {n} problem{}: the finding{} above",
                     src.name,
+                    if n == 1 { "" } else { "s" },
                     if n == 1 { "" } else { "s" }
                 );
             }

@@ -251,7 +251,9 @@ fn each_compiled_kernel_plans_as_the_compiler_and_runs_race_free() {
             if plan_equal(&f, &name) {
                 plans_equal += 1;
             } else {
-                problems.push(format!("{name}: the plan differs from the compiler's (above)"));
+                problems.push(format!(
+                    "{name}: the plan differs from the compiler's (above)"
+                ));
             }
             match run(&f, &name) {
                 Ok(()) => runs += 1,

@@ -33,6 +33,7 @@ mod sequential;
 
 pub use entries::{planning_order, storage_entries, Slot, StorageEntry};
 
+use crate::inplace::AsWritten;
 use crate::liveness::{Liveness, LivenessMode};
 use crate::plan::*;
 use entries::entries_in_order;
@@ -40,7 +41,6 @@ use first_fit::Placer;
 use overflow::{overflow, peak_bytes};
 use sequential::{gen_order, running_sum, unplaced_buffers};
 use sim::program::Program;
-use crate::inplace::AsWritten;
 use sim::{BufferId, Config, OpId, Space};
 
 /// Knobs of [`plan`] and [`crate::plan_program`].
