@@ -732,6 +732,58 @@ fn run(
     let config = input::load_config(&input.config).map_err(|r| r.report())?;
     let (kernel, src) = input::load_kernel(&input.program, &config, &input.params, input.blocks)
         .map_err(|r| r.report())?;
+    let findings = kernel.findings.clone();
+    let ran = run_loaded(&config, kernel, &src, args, run_args, views, format, out);
+    kernel_findings_exit(&findings, &src, ran)
+}
+
+/// After a run (`ran`), the kernel's own findings ([`sim::Kernel::findings`]: ops the
+/// hardware cannot run as written), one line each; the exit is 1 when there are any and the
+/// run itself found nothing (it has said its own problems).
+fn kernel_findings_exit(
+    findings: &[Diagnostic],
+    src: &input::Source,
+    ran: Result<(), Exit>,
+) -> Result<(), Exit> {
+    match ran {
+        Ok(()) | Err(Exit(1)) if !findings.is_empty() => {
+            for d in findings {
+                let hint = d.hint.as_ref().map(|h| format!(" (hint: {h})"));
+                err_line!(
+                    "finding: {}: {}{}",
+                    d.location(),
+                    d.message,
+                    hint.unwrap_or_default()
+                );
+            }
+            if ran.is_ok() {
+                let n = findings.len();
+                err_line!(
+                    "error: {}: the run found {n} problem{}: the finding{} above",
+                    src.name,
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            Err(Exit(1))
+        }
+        other => other,
+    }
+}
+
+/// `run` on a loaded kernel.
+#[allow(clippy::too_many_arguments)]
+fn run_loaded(
+    config: &Config,
+    kernel: Kernel,
+    src: &input::Source,
+    args: &PlanArgs,
+    run_args: &RunArgs,
+    views: &ViewArgs,
+    format: RunFormat,
+    out: Option<&Path>,
+) -> Result<(), Exit> {
+    let (config, src) = (config.clone(), src.clone());
     let cores = sim::launch::slots(&kernel.parts.iter().collect::<Vec<_>>(), &config);
     let core = match &views.core {
         None => None,

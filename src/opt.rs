@@ -911,6 +911,8 @@ fn plan_function(
     // the inputs HIVM's kill order (below) does not list: last first
     opts.plan.inplace_last_input_first = true;
     opts.plan.allocs_after = allocs_after(program, loaded);
+    // what HIVM's inplace rule reads from operands as the MLIR writes them
+    opts.plan.as_written = as_written(program, loaded);
     // an MLIR alloc in a loop body is a new value every iteration
     opts.plan.fresh_loop_allocs = true;
     opts.plan.inplace_through_select = true;
@@ -1035,6 +1037,31 @@ fn allocs_after(program: &Program, loaded: &Loaded) -> Vec<(sim::BufferId, sim::
         );
     }
     out.sort_unstable();
+    out
+}
+
+/// Per vector op the lowering noted ([`sim::mlir::WrittenSite`]), sorted by op: what its
+/// MLIR operands tell HIVM's inplace rule (PlanOptions::as_written).
+fn as_written(program: &Program, loaded: &Loaded) -> Vec<(sim::OpId, planner::AsWritten)> {
+    let mut out: Vec<_> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op.kind, P::Vector(_)))
+        .filter_map(|(i, op)| {
+            let site = loaded
+                .lowered
+                .written
+                .iter()
+                .find(|w| (w.pos.line, w.pos.column) == (op.loc.line, op.loc.column))?;
+            let w = planner::AsWritten {
+                offsets_differ: site.offsets_differ,
+                out_rank: site.out_rank,
+            };
+            Some((sim::OpId::new(i), w))
+        })
+        .collect();
+    out.sort_unstable_by_key(|&(o, _)| o);
     out
 }
 

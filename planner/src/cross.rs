@@ -319,7 +319,10 @@ fn synchronize_within(
         .map(|(p, ins)| emit(p, ins))
         .collect();
     Ok(CrossSynced {
-        kernel: Kernel { parts },
+        kernel: Kernel {
+            parts,
+            findings: kernel.findings.clone(),
+        },
         handoffs,
     })
 }

@@ -27,7 +27,8 @@
 //!   HIVM's scalar / on-the-fly-broadcast temp; elementwise ops only; no transpose; with a
 //!   broadcast, gen and kill operand shapes equal; `vsel` never overwrites an i1 condition with
 //!   64-bit data; else some input has the output's width, or a multiple of it (narrowing), and a
-//!   narrowing `vcast` needs rank 1 on both sides;
+//!   narrowing `vcast` needs rank 1 on both sides (`npusim opt`: an output of rank 1 as the
+//!   MLIR writes it, [`AsWritten`]);
 //! - multi-buffer slots stay consistent (our addition, see `slots_compatible`);
 //! - not the multi-buffer load→store stall: when both groups are multi-buffers and the gen's group
 //!   reaches a `store` (MTE3 source) and the kill's group a `load` (MTE2 destination), the pair is
@@ -288,6 +289,20 @@ fn scalar_or_otf_brc_temp(v: &VectorOp) -> bool {
     listed && (!v.broadcast.is_empty() || v.scalar.is_some())
 }
 
+/// What HIVM's inplace rule reads from an op's operands as MLIR writes them, where npusim's
+/// program does not show it (`npusim opt`: the lowering drops a vector op's gm input for
+/// planning, and a reshape of a whole buffer keeps the buffer's own shape).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsWritten {
+    /// Some input's static offset (its memref type's layout offset: `?` is one value of its
+    /// own, no layout is 0) differs from the output's: HIVM's `isReusableByOffset` refuses
+    /// every pair at the op.
+    pub offsets_differ: bool,
+    /// The output's rank: HIVM's narrowing `vcast` inplaces into a rank-1 output only
+    /// (`isReusableCastOp`), whatever the input's rank.
+    pub out_rank: usize,
+}
+
 /// HIVM `IsReuseHIVMOp(op, gen, kill)` for a vector op, `gen_o`/`kill_o` being the operands
 /// through which the op writes the gen and reads the kill.
 pub fn reusable_op(
@@ -297,6 +312,21 @@ pub fn reusable_op(
     kill_o: &Operand,
     kill: BufferId,
 ) -> bool {
+    reusable_op_as(program, v, gen_o, kill_o, kill, None)
+}
+
+/// [`reusable_op`], with what the op's MLIR says where `program` does not show it.
+fn reusable_op_as(
+    program: &Program,
+    v: &VectorOp,
+    gen_o: &Operand,
+    kill_o: &Operand,
+    kill: BufferId,
+    written: Option<AsWritten>,
+) -> bool {
+    if written.is_some_and(|w| w.offsets_differ) {
+        return false;
+    }
     // 1. same static offset for the output and every input
     let Some(out_off) = v.outs.first().and_then(|o| static_offset(program, o)) else {
         return false;
@@ -353,7 +383,10 @@ pub fn reusable_op(
         }
         if in_bits % out_bits == 0 {
             return v.op != VecOp::Vcast
-                || (operand_rank(program, gen_o) == 1 && operand_rank(program, i) == 1);
+                || match written {
+                    Some(w) => w.out_rank <= 1,
+                    None => operand_rank(program, gen_o) == 1 && operand_rank(program, i) == 1,
+                };
         }
     }
     false
@@ -476,7 +509,7 @@ pub fn inplace_pairs_ordered(
     last_first: bool,
     kill_order: &[(OpId, Vec<BufferId>)],
 ) -> InplaceResult {
-    inplace_pairs_with(program, live, last_first, kill_order, false)
+    inplace_pairs_with(program, live, last_first, kill_order, false, &[])
 }
 
 /// [`inplace_pairs_ordered`]; with `through_select` (`npusim opt`), an input naming a
@@ -484,12 +517,15 @@ pub fn inplace_pairs_ordered(
 /// value that dies (an `scf.if` result, a block argument), and its output may take any of
 /// them (`GenerateInplaceList`). Sound in general (every member lives until the select's last
 /// use), but a change to npusim's own plans, so `opt` turns it on (docs/planner.md).
+/// `as_written` (sorted by op) overrides what an op's operands in `program` would say
+/// ([`AsWritten`]).
 pub fn inplace_pairs_with(
     program: &Program,
     live: &Liveness,
     last_first: bool,
     kill_order: &[(OpId, Vec<BufferId>)],
     through_select: bool,
+    as_written: &[(OpId, AsWritten)],
 ) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
@@ -598,7 +634,11 @@ pub fn inplace_pairs_with(
                 if !dead_after || !meet_only_at(&groups.lifetime[ge], &groups.lifetime[ke], p) {
                     continue;
                 }
-                if !reusable_op(program, v, gen_o, kill_o, kill) {
+                let written = as_written
+                    .binary_search_by_key(&id, |&(o, _)| o)
+                    .ok()
+                    .map(|k| as_written[k].1);
+                if !reusable_op_as(program, v, gen_o, kill_o, kill, written) {
                     continue;
                 }
                 if !slots_compatible(

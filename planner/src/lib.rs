@@ -17,7 +17,7 @@ mod test_support;
 pub mod validate;
 
 pub use cross::{synchronize_kernel, CrossSyncError, CrossSynced, Handoff};
-pub use inplace::{inplace_pairs, InplacePair, InplaceResult};
+pub use inplace::{inplace_pairs, AsWritten, InplacePair, InplaceResult};
 pub use liveness::{liveness, Interval, Liveness, LivenessError, LivenessMode};
 pub use pipeline::{plan_program, PlanFailure, Planned};
 pub use place::{place, plan, InplacePolicy, Placement, PlacementMode, PlanOptions, StorageEntry};

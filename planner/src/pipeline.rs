@@ -69,6 +69,7 @@ pub fn plan_program(
         opts.inplace_last_input_first,
         &opts.kill_order,
         opts.inplace_through_select,
+        &opts.as_written,
     );
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();
     let touch: Vec<(BufferId, BufferId)> = inplace.touch.iter().map(|p| (p.gen, p.kill)).collect();

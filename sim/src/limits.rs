@@ -39,10 +39,12 @@ pub const MAX_QUEUE_DEPTH: u32 = 4096;
 /// race checker keep a table entry per id and pipe pair.
 pub const MAX_EVENT_IDS: u32 = 1024;
 
-/// Lines of the gm layout under the memory system (`memory` in a config): 2^26, at 512-byte
-/// lines 32 GiB of gm tensors. The engine keeps 8 bytes per 2^14 lines of the layout, and
-/// memory in proportion to the lines the L2 holds.
-pub const MAX_GM_LINES: u64 = 1 << 26;
+/// Lines of the gm layout under the memory system (`memory` in a config): 2^31, at 512-byte
+/// lines 1 TiB of gm tensors (a compiled kernel's 40 GiB argument fits). The engine keeps
+/// 12 bytes per 2^14 lines of the layout (at most 1.5 MiB), and otherwise memory in
+/// proportion to the lines the L2 holds, never to the bytes no move touches; its segments
+/// number lines in 32 bits, which the bound keeps.
+pub const MAX_GM_LINES: u64 = 1 << 31;
 
 /// `2^k` for a power of two, the way the limits are written in messages.
 pub fn show(limit: u64) -> String {

@@ -438,6 +438,10 @@ pub struct VectorOp {
 #[derive(Clone, Debug)]
 pub struct Kernel {
     pub parts: Vec<Program>,
+    /// Ops of the input the hardware cannot run as written, which the loader stood something
+    /// runnable in for (a vector op reading gm, in the compiler's MLIR: docs/mlir.md, "Vector
+    /// ops on gm"); `run` reports each as a finding. Empty for a YAML program.
+    pub findings: Vec<crate::diag::Diagnostic>,
 }
 
 impl Kernel {
@@ -445,6 +449,7 @@ impl Kernel {
     pub fn single(program: Program) -> Kernel {
         Kernel {
             parts: vec![program],
+            findings: Vec::new(),
         }
     }
 

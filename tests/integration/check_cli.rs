@@ -192,9 +192,9 @@ fn an_overflow_is_one_problem_at_the_peak_exit_1() {
 
 #[test]
 fn check_refuses_the_gm_layout_run_refuses() {
-    // ascend910b lays gm out in 512-byte lines and models 2^26 of them: x and y, 2^33 f16
-    // elements each (2^34 bytes = 2^25 lines), fill it exactly; z (128 bytes, 1 line) makes it
-    // 2^26 + 1 = 67108865. `check` says so at z, as `run` does, both exit 2 (check once ran
+    // ascend910b lays gm out in 512-byte lines and models 2^31 of them: x and y, 2^38 f16
+    // elements each (2^39 bytes = 2^30 lines), fill it exactly; z (128 bytes, 1 line) makes it
+    // 2^31 + 1 = 2147483649. `check` says so at z, as `run` does, both exit 2 (check once ran
     // its plan and said ok; only run's engine refused the layout).
     let file = "tests/fixtures/bad/gm_beyond_memory_model.yaml";
     let (o, doc) = check_json(&[file]);
@@ -206,8 +206,8 @@ fn check_refuses_the_gm_layout_run_refuses() {
         (ps[0]["line"].as_u64(), ps[0]["column"].as_u64()),
         (Some(7), Some(6))
     );
-    let message = "the gm tensors up to z take 67108865 lines of 512 bytes, more than the \
-                   memory system models (2^26 = 67108864 lines)";
+    let message = "the gm tensors up to z take 2147483649 lines of 512 bytes, more than the \
+                   memory system models (2^31 = 2147483648 lines)";
     assert_eq!(ps[0]["message"], message);
     let text = npusim(&["check", file]);
     let run = npusim(&["run", file]);

@@ -33,6 +33,7 @@ mod sequential;
 
 pub use entries::{planning_order, storage_entries, Slot, StorageEntry};
 
+use crate::inplace::AsWritten;
 use crate::liveness::{Liveness, LivenessMode};
 use crate::plan::*;
 use entries::entries_in_order;
@@ -87,6 +88,10 @@ pub struct PlanOptions {
     /// gen..kill from its first touch to its last (`npusim opt`). Off, a value a YAML program
     /// does carry round stays live, as the soundness oracle requires.
     pub fresh_loop_allocs: bool,
+    /// Per op, sorted: what HIVM's inplace rule reads from the op's operands as MLIR writes
+    /// them where npusim's program does not show it (`npusim opt`, from the lowering). Empty
+    /// for npusim's own programs.
+    pub as_written: Vec<(OpId, AsWritten)>,
 }
 
 /// `order` with each list's buffers in the places they hold there, taken in the list's order
@@ -139,6 +144,7 @@ impl Default for PlanOptions {
             loop_gen_order: Vec::new(),
             allocs_after: Vec::new(),
             fresh_loop_allocs: false,
+            as_written: Vec::new(),
         }
     }
 }

@@ -210,7 +210,10 @@ pub(crate) fn kernel(
     let parts = parts?;
     let refs: Vec<&Program> = parts.iter().collect();
     launch_state(r, &refs, config, blocks_override.is_some());
-    Some(Kernel { parts })
+    Some(Kernel {
+        parts,
+        findings: Vec::new(),
+    })
 }
 
 /// One part of a mixed kernel: its name (`aic`, `aiv`, the prefix of its paths), its core

@@ -46,6 +46,27 @@ pub struct Lowered {
     pub copies: Vec<CopySite>,
     /// Plan-only: the allocs nothing uses (by start offset), which PlanMemory erases.
     pub erased: Vec<u32>,
+    /// Plan-only: the vector ops whose operands, as written, say what the document does not
+    /// (see [`WrittenSite`]), in program order.
+    pub written: Vec<WrittenSite>,
+    /// For a run: the ops the hardware cannot run as written, each located, which the document
+    /// has in a runnable form (a vector op's gm input, read from a ub stand-in): the kernel's
+    /// [`crate::program::Kernel::findings`].
+    pub findings: Vec<Diagnostic>,
+}
+
+/// A vector op whose MLIR operands tell HIVM's inplace rule what the lowered document does
+/// not show (plan-only): a gm input, which the lowering replaces by a ub input, and the
+/// output's rank, which a reshape of a whole buffer hides (the document names the buffer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrittenSite {
+    /// The op's name position (its `Op::loc` once loaded).
+    pub pos: Pos,
+    /// Some memref input's static offset (its type's layout offset; `?` is a value of its
+    /// own, no layout 0) differs from the output's: HIVM's `isReusableByOffset` fails.
+    pub offsets_differ: bool,
+    /// The output's rank, as its type says.
+    pub out_rank: usize,
 }
 
 /// A loop whose body reads its carried buffer after writing the buffer it yields: HIVM's
@@ -213,6 +234,8 @@ pub fn lower(
         vars: l.vars,
         copies: l.copies,
         erased: l.erased,
+        written: l.written,
+        findings: l.findings,
     })
 }
 
@@ -241,6 +264,8 @@ impl<'a> Lower<'a> {
             seq: 0,
             copies: Vec::new(),
             erased: Vec::new(),
+            written: Vec::new(),
+            findings: Vec::new(),
             stores: Vec::new(),
             view_sizes: HashMap::new(),
             local_args: Vec::new(),
@@ -386,6 +411,8 @@ struct Lower<'a> {
     seq: u32,
     copies: Vec<CopySite>,
     erased: Vec<u32>,
+    written: Vec<WrittenSite>,
+    findings: Vec<Diagnostic>,
     /// Every `memref.store` of an integer at constant indices: (the memref, the indices, the
     /// value when it is a constant), for [`host_stores`].
     stores: Vec<(String, Vec<i64>, Option<i64>)>,
@@ -409,6 +436,8 @@ struct Snapshot {
     uses: (bool, bool, bool, bool),
     accesses: usize,
     copies: usize,
+    written: usize,
+    findings: usize,
 }
 
 fn s(pos: Pos, text: &str) -> Node {
@@ -2349,6 +2378,8 @@ impl<'a> Lower<'a> {
             uses: (self.uses_ub, self.uses_cube, self.manual, self.launched),
             accesses: self.accesses.len(),
             copies: self.copies.len(),
+            written: self.written.len(),
+            findings: self.findings.len(),
         }
     }
 
@@ -2362,6 +2393,8 @@ impl<'a> Lower<'a> {
         self.vars.truncate(s.vars);
         self.accesses.truncate(s.accesses);
         self.copies.truncate(s.copies);
+        self.written.truncate(s.written);
+        self.findings.truncate(s.findings);
         (self.uses_ub, self.uses_cube, self.manual, self.launched) = s.uses;
     }
 
@@ -3099,7 +3132,9 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        self.note_written(pos, &mem_ins, outs);
         self.gm_inputs_plan_only(&mut mem_ins);
+        self.gm_inputs_run(op, ins, &mut mem_ins, outs);
         // HIVM vector ops npusim has no op of its own for, timed as the op of their cost class
         // (one repeat per 256 B of output, docs/mlir.md)
         let short = match short {
@@ -3695,11 +3730,94 @@ impl Lower<'_> {
         (k == want.len()).then(|| format!("{}[{}]", root.name, parts.join(", ")))
     }
 
+    /// Plan-only: records what the op's MLIR operands tell HIVM's inplace rule and the
+    /// document will not show ([`WrittenSite`]): for an op with a gm input (replaced below),
+    /// whether the inputs' static offsets match the output's, and for every op the output's
+    /// rank.
+    fn note_written(&mut self, pos: Pos, ins: &[(Mem, Pos)], outs: &[Typed]) {
+        if !self.opts.lenient {
+            return;
+        }
+        let Some(Val::Mem(out)) = outs.first().and_then(|o| self.get(&o.value).cloned()) else {
+            return;
+        };
+        // HIVM's getStaticOffset: a strided layout's offset (`?` is ShapedType::kDynamic, one
+        // value like any other), else 0
+        let offset = |m: &Mem| match &m.ty.layout {
+            super::ast::Layout::Strided { offset, .. } => *offset,
+            _ => Some(0),
+        };
+        let gm = ins.iter().any(|(m, _)| self.roots[m.root].scope == "gm");
+        let offsets_differ = gm && ins.iter().any(|(m, _)| offset(m) != offset(&out));
+        self.written.push(WrittenSite {
+            pos,
+            offsets_differ,
+            out_rank: out.ty.shape.len(),
+        });
+    }
+
+    /// For a run: a vector op's input in gm cannot run as written (vector units address ub
+    /// only), yet the compiler emits one (`vadd` of a gm subview and a ub buffer, for
+    /// AscendNPU-IR's compile-return-arg.mlir: its auto-schedule leaves the add on the
+    /// argument's slice, not on the load of it). The op runs with a ub stand-in read in the gm
+    /// input's place (its first ub input, else its output: the op then costs what it would on
+    /// ub data and touches nothing it does not touch anyway) and is reported, located, as a
+    /// finding of the run (docs/decisions.md).
+    fn gm_inputs_run(&mut self, op: &Op, typed: &[Typed], ins: &mut [(Mem, Pos)], outs: &[Typed]) {
+        if self.opts.lenient || !ins.iter().any(|(m, _)| self.roots[m.root].scope == "gm") {
+            return;
+        }
+        let stand_in = match ins.iter().find(|(m, _)| self.roots[m.root].scope != "gm") {
+            Some((m, _)) => Some(m.clone()),
+            None => match outs.first().and_then(|o| self.get(&o.value).cloned()) {
+                Some(Val::Mem(m)) if self.roots[m.root].scope != "gm" => Some(m),
+                _ => None,
+            },
+        };
+        let Some(stand_in) = stand_in else {
+            // every operand in gm: the loader refuses the op, located
+            return;
+        };
+        // the memref inputs' names, in the order of `ins`
+        let names: Vec<&str> = typed
+            .iter()
+            .filter(|t| matches!(self.get(&t.value), Some(Val::Mem(_))))
+            .map(|t| t.value.name.as_str())
+            .collect();
+        let stand_name = typed
+            .iter()
+            .chain(outs)
+            .find(|t| matches!(self.get(&t.value), Some(Val::Mem(m)) if m.root == stand_in.root))
+            .map_or("", |t| t.value.name.as_str());
+        let mut gm_names = Vec::new();
+        for (k, (m, _)) in ins.iter_mut().enumerate() {
+            if self.roots[m.root].scope == "gm" {
+                gm_names.push(format!("%{}", names.get(k).copied().unwrap_or("?")));
+                *m = stand_in.clone();
+            }
+        }
+        let mut d = Diagnostic::error(
+            self.file,
+            "",
+            format!(
+                "`{}` reads {} in gm: vector units address ub only, so the hardware cannot run it as written; npusim timed it reading %{stand_name} (ub) in its place",
+                op.name,
+                gm_names.join(", "),
+            ),
+        )
+        .with_hint("load the gm data into a ub buffer first and read that (the compiler's own IR: docs/mlir.md, \"Vector ops on gm\")");
+        d.severity = crate::diag::Severity::Warning;
+        d.line = Some(op.name_pos.line);
+        d.column = Some(op.name_pos.column);
+        self.findings.push(d);
+    }
+
     /// Plan-only: a vector op's input in gm (the compiler emits one, `vadd` of a gm subview and
     /// a ub buffer, for AscendNPU-IR's compile-return-arg.mlir) is read in place of another
     /// input in ub: PlanMemory plans no gm, and HIVM reuses the ub input for the output as it
-    /// would with two ub inputs (a minimal case checked against bishengir-opt); a run refuses
-    /// the op.
+    /// would with two ub inputs when the gm input's layout offset is the output's (else
+    /// [`Lower::note_written`] has recorded that it does not; minimal cases checked against
+    /// bishengir-opt, tests/integration/opt_cli.rs); a run reports the op (docs/mlir.md).
     fn gm_inputs_plan_only(&self, ins: &mut [(Mem, Pos)]) {
         if !self.opts.lenient {
             return;

@@ -125,7 +125,7 @@ use crate::diag::{Diagnostic, LoadError};
 use crate::program::{Kernel, Loc};
 use crate::types::Pipe;
 use ast::{Op, OpKind};
-pub use lower::{Lowered, Options, SyncOps};
+pub use lower::{Lowered, Options, SyncOps, WrittenSite};
 
 /// A function of an MLIR file, loaded.
 #[derive(Clone, Debug)]
@@ -256,6 +256,7 @@ fn load_function_with(
     for p in &mut kernel.parts {
         retext(p, &lowered);
     }
+    kernel.findings = lowered.findings.clone();
     Ok(Loaded {
         kernel,
         lowered,
