@@ -3,9 +3,9 @@
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
 use super::banks::{self, Scratch};
+use super::code::{Opnd, Val, NO_LOOP};
 use super::compile::{
-    chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, Opnd, SOp, Val,
-    NO_LOOP, NO_MEM,
+    chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, SOp, NO_MEM,
 };
 use super::memory::{runs_of, L2};
 use super::result::{

@@ -136,8 +136,11 @@
 //! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
 mod banks;
+mod code;
 mod compile;
 mod exec;
+#[cfg(test)]
+mod import_cycles;
 mod ledger;
 mod memory;
 mod result;
