@@ -199,7 +199,8 @@ pub(super) struct Spec<'p> {
     pub plain: bool,
     /// Whether the cost depends on the operands' slots (UB banks).
     pub costed_by_slots: bool,
-    /// A set/wait's flag index for id 0: (src × pipes + dst) × event_ids.
+    /// A set/wait's flag index for id 0: (src × pipes + dst) × event_ids; a `cross_set`'s
+    /// mode ([`crate::program::CrossMode::number`]).
     pub flag_base: u64,
 }
 
@@ -697,13 +698,7 @@ impl<'p> Compiler<'p, '_> {
                     Ok(())
                 } else {
                     self.need_pipe(id, *pipe)?;
-                    self.send_cross(
-                        id,
-                        *pipe,
-                        Kind::CrossSet,
-                        Val::new(xid),
-                        u64::from(mode) << 32,
-                    )
+                    self.send_cross(id, *pipe, Kind::CrossSet, Val::new(xid), u64::from(mode))
                 }
             }
             OpKind::CrossWait { pipe, id: xid } => {
@@ -939,8 +934,8 @@ impl<'p> Compiler<'p, '_> {
         })
     }
 
-    /// Sends a cross-core set or wait on `pipe`: its id is evaluated at the send, its entry's
-    /// argument is `base | id`.
+    /// Sends a cross-core set or wait on `pipe`: its id is evaluated at the send; `base` is a
+    /// set's mode (see [`Spec::flag_base`]).
     fn send_cross(
         &mut self,
         op: OpId,

@@ -27,8 +27,9 @@ use std::collections::{BinaryHeap, VecDeque};
 const INF: u64 = u64::MAX;
 const NP: usize = Pipe::COUNT;
 
-/// One sent instruction waiting in (or travelling to) its pipe's queue. 48 bytes: what only
-/// some instructions need is their [`Aux`], beside it in the ring.
+/// One sent instruction waiting in (or travelling to) its pipe's queue. 48 bytes, asserted by
+/// a test: the rings are read at every event, so a larger entry costs cache on the hot path;
+/// what only some instructions need is their [`Aux`], beside it in the ring.
 #[derive(Clone, Copy, Default, Debug)]
 struct Entry {
     /// The cycle it joins the queue (send cycle + issue_cycles).
@@ -37,11 +38,91 @@ struct Entry {
     work: u64,
     startup: u64,
     seq: u64,
-    /// The flag index (set/wait), the macro number (the parts of an mmad_l1), or the bank
-    /// conflict cycles of a vector op's work (`Work`).
-    arg: u64,
     op: u32,
-    kind: Kind,
+    /// What it does at the head of its pipe, with what that needs.
+    arg: Arg,
+}
+
+/// A `u64` stored at 4-byte alignment, so that [`Arg`] packs its tag and a `u32` in the first
+/// 8 bytes and [`Entry`] stays 48 bytes (an 8-aligned `u64` would make it 56).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C, packed(4))]
+struct Wide(u64);
+
+impl Wide {
+    #[inline(always)]
+    fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for Wide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
+/// A queue entry's kind ([`Kind`]) with the argument that kind needs, so no number means one
+/// thing for one kind and another for the next.
+#[derive(Clone, Copy, Debug)]
+enum Arg {
+    /// A move, vector op or mmad, with the bank conflict cycles included in its work.
+    Work {
+        conflict: Wide,
+    },
+    /// A `set_flag` of flag index `flag` ((src × pipes + dst) × event_ids + id).
+    SetFlag {
+        flag: u32,
+    },
+    /// A `wait_flag` of flag index `flag`.
+    WaitFlag {
+        flag: u32,
+    },
+    Barrier,
+    /// A `cross_set` of counter `id` with its mode ([`crate::program::CrossMode::number`]).
+    CrossSet {
+        mode: u8,
+        id: u32,
+    },
+    /// A `cross_wait` on the core's counter `counter`.
+    CrossWait {
+        counter: u32,
+    },
+    /// The MTE1 part of the core's `mmad_l1` number `macro_no` (numbered when sent).
+    Stage {
+        macro_no: Wide,
+    },
+    /// The M part of `mmad_l1` number `macro_no`.
+    MacroM {
+        macro_no: Wide,
+    },
+    /// A gm move under the memory system, with its bank conflict cycles.
+    GmMove {
+        conflict: Wide,
+    },
+}
+
+impl Default for Arg {
+    fn default() -> Arg {
+        Arg::Work { conflict: Wide(0) }
+    }
+}
+
+impl Arg {
+    #[inline(always)]
+    fn kind(self) -> Kind {
+        match self {
+            Arg::Work { .. } => Kind::Work,
+            Arg::SetFlag { .. } => Kind::SetFlag,
+            Arg::WaitFlag { .. } => Kind::WaitFlag,
+            Arg::Barrier => Kind::Barrier,
+            Arg::CrossSet { .. } => Kind::CrossSet,
+            Arg::CrossWait { .. } => Kind::CrossWait,
+            Arg::Stage { .. } => Kind::Stage,
+            Arg::MacroM { .. } => Kind::MacroM,
+            Arg::GmMove { .. } => Kind::GmMove,
+        }
+    }
 }
 
 /// What only the parts of an `mmad_l1` ([`Kind::Stage`], [`Kind::MacroM`]) and the gm moves
@@ -230,12 +311,12 @@ enum Pending {
     Send(Outgoing),
     SetFlag {
         op: OpId,
-        flag: u64,
+        flag: u32,
         id: u32,
     },
     WaitFlag {
         op: OpId,
-        flag: u64,
+        flag: u32,
         id: u32,
     },
     BarrierAll {
@@ -1112,8 +1193,8 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let ps = &self.pipes[self.pmin_pipe];
         matches!(
-            ps.ring.front().kind,
-            Kind::GmMove | Kind::CrossSet | Kind::CrossWait
+            ps.ring.front().arg,
+            Arg::GmMove { .. } | Arg::CrossSet { .. } | Arg::CrossWait { .. }
         )
     }
 
@@ -1131,9 +1212,10 @@ impl<'p, 'c> Core<'p, 'c> {
             bits &= bits - 1;
             let ps = &self.pipes[p];
             if ps.ring.len > 0 {
-                let e = ps.ring.front();
-                if e.kind == Kind::CrossWait && self.xcount[(e.arg & 0xffff_ffff) as usize] == 0 {
-                    return true;
+                if let Arg::CrossWait { counter } = ps.ring.front().arg {
+                    if self.xcount[counter as usize] == 0 {
+                        return true;
+                    }
                 }
             }
         }
@@ -1187,7 +1269,7 @@ impl<'p, 'c> Core<'p, 'c> {
             self.cand[p] = self.head_start(p);
             let ring = &self.pipes[p].ring;
             let bit = 1u8 << p;
-            if ring.len > 0 && ring.front().kind == Kind::CrossWait {
+            if ring.len > 0 && matches!(ring.front().arg, Arg::CrossWait { .. }) {
                 self.xheads |= bit;
             } else {
                 self.xheads &= !bit;
@@ -1219,41 +1301,42 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let e = ps.ring.front();
         let base = e.join.max(ps.free);
-        match e.kind {
-            Kind::Work | Kind::GmMove => base,
-            Kind::Stage => {
+        match e.arg {
+            Arg::Work { .. } | Arg::GmMove { .. } => base,
+            Arg::Stage { macro_no } => {
                 // chunk i + 2 goes into the L0 half chunk i used: after M has completed chunk i
                 let i = chunks_started(ps.ring.front_aux());
                 if i < 2 {
                     base
-                } else if self.m_macro == e.arg && self.m_computed > i - 2 {
+                } else if self.m_macro == macro_no.get() && self.m_computed > i - 2 {
                     base.max(self.m_done[(i % 2) as usize])
                 } else {
                     INF
                 }
             }
-            Kind::SetFlag | Kind::Barrier | Kind::CrossSet => base.max(ps.max_complete),
-            Kind::CrossWait => {
-                let id = (e.arg & 0xffff_ffff) as usize;
+            Arg::SetFlag { .. } | Arg::Barrier | Arg::CrossSet { .. } => base.max(ps.max_complete),
+            Arg::CrossWait { counter } => {
+                let id = counter as usize;
                 if self.xcount[id] > 0 {
                     base.max(self.xvisible[id])
                 } else {
                     INF
                 }
             }
-            Kind::WaitFlag => {
-                let f = &self.flags[e.arg as usize];
+            Arg::WaitFlag { flag } => {
+                let f = &self.flags[flag as usize];
                 if f.set {
                     base.max(f.visible)
                 } else {
                     INF
                 }
             }
-            Kind::MacroM => {
+            Arg::MacroM { macro_no } => {
                 // chunk i runs once its copies have completed
                 let i = chunks_started(ps.ring.front_aux());
-                if e.arg < self.macro_started {
-                    let slot = &self.macros[(e.arg % self.macros.len() as u64) as usize];
+                let m = macro_no.get();
+                if m < self.macro_started {
+                    let slot = &self.macros[(m % self.macros.len() as u64) as usize];
                     if slot.staged > i {
                         base.max(slot.done[(i % 2) as usize])
                     } else {
@@ -1275,8 +1358,8 @@ impl<'p, 'c> Core<'p, 'c> {
         // the parts of an mmad_l1 start once per chunk; the entry leaves the queue at its last
         let (mut last, mut next, mut work) = (true, 0, head.work);
         let mut gm = None;
-        match head.kind {
-            Kind::Stage | Kind::MacroM => {
+        match head.arg {
+            Arg::Stage { .. } | Arg::MacroM { .. } => {
                 if let Aux::Chunks {
                     last: last_work,
                     chunks,
@@ -1289,7 +1372,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     }
                 }
             }
-            Kind::GmMove => {
+            Arg::GmMove { .. } => {
                 if let Aux::Gm { mem, rl, wl } = ring.front_aux() {
                     gm = Some((mem, rl, wl));
                 }
@@ -1339,9 +1422,9 @@ impl<'p, 'c> Core<'p, 'c> {
             ps.starved += j - gap;
             let stall = t - j;
             if stall > 0 {
-                let reason = match e.kind {
-                    Kind::WaitFlag => {
-                        let f = &self.flags[e.arg as usize];
+                let reason = match e.arg {
+                    Arg::WaitFlag { flag } => {
+                        let f = &self.flags[flag as usize];
                         let (src, id) = (f.src as usize, f.id);
                         ps.wait_flag[src * events + id as usize] += stall;
                         Stall::WaitFlag {
@@ -1349,24 +1432,23 @@ impl<'p, 'c> Core<'p, 'c> {
                             id,
                         }
                     }
-                    Kind::SetFlag | Kind::Barrier | Kind::CrossSet => {
+                    Arg::SetFlag { .. } | Arg::Barrier | Arg::CrossSet { .. } => {
                         ps.drain += stall;
                         Stall::Drain
                     }
-                    Kind::CrossWait => {
-                        let id = (e.arg & 0xffff_ffff) as u32;
+                    Arg::CrossWait { counter: id } => {
                         ps.cross_wait[id as usize] += stall;
                         Stall::CrossWait { id }
                     }
-                    Kind::MacroM => {
+                    Arg::MacroM { .. } => {
                         ps.macro_wait += stall;
                         Stall::WaitMacro { src: Pipe::Mte1 }
                     }
-                    Kind::Stage => {
+                    Arg::Stage { .. } => {
                         ps.stage_wait += stall;
                         Stall::WaitMacro { src: Pipe::M }
                     }
-                    Kind::Work | Kind::GmMove => {
+                    Arg::Work { .. } | Arg::GmMove { .. } => {
                         debug_assert!(false, "an unconditional instruction cannot stall");
                         Stall::Drain
                     }
@@ -1399,10 +1481,10 @@ impl<'p, 'c> Core<'p, 'c> {
             seq: Some(e.seq),
             what: Activity::Work,
         });
-        match e.kind {
-            Kind::SetFlag => self.set_flag(e.arg, e.op, t, e.seq),
-            Kind::WaitFlag => {
-                let f = &mut self.flags[e.arg as usize];
+        match e.arg {
+            Arg::SetFlag { flag } => self.set_flag(flag, e.op, t, e.seq),
+            Arg::WaitFlag { flag } => {
+                let f = &mut self.flags[flag as usize];
                 f.set = false;
                 cx.obs.on_release(&Release {
                     core: self.slot,
@@ -1411,9 +1493,9 @@ impl<'p, 'c> Core<'p, 'c> {
                     cycle: t,
                 });
             }
-            Kind::Stage => {
+            Arg::Stage { macro_no } => {
                 let cap = self.macros.len() as u64;
-                let slot = &mut self.macros[(e.arg % cap) as usize];
+                let slot = &mut self.macros[(macro_no.get() % cap) as usize];
                 if next == 0 {
                     self.macro_started += 1;
                 }
@@ -1421,17 +1503,19 @@ impl<'p, 'c> Core<'p, 'c> {
                 slot.staged = next + 1;
                 self.dirty |= 1 << Pipe::M.index();
             }
-            Kind::MacroM => {
-                self.m_macro = e.arg;
+            Arg::MacroM { macro_no } => {
+                self.m_macro = macro_no.get();
                 self.m_computed = next + 1;
                 self.m_done[(next % 2) as usize] = complete;
                 // the staging pipe may wait for this chunk
                 self.dirty |= self.mask;
             }
-            Kind::Work | Kind::GmMove => self.bank_conflict += e.arg,
-            Kind::CrossSet => self.cross_set(e.arg, e.op, t, e.seq, cx),
-            Kind::CrossWait => self.cross_take((e.arg & 0xffff_ffff) as u32, t, e.seq, cx),
-            _ => {}
+            Arg::Work { conflict } | Arg::GmMove { conflict } => {
+                self.bank_conflict += conflict.get()
+            }
+            Arg::CrossSet { mode, id } => self.cross_set(mode, id, e.op, t, e.seq, cx),
+            Arg::CrossWait { counter } => self.cross_take(counter, t, e.seq, cx),
+            Arg::Barrier => {}
         }
         if last {
             cx.obs.on_start(e.seq, t, complete);
@@ -1505,7 +1589,7 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline]
-    fn set_flag(&mut self, idx: u64, op: u32, t: u64, seq: u64) {
+    fn set_flag(&mut self, idx: u32, op: u32, t: u64, seq: u64) {
         let latency = self.latency;
         let f = &mut self.flags[idx as usize];
         if f.set {
@@ -1527,15 +1611,23 @@ impl<'p, 'c> Core<'p, 'c> {
         self.dirty |= 1 << self.flags[idx as usize].dst;
     }
 
-    /// A `cross_set` (`arg` = mode << 32 | id) fires at `t`: it takes effect `latency` later.
+    /// A `cross_set` of counter `id` in `mode` fires at `t`: it takes effect `latency` later.
     #[inline]
-    fn cross_set<O: Observer>(&mut self, arg: u64, op: u32, t: u64, seq: u64, cx: &mut Cx<'_, O>) {
+    fn cross_set<O: Observer>(
+        &mut self,
+        mode: u8,
+        id: u32,
+        op: u32,
+        t: u64,
+        seq: u64,
+        cx: &mut Cx<'_, O>,
+    ) {
         cx.fired.push(Signal {
             at: t + self.xlatency,
             seq,
             core: self.slot,
-            mode: (arg >> 32) as u8,
-            id: (arg & 0xffff_ffff) as u32,
+            mode,
+            id,
             op,
         });
     }
@@ -1554,9 +1646,9 @@ impl<'p, 'c> Core<'p, 'c> {
         self.dirty |= self.xheads;
     }
 
-    fn flag_parts(&self, idx: u64) -> (Pipe, Pipe, u32) {
-        let e = self.events as u64;
-        let id = (idx % e) as u32;
+    fn flag_parts(&self, idx: u32) -> (Pipe, Pipe, u32) {
+        let e = self.events as u32;
+        let id = idx % e;
         let pair = (idx / e) as usize;
         (Pipe::ALL[pair / NP], Pipe::ALL[pair % NP], id)
     }
@@ -1653,8 +1745,8 @@ impl<'p, 'c> Core<'p, 'c> {
         let seq = cx.next_seq();
         entry.join = t + self.issue;
         entry.seq = seq;
-        if entry.kind == Kind::Stage {
-            entry.arg = self.macro_sent;
+        if let Arg::Stage { macro_no } = &mut entry.arg {
+            *macro_no = Wide(self.macro_sent);
             self.macro_sent += 1;
         }
         let ring = &mut self.pipes[pipe.index()].ring;
@@ -1761,7 +1853,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_instr += 1;
                 self.s_time = t;
                 let seq = self.observe_s(cx, op, t, t, 0, Some(id));
-                self.cross_set(u64::from(mode) << 32 | u64::from(id), op.0, t, seq, cx);
+                self.cross_set(mode, id, op.0, t, seq, cx);
             }
             Pending::CrossWait { op, id } => {
                 self.s_cross_wait[id as usize] += stall;
@@ -2061,26 +2153,49 @@ impl<'p, 'c> Core<'p, 'c> {
             Cost::Fixed { work, startup } => (work, startup, 1, work, 0),
             ref cost => self.cost(op, cost)?,
         };
-        let mut arg = conflict;
+        // a flag's or counter's id: only the sync kinds have `flag`
         let mut flag_id = None;
+        let mut flag = 0;
         if let Some((src, dst, id)) = sp.flag {
             if matches!(sp.kind, Kind::CrossSet | Kind::CrossWait) {
-                let v = self.cross_id(op, id)?;
-                arg = sp.flag_base | u64::from(v);
-                flag_id = Some(v);
+                flag_id = Some(self.cross_id(op, id)?);
             } else {
                 let v = self.eval(op, id)?;
                 if v < 0 || v as u64 >= self.events as u64 {
                     return Err(self.bad_flag(op, src, dst, v));
                 }
-                arg = sp.flag_base + v as u64;
+                // below NP² × MAX_EVENT_IDS, far inside u32
+                flag = (sp.flag_base + v as u64) as u32;
                 flag_id = Some(v as u32);
             }
         }
-        if sp.kind == Kind::MacroM {
-            debug_assert!(self.macro_sent > 0);
-            arg = self.macro_sent - 1;
-        }
+        let arg = match sp.kind {
+            Kind::Work => Arg::Work {
+                conflict: Wide(conflict),
+            },
+            Kind::GmMove => Arg::GmMove {
+                conflict: Wide(conflict),
+            },
+            Kind::SetFlag => Arg::SetFlag { flag },
+            Kind::WaitFlag => Arg::WaitFlag { flag },
+            Kind::Barrier => Arg::Barrier,
+            Kind::CrossSet => Arg::CrossSet {
+                mode: sp.flag_base as u8,
+                id: flag_id.unwrap_or(0),
+            },
+            Kind::CrossWait => Arg::CrossWait {
+                counter: flag_id.unwrap_or(0),
+            },
+            // numbered when sent ([`Core::send`])
+            Kind::Stage => Arg::Stage { macro_no: Wide(0) },
+            Kind::MacroM => {
+                debug_assert!(self.macro_sent > 0);
+                Arg::MacroM {
+                    macro_no: Wide(self.macro_sent - 1),
+                }
+            }
+        };
+        debug_assert_eq!(arg.kind(), sp.kind);
         let (mut rl, mut wl) = (NO_MEM, NO_MEM);
         if sp.mem != NO_MEM {
             let m = &self.c.mems[sp.mem as usize];
@@ -2111,9 +2226,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 work,
                 startup,
                 seq: 0,
-                arg,
                 op: op.0,
-                kind: sp.kind,
+                arg,
             },
             aux,
             flag_id,
@@ -2443,12 +2557,13 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline]
-    fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u64, u32)> {
+    fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u32, u32)> {
         let v = self.eval(op, id)?;
         if v < 0 || v as u64 >= self.events as u64 {
             return Err(self.bad_flag(op, src, dst, v));
         }
-        let idx = ((src.index() * NP + dst.index()) * self.events) as u64 + v as u64;
+        // below NP² × MAX_EVENT_IDS, far inside u32
+        let idx = ((src.index() * NP + dst.index()) * self.events) as u32 + v as u32;
         Ok((idx, v as u32))
     }
 
@@ -2665,16 +2780,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 let head = ps.ring.front();
                 let j = head.join.clamp(ps.free, total);
                 starved += j - ps.free;
-                let reason = match head.kind {
-                    Kind::WaitFlag => Stall::WaitFlag {
-                        src: self.flag_parts(head.arg).0,
-                        id: self.flag_parts(head.arg).2,
-                    },
-                    Kind::MacroM => Stall::WaitMacro { src: Pipe::Mte1 },
-                    Kind::Stage => Stall::WaitMacro { src: Pipe::M },
-                    Kind::CrossWait => Stall::CrossWait {
-                        id: (head.arg & 0xffff_ffff) as u32,
-                    },
+                let reason = match head.arg {
+                    Arg::WaitFlag { flag } => {
+                        let (src, _, id) = self.flag_parts(flag);
+                        Stall::WaitFlag { src, id }
+                    }
+                    Arg::MacroM { .. } => Stall::WaitMacro { src: Pipe::Mte1 },
+                    Arg::Stage { .. } => Stall::WaitMacro { src: Pipe::M },
+                    Arg::CrossWait { counter } => Stall::CrossWait { id: counter },
                     _ => Stall::Drain,
                 };
                 add_stall(&mut stalls, reason, total - j);
@@ -2768,16 +2881,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 continue;
             }
             let head = ps.ring.front();
-            let on = match head.kind {
-                Kind::WaitFlag => {
-                    let (src, dst, id) = self.flag_parts(head.arg);
+            let on = match head.arg {
+                Arg::WaitFlag { flag } => {
+                    let (src, dst, id) = self.flag_parts(flag);
                     WaitOn::Flag { src, dst, id }
                 }
-                Kind::MacroM => WaitOn::Macro { src: Pipe::Mte1 },
-                Kind::Stage => WaitOn::Macro { src: Pipe::M },
-                Kind::CrossWait => WaitOn::Cross {
-                    id: (head.arg & 0xffff_ffff) as u32,
-                },
+                Arg::MacroM { .. } => WaitOn::Macro { src: Pipe::Mte1 },
+                Arg::Stage { .. } => WaitOn::Macro { src: Pipe::M },
+                Arg::CrossWait { counter } => WaitOn::Cross { id: counter },
                 _ => unreachable!("only flag, cross-core and macro waits can block forever"),
             };
             waiters.push(Waiter {
@@ -2811,5 +2922,45 @@ fn add_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
         e.1 += c;
     } else {
         stalls.push((s, c));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rings hold `queue_depth` entries per pipe and are read at every event: an entry
+    /// that grows (a field, or an argument that loses [`Wide`]'s packing) costs cache on the
+    /// hot path, so its size is a checked fact, not a comment (as Cranelift checks its
+    /// instruction size).
+    #[test]
+    fn entry_is_48_bytes() {
+        assert_eq!(size_of::<Arg>(), 12);
+        assert_eq!(size_of::<Entry>(), 48);
+    }
+
+    /// Each argument reports the kind the compiler sent, so a match on the argument and a
+    /// match on [`Kind`] agree.
+    #[test]
+    fn arg_kind_round_trip() {
+        let w = Wide(u64::MAX);
+        let cases = [
+            (Arg::Work { conflict: w }, Kind::Work),
+            (Arg::SetFlag { flag: 7 }, Kind::SetFlag),
+            (Arg::WaitFlag { flag: 7 }, Kind::WaitFlag),
+            (Arg::Barrier, Kind::Barrier),
+            (Arg::CrossSet { mode: 2, id: 3 }, Kind::CrossSet),
+            (Arg::CrossWait { counter: 3 }, Kind::CrossWait),
+            (Arg::Stage { macro_no: w }, Kind::Stage),
+            (Arg::MacroM { macro_no: w }, Kind::MacroM),
+            (Arg::GmMove { conflict: w }, Kind::GmMove),
+        ];
+        for (arg, kind) in cases {
+            assert_eq!(arg.kind(), kind, "{arg:?}");
+        }
+        // a u64 survives the 4-byte packing whole
+        if let Arg::MacroM { macro_no } = cases[7].0 {
+            assert_eq!(macro_no.get(), u64::MAX);
+        }
     }
 }
