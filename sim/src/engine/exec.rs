@@ -10,7 +10,7 @@ use super::compile::{
 use super::memory::{runs_of, L2};
 use super::result::{
     CoreRun, Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding,
-    WaitOn, Waiter,
+    WaitOn, Waiter, DOUBLE_SETS_KEPT,
 };
 use super::{Activity, CrossEvent, Issue, Observer, Release, Span};
 use crate::config::{Config, UbBanks};
@@ -479,6 +479,9 @@ struct Core<'p, 'c> {
     slots: Vec<u32>,
     overlap: u64,
     overlap_from: u64,
+    /// The double sets while the core runs, at most [`DOUBLE_SETS_KEPT`] and then one
+    /// [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the count kept);
+    /// the unpaired sets join at the end.
     findings: Vec<SyncFinding>,
     /// Byte runs of dynamic gm operands of sent moves, until they start; `pool_free` are
     /// the unused slots (reused, so the hot path does not allocate once warm).
@@ -1593,15 +1596,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let latency = self.latency;
         let f = &mut self.flags[idx as usize];
         if f.set {
-            let (src, dst, id) = self.flag_parts(idx);
-            self.findings.push(SyncFinding::DoubleSet {
-                core: self.slot,
-                src,
-                dst,
-                id,
-                op: OpId(op),
-                cycle: t,
-            });
+            self.double_set(idx, op, t);
         } else {
             f.set = true;
             f.visible = t + latency;
@@ -1609,6 +1604,31 @@ impl<'p, 'c> Core<'p, 'c> {
             f.seq = seq;
         }
         self.dirty |= 1 << self.flags[idx as usize].dst;
+    }
+
+    /// A `set_flag` at `t` found flag `idx` set: kept as a finding while fewer than
+    /// [`DOUBLE_SETS_KEPT`] are, else counted, so a long run's findings stay bounded.
+    #[cold]
+    fn double_set(&mut self, idx: u32, op: u32, t: u64) {
+        let kept = self.findings.len() as u64;
+        match self.findings.last_mut() {
+            Some(SyncFinding::DoubleSetsOmitted { count, .. }) => *count += 1,
+            _ if kept >= DOUBLE_SETS_KEPT => self.findings.push(SyncFinding::DoubleSetsOmitted {
+                core: self.slot,
+                count: 1,
+            }),
+            _ => {
+                let (src, dst, id) = self.flag_parts(idx);
+                self.findings.push(SyncFinding::DoubleSet {
+                    core: self.slot,
+                    src,
+                    dst,
+                    id,
+                    op: OpId(op),
+                    cycle: t,
+                });
+            }
+        }
     }
 
     /// A `cross_set` of counter `id` in `mode` fires at `t`: it takes effect `latency` later.
