@@ -31,9 +31,9 @@ pub(super) enum Kind {
     WaitFlag,
     /// `barrier: P`: waits until every earlier instruction of the pipe has completed.
     Barrier,
-    /// `cross_set`: waits like a set_flag, then signals (arg = mode << 32 | id).
+    /// `cross_set`: waits like a set_flag, then signals its counter in its mode.
     CrossSet,
-    /// `cross_wait`: waits until the core's counter (arg = id) is above 0, then takes one.
+    /// `cross_wait`: waits until the core's counter is above 0, then takes one.
     CrossWait,
     /// The MTE1 part of an `mmad_l1`.
     Stage,
