@@ -11,7 +11,7 @@
 use crate::input;
 use crate::Exit;
 use pipeline::Failure;
-use sim::mlir::ast::Chunk;
+use sim::mlir::ast::{Chunk, Op};
 use sim::mlir::print::{print_chunk, Edits};
 use sim::mlir::{Loaded, Options as LowerOptions, SyncOps};
 use sim::program::{BarrierTarget, OpKind as P, Side};
@@ -401,7 +401,11 @@ pub fn run_opt(text: &str, file: &str, config: &Config, args: &OptArgs) -> OptRe
             for d in &diags {
                 res.stderr.push(mlir_diag(d));
             }
-            res.code = res.code.max(1);
+            // an alloc left unplanned is reported but the pass succeeds, as bishengir-opt's
+            // (AllocToPointerCast's pattern fails on it; the pass does not)
+            if fatal(&diags) {
+                res.code = res.code.max(1);
+            }
         }
     }
     res.stdout = outs.join("// -----\n");
@@ -600,15 +604,7 @@ fn chunk_edits(
             match sim::mlir::load_function(text, chunks, c, func, file, config, &opts, None) {
                 Ok(l) => l,
                 Err(e) => {
-                    for d in e.diagnostics {
-                        unsupported.push(format!(
-                            "{}:{}:{}: {}",
-                            d.file,
-                            d.line.unwrap_or(1),
-                            d.column.unwrap_or(1),
-                            d.message
-                        ));
-                    }
+                    unsupported_lines(e.diagnostics, &mut unsupported);
                     continue;
                 }
             };
@@ -627,9 +623,12 @@ fn chunk_edits(
         }
         let names = ChunkNames::of(text, &chunks[c]);
         let ctx = FuncCtx {
+            func,
+            text,
             device_entry: entry,
             names: &names,
             offset: func.span.start.offset,
+            op: func,
         };
         plan_function(
             &loaded,
@@ -641,6 +640,19 @@ fn chunk_edits(
         );
     }
     (edits, diags, unsupported)
+}
+
+/// A lowering's or loader's problems as `unsupported:` reasons, `file:line:column: message`.
+fn unsupported_lines(diags: Vec<Diagnostic>, unsupported: &mut Vec<String>) {
+    for d in diags {
+        unsupported.push(format!(
+            "{}:{}:{}: {}",
+            d.file,
+            d.line.unwrap_or(1),
+            d.column.unwrap_or(1),
+            d.message
+        ));
+    }
 }
 
 /// `-hivm-inject-block-sync` on one function: a MIX function is split into its cube and vector
@@ -666,17 +678,7 @@ fn block_sync_edits(
         sync: SyncOps::Drop,
         lenient: true,
     };
-    let report = |diags: Vec<Diagnostic>, unsupported: &mut Vec<String>| {
-        for d in diags {
-            unsupported.push(format!(
-                "{}:{}:{}: {}",
-                d.file,
-                d.line.unwrap_or(1),
-                d.column.unwrap_or(1),
-                d.message
-            ));
-        }
-    };
+    let report = unsupported_lines;
     let lowered = match sim::mlir::lower::lower(text, &chunks[c], func, file, &opts) {
         Ok(l) => l,
         Err(d) => return report(d, unsupported),
@@ -771,11 +773,61 @@ fn block_sync_edits(
 
 /// What the compatibility printer needs of the function beside its program.
 struct FuncCtx<'a> {
+    /// The function op and the file's text (the uses of an alloc nothing touches).
+    func: &'a Op,
+    text: &'a str,
     /// InjectSync's device entry: a final `pipe_barrier[PIPE_ALL]`.
     device_entry: bool,
     names: &'a ChunkNames,
     /// The function op's start offset (its prologue's key).
     offset: u32,
+    /// The function op, for the emulation of HIVM's liveness walk.
+    op: &'a sim::mlir::ast::Op,
+}
+
+/// PlanMemory's `kPlanRetryCount`: the seeds it tries.
+const HIVM_PLAN_ATTEMPTS: u32 = 20;
+
+/// The inplace kill order of each op, and the gen order of each loop's start.
+type HivmOrders = (
+    Vec<(sim::OpId, Vec<sim::BufferId>)>,
+    Vec<Vec<sim::BufferId>>,
+);
+
+/// HIVM's kill and loop-gen orders for shuffle seed `seed`, in the program's ids: the
+/// emulation's allocs by the buffers they became, its ops by their source position.
+fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrders {
+    let program = loaded.kernel.first();
+    let orders = sim::mlir::hivm_live::orders(func, seed);
+    let buffer_at: HashMap<u32, sim::BufferId> = loaded
+        .lowered
+        .allocs
+        .iter()
+        .filter_map(|a| {
+            let b = program.buffers.iter().position(|b| b.name == a.buffer)?;
+            Some((a.op_pos.offset, sim::BufferId::new(b)))
+        })
+        .collect();
+    let op_at: HashMap<(u32, u32), sim::OpId> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.loc.inserted.is_none() && o.loc.line > 0)
+        .map(|(i, o)| ((o.loc.line, o.loc.column), sim::OpId::new(i)))
+        .collect();
+    let buffers = |allocs: &[sim::mlir::hivm_live::Alloc]| -> Vec<sim::BufferId> {
+        allocs
+            .iter()
+            .filter_map(|a| buffer_at.get(&a.at.offset).copied())
+            .collect()
+    };
+    let kills = orders
+        .kills
+        .iter()
+        .filter_map(|(pos, kills)| Some((*op_at.get(&(pos.line, pos.column))?, buffers(kills))))
+        .collect();
+    let gens = orders.loop_gens.iter().map(|(_, g)| buffers(g)).collect();
+    (kills, gens)
 }
 
 fn plan_function(
@@ -815,11 +867,65 @@ fn plan_function(
             unplanned.push(name.clone());
         }
     }
+    // An alloc no op reads or writes is never gen'd, so PlanMemory gives it no address: one
+    // named only by views the rewrite's folding erases goes with them, silently; one named by
+    // an `annotation.mark` (or anything else) stays an alloc, reported as never written.
+    // Planned with no bytes, it takes no place among the others.
+    let pinned_program;
+    let mut program = program;
+    if args.plan_memory {
+        let idle = untouched(program);
+        if !idle.is_empty() {
+            let mut p = program.clone();
+            for &b in &idle {
+                let buf = &mut p.buffers[b.index()];
+                buf.bytes = 0;
+                let Some(site) = loaded.lowered.allocs.iter().find(|a| a.buffer == buf.name) else {
+                    continue;
+                };
+                match dead_views(func.func, func.text, &site.ssa) {
+                    Some(views) => {
+                        edits.erased.insert(site.pos.offset);
+                        edits.erased.extend(views);
+                    }
+                    None => {
+                        let mut d = Diagnostic::error(
+                            &program.file,
+                            "",
+                            "'memref.alloc' op error: read before first write",
+                        );
+                        d.line = Some(site.op_pos.line);
+                        d.column = Some(site.op_pos.column);
+                        diags.push(d);
+                    }
+                }
+                unplanned.push(buf.name.clone());
+            }
+            pinned_program = p;
+            program = &pinned_program;
+        }
+    }
     // HIVM's lifetimes: a buffer declared outside a loop and touched in it lives for the
     // whole loop
     opts.plan.liveness = planner::LivenessMode::Scoped;
+    // the inputs HIVM's kill order (below) does not list: last first
     opts.plan.inplace_last_input_first = true;
-    let prepared = match pipeline::prepare(program, config, &opts) {
+    opts.plan.allocs_after = allocs_after(program, loaded);
+    // an MLIR alloc in a loop body is a new value every iteration
+    opts.plan.fresh_loop_allocs = true;
+    opts.plan.inplace_through_select = true;
+    // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
+    // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
+    let mut attempt = 0;
+    let prepared = loop {
+        (opts.plan.kill_order, opts.plan.loop_gen_order) = hivm_orders(loaded, func.op, attempt);
+        let last = attempt + 1 == HIVM_PLAN_ATTEMPTS;
+        match pipeline::prepare(program, config, &opts) {
+            Err(Failure::Overflow(_)) if !last => attempt += 1,
+            other => break other,
+        }
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(f) => {
             diags.extend(failure(&f, program, loaded, file));
@@ -905,6 +1011,124 @@ fn plan_function(
     }
 }
 
+/// `(buffer, loop)` for every alloc that comes after a loop's op in the MLIR, sorted: HIVM's
+/// loop-begin gen takes only the allocs live at the loop (PlanOptions::allocs_after).
+fn allocs_after(program: &Program, loaded: &Loaded) -> Vec<(sim::BufferId, sim::OpId)> {
+    let loops: Vec<(sim::OpId, (u32, u32))> = program
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op.kind, P::For(_) | P::While { .. }))
+        .map(|(i, op)| (sim::OpId::new(i), (op.loc.line, op.loc.column)))
+        .collect();
+    let mut out = Vec::new();
+    for (b, buf) in program.buffers.iter().enumerate() {
+        let Some(site) = loaded.lowered.allocs.iter().find(|a| a.buffer == buf.name) else {
+            continue;
+        };
+        let at = (site.op_pos.line, site.op_pos.column);
+        out.extend(
+            loops
+                .iter()
+                .filter(|(_, l)| *l < at)
+                .map(|&(l, _)| (sim::BufferId::new(b), l)),
+        );
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The buffers no op reads or writes, nor any buffer of their storage entry (`share`).
+fn untouched(program: &Program) -> Vec<sim::BufferId> {
+    let bases = sim::footprint::Bases::of(program);
+    let n = program.buffers.len();
+    let mut touched = vec![false; n];
+    for op in &program.ops {
+        for o in op.kind.writes().into_iter().chain(op.kind.reads()) {
+            for b in bases.roots(o.base) {
+                touched[b.index()] = true;
+            }
+        }
+    }
+    // a share group is touched when any member is (the loader refuses cycles; the bound
+    // keeps a bad program from looping)
+    for _ in 0..n {
+        let mut changed = false;
+        for (i, buf) in program.buffers.iter().enumerate() {
+            if let Some(s) = buf.share {
+                if touched[i] != touched[s.index()] {
+                    touched[i] = true;
+                    touched[s.index()] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (0..n)
+        .filter(|&i| !touched[i])
+        .map(sim::BufferId::new)
+        .collect()
+}
+
+/// Whether `text` names `%name` (not a longer name starting with it).
+fn names_value(text: &str, name: &str) -> bool {
+    let pat = format!("%{name}");
+    text.match_indices(&pat).any(|(i, _)| {
+        let next = text.as_bytes().get(i + pat.len()).copied().unwrap_or(b' ');
+        !(next.is_ascii_alphanumeric() || matches!(next, b'_' | b'$' | b'.' | b'-'))
+    })
+}
+
+/// Ops MLIR folds away when nothing uses their result: views of a memref.
+const VIEW_OPS: &[&str] = &[
+    "memref.subview",
+    "memref.view",
+    "memref.reinterpret_cast",
+    "memref.cast",
+    "memref.collapse_shape",
+    "memref.expand_shape",
+    "memref.transpose",
+];
+
+/// When every use of `%ssa` in `func` is a view whose own results are used only by such views
+/// (transitively), the start offsets of those views: the greedy rewrite after PlanMemory
+/// erases them and then the alloc. `None` when anything else uses it (an `annotation.mark`).
+fn dead_views(func: &Op, text: &str, ssa: &str) -> Option<Vec<u32>> {
+    // the non-region ops: name, start offset, results, and text from the name on (operands)
+    let mut ops: Vec<(String, u32, Vec<String>, &str)> = Vec::new();
+    func.walk(&mut |op| {
+        if op.kind.regions().is_empty() {
+            let start = op.name_pos.offset as usize;
+            let end = (op.span.end as usize).min(text.len());
+            if let Some(t) = text.get(start..end) {
+                let results = op.results.iter().map(|r| r.name.clone()).collect();
+                ops.push((op.name.clone(), op.span.start.offset, results, t));
+            }
+        }
+    });
+    let mut out = Vec::new();
+    let mut todo = vec![ssa.to_string()];
+    while let Some(v) = todo.pop() {
+        for (name, start, results, t) in &ops {
+            if !names_value(t, &v) {
+                continue;
+            }
+            if !VIEW_OPS.contains(&name.as_str()) {
+                return None;
+            }
+            // each view is queued once, so the walk ends
+            if !out.contains(start) {
+                out.push(*start);
+                todo.extend(results.iter().cloned());
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The buffers PlanMemory refuses with "read before first write": read somewhere, while
 /// nothing writes their storage entry (the buffer and those sharing its address) anywhere.
 fn never_written(program: &Program) -> Vec<sim::BufferId> {
@@ -944,7 +1168,11 @@ fn never_written(program: &Program) -> Vec<sim::BufferId> {
     }
     (0..n)
         .map(sim::BufferId::new)
-        .filter(|b| read[b.index()] && !written[group(*b)])
+        // a fixed buffer (`at:`, a pointer_cast or an on-chip argument) is no alloc of
+        // HIVM's plan: PlanMemory does not check it
+        .filter(|b| {
+            read[b.index()] && !written[group(*b)] && program.buffers[b.index()].at.is_none()
+        })
         .collect()
 }
 
@@ -1612,3 +1840,7 @@ fn affine_symbol(op: sim::expr::BinOp) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+#[path = "opt_tests.rs"]
+mod lit_constructs;

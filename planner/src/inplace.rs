@@ -165,6 +165,17 @@ fn window_root(program: &Program, r: Ref) -> Option<BufferId> {
     }
 }
 
+/// The buffers a `select` view names (through windows over it: none), in its order.
+fn select_members(program: &Program, r: Ref) -> Vec<BufferId> {
+    match r {
+        Ref::View(v) => match &program.view(v).kind {
+            ViewKind::Select { of } => of.clone(),
+            ViewKind::Window { .. } => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
 /// The shape of an operand's base (buffer or view).
 fn base_shape(program: &Program, r: Ref) -> Vec<u64> {
     match r {
@@ -453,16 +464,32 @@ fn slots_compatible(
 
 /// The op-level inplace pairs of a program (module docs).
 pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
-    inplace_pairs_ordered(program, live, false)
+    inplace_pairs_ordered(program, live, false, &[])
 }
 
-/// [`inplace_pairs`], trying an op's inputs last first when `last_first` (`npusim opt`: where
-/// HIVM's shuffled kill list leaves a tie, its own tests pick the later input five times in
-/// six, docs/mlir.md).
+/// [`inplace_pairs`], trying an op's inputs last first when `last_first`, and before that, at an
+/// op `kill_order` lists, the buffers it lists in its order (`npusim opt`: HIVM's kill list,
+/// whose order is PlanMemory's shuffle, emulated by `sim::mlir::hivm_live`).
 pub fn inplace_pairs_ordered(
     program: &Program,
     live: &Liveness,
     last_first: bool,
+    kill_order: &[(OpId, Vec<BufferId>)],
+) -> InplaceResult {
+    inplace_pairs_with(program, live, last_first, kill_order, false)
+}
+
+/// [`inplace_pairs_ordered`]; with `through_select` (`npusim opt`), an input naming a
+/// `select` view offers each of its buffers in turn as the kill: HIVM kills every alias of a
+/// value that dies (an `scf.if` result, a block argument), and its output may take any of
+/// them (`GenerateInplaceList`). Sound in general (every member lives until the select's last
+/// use), but a change to npusim's own plans, so `opt` turns it on (docs/planner.md).
+pub fn inplace_pairs_with(
+    program: &Program,
+    live: &Liveness,
+    last_first: bool,
+    kill_order: &[(OpId, Vec<BufferId>)],
+    through_select: bool,
 ) -> InplaceResult {
     let n = live.entries.len();
     let mut groups = Groups {
@@ -529,10 +556,25 @@ pub fn inplace_pairs_ordered(
             } else {
                 v.ins.iter().collect()
             };
-            for kill_o in order {
-                let Some(kill) = window_root(program, kill_o.base) else {
-                    continue;
-                };
+            // each input's buffer, or (through_select) each buffer its select names
+            let mut kills: Vec<(&Operand, BufferId)> = order
+                .into_iter()
+                .flat_map(|o| match window_root(program, o.base) {
+                    Some(b) => vec![(o, b)],
+                    None if through_select => select_members(program, o.base)
+                        .into_iter()
+                        .map(|b| (o, b))
+                        .collect(),
+                    None => Vec::new(),
+                })
+                .collect();
+            if let Some((_, listed)) = kill_order.iter().find(|(o, _)| *o == id) {
+                // listed kills first, in the list's order; a stable sort keeps the rest as is
+                kills.sort_by_key(|&(_, b)| {
+                    listed.iter().position(|&k| k == b).unwrap_or(listed.len())
+                });
+            }
+            for (kill_o, kill) in kills {
                 // an input named twice (`vadd a, a`) is one candidate
                 if tried.contains(&kill) {
                     continue;
@@ -696,12 +738,52 @@ buffers:
         ));
         let l = liveness(&p, LivenessMode::Precise).unwrap();
         assert_eq!(
-            names(&p, &inplace_pairs_ordered(&p, &l, false).pairs),
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &[]).pairs),
             [pair("c", "a")]
         );
         assert_eq!(
-            names(&p, &inplace_pairs_ordered(&p, &l, true).pairs),
+            names(&p, &inplace_pairs_ordered(&p, &l, true, &[]).pairs),
             [pair("c", "b")]
+        );
+    }
+
+    #[test]
+    fn a_kill_order_decides_which_dying_input_is_taken() {
+        // a and b both die at the vadd (op 2); the kill order HIVM's shuffle gives is tried
+        // first, whatever `last_first` says; an op it does not list keeps the input order
+        let p = load(&format!(
+            "{ABC}body:
+  - load: {{ src: \"x[0]\", dst: a }}
+  - load: {{ src: \"x[1]\", dst: b }}
+  - vadd: {{ ins: [a, b], out: c }}
+  - store: {{ src: c, dst: \"y[0]\" }}
+"
+        ));
+        let l = liveness(&p, LivenessMode::Precise).unwrap();
+        let id = |n: &str| BufferId::new(p.buffers.iter().position(|x| x.name == n).unwrap());
+        let vadd = OpId::new(2);
+        assert!(matches!(p.op(vadd).kind, OpKind::Vector(_)));
+        let order = [(vadd, vec![id("a"), id("b")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, true, &order).pairs),
+            [pair("c", "a")]
+        );
+        let order = [(vadd, vec![id("b"), id("a")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "b")]
+        );
+        // a listed buffer that is not an input changes nothing; the inputs follow in order
+        let order = [(vadd, vec![id("d")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "a")]
+        );
+        // another op's list does not apply here
+        let order = [(OpId::new(3), vec![id("b")])];
+        assert_eq!(
+            names(&p, &inplace_pairs_ordered(&p, &l, false, &order).pairs),
+            [pair("c", "a")]
         );
     }
 

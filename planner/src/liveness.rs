@@ -266,15 +266,22 @@ struct Builder<'a> {
 
 /// Computes positions, storage entries and lifetimes (module docs).
 pub fn liveness(program: &Program, mode: LivenessMode) -> Result<Liveness, LivenessError> {
-    liveness_with(program, mode, false)
+    liveness_with(program, mode, false, &[], false)
 }
 
-/// [`liveness`], optionally accepting a read before the first write (`reads_unwritten`).
+/// [`liveness`], optionally accepting a read before the first write (`reads_unwritten`);
+/// `allocs_after` (sorted `(buffer, loop)` pairs) names the buffers whose alloc comes after a
+/// loop in the source, which scoped liveness does not gen at that loop's begin;
+/// `fresh_loop_allocs` (scoped only): a buffer declared in a loop is a new value every
+/// iteration, as an MLIR alloc in a loop body is, so nothing of it is carried round.
 pub fn liveness_with(
     program: &Program,
     mode: LivenessMode,
     reads_unwritten: bool,
+    allocs_after: &[(BufferId, OpId)],
+    fresh_loop_allocs: bool,
 ) -> Result<Liveness, LivenessError> {
+    let fresh = fresh_loop_allocs && mode == LivenessMode::Scoped;
     let (entry_of, members) = entries(program);
     let mut b = Builder {
         program,
@@ -402,7 +409,13 @@ pub fn liveness_with(
             let body_start = span.first + 1;
             // a value (from before the loop or from an earlier iteration) is read in the body
             // (reach_in is false outside the window)
+            // fresh loop allocs (MLIR): an alloc inside the loop is a new value every
+            // iteration, so nothing of it is carried round (its gen..kill is within the body)
             let carried = body_start < span.last
+                && (!fresh
+                    || buffers
+                        .iter()
+                        .any(|&m| !declared_within(program, program.buffer(m).declared_in, l)))
                 && in_window(body_start)
                 && reach_in[body_start - window.map_or(0, |w| w.0)]
                 && !live_in[body_start - window.map_or(0, |w| w.0)].is_empty();
@@ -453,6 +466,40 @@ pub fn liveness_with(
             }
         };
         if mode == LivenessMode::Scoped && !lifetime.is_empty() {
+            // fresh loop allocs: HIVM's gen..kill runs from the first touch to the last (then
+            // the loop and `if` rules), without the dataflow's positions round a back edge
+            let touch_lo = touched.first().copied().unwrap_or(usize::MAX);
+            let touch_hi = touched.last().copied().unwrap_or(0);
+            let fill_lo = fills.iter().map(|i| i.first).min().unwrap_or(usize::MAX);
+            let fill_hi = fills.iter().map(|i| i.last).max().unwrap_or(0);
+            if fresh && touch_lo != usize::MAX {
+                lifetime = vec![Interval::new(touch_lo.min(fill_lo), touch_hi.max(fill_hi))];
+            }
+            let mut first = lifetime[0].first;
+            // HIVM gens, at a loop's begin, every alloc live there (GetLiveBuffersInLoop):
+            // one declared outside the loop and touched after it in the loop's block starts
+            // at that begin even if the loop never touches it
+            for &(l, span) in &loops {
+                if span.first >= first {
+                    continue;
+                }
+                // the alloc comes before the loop: in the loop's block or one around it
+                let before = buffers.iter().any(|&m| {
+                    let around = match program.buffer(m).declared_in {
+                        None => true,
+                        Some(d) => program
+                            .op(l)
+                            .parent
+                            .is_some_and(|p| loop_within(program, p, d)),
+                    };
+                    around && allocs_after.binary_search(&(m, l)).is_err()
+                });
+                let block_end = block_end(program, &op_pos, l, span.first, n);
+                let i = touched.partition_point(|&p| p <= span.last);
+                if before && touched.get(i).is_some_and(|&p| p <= block_end) {
+                    first = span.first;
+                }
+            }
             let mut last = lifetime.last().unwrap().last;
             for &(l, span) in &ifs {
                 let i = touched.partition_point(|&p| p < span.first);
@@ -466,7 +513,7 @@ pub fn liveness_with(
                     last = span.last;
                 }
             }
-            lifetime = vec![Interval::new(lifetime[0].first, last)];
+            lifetime = vec![Interval::new(first, last)];
         }
         let (pipes, dma, scalar) = classify(program, &entry_ops[e]);
         out_entries.push(Entry {
@@ -529,6 +576,24 @@ fn declared_within(program: &Program, mut declared_in: Option<OpId>, l: OpId) ->
         declared_in = program.op(op).parent;
     }
     false
+}
+
+/// The last position of the block holding op `op` (which begins at `at`): its parent loop's
+/// end, its `if`'s else marker (then-block) or end (else-block), or the program's last
+/// position (`n - 1`) at the top.
+fn block_end(program: &Program, op_pos: &[OpPos], op: OpId, at: usize, n: usize) -> usize {
+    match program.op(op).parent.map(|p| op_pos[p.index()]) {
+        None => n - 1,
+        Some(OpPos::Loop { end, .. }) => end,
+        Some(OpPos::If { els, end, .. }) => {
+            if at < els {
+                els
+            } else {
+                end
+            }
+        }
+        Some(OpPos::At(p)) => p,
+    }
 }
 
 /// Whether loop `inner` is `outer` or nested inside it.
@@ -954,6 +1019,82 @@ body:
     }
 
     #[test]
+    fn scoped_gens_at_a_loop_begin_what_is_used_after_it() {
+        // 0 for-begin | 1 load b | 2 for-end | 3 if-begin | 4 for-begin | 5 load d | 6 for-end
+        // | 7 load c | 8 store c | 9 else | 10 load a | 11 end | 12 store a
+        // HIVM (GetLiveBuffersInLoop) gens at a loop's begin every alloc live there, used in
+        // it or after it in its block. bishengir-opt on `a` declared at the top, then
+        // `for { load b }`, then `load a`: a = 0, b = 512 (a's life starts at the loop).
+        let p = load(
+            r#"
+buffers:
+  a: { scope: ub, shape: [n], dtype: f16 }
+  c: { scope: ub, shape: [n], dtype: f16 }
+body:
+  - for: { var: t, to: 2 }
+    buffers:
+      b: { scope: ub, shape: [n], dtype: f16 }
+    body:
+      - load: { src: "x[t]", dst: b }
+  - if: "1"
+    then:
+      - for: { var: u, to: 2 }
+        buffers:
+          d: { scope: ub, shape: [n], dtype: f16 }
+        body:
+          - load: { src: "x[u]", dst: d }
+      - load: { src: "x[0]", dst: c }
+      - store: { src: c, dst: "y[0]" }
+    else:
+      - load: { src: "x[0]", dst: a }
+  - store: { src: a, dst: "y[0]" }
+"#,
+        );
+        let (l, s) = both(&p);
+        assert_eq!(life(&l, &p, "b"), [(1, 1)]);
+        assert_eq!(life(&s, &p, "b"), [(1, 1)]);
+        // precise: `a` from its write in the else-block to its store
+        assert_eq!(life(&l, &p, "a"), [(10, 12)]);
+        // scoped: from the first loop's begin (live there: used after it at the top)
+        assert_eq!(life(&s, &p, "a"), [(0, 12)]);
+        // `c` too is used after the first loop in the top block (inside the if); scoped, it
+        // lives to the if's end (HIVM kills it there)
+        assert_eq!(life(&l, &p, "c"), [(7, 8)]);
+        assert_eq!(life(&s, &p, "c"), [(0, 11)]);
+        // `d` is declared in the inner loop: its alloc is not live at the first loop's begin
+        assert_eq!(life(&s, &p, "d"), [(5, 5)]);
+    }
+
+    #[test]
+    fn fresh_loop_allocs_carry_nothing_round_the_back_edge() {
+        // 0 for-begin | 1 load a[0:64] | 2 vexp a -> b | 3 store b | 4 for-end
+        // precise: the vexp reads bytes of `a` this iteration did not write, so an earlier
+        // iteration's value is carried round: `a` spans the loop. HIVM's alloc in the body is
+        // a new value every iteration: `a` from its write (1) to its last use (2), dying
+        // where `b` is born, so `b` can take its bytes (bishengir-opt 1.2.0: both at 0).
+        let p = load(
+            r#"
+body:
+  - for: { var: t, to: 2 }
+    buffers:
+      a: { scope: ub, shape: [n], dtype: f16 }
+      b: { scope: ub, shape: [n], dtype: f16 }
+    body:
+      - load: { src: "x[t, 0:64]", dst: "a[0:64]" }
+      - vexp: { ins: [a], out: b }
+      - store: { src: b, dst: "y[t]" }
+"#,
+        );
+        let (l, s) = both(&p);
+        assert_eq!(life(&l, &p, "a"), [(0, 4)]);
+        // scoped alone keeps what the dataflow carries (a YAML program may mean it)
+        assert_eq!(life(&s, &p, "a"), [(0, 4)]);
+        let f = liveness_with(&p, LivenessMode::Scoped, false, &[], true).unwrap();
+        assert_eq!(life(&f, &p, "a"), [(1, 2)]);
+        assert_eq!(life(&f, &p, "b"), [(2, 3)]);
+    }
+
+    #[test]
     fn produced_and_consumed_in_one_iteration() {
         // 0 for-begin | 1 load a | 2 store a | 3 load b | 4 store b | 5 for-end
         let p = load(
@@ -1299,6 +1440,11 @@ body:
         // scoped: both are declared in the t body, outside the j loop: j loop added
         assert_eq!(life(&s, &p, "wb"), [(0, 7)]);
         assert_eq!(life(&s, &p, "vb"), [(2, 6)]);
+        // fresh loop allocs (`opt`): HIVM's gen..kill knows no slots and an alloc in the t
+        // body is a new value every t iteration: wb from its write (1) to the j loop's end (6)
+        let f = liveness_with(&p, LivenessMode::Scoped, false, &[], true).unwrap();
+        assert_eq!(life(&f, &p, "wb"), [(1, 6)]);
+        assert_eq!(life(&f, &p, "vb"), [(2, 6)]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The whole planner in one call: liveness → inplace → placement → (in debug builds) the
 //! independent validator. What the command line and the snapshot tests use.
 
-use crate::inplace::{inplace_pairs_ordered, InplaceResult};
+use crate::inplace::{inplace_pairs_with, InplaceResult};
 use crate::liveness::{Liveness, LivenessError};
 use crate::place::{place, InplacePolicy, PlanOptions};
 use crate::plan::{Plan, PlanError};
@@ -56,8 +56,20 @@ pub fn plan_program(
     config: &Config,
     opts: &PlanOptions,
 ) -> Result<Planned, PlanFailure> {
-    let live = crate::liveness::liveness_with(program, opts.liveness, opts.reads_unwritten)?;
-    let inplace = inplace_pairs_ordered(program, &live, opts.inplace_last_input_first);
+    let live = crate::liveness::liveness_with(
+        program,
+        opts.liveness,
+        opts.reads_unwritten,
+        &opts.allocs_after,
+        opts.fresh_loop_allocs,
+    )?;
+    let inplace = inplace_pairs_with(
+        program,
+        &live,
+        opts.inplace_last_input_first,
+        &opts.kill_order,
+        opts.inplace_through_select,
+    );
     let pairs: Vec<(BufferId, BufferId)> = inplace.pairs.iter().map(|p| (p.gen, p.kill)).collect();
     let touch: Vec<(BufferId, BufferId)> = inplace.touch.iter().map(|p| (p.gen, p.kill)).collect();
     let mut opts = opts.clone();

@@ -6,6 +6,7 @@ mod calibrate_cli;
 mod check_cli;
 mod cli;
 mod compare_cli;
+mod compiled_kernels;
 mod conformance_script;
 mod docs;
 mod double_buffers;

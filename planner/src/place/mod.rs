@@ -40,7 +40,7 @@ use first_fit::Placer;
 use overflow::{overflow, peak_bytes};
 use sequential::{gen_order, running_sum, unplaced_buffers};
 use sim::program::Program;
-use sim::{BufferId, Config, Space};
+use sim::{BufferId, Config, OpId, Space};
 
 /// Knobs of [`plan`] and [`crate::plan_program`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,8 +62,53 @@ pub struct PlanOptions {
     /// on a lit test's planned function) instead of refusing it: the buffer is live from the
     /// program's start.
     pub reads_unwritten: bool,
-    /// Try an op's inputs last first for inplace (`npusim opt`'s HIVM tie-break).
+    /// Try an op's inputs last first for inplace (`npusim opt`'s fallback for the inputs
+    /// [`PlanOptions::kill_order`] does not list).
     pub inplace_last_input_first: bool,
+    /// Let an output take the address of a buffer an input `select` names (`npusim opt`:
+    /// HIVM inplaces through an `scf.if` result or a block argument).
+    pub inplace_through_select: bool,
+    /// HIVM's kill order (`npusim opt`, from its emulation of PlanMemory's shuffled liveness,
+    /// `sim::mlir::hivm_live`): per op, the buffers that die there in the order PlanMemory tries
+    /// them for inplace. An op listed here tries these of its inputs first, in this order, then
+    /// its other inputs in the order above. Empty for npusim's own programs.
+    pub kill_order: Vec<(OpId, Vec<BufferId>)>,
+    /// HIVM's loop gen order (`npusim opt`, from the same emulation): per loop, the buffers
+    /// declared before it and first written in it, in the order PlanMemory gens them at the
+    /// loop's start. Each list's buffers keep the places they hold in the gen order, taken in
+    /// the list's order. Empty for npusim's own programs.
+    pub loop_gen_order: Vec<Vec<BufferId>>,
+    /// `(buffer, loop)`, sorted: the buffer's alloc comes after the loop in the source (an MLIR
+    /// alloc mid-block), so scoped liveness does not gen it at the loop's begin. A YAML
+    /// buffer is declared at its block's start: empty.
+    pub allocs_after: Vec<(BufferId, OpId)>,
+    /// Scoped liveness only: a buffer declared in a loop is a new value every iteration (an
+    /// MLIR alloc in a loop body), so nothing of it is carried round the back edge: HIVM's
+    /// gen..kill from its first touch to its last (`npusim opt`). Off, a value a YAML program
+    /// does carry round stays live, as the soundness oracle requires.
+    pub fresh_loop_allocs: bool,
+}
+
+/// `order` with each list's buffers in the places they hold there, taken in the list's order
+/// ([`PlanOptions::loop_gen_order`]); buffers a list names but `order` lacks are skipped.
+fn with_loop_gen_order(mut order: Vec<BufferId>, lists: &[Vec<BufferId>]) -> Vec<BufferId> {
+    for list in lists {
+        let mut slots = Vec::new();
+        let mut members = Vec::new();
+        for b in list {
+            if let Some(i) = order.iter().position(|x| x == b) {
+                if !slots.contains(&i) {
+                    slots.push(i);
+                    members.push(*b);
+                }
+            }
+        }
+        slots.sort_unstable();
+        for (slot, b) in slots.into_iter().zip(members) {
+            order[slot] = b;
+        }
+    }
+    order
 }
 
 /// `--placement`: first fit alone, or first fit then the exact search.
@@ -89,6 +134,11 @@ impl Default for PlanOptions {
             exact_time_limit: std::time::Duration::from_secs(10),
             reads_unwritten: false,
             inplace_last_input_first: false,
+            inplace_through_select: false,
+            kill_order: Vec::new(),
+            loop_gen_order: Vec::new(),
+            allocs_after: Vec::new(),
+            fresh_loop_allocs: false,
         }
     }
 }
@@ -146,7 +196,7 @@ pub fn place(
     let mut upgraded = Vec::new();
     let mut applied = Vec::new();
 
-    let first_writes = gen_order(program, live);
+    let first_writes = with_loop_gen_order(gen_order(program, live), &opts.loop_gen_order);
     for sc in &core.scopes {
         let space = sc.space;
         let align = sc.plan_align.max(1);
@@ -363,5 +413,31 @@ fn sequential(entries: &[StorageEntry], align: u64) -> Sequential {
         offsets,
         end,
         fixed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[usize]) -> Vec<BufferId> {
+        v.iter().map(|&i| BufferId::new(i)).collect()
+    }
+
+    #[test]
+    fn a_loop_gen_order_permutes_its_buffers_within_their_places() {
+        // 3 and 1 hold places 1 and 3; HIVM gens 3 before 1: they swap, the rest stay
+        let order = ids(&[0, 1, 2, 3, 4]);
+        assert_eq!(
+            with_loop_gen_order(order.clone(), &[ids(&[3, 1])]),
+            ids(&[0, 3, 2, 1, 4])
+        );
+        // lists apply in turn; a buffer the order lacks (9) and a repeat are skipped
+        assert_eq!(
+            with_loop_gen_order(order.clone(), &[ids(&[4, 9, 0, 4]), ids(&[2, 1])]),
+            ids(&[4, 2, 1, 3, 0])
+        );
+        // no lists: the order as is
+        assert_eq!(with_loop_gen_order(order.clone(), &[]), order);
     }
 }

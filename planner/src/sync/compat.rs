@@ -122,8 +122,10 @@ struct Comp {
     uses: Vec<usize>,
     /// For `mmadL1`: 0 the out-pipe half, 1 the in-pipe half.
     macro_id: Option<u8>,
-    /// For `mmadL1`: the roots of its A and B operands (virtual MTE2 pipes).
-    mmad_ab: Option<(Vec<Root>, Vec<Root>)>,
+    /// For `mmadL1`, one entry per `uses` entry: the virtual MTE2 pipe a dependence through
+    /// it takes (`ChangeFrontPipeToVirtualMTE2`): L1A when the operand is the very SSA value
+    /// of A, L1B when it is B's, none for the bias.
+    virt: Vec<Option<P>>,
     in_loop: bool,
 }
 
@@ -368,18 +370,26 @@ impl Builder<'_> {
                     let mut def = Vec::new();
                     self.mems(&m.c, &mut def);
                     let mut uses = Vec::new();
-                    let (mut a, mut bb) = (Vec::new(), Vec::new());
-                    self.mems(&m.a, &mut a);
-                    self.mems(&m.b, &mut bb);
-                    uses.extend(&a);
-                    uses.extend(&bb);
+                    self.mems(&m.a, &mut uses);
+                    let n_a = uses.len();
+                    self.mems(&m.b, &mut uses);
+                    let n_b = uses.len() - n_a;
+                    // InjectSync compares a dependence's `baseBuffer` (the SSA value the op
+                    // reads, a subview included) with `getA()` then `getB()`: a B operand that is
+                    // the same value as A counts as A. Subviews are fresh values each (the
+                    // writer prints one per operand), so only the same whole buffer, unsliced,
+                    // is one value.
+                    let whole = |o: &Operand| o.indices.is_empty() && o.slot.is_none();
+                    let b_is_a = m.a.base == m.b.base && whole(&m.a) && whole(&m.b);
+                    let mut virt = vec![Some(L1A); n_a];
+                    virt.extend(std::iter::repeat_n(
+                        Some(if b_is_a { L1A } else { L1B }),
+                        n_b,
+                    ));
                     if let Some(bias) = &m.bias {
                         self.mems(bias, &mut uses);
                     }
-                    let roots = |v: &[usize], ir: &Ir| {
-                        v.iter().map(|&i| ir.mems[i].root).collect::<Vec<_>>()
-                    };
-                    let ab = (roots(&a, &self.ir), roots(&bb, &self.ir));
+                    virt.resize(uses.len(), None);
                     for (k, pipe) in [(0u8, PM), (1u8, PMTE1)] {
                         let c = Comp {
                             op: id,
@@ -387,7 +397,7 @@ impl Builder<'_> {
                             def: if k == 0 { def.clone() } else { Vec::new() },
                             uses: if k == 1 { uses.clone() } else { Vec::new() },
                             macro_id: Some(k),
-                            mmad_ab: Some(ab.clone()),
+                            virt: if k == 1 { virt.clone() } else { Vec::new() },
                             in_loop,
                         };
                         self.push(Kind::Compound(c), Some(id));
@@ -416,7 +426,7 @@ impl Builder<'_> {
                         def,
                         uses,
                         macro_id: None,
-                        mmad_ab: None,
+                        virt: Vec::new(),
                         in_loop,
                     };
                     self.push(Kind::Compound(c), Some(id));
@@ -630,11 +640,22 @@ impl Analyzer<'_> {
             return;
         }
         let mut deps = Vec::new();
-        for (a, b) in [(&n.def, &f.def), (&n.uses, &f.def), (&n.def, &f.uses)] {
-            for &x in a {
-                for &y in b {
+        // per dependence, the virtual pipe of its now side and of its front side
+        let mut vdeps: Vec<(Option<P>, Option<P>)> = Vec::new();
+        let none: &[Option<P>] = &[];
+        // (memory infos, their virtual pipes) of the now side, then of the front side
+        type Infos<'a> = (&'a [usize], &'a [Option<P>]);
+        let groups: [(Infos, Infos); 3] = [
+            ((&n.def, none), (&f.def, none)),
+            ((&n.uses, &n.virt), (&f.def, none)),
+            ((&n.def, none), (&f.uses, &f.virt)),
+        ];
+        for ((a, va), (b, vb)) in groups {
+            for (i, &x) in a.iter().enumerate() {
+                for (j, &y) in b.iter().enumerate() {
                     if alias(&self.ir.mems[x], &self.ir.mems[y]) {
                         deps.push((x, y));
+                        vdeps.push((va.get(i).copied().flatten(), vb.get(j).copied().flatten()));
                     }
                 }
             }
@@ -651,29 +672,16 @@ impl Analyzer<'_> {
             }
         }
         let (mut now_pipe, mut front_pipe) = (n.pipe, f.pipe);
-        // the virtual MTE2 pipes: loads of an mmadL1's A and B get their own flags
-        if now_pipe == PMTE2 && front_pipe == PMTE1 {
-            if let Some((a, b)) = &f.mmad_ab {
-                for &(_, y) in &deps {
-                    let r = self.ir.mems[y].root;
-                    if a.contains(&r) {
-                        now_pipe = L1A;
-                    } else if b.contains(&r) {
-                        now_pipe = L1B;
-                    }
-                }
+        // the virtual MTE2 pipes: loads of an mmadL1's A and B get their own flags; the last
+        // dependence through A or B decides, as in InjectSync's loop
+        if now_pipe == PMTE2 && front_pipe == PMTE1 && f.macro_id.is_some() {
+            for &(_, v) in &vdeps {
+                now_pipe = v.unwrap_or(now_pipe);
             }
         }
-        if now_pipe == PMTE1 && front_pipe == PMTE2 {
-            if let Some((a, b)) = &n.mmad_ab {
-                for &(x, _) in &deps {
-                    let r = self.ir.mems[x].root;
-                    if a.contains(&r) {
-                        front_pipe = L1A;
-                    } else if b.contains(&r) {
-                        front_pipe = L1B;
-                    }
-                }
+        if now_pipe == PMTE1 && front_pipe == PMTE2 && n.macro_id.is_some() {
+            for &(v, _) in &vdeps {
+                front_pipe = v.unwrap_or(front_pipe);
             }
         }
         let new_first;
@@ -1723,6 +1731,8 @@ impl Emitter<'_> {
     /// The `sync_related_args` of every `mmadL1` (SyncCodegen's `mmadL12SyncTemplateInter`).
     fn mmad_args(&self) -> Vec<MmadSyncArgs> {
         let mut out: Vec<MmadSyncArgs> = Vec::new();
+        // per entry of `out`: its op and the sync ops before and after its halves
+        let mut halves: Vec<(OpId, Vec<usize>, Vec<usize>)> = Vec::new();
         for el in &self.ir.els {
             let Kind::Compound(c) = &el.kind else {
                 continue;
@@ -1749,7 +1759,21 @@ impl Emitter<'_> {
                     m.args[5 + k as usize] = Expr::Const(set.ids[0] as i64);
                 }
             }
-            for &s in el.before.iter().chain(&el.after) {
+            let (before, after) = match halves.last_mut() {
+                Some((o, b, a)) if *o == op => (b, a),
+                _ => {
+                    halves.push((op, Vec::new(), Vec::new()));
+                    let (_, b, a) = halves.last_mut().expect("pushed");
+                    (b, a)
+                }
+            };
+            before.extend(el.before.iter().copied());
+            after.extend(el.after.iter().copied());
+        }
+        // SyncCodegen::Build: the op's waits and sets before it (both halves, in order), then
+        // those after it in reverse; a later one in that order overwrites a slot
+        for (m, (_, before, after)) in out.iter_mut().zip(&halves) {
+            for &s in before.iter().chain(after.iter().rev()) {
                 let sync = &self.ir.ops[s];
                 if sync.useless || !to_template(sync) {
                     continue;
@@ -2164,6 +2188,80 @@ mod tests {
 
     /// InjectSync's event-id lifetimes: `[end, begin]` pairs kept in descending order, a new
     /// range put before, after or between them, or widening one it meets.
+    /// The first four `sync_related_args` of the only mmadL1 of `body` (an aic program with an
+    /// L1 buffer `x` of 32x16 and an L0C `c0`): waits on L1 A, L1 B, sets for L1 A, L1 B.
+    fn mmad_template(body: &str) -> Vec<i64> {
+        let y = format!(
+            "kernel: k\ncore: aic\nsync: auto\ngm: {{ a: {{ shape: [32, 16], dtype: f16 }} }}\nbuffers: {{ x: {{ scope: l1, shape: [32, 16], dtype: f16 }}, c0: {{ scope: l0c, shape: [16, 16], dtype: f32 }} }}\nbody:\n{body}"
+        );
+        let program = sim::load_program(&y, "p.yaml", &config(), &[]).unwrap();
+        let planned =
+            crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
+        let d = synchronize_compat_detailed(&program, &planned.plan, &CompatOptions::default());
+        let [m] = &d.mmad_args[..] else {
+            panic!("{:?}", d.mmad_args)
+        };
+        m.args[..4].iter().map(|a| a.as_const().unwrap()).collect()
+    }
+
+    /// Which virtual MTE2 pipe (L1 A or L1 B) a dependence of an mmadL1 on a load takes is
+    /// decided by SSA value, not by buffer: InjectSync compares each dependence's
+    /// `baseBuffer` (the value the op reads, a subview included) with `getA()`, then `getB()`,
+    /// and the last dependence wins (`ChangeFrontPipeToVirtualMTE2` /
+    /// `ChangeNowPipeToVirtualMTE2`). By hand, one load of `x` then the mmadL1:
+    /// - A and B two subviews of `x`: the A dependence says L1A, the B one (last) L1B: the
+    ///   wait is B's (args -1, 0);
+    /// - A and B both `x` itself, one value: both dependences are A's: the wait is A's (0, -1);
+    /// - A a subview, B the whole `x`: B's (-1, 0);
+    /// - in a loop, the next iteration's load against the mmadL1 (two subviews): the set is on
+    ///   L1 B, the fourth argument, and the forward wait stays B's (-1, 0, -1, 0).
+    ///
+    /// Checked against bishengir-opt 1.2.0 `-hivm-plan-memory -hivm-inject-sync`.
+    #[test]
+    fn mmad_l1_virtual_pipe_by_operand_value() {
+        let one = |ab: &str| {
+            format!("  - load: {{ src: a, dst: x, layout: nz }}\n  - mmad_l1: {{ {ab}, c: c0, m: 16, n: 16, k: 16, init: 1 }}\n")
+        };
+        assert_eq!(
+            mmad_template(&one("a: \"x[0:16]\", b: \"x[16:32]\"")),
+            vec![-1, 0, -1, -1]
+        );
+        assert_eq!(mmad_template(&one("a: x, b: x")), vec![0, -1, -1, -1]);
+        assert_eq!(
+            mmad_template(&one("a: \"x[0:16]\", b: x")),
+            vec![-1, 0, -1, -1]
+        );
+        let looped = "  - for: { var: i, to: 2 }\n    body:\n      - load: { src: a, dst: x, layout: nz }\n      - mmad_l1: { a: \"x[0:16]\", b: \"x[16:32]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n";
+        assert_eq!(mmad_template(looped), vec![-1, 0, -1, 0]);
+    }
+
+    /// The balancing waits of back-edge pairs go after the last Sync-IR element; when that is
+    /// an mmadL1, a wait on L1 B there is lowered into its template too. SyncCodegen::Build
+    /// inserts an op's waits before it in order, then those after it in reverse, each one
+    /// overwriting the slot. By hand: two loops each reading `x` (then `z`) as B before
+    /// reloading it make two back-edge MTE2(L1B)→MTE1 pairs, ids 2 (x's loop) and 4 (z's),
+    /// whose balancing waits follow the final mmadL1 in that order; reversed, x's comes last:
+    /// B's slot is 2 (npusim wrote 4 when it took them in order). Checked against
+    /// bishengir-opt 1.2.0 on the same plan.
+    #[test]
+    fn mmad_l1_waits_after_it_fill_slots_in_reverse() {
+        let y = "kernel: k\ncore: aic\nsync: auto\ngm: { a: { shape: [32, 16], dtype: f16 } }\nbuffers: { w: { scope: l1, shape: [16, 16], dtype: f16 }, x: { scope: l1, shape: [32, 16], dtype: f16 }, z: { scope: l1, shape: [32, 16], dtype: f16 }, c0: { scope: l0c, shape: [16, 16], dtype: f32 } }\nbody:\n  - load: { src: \"a[0:16]\", dst: w, layout: nz }\n  - load: { src: a, dst: x, layout: nz }\n  - load: { src: a, dst: z, layout: nz }\n  - for: { var: i, to: 2 }\n    body:\n      - mmad_l1: { a: w, b: \"x[0:16]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n      - load: { src: a, dst: x, layout: nz }\n  - for: { var: j, to: 2 }\n    body:\n      - mmad_l1: { a: w, b: \"z[0:16]\", c: c0, m: 16, n: 16, k: 16, init: 1 }\n      - load: { src: a, dst: z, layout: nz }\n  - mmad_l1: { a: w, b: w, c: c0, m: 16, n: 16, k: 16, init: 1 }\n";
+        let program = sim::load_program(y, "p.yaml", &config(), &[]).unwrap();
+        let planned =
+            crate::plan_program(&program, &config(), &crate::PlanOptions::default()).unwrap();
+        let d = synchronize_compat_detailed(&program, &planned.plan, &CompatOptions::default());
+        let args: Vec<Vec<Option<i64>>> = d
+            .mmad_args
+            .iter()
+            .map(|m| m.args[..4].iter().map(|a| a.as_const()).collect())
+            .collect();
+        let c = |v: [i64; 4]| v.iter().map(|&x| Some(x)).collect::<Vec<_>>();
+        assert_eq!(
+            args,
+            vec![c([-1, 2, -1, 0]), c([-1, 4, -1, 1]), c([-1, 2, -1, -1])]
+        );
+    }
+
     #[test]
     fn lifetimes_book_in_descending_order() {
         let mut lc = Vec::new();

@@ -445,6 +445,18 @@ impl Loader<'_, '_> {
     }
 
     pub fn shape(&mut self, node: &Node, path: &str) -> Option<(Vec<u64>, u64)> {
+        self.shape_of(node, path, false)
+    }
+
+    /// A buffer's shape: as [`Self::shape`], but a plan-only load (`npusim opt` on lit
+    /// tests) also takes a dimension of 0: HIVM plans an empty buffer (0 bytes, placed where
+    /// its first fit puts a size of 0). A program's buffers hold at least one element.
+    pub fn buffer_shape(&mut self, node: &Node, path: &str) -> Option<(Vec<u64>, u64)> {
+        let empty_ok = self.r.plan_only;
+        self.shape_of(node, path, empty_ok)
+    }
+
+    fn shape_of(&mut self, node: &Node, path: &str, empty_ok: bool) -> Option<(Vec<u64>, u64)> {
         let items = self.r.seq(node, path, "a shape")?;
         let mut dims = Vec::new();
         let mut ok = true;
@@ -452,6 +464,7 @@ impl Loader<'_, '_> {
             let p = index(path, i);
             match self.const_int(d, &p) {
                 Some(v) if v > 0 => dims.push(v as u64),
+                Some(0) if empty_ok => dims.push(0),
                 Some(v) => {
                     self.r
                         .error(&p, format!("shape dimension {v} is not positive"));

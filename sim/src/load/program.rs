@@ -740,7 +740,9 @@ impl<'a> Loader<'a, '_> {
         )?;
         let before = self.r.count();
         let scope = f.get("scope").and_then(|n| self.scope(n, &f.path("scope")));
-        let shape = f.get("shape").and_then(|n| self.shape(n, &f.path("shape")));
+        let shape = f
+            .get("shape")
+            .and_then(|n| self.buffer_shape(n, &f.path("shape")));
         let dtype = f.get("dtype").and_then(|n| self.dtype(n, &f.path("dtype")));
         let multi = match f.get("multi") {
             Some(n) => {

@@ -131,43 +131,15 @@ pub fn lower(
     else {
         return Err(vec![Diagnostic::error(file, "", "not a function")]);
     };
-    let mut l = Lower {
-        src,
-        file,
-        opts,
-        chunk,
-        diags: Vec::new(),
-        vals: HashMap::new(),
-        roots: Vec::new(),
-        names: HashMap::new(),
-        allocs: Vec::new(),
-        texts: Vec::new(),
-        tensors: Vec::new(),
-        params: Vec::new(),
-        uses_ub: false,
-        uses_cube: false,
-        manual: false,
-        vars: Vec::new(),
-        launched: false,
-        pre_alloc: HashMap::new(),
-        accesses: Vec::new(),
-        seq: 0,
-        copies: Vec::new(),
-        erased: Vec::new(),
-        func_text: if opts.lenient {
-            super::print::uncommented(
-                src.get(func.span.start.offset as usize..func.span.end as usize)
-                    .unwrap_or(""),
-            )
-        } else {
-            String::new()
-        },
-    };
+    let mut l = Lower::new(src, chunk, func, file, opts);
     for a in args {
         l.arg(a);
     }
     let mut block = BlockOut::default();
-    if let Some(b) = body.blocks.first() {
+    block.roots.extend(l.local_args.iter().copied());
+    if body.blocks.len() > 1 {
+        l.blocks(body, &mut block);
+    } else if let Some(b) = body.blocks.first() {
         for op in &b.ops {
             l.op(op, &mut block);
         }
@@ -242,6 +214,79 @@ pub fn lower(
         copies: l.copies,
         erased: l.erased,
     })
+}
+
+impl<'a> Lower<'a> {
+    fn new(src: &'a str, chunk: &'a Chunk, func: &Op, file: &'a str, opts: &'a Options) -> Self {
+        Lower {
+            src,
+            file,
+            opts,
+            chunk,
+            diags: Vec::new(),
+            vals: HashMap::new(),
+            roots: Vec::new(),
+            names: HashMap::new(),
+            allocs: Vec::new(),
+            texts: Vec::new(),
+            tensors: Vec::new(),
+            params: Vec::new(),
+            uses_ub: false,
+            uses_cube: false,
+            manual: false,
+            vars: Vec::new(),
+            launched: false,
+            pre_alloc: HashMap::new(),
+            accesses: Vec::new(),
+            seq: 0,
+            copies: Vec::new(),
+            erased: Vec::new(),
+            stores: Vec::new(),
+            view_sizes: HashMap::new(),
+            local_args: Vec::new(),
+            func_text: if opts.lenient {
+                super::print::uncommented(
+                    src.get(func.span.start.offset as usize..func.span.end as usize)
+                        .unwrap_or(""),
+                )
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+/// Runs a host function (the tiling function the compiler emits beside a kernel) as far as
+/// its integer arithmetic goes, and gives what it stores into its memref arguments at constant
+/// indices: (the argument's position, the indices, the value). `opts.params` give its scalar
+/// arguments and its arguments' dynamic dimensions (`argN_dimK`) by its own argument names.
+pub fn host_stores(
+    src: &str,
+    chunk: &Chunk,
+    func: &Op,
+    file: &str,
+    opts: &Options,
+) -> Vec<(usize, Vec<i64>, i64)> {
+    let OpKind::Func { args, body, .. } = &func.kind else {
+        return Vec::new();
+    };
+    let mut l = Lower::new(src, chunk, func, file, opts);
+    for a in args {
+        l.arg(a);
+    }
+    let mut block = BlockOut::default();
+    if let Some(b) = body.blocks.first() {
+        for op in &b.ops {
+            l.op(op, &mut block);
+        }
+    }
+    l.stores
+        .iter()
+        .filter_map(|(m, at, v)| {
+            let i = args.iter().position(|a| a.value.name == *m)?;
+            Some((i, at.clone(), (*v)?))
+        })
+        .collect()
 }
 
 /// A value of the function as far as the program model needs it.
@@ -341,8 +386,15 @@ struct Lower<'a> {
     seq: u32,
     copies: Vec<CopySite>,
     erased: Vec<u32>,
+    /// Every `memref.store` of an integer at constant indices: (the memref, the indices, the
+    /// value when it is a constant), for [`host_stores`].
+    stores: Vec<(String, Vec<i64>, Option<i64>)>,
+    /// A `memref.view` sized when the kernel runs: its result's dynamic sizes, as expressions.
+    view_sizes: HashMap<String, Vec<String>>,
     /// The function's text without comments (plan-only: which values are used).
     func_text: String,
+    /// Plan-only: the roots standing for on-chip memref arguments ([`Lower::local_arg`]).
+    local_args: Vec<usize>,
 }
 
 /// What [`Lower::snapshot`] keeps.
@@ -571,6 +623,14 @@ impl<'a> Lower<'a> {
     fn arg(&mut self, a: &super::ast::FuncArg) {
         match &a.ty {
             Type::MemRef(m) => {
+                // a dynamic dimension takes its size from `--param argN_dimK` (the sizes the
+                // kernel runs with; the tiling struct's values come the same way)
+                let given = if self.opts.lenient {
+                    None
+                } else {
+                    self.given_dims(m, &a.value.name, a.value.pos)
+                };
+                let m = &given.unwrap_or_else(|| m.clone());
                 let shape = if self.opts.lenient {
                     Some(vec![1])
                 } else {
@@ -584,6 +644,10 @@ impl<'a> Lower<'a> {
                     return;
                 };
                 let sc = m.space.as_deref().unwrap_or("gm");
+                if sc != "gm" && self.opts.lenient {
+                    self.local_arg(a, m, dt);
+                    return;
+                }
                 if sc != "gm" {
                     self.error(
                         a.value.pos,
@@ -684,6 +748,8 @@ impl<'a> Lower<'a> {
         let mut out = Vec::new();
         for d in &m.shape {
             match d {
+                // plan-only: HIVM plans an empty buffer (0 bytes; docs/mlir.md)
+                Dim::Static(0) if self.opts.lenient => out.push(0),
                 Dim::Static(0) => {
                     self.error(
                         pos,
@@ -694,14 +760,22 @@ impl<'a> Lower<'a> {
                 }
                 Dim::Static(n) => out.push(*n),
                 Dim::Dynamic => {
+                    let ks: Vec<String> = m
+                        .shape
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| **d == Dim::Dynamic)
+                        .map(|(k, _)| format!("--param {}=N", dim_param(what, k)))
+                        .collect();
                     self.error(
                         pos,
                         format!(
                             "%{what} has a dynamic shape; npusim plans and runs static shapes only"
                         ),
-                        Some(
-                            "give the memref static sizes (the values the kernel runs with)".into(),
-                        ),
+                        Some(format!(
+                            "give the sizes the kernel runs with ({}), or the memref static sizes",
+                            ks.join(", ")
+                        )),
                     );
                     return None;
                 }
@@ -928,14 +1002,17 @@ impl<'a> Lower<'a> {
                 continue;
             }
             let pos = root.pos;
+            // an on-chip argument takes no bytes of the plan (see `local_arg`)
+            let shape: &[u64] = if self.local_args.contains(&r) {
+                &[0]
+            } else {
+                &root.shape
+            };
             let mut fields = vec![
                 ("scope".to_string(), s(pos, root.scope)),
                 (
                     "shape".to_string(),
-                    seq(
-                        pos,
-                        root.shape.iter().map(|d| int(pos, *d as i64)).collect(),
-                    ),
+                    seq(pos, shape.iter().map(|d| int(pos, *d as i64)).collect()),
                 ),
                 ("dtype".to_string(), s(pos, &root.dtype)),
             ];
@@ -1423,6 +1500,13 @@ impl<'a> Lower<'a> {
             }
             OpKind::MemLoad { memref, indices } | OpKind::MemStore { memref, indices, .. } => {
                 let load = matches!(op.kind, OpKind::MemLoad { .. });
+                if let OpKind::MemStore { value, .. } = &op.kind {
+                    let at: Option<Vec<i64>> = indices.iter().map(|i| self.konst(i)).collect();
+                    if let Some(at) = at {
+                        self.stores
+                            .push((memref.name.clone(), at, self.konst(value)));
+                    }
+                }
                 self.set_results(
                     op,
                     Val::Unknown {
@@ -1464,6 +1548,9 @@ impl<'a> Lower<'a> {
                 };
                 let pos = op.name_pos;
                 if load {
+                    if let Some(v) = self.given_element(memref, indices, &m, &root) {
+                        self.set_results(op, v);
+                    }
                     self.push(op, block, "sload", map(pos, vec![("src".into(), s(pos, &text))]), vec![]);
                 } else {
                     self.push(op, block, "sstore", map(pos, vec![("dst".into(), s(pos, &text))]), vec![]);
@@ -1499,7 +1586,19 @@ impl<'a> Lower<'a> {
                     || op.name == "memref.dealloc"
                     || self.is_generic(op);
                 if op.name == "memref.dim" {
-                    // HIVM's planner skips it: a size, not an access
+                    // HIVM's planner skips it: a size, not an access. A static dimension (a
+                    // dynamic one given by `--param`) is its size.
+                    if let Some(n) = self.dim_size(operands) {
+                        self.set_results(
+                            op,
+                            Val::Int {
+                                expr: n.to_string(),
+                                konst: Some(n),
+                            },
+                        );
+                        self.scalar_work(op, block);
+                        return;
+                    }
                     self.set_results(
                         op,
                         Val::Unknown {
@@ -1725,6 +1824,7 @@ impl<'a> Lower<'a> {
             self.set_results(op, Val::Tensor);
             return;
         };
+        let rty = &self.static_reshape(kind, &src.ty, rty);
         let root_shape = self.roots[src.root].shape.clone();
         let sel = match kind {
             ViewKind::Subview {
@@ -1813,8 +1913,13 @@ impl<'a> Lower<'a> {
                         }
                         _ => None,
                     };
-                    match starts {
-                        Some(st) => Sel::DynBox(st.into_iter().zip(ext).collect()),
+                    let starts = starts.map(|st| st.into_iter().zip(ext.clone()).collect());
+                    let found = starts
+                        .or_else(|| self.dyn_box_rank_reduced(&src, &src_shape, &offs, &ext))
+                        .map(Sel::DynBox)
+                        .or_else(|| self.dyn_range_flat(&src, &source.name, &offs, &ext));
+                    match found {
+                        Some(sel) => sel,
                         None => {
                             self.error(
                                 op.name_pos,
@@ -1891,6 +1996,18 @@ impl<'a> Lower<'a> {
                         }
                     }
                 }
+                if let Some(r) = op.results.first() {
+                    let exprs: Option<Vec<String>> = sizes
+                        .iter()
+                        .map(|v| match self.get(v) {
+                            Some(Val::Int { expr, .. }) => Some(expr.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(e) = exprs.filter(|e| !e.is_empty()) {
+                        self.view_sizes.insert(r.name.clone(), e);
+                    }
+                }
                 if terms.is_empty() {
                     Sel::Range(start, fixed)
                 } else {
@@ -1934,6 +2051,31 @@ impl<'a> Lower<'a> {
                 };
                 let len = (n * elem_bits).div_ceil(bits.max(1));
                 Sel::Range(start, len)
+            }
+            // a gm tensor first seen whole through a reshape to fewer dimensions (the compiler
+            // collapses its arguments before tiling them): it is declared in that shape, so
+            // the tiles' ranges, even those sized when the kernel runs, are boxes of it
+            ViewKind::CollapseShape { .. }
+                if self.roots[src.root].tensor
+                    && matches!(src.sel, Sel::Whole)
+                    && rty.shape.len() > 1
+                    && rty.shape.len() < self.roots[src.root].shape.len()
+                    && src.ty.shape.len() == self.roots[src.root].shape.len()
+                    && !self.accesses.iter().any(|a| a.1 == src.root) =>
+            {
+                let total: u64 = self.roots[src.root].shape.iter().product();
+                let shape: Option<Vec<u64>> = rty
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => Some(*n),
+                        Dim::Dynamic => None,
+                    })
+                    .collect();
+                if let Some(shape) = shape.filter(|s| s.iter().product::<u64>() == total) {
+                    self.redeclare_tensor(src.root, shape);
+                }
+                Sel::Whole
             }
             // a gm tensor first seen whole through a one-dimensional reshape (the compiler
             // flattens its arguments before tiling them): it is declared flat, so the tiles'
@@ -2128,7 +2270,15 @@ impl<'a> Lower<'a> {
                 };
                 bin(sym)
             }
+            // a branch of 0 drops its term: the compiler's tile sizes are selects of a size
+            // and 0, nested, and each term repeats its condition
             ("arith", "select") => match (args.first(), args.get(1), args.get(2)) {
+                (Some(c), Some(a), Some(b)) if b.1 == Some(0) => {
+                    Some(format!("{} * {}", paren(&c.0), paren(&a.0)))
+                }
+                (Some(c), Some(a), Some(b)) if a.1 == Some(0) => {
+                    Some(format!("!{} * {}", paren(&c.0), paren(&b.0)))
+                }
                 (Some(c), Some(a), Some(b)) => Some(format!(
                     "{} * {} + !{} * {}",
                     paren(&c.0),
@@ -2448,16 +2598,27 @@ impl<'a> Lower<'a> {
                 self.set(arg, v);
             }
         }
+        let yield_values = last_yield(body);
+        let in_scope = scope_yields(body, &yield_values, &copy_mode);
         if let Some(b) = body.blocks.first() {
             for o in &b.ops {
                 self.op(o, &mut out);
+                for site in in_scope.iter().filter(|x| std::ptr::eq(x.scope, o)) {
+                    self.scope_copy(site, &iter_args[site.index].0, &inits, &mut out);
+                }
             }
         }
-        let yield_values = last_yield(body);
         let yield_op = body.blocks.first().and_then(|b| b.ops.last());
         let mut yielded = self.yielded_roots(&yield_values);
         for (i, ((arg, _), init)) in iter_args.iter().zip(&inits).enumerate() {
             if copy_mode.get(i) != Some(&true) {
+                continue;
+            }
+            if in_scope.iter().any(|x| x.index == i) {
+                // copied before the scope's return (above): the loop carries its buffer
+                if let Some(Val::Mem(m)) = init {
+                    yielded[i] = Some(m.root);
+                }
                 continue;
             }
             let (Some(Val::Mem(m)), Some(Some(y)), Some(yv), Some(yop)) =
@@ -2938,6 +3099,7 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        self.gm_inputs_plan_only(&mut mem_ins);
         // HIVM vector ops npusim has no op of its own for, timed as the op of their cost class
         // (one repeat per 256 B of output, docs/mlir.md)
         let short = match short {
@@ -3009,10 +3171,21 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        self.dynamic_broadcast(op, &mut mem_ins, outs);
         let mut f = Vec::new();
+        // a reduction whose operands npusim sees at ranks that do not pair up: both in the
+        // MLIR's own ranks, the unit dimensions the MLIR dropped indexed away
+        let reduced = if name.starts_with("vreduce") && !self.opts.lenient {
+            self.reduction_in_mlir_ranks(&mem_ins, outs)
+        } else {
+            None
+        };
         let mut ins_nodes = Vec::new();
-        for (m, p) in &mem_ins {
-            let t = self.operand(m, *p, block);
+        for (i, (m, p)) in mem_ins.iter().enumerate() {
+            let t = match (&reduced, i) {
+                (Some((t, _)), 0) => t.clone(),
+                _ => self.operand(m, *p, block),
+            };
             ins_nodes.push(s(*p, &t));
         }
         if !ins_nodes.is_empty() {
@@ -3023,7 +3196,10 @@ impl<'a> Lower<'a> {
             let Some(m) = self.mem(&o.value, &op.name) else {
                 return;
             };
-            let t = self.operand(&m, o.value.pos, block);
+            let t = match &reduced {
+                Some((_, t)) => t.clone(),
+                None => self.operand(&m, o.value.pos, block),
+            };
             out_nodes.push(s(o.value.pos, &t));
         }
         // one channel of a deinterleave (HIVM's `index_mode = <CHANNEL_k>`): npusim's
@@ -3096,7 +3272,30 @@ impl<'a> Lower<'a> {
                     }
                     f.push(("dims".into(), seq(a.pos, d)));
                 }
-                "reduce_dims" => f.push(("dims".into(), seq(a.pos, dims(&a.value)))),
+                "reduce_dims" if reduced.is_some() => {
+                    f.push(("dims".into(), seq(a.pos, dims(&a.value))))
+                }
+                "reduce_dims" => {
+                    let given: Vec<u64> = dims(&a.value)
+                        .iter()
+                        .filter_map(|n| match n.value {
+                            Y::Int(k) => u64::try_from(k).ok(),
+                            _ => None,
+                        })
+                        .collect();
+                    let out = outs.first().and_then(|o| match self.get(&o.value) {
+                        Some(Val::Mem(m)) => Some(m.clone()),
+                        _ => None,
+                    });
+                    let d = match (mem_ins.first(), out) {
+                        (Some((i, _)), Some(o)) => self.reduce_dims_seen(i, &o, &given),
+                        _ => given,
+                    };
+                    f.push((
+                        "dims".into(),
+                        seq(a.pos, d.iter().map(|k| int(a.pos, *k as i64)).collect()),
+                    ))
+                }
                 // a view sized when the kernel runs is one flat range: its dimensions are gone
                 "broadcast_dims" | "broadcast"
                     if mem_ins
@@ -3146,6 +3345,406 @@ impl<'a> Lower<'a> {
         }
         self.push(op, block, &name, map(pos, f), vec![]);
     }
+}
+
+impl Lower<'_> {
+    /// The static shape npusim sees for `m` (its selection of the root), when it has one.
+    fn seen_shape(&self, m: &Mem) -> Option<Vec<u64>> {
+        match &m.sel {
+            Sel::Whole => Some(self.roots[m.root].shape.clone()),
+            Sel::Box(b) => Some(b.iter().map(|(_, n)| *n).collect()),
+            Sel::Range(_, n) => Some(vec![*n]),
+            Sel::DynBox(_) | Sel::DynRange(..) => None,
+        }
+    }
+
+    /// `m` (the type of argument `what`) with each dynamic dimension K the size `--param
+    /// what_dimK` gives, and those params declared; `None` when one is missing or none is
+    /// dynamic.
+    fn given_dims(&mut self, m: &MemRefType, what: &str, pos: Pos) -> Option<MemRefType> {
+        if !m.shape.contains(&Dim::Dynamic) {
+            return None;
+        }
+        let mut out = m.clone();
+        let mut found = Vec::new();
+        for (k, d) in m.shape.iter().enumerate() {
+            if *d != Dim::Dynamic {
+                continue;
+            }
+            let name = dim_param(what, k);
+            let v = self.opts.params.iter().find(|(n, _)| *n == name)?.1;
+            found.push((name, v));
+            out.shape[k] = Dim::Static(u64::try_from(v).ok()?);
+        }
+        for (name, v) in found {
+            self.params.push((name, int(pos, v)));
+        }
+        Some(out)
+    }
+
+    /// The size `memref.dim %m, %k` reads when the dimension is static.
+    fn dim_size(&self, operands: &[Value]) -> Option<i64> {
+        let (m, k) = (operands.first()?, operands.get(1)?);
+        let Some(Val::Mem(mem)) = self.get(m) else {
+            return None;
+        };
+        let k = usize::try_from(self.konst(k)?).ok()?;
+        match mem.ty.shape.get(k)? {
+            Dim::Static(n) => i64::try_from(*n).ok(),
+            Dim::Dynamic => None,
+        }
+    }
+
+    /// The value of a `memref.load` of a constant element K of a whole one-dimensional gm
+    /// argument (the tiling struct the host fills), given by `--param argN_elemK`; unknown,
+    /// naming that param, when it is not given.
+    fn given_element(
+        &mut self,
+        memref: &Value,
+        indices: &[Value],
+        m: &Mem,
+        root: &Root,
+    ) -> Option<Val> {
+        if !root.tensor || !matches!(m.sel, Sel::Whole) || root.shape.len() != 1 {
+            return None;
+        }
+        let [i] = indices else { return None };
+        let k = self.konst(i)?;
+        let name = format!("{}_elem{k}", sanitize(&memref.name));
+        match self.opts.params.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) => {
+                if !self.params.iter().any(|(n, _)| *n == name) {
+                    self.params.push((name.clone(), int(memref.pos, *v)));
+                }
+                // the value itself, so that the sizes it gives fold into static shapes
+                Some(Val::Int {
+                    expr: v.to_string(),
+                    konst: Some(*v),
+                })
+            }
+            None => Some(Val::Unknown {
+                what: format!(
+                    "element {k} of %{} (a value the host fills, such as the tiling struct's: give it with --param {name}=N)",
+                    memref.name
+                ),
+            }),
+        }
+    }
+
+    /// The result type of a reshape with the sizes its source's static shape gives (a kernel
+    /// of dynamic shape whose sizes `--param` gave): a collapsed dimension is the product of
+    /// its group, an expanded one the constant of its `output_shape`.
+    fn static_reshape(&self, kind: &ViewKind, src: &MemRefType, rty: &MemRefType) -> MemRefType {
+        let mut out = rty.clone();
+        // plan-only lowering keeps its own reading of views sized at run time
+        if self.opts.lenient || !rty.shape.contains(&Dim::Dynamic) {
+            return out;
+        }
+        match kind {
+            ViewKind::CollapseShape { reassociation } if reassociation.len() == rty.shape.len() => {
+                for (i, group) in reassociation.iter().enumerate() {
+                    let n: Option<u64> = group
+                        .iter()
+                        .map(|&d| match src.shape.get(d as usize) {
+                            Some(Dim::Static(n)) => Some(*n),
+                            _ => None,
+                        })
+                        .product();
+                    if let Some(n) = n {
+                        out.shape[i] = Dim::Static(n);
+                    }
+                }
+            }
+            ViewKind::ExpandShape { output_shape, .. } if output_shape.len() == rty.shape.len() => {
+                for (i, f) in output_shape.iter().enumerate() {
+                    let n = match f {
+                        OpFold::Const(c) => Some(*c),
+                        OpFold::Value(v) => self.konst(v),
+                    };
+                    if let Some(n) = n.and_then(|n| u64::try_from(n).ok()) {
+                        out.shape[i] = Dim::Static(n);
+                    }
+                }
+            }
+            ViewKind::View { sizes, .. } => {
+                let mut given = sizes.iter();
+                for d in out.shape.iter_mut() {
+                    if *d == Dim::Dynamic {
+                        let Some(v) = given.next() else { break };
+                        if let Some(n) = self.konst(v).and_then(|n| u64::try_from(n).ok()) {
+                            *d = Dim::Static(n);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Declares gm tensor `root` with `shape` (nothing used it yet; same element count).
+    fn redeclare_tensor(&mut self, root: usize, shape: Vec<u64>) {
+        let (name, pos) = (self.roots[root].name.clone(), self.roots[root].pos);
+        if let Some((_, node)) = self.tensors.iter_mut().find(|(n, _)| *n == name) {
+            if let Y::Map(fields) = &mut node.value {
+                for (k, v) in fields.iter_mut() {
+                    if k == "shape" {
+                        *v = seq(pos, shape.iter().map(|d| int(pos, *d as i64)).collect());
+                    }
+                }
+            }
+        }
+        self.roots[root].shape = shape;
+    }
+
+    /// A subview sized when the kernel runs of a rank-reduced part (`memref.subview` that
+    /// dropped unit dimensions of a box of the root): each source dimension is the next box
+    /// dimension of its extent, the dropped ones are 1 and keep their start.
+    fn dyn_box_rank_reduced(
+        &self,
+        src: &Mem,
+        src_shape: &[u64],
+        offs: &[String],
+        ext: &[String],
+    ) -> Option<Vec<(String, String)>> {
+        let boxed: Vec<(String, String)> = match &src.sel {
+            Sel::Box(b) => b.iter().map(|(s, n)| (s.clone(), n.to_string())).collect(),
+            Sel::DynBox(b) => b.clone(),
+            _ => return None,
+        };
+        if boxed.len() <= offs.len() || src_shape.len() != offs.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut j = 0;
+        for (i, want) in src_shape.iter().enumerate() {
+            // skip the box's unit dimensions the source type dropped
+            while j < boxed.len() && boxed[j].1 != want.to_string() {
+                if boxed[j].1 != "1" {
+                    return None;
+                }
+                out.push(boxed[j].clone());
+                j += 1;
+            }
+            let (st, _) = boxed.get(j)?;
+            let start = match (st.parse::<i64>(), offs[i].parse::<i64>()) {
+                (Ok(a), Ok(b)) => (a + b).to_string(),
+                (Ok(0), _) => offs[i].clone(),
+                (_, Ok(0)) => st.clone(),
+                _ => format!("{st} + {}", paren(&offs[i])),
+            };
+            out.push((start, ext[i].clone()));
+            j += 1;
+        }
+        while j < boxed.len() {
+            if boxed[j].1 != "1" {
+                return None;
+            }
+            out.push(boxed[j].clone());
+            j += 1;
+        }
+        Some(out)
+    }
+
+    /// A subview sized when the kernel runs of a flat part of a one-dimensional root (a
+    /// `memref.view` of a byte buffer): the contiguous range from its first to its last
+    /// element, in the source type's row-major order. A dimension's step is the product of the
+    /// source's later extents, so it must be static wherever the subview moves along it.
+    fn dyn_range_flat(
+        &self,
+        src: &Mem,
+        source: &str,
+        offs: &[String],
+        ext: &[String],
+    ) -> Option<Sel> {
+        if self.roots[src.root].shape.len() != 1 {
+            return None;
+        }
+        let base = match &src.sel {
+            Sel::Whole => "0".to_string(),
+            Sel::Range(st, _) | Sel::DynRange(st, _) => st.clone(),
+            _ => return None,
+        };
+        let dims = &src.ty.shape;
+        if dims.len() != offs.len() {
+            return None;
+        }
+        let mut first = vec![base];
+        let mut span = vec!["1".to_string()];
+        for i in 0..dims.len() {
+            let moves = offs[i] != "0" || ext[i] != "1";
+            if !moves {
+                continue;
+            }
+            // the step: the later extents, a dynamic one from the view's sizes
+            let mut inner: u64 = 1;
+            let mut terms: Vec<String> = Vec::new();
+            let sizes = self.view_sizes.get(source);
+            for (j, d) in dims.iter().enumerate().skip(i + 1) {
+                match d {
+                    Dim::Static(n) => inner *= n,
+                    Dim::Dynamic => {
+                        let k = dims[..j].iter().filter(|d| **d == Dim::Dynamic).count();
+                        terms.push(paren(sizes?.get(k)?));
+                    }
+                }
+            }
+            if inner != 1 || terms.is_empty() {
+                terms.insert(0, inner.to_string());
+            }
+            let inner = terms.join(" * ");
+            if offs[i] != "0" {
+                first.push(format!("{} * {inner}", paren(&offs[i])));
+            }
+            if ext[i] != "1" {
+                span.push(match (ext[i].parse::<u64>(), inner.parse::<u64>()) {
+                    (Ok(n), Ok(m)) => (n.saturating_sub(1) * m).to_string(),
+                    _ => format!("({} - 1) * {inner}", paren(&ext[i])),
+                });
+            }
+        }
+        let first: Vec<String> = first.into_iter().filter(|t| t != "0").collect();
+        let first = if first.is_empty() {
+            "0".to_string()
+        } else {
+            first.join(" + ")
+        };
+        // one dimension moving by single elements spans its extent (keeps the text short:
+        // the loader caps an expression's size)
+        let span = match span.as_slice() {
+            [one] => one.clone(),
+            [_, t] if ext.iter().filter(|e| *e != "1").count() == 1 => {
+                let i = (0..ext.len()).find(|&i| ext[i] != "1").unwrap_or(0);
+                let inner: u64 = dims[i + 1..]
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Static(n) => *n,
+                        Dim::Dynamic => 0,
+                    })
+                    .product();
+                if inner == 1 {
+                    ext[i].clone()
+                } else {
+                    format!("1 + {t}")
+                }
+            }
+            _ => span.join(" + "),
+        };
+        Some(Sel::DynRange(first, span))
+    }
+
+    /// A reduction's input and output operands written in the ranks of their MLIR types, when
+    /// npusim sees them at ranks that do not pair up (a rank-reducing subview of `[1, 118,
+    /// 104, 1]` read as `[118, 100]`, reduced into a `[1, 1, 100]` buffer read as `[1, 100]`):
+    /// each is a box of its root whose extents, with unit ones dropped where the MLIR type has
+    /// none, are the type's; a dropped dimension is an index (`x[0, 0 : 118, 0 : 100, 0]`).
+    fn reduction_in_mlir_ranks(
+        &self,
+        ins: &[(Mem, Pos)],
+        outs: &[super::ast::Typed],
+    ) -> Option<(String, String)> {
+        let (i, _) = ins.first()?;
+        let o = match self.get(&outs.first()?.value)? {
+            Val::Mem(m) => m.clone(),
+            _ => return None,
+        };
+        let (si, so) = (self.seen_shape(i)?, self.seen_shape(&o)?);
+        if si.len() == so.len() {
+            return None;
+        }
+        Some((self.in_mlir_rank(i)?, self.in_mlir_rank(&o)?))
+    }
+
+    /// `m` as a selection of its root in the rank of its MLIR type (see
+    /// [`Self::reduction_in_mlir_ranks`]).
+    fn in_mlir_rank(&self, m: &Mem) -> Option<String> {
+        let root = &self.roots[m.root];
+        // a multi-buffer's slot or a select: written by `operand` only
+        if root.multi > 1 || !root.select.is_empty() {
+            return None;
+        }
+        let boxed: Vec<(String, u64)> = match &m.sel {
+            Sel::Whole => root.shape.iter().map(|n| ("0".to_string(), *n)).collect(),
+            Sel::Box(b) => b.clone(),
+            _ => return None,
+        };
+        let want: Vec<u64> =
+            m.ty.shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Static(n) => Some(*n),
+                    Dim::Dynamic => None,
+                })
+                .collect::<Option<_>>()?;
+        let mut k = 0;
+        let mut parts = Vec::new();
+        for (st, n) in &boxed {
+            if k < want.len() && want[k] == *n {
+                parts.push(if st.parse::<i64>().is_ok() {
+                    format!("{st} : {}", st.parse::<i64>().ok()? + *n as i64)
+                } else {
+                    format!("{st} : {} + {n}", paren(st))
+                });
+                k += 1;
+            } else if *n == 1 {
+                parts.push(st.clone());
+            } else {
+                return None;
+            }
+        }
+        (k == want.len()).then(|| format!("{}[{}]", root.name, parts.join(", ")))
+    }
+
+    /// Plan-only: a vector op's input in gm (the compiler emits one, `vadd` of a gm subview and
+    /// a ub buffer, for AscendNPU-IR's compile-return-arg.mlir) is read in place of another
+    /// input in ub: PlanMemory plans no gm, and HIVM reuses the ub input for the output as it
+    /// would with two ub inputs (a minimal case checked against bishengir-opt); a run refuses
+    /// the op.
+    fn gm_inputs_plan_only(&self, ins: &mut [(Mem, Pos)]) {
+        if !self.opts.lenient {
+            return;
+        }
+        let on_chip = ins
+            .iter()
+            .find(|(m, _)| self.roots[m.root].scope != "gm")
+            .cloned();
+        if let Some((ub, _)) = on_chip {
+            for (m, _) in ins.iter_mut() {
+                if self.roots[m.root].scope == "gm" {
+                    *m = ub.clone();
+                }
+            }
+        }
+    }
+
+    /// A reduction's `reduce_dims` in the dimensions npusim sees. A reshape of a whole buffer
+    /// keeps the buffer's own shape (`collapse_shape` of `[1, 4080]` into `[4080]` is still
+    /// `[1, 4080]` to npusim), so the MLIR dimension numbers index another rank: then the
+    /// reduced dimensions are those where the input's extent differs from the output's (the
+    /// output keeps a reduced dimension as 1, HIVM's rule), or the last one when none differ
+    /// (every reduced extent is already 1, which reduces nothing).
+    fn reduce_dims_seen(&self, input: &Mem, out: &Mem, given: &[u64]) -> Vec<u64> {
+        let (Some(i), Some(o)) = (self.seen_shape(input), self.seen_shape(out)) else {
+            return given.to_vec();
+        };
+        if i.len() == input.ty.shape.len() || i.len() != o.len() {
+            return given.to_vec();
+        }
+        let differ: Vec<u64> = (0..i.len())
+            .filter(|&d| i[d] != o[d])
+            .map(|d| d as u64)
+            .collect();
+        if differ.is_empty() {
+            vec![i.len() as u64 - 1]
+        } else {
+            differ
+        }
+    }
+}
+
+/// The `--param` that gives dimension `k` of the dynamic memref argument `arg`.
+fn dim_param(arg: &str, k: usize) -> String {
+    format!("{}_dim{k}", sanitize(arg))
 }
 
 /// What `opt` puts where a value it cannot compute is needed (plan-only lowering): a
@@ -3265,6 +3864,404 @@ fn affine(e: &super::ast::AffineExpr, args: &[(String, Option<i64>)], dims: u32)
             format!("(({x} + {y} - 1) / {y})")
         }
         A::Mod(a, b) => format!("({} % {})", affine(a, args, dims), affine(b, args, dims)),
+    }
+}
+
+impl Lower<'_> {
+    /// A function body of several blocks joined by `cf.br` / `cf.cond_br` (plan-only): the
+    /// blocks in written order, as HIVM's PlanMemory walks them (see [`super::cfg`]). A block
+    /// argument is what its predecessors pass (one buffer, or a select of them as for an
+    /// `scf.if`'s result); a branch is no op; a use after HIVM freed the buffer reads another
+    /// input of the op in its place, so it does not keep the buffer live.
+    fn blocks(&mut self, body: &Region, block: &mut BlockOut) {
+        if !self.opts.lenient {
+            let p = body.blocks[1]
+                .ops
+                .first()
+                .map(|o| o.name_pos)
+                .unwrap_or_default();
+            self.error(
+                p,
+                "a function of more than one block (cf.br control flow) is run by npusim only as structured control flow".into(),
+                Some("write it with scf.if / scf.for; `npusim opt` plans it as HIVM does".into()),
+            );
+            return;
+        }
+        let cfg = match super::cfg::analyse(self.src, body) {
+            Ok(c) => c,
+            Err(problems) => {
+                for (p, m) in problems {
+                    self.error(p, m, Some("npusim reads forward cf.br / cf.cond_br between the blocks of a function".into()));
+                }
+                return;
+            }
+        };
+        for (k, b) in body.blocks.iter().enumerate() {
+            for (i, (arg, ty)) in b.args.iter().enumerate() {
+                let incoming = cfg.incoming[k].get(i).cloned().unwrap_or_default();
+                self.block_arg(arg, ty, &incoming, block);
+            }
+            for op in &b.ops {
+                if super::cfg::is_branch(&op.name) {
+                    continue;
+                }
+                // the freed on-chip buffers this op reads (a gm tensor is no buffer of HIVM's)
+                let dead: Vec<&String> = match &op.kind {
+                    OpKind::Dps { ins, .. } => cfg
+                        .dead
+                        .iter()
+                        .filter(|(o, n)| {
+                            *o == op.span.start.offset
+                                && ins.iter().any(|t| t.value.name == *n)
+                                && matches!(self.vals.get(&(n.clone(), 0)),
+                                    Some(Val::Mem(m)) if !self.roots[m.root].tensor)
+                        })
+                        .map(|(_, n)| n)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let stand_in = match &op.kind {
+                    OpKind::Dps { ins, .. } if !dead.is_empty() => ins
+                        .iter()
+                        .filter(|t| !dead.contains(&&t.value.name))
+                        .find_map(|t| match self.get(&t.value) {
+                            Some(v @ Val::Mem(_)) => Some(v.clone()),
+                            _ => None,
+                        }),
+                    _ => None,
+                };
+                let Some(v) = stand_in else {
+                    self.op(op, block);
+                    continue;
+                };
+                let saved: Vec<((String, u32), Option<Val>)> = dead
+                    .iter()
+                    .map(|n| {
+                        let key = ((*n).clone(), 0);
+                        let old = self.vals.insert(key.clone(), v.clone());
+                        (key, old)
+                    })
+                    .collect();
+                self.op(op, block);
+                for (key, old) in saved {
+                    match old {
+                        Some(o) => self.vals.insert(key, o),
+                        None => self.vals.remove(&key),
+                    };
+                }
+            }
+        }
+    }
+
+    /// A block argument: the value its predecessors pass, or a select of the buffers they do.
+    fn block_arg(&mut self, arg: &Value, ty: &Type, incoming: &[String], block: &mut BlockOut) {
+        let vals: Vec<Option<Val>> = incoming
+            .iter()
+            .map(|n| self.vals.get(&(n.clone(), 0)).cloned())
+            .collect();
+        let mems: Vec<Mem> = vals
+            .iter()
+            .filter_map(|v| match v {
+                Some(Val::Mem(m)) => Some(m.clone()),
+                _ => None,
+            })
+            .collect();
+        let v = match ty {
+            Type::MemRef(mt) if !mems.is_empty() && mems.len() == vals.len() => {
+                if mems.iter().all(|m| m.root == mems[0].root) {
+                    Val::Mem(Mem {
+                        ty: mt.clone(),
+                        ..mems[0].clone()
+                    })
+                } else {
+                    let roots: Vec<usize> = mems.iter().map(|m| m.root).collect();
+                    self.merge(&roots, mt, arg.pos, block, true, true)
+                }
+            }
+            _ => match vals.first() {
+                Some(Some(first))
+                    if vals
+                        .iter()
+                        .all(|v| v.as_ref().is_some_and(|v| same_int(v, first))) =>
+                {
+                    first.clone()
+                }
+                _ => Val::Unknown {
+                    what: format!("block argument %{}", arg.name),
+                },
+            },
+        };
+        self.set(arg, v);
+    }
+}
+
+/// A value as written, without `%`: `x`, or `r#1` for a result of a group.
+fn value_text(v: &Value) -> String {
+    if v.index > 0 {
+        format!("{}#{}", v.name, v.index)
+    } else {
+        v.name.clone()
+    }
+}
+
+/// Two integer values that are the same expression.
+fn same_int(a: &Val, b: &Val) -> bool {
+    matches!((a, b), (Val::Int { expr: x, .. }, Val::Int { expr: y, .. }) if x == y)
+}
+
+impl Lower<'_> {
+    /// Plan-only: an op with an inline broadcast (`broadcast = [..]`) over memrefs of dynamic
+    /// shapes. HIVM lets its output take an input's address only when the two operands'
+    /// types have the same static shape (`isStaticShapeSame`: `?` equals `?`); npusim's rule
+    /// compares the shapes of the operands as selected, which for a view sized when the
+    /// kernel runs are its root's or unknown.
+    /// So each operand stands for its whole root, except an input whose type's shape is not
+    /// the output's, which stands for one element of it: the planner then sees the shapes
+    /// HIVM's rule compares.
+    fn dynamic_broadcast(&mut self, op: &Op, mem_ins: &mut [(Mem, Pos)], outs: &[Typed]) {
+        if !self.opts.lenient {
+            return;
+        }
+        let listed = op.attrs.iter().any(|a| {
+            matches!(a.name.as_str(), "broadcast" | "broadcast_dims")
+                && matches!(&a.value, Some(Attr::Array(v)) if !v.is_empty())
+        });
+        let dynamic = |m: &Mem| m.ty.shape.contains(&Dim::Dynamic);
+        let Some(out) = outs.first() else { return };
+        let Some(Val::Mem(om)) = self.get(&out.value).cloned() else {
+            return;
+        };
+        if !listed || !(dynamic(&om) || mem_ins.iter().any(|(m, _)| dynamic(m))) {
+            return;
+        }
+        for (m, _) in mem_ins.iter_mut() {
+            m.sel = if m.ty.shape == om.ty.shape {
+                Sel::Whole
+            } else {
+                Sel::Range("0".into(), 1)
+            };
+        }
+        self.set(
+            &out.value,
+            Val::Mem(Mem {
+                sel: Sel::Whole,
+                ..om
+            }),
+        );
+    }
+}
+
+impl Lower<'_> {
+    /// Plan-only: a memref argument in an on-chip space (`ub`, `cbuf`, ...). HIVM's PlanMemory
+    /// plans `memref.alloc`s only: an argument is no buffer of its plan (it traces to no
+    /// alloc), so it takes no address, is never inplaced, and reading it unwritten is no
+    /// error. npusim declares it as a buffer fixed at offset 0 with no bytes (`shape: [0]`,
+    /// `at: [0]`): the planner places around it nothing, a fixed buffer never takes part in
+    /// inplace, and `opt` does not report a fixed buffer read before its first write.
+    fn local_arg(&mut self, a: &super::ast::FuncArg, m: &MemRefType, dt: &'static str) {
+        let space = m.space.clone().unwrap_or_default();
+        let Some(sc) = scope(&space) else {
+            self.error(
+                a.value.pos,
+                format!(
+                    "argument %{}: address space `{space}` is not one npusim models",
+                    a.value.name
+                ),
+                Some("npusim plans ub, cbuf (L1), ca (L0A), cb (L0B) and cc (L0C)".into()),
+            );
+            return;
+        };
+        if sc == "ub" {
+            self.uses_ub = true;
+        } else {
+            self.uses_cube = true;
+        }
+        // the shape views of it read (the declared buffer itself has none)
+        let shape: Vec<u64> = m
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Static(n) => *n,
+                Dim::Dynamic => 1,
+            })
+            .collect();
+        let name = self.fresh(&a.value.name);
+        let pos = a.value.pos;
+        self.roots.push(Root {
+            name,
+            tensor: false,
+            shape,
+            dtype: dt.to_string(),
+            scope: sc,
+            multi: 1,
+            at: Some(vec![0]),
+            share: None,
+            pos,
+            select: Vec::new(),
+            inplace: false,
+            preload: false,
+        });
+        let root = self.roots.len() - 1;
+        self.local_args.push(root);
+        self.set(
+            &a.value,
+            Val::Mem(Mem {
+                root,
+                sel: Sel::Whole,
+                ty: m.clone(),
+            }),
+        );
+    }
+}
+
+/// A carried buffer HIVM copies into before a `scope.return`: the loop yields a result of a
+/// `scope.scope` of its body, and HIVM's NormalizeLoopIterator then places the copy inside the
+/// scope and returns the carried buffer (`replaceReturnValueByIterArg`), not before the yield.
+struct ScopeYield<'o> {
+    /// The scope op in the loop body.
+    scope: &'o Op,
+    /// The loop's iter_arg (and yielded value) index.
+    index: usize,
+    /// Which of the scope's results is yielded.
+    result: usize,
+    /// The scope's `scope.return` op and its operands.
+    ret: &'o Op,
+    returned: Vec<Value>,
+}
+
+/// The yielded values (of the iter_args in copy mode) that are results of a `scope.scope`
+/// in the loop's body.
+fn scope_yields<'o>(
+    body: &'o Region,
+    yielded: &[Value],
+    copy_mode: &[bool],
+) -> Vec<ScopeYield<'o>> {
+    let Some(b) = body.blocks.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (index, v) in yielded.iter().enumerate() {
+        if copy_mode.get(index) != Some(&true) {
+            continue;
+        }
+        for o in &b.ops {
+            let OpKind::Scope { body: sb } = &o.kind else {
+                continue;
+            };
+            let mut k = 0usize;
+            let mut result = None;
+            for r in &o.results {
+                for j in 0..r.count.max(1) {
+                    if r.name == v.name && j == v.index {
+                        result = Some(k);
+                    }
+                    k += 1;
+                }
+            }
+            let Some(result) = result else { continue };
+            let ret = sb
+                .blocks
+                .iter()
+                .flat_map(|b| &b.ops)
+                .rfind(|x| x.name == "scope.return");
+            let Some(ret) = ret else { continue };
+            let returned = match &ret.kind {
+                OpKind::Opaque { operands: v, .. }
+                | OpKind::Return { values: v }
+                | OpKind::Yield { values: v } => v.clone(),
+                _ => continue,
+            };
+            if returned.len() > result {
+                out.push(ScopeYield {
+                    scope: o,
+                    index,
+                    result,
+                    ret,
+                    returned,
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Lower<'_> {
+    /// HIVM's copy of a scope's returned buffer into the loop's carried one, placed after the
+    /// scope's ops (npusim inlines a scope: that is before its `scope.return`); the scope's
+    /// result becomes the carried buffer.
+    fn scope_copy(
+        &mut self,
+        site: &ScopeYield<'_>,
+        arg: &Value,
+        inits: &[Option<Val>],
+        out: &mut BlockOut,
+    ) {
+        let (Some(Some(Val::Mem(m))), Some(src)) =
+            (inits.get(site.index), site.returned.get(site.result))
+        else {
+            return;
+        };
+        let Some(Val::Mem(sm)) = self.get(src).cloned() else {
+            return;
+        };
+        let pos = site.ret.name_pos;
+        let (yn, an) = (
+            self.roots[sm.root].name.clone(),
+            self.roots[m.root].name.clone(),
+        );
+        self.push(
+            site.ret,
+            out,
+            "copy",
+            map(
+                pos,
+                vec![("src".into(), s(pos, &yn)), ("dst".into(), s(pos, &an))],
+            ),
+            vec![],
+        );
+        let text = self
+            .src
+            .get(site.ret.span.start.offset as usize..site.ret.span.end as usize)
+            .unwrap_or("");
+        let line = one_line(text, usize::MAX);
+        let tys = line
+            .rsplit_once(" : ")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_default();
+        let ty = split_top(&tys)
+            .get(site.result)
+            .cloned()
+            .unwrap_or_else(|| tys.clone());
+        let names: Vec<String> = site
+            .returned
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                if k == site.result {
+                    format!("%{}", arg.name)
+                } else {
+                    format!("%{}", value_text(v))
+                }
+            })
+            .collect();
+        self.copies.push(CopySite {
+            yield_pos: pos,
+            copy: format!(
+                "hivm.hir.copy ins(%{} : {ty}) outs(%{} : {ty})",
+                value_text(src),
+                arg.name
+            ),
+            yield_text: format!("scope.return {} : {tys}", names.join(", ")),
+        });
+        let mut k = 0usize;
+        for r in &site.scope.results {
+            for j in 0..r.count.max(1) {
+                if k == site.result {
+                    self.vals.insert((r.name.clone(), j), Val::Mem(m.clone()));
+                }
+                k += 1;
+            }
+        }
     }
 }
 
@@ -3564,6 +4561,139 @@ func.func @k(%x: memref<256xf16, {GM}>, %n: index) {{
             f.contains(
                 "{ wait_flag: { src: mte2, dst: mte1, id: \"1\" } }, { barrier: m }, { mmad_l1: { a: l1, b: l1, c: acc, init: \"1\", m: \"16\", k: \"16\", n: \"16\" } }, { set_flag: { src: mte1, dst: mte2, id: \"2\" } }"
             ),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn a_reduction_over_a_reshaped_buffer_reduces_the_buffers_own_dimension() {
+        // HIVM reduces [64] (a collapse of the [1, 64] buffer) into [1] (a collapse of [1, 1]):
+        // npusim sees the buffers' own shapes, so the reduced dimension is 1 (64 -> 1), not
+        // the MLIR's 0, which would ask for [64] out of [1, 64] (bishengir-opt accepts this
+        // function and plans a at 0, r at 256, t at 288)
+        let text = format!(
+            "func.func @rowsum(%x: memref<64xf32, {GM}>, %y: memref<1xf32, {GM}>) {{
+  %a = memref.alloc() : memref<1x64xf32, {UB}>
+  %r = memref.alloc() : memref<1x1xf32, {UB}>
+  %t = memref.alloc() : memref<32xf32, {UB}>
+  %a1 = memref.collapse_shape %a [[0, 1]] : memref<1x64xf32, {UB}> into memref<64xf32, {UB}>
+  %r1 = memref.collapse_shape %r [[0, 1]] : memref<1x1xf32, {UB}> into memref<1xf32, {UB}>
+  hivm.hir.load ins(%x : memref<64xf32, {GM}>) outs(%a1 : memref<64xf32, {UB}>)
+  hivm.hir.vreduce <sum> ins(%a1 : memref<64xf32, {UB}>) outs(%r1 : memref<1xf32, {UB}>) temp_buffer(%t : memref<32xf32, {UB}>) reduce_dims = [0]
+  hivm.hir.store ins(%r1 : memref<1xf32, {UB}>) outs(%y : memref<1xf32, {GM}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("{ vreduce_sum: { ins: [a], out: r, tmp: t, dims: [1] } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_reduction_whose_operands_npusim_sees_at_other_ranks_is_written_in_the_mlirs() {
+        // [4, 8] (a rank-reducing subview of the [1, 4, 16, 1] buffer a) reduced along 0 into
+        // [1, 8] (a collapse of the [1, 1, 8] buffer r): npusim's views of a and r have ranks
+        // 4 and 3, which no reduction pairs, so both are written in the MLIR's ranks, the unit
+        // dimensions the MLIR dropped as indices (bishengir-opt plans this function: a at 0,
+        // r at 256, t at 288)
+        let text = format!(
+            "func.func @colsum(%x: memref<4x8xf32, {GM}>, %y: memref<8xf32, {GM}>) {{
+  %a = memref.alloc() : memref<1x4x16x1xf32, {UB}>
+  %r = memref.alloc() : memref<1x1x8xf32, {UB}>
+  %t = memref.alloc() : memref<64xf32, {UB}>
+  %s = memref.subview %a[0, 0, 0, 0] [1, 4, 8, 1] [1, 1, 1, 1] : memref<1x4x16x1xf32, {UB}> to memref<4x8xf32, strided<[16, 1]>, {UB}>
+  %r1 = memref.collapse_shape %r [[0, 1], [2]] : memref<1x1x8xf32, {UB}> into memref<1x8xf32, {UB}>
+  %r2 = memref.collapse_shape %r [[0, 1, 2]] : memref<1x1x8xf32, {UB}> into memref<8xf32, {UB}>
+  hivm.hir.load ins(%x : memref<4x8xf32, {GM}>) outs(%s : memref<4x8xf32, strided<[16, 1]>, {UB}>)
+  hivm.hir.vreduce <sum> ins(%s : memref<4x8xf32, strided<[16, 1]>, {UB}>) outs(%r1 : memref<1x8xf32, {UB}>) temp_buffer(%t : memref<64xf32, {UB}>) reduce_dims = [0]
+  hivm.hir.store ins(%r2 : memref<8xf32, {UB}>) outs(%y : memref<8xf32, {GM}>)
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("{ vreduce_sum: { ins: [\"a[0, 0 : 4, 0 : 8, 0]\"], out: \"r[0 : 1, 0, 0 : 8]\", tmp: t, dims: [0] } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn subviews_sized_when_the_kernel_runs_of_a_reshaped_argument_and_of_a_flat_view() {
+        // rows [o, o + k) of x seen as [96, 100] (x is declared in that shape: its first use is
+        // the collapse), k = min(n, 8); in ub, the same k rows of 100 of a view of a byte
+        // buffer: its first k * 100 elements, from element 0 to (k - 1) * 100 + 99
+        // (bishengir-opt reads this function)
+        let text = format!(
+            "func.func @rows(%x: memref<2x48x100xf32, {GM}>, %n: index, %o: index) {{
+  %c0 = arith.constant 0 : index
+  %c0_i64 = arith.constant 0 : i64
+  %g = memref.collapse_shape %x [[0, 1], [2]] : memref<2x48x100xf32, {GM}> into memref<96x100xf32, {GM}>
+  %k = affine.min affine_map<()[s0] -> (s0, 8)>()[%n]
+  %src = memref.subview %g[%o, 0] [%k, 100] [1, 1] : memref<96x100xf32, {GM}> to memref<?x100xf32, strided<[100, 1], offset: ?>, {GM}>
+  %b = hivm.hir.pointer_cast(%c0_i64) : memref<4096xi8, {UB}>
+  %v = memref.view %b[%c0][%k] : memref<4096xi8, {UB}> to memref<1x?x100xf32, {UB}>
+  %w = memref.subview %v[0, 0, 0] [1, %k, 100] [1, 1, 1] : memref<1x?x100xf32, {UB}> to memref<?x100xf32, strided<[100, 1]>, {UB}>
+  hivm.hir.load ins(%src : memref<?x100xf32, strided<[100, 1], offset: ?>, {GM}>) outs(%w : memref<?x100xf32, strided<[100, 1]>, {UB}>)
+  return
+}}"
+        );
+        let p = [("n".to_string(), 5), ("o".to_string(), 4)];
+        let l = lower_with(&text, false, &p).unwrap_or_else(|d| panic!("{d:?}"));
+        let f = crate::yaml::flow(&l.doc, 1 << 20);
+        assert!(f.contains("x: { shape: [96, 100], dtype: f32 }"), "{f}");
+        assert!(
+            f.contains("{ load: { src: \"x[o : o + (min(n, 8)), 0 : 100]\", dst: \"b[0 : 1 + ((min(n, 8)) - 1) * 100 + 99]\" } }"),
+            "{f}"
+        );
+        let config = crate::load_config(crate::builtin::builtin("ascend910b").unwrap(), "c")
+            .expect("the built-in config loads");
+        crate::mlir::load_kernel(&text, "t.mlir", &config, &p, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_select_with_a_zero_branch_is_one_term() {
+        // select(i < 2, 16, 0) is (i < 2) * 16, select(i < 2, 0, 32) is !(i < 2) * 32: the
+        // compiler nests such selects for its tile sizes, and the full form repeats the
+        // condition in each term
+        let text = format!(
+            "func.func @k(%x: memref<256xf16, {GM}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %lt = arith.cmpi slt, %i, %c2 : index
+    %o = arith.select %lt, %c16, %c0 : index
+    %p = arith.select %lt, %c0, %c32 : index
+    %a = memref.alloc() : memref<16xf16, {UB}>
+    %r = memref.subview %x[%o] [16] [1] : memref<256xf16, {GM}> to memref<16xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.load ins(%r : memref<16xf16, strided<[1], offset: ?>, {GM}>) outs(%a : memref<16xf16, {UB}>)
+    %w = memref.subview %x[%p] [16] [1] : memref<256xf16, {GM}> to memref<16xf16, strided<[1], offset: ?>, {GM}>
+    hivm.hir.store ins(%a : memref<16xf16, {UB}>) outs(%w : memref<16xf16, strided<[1], offset: ?>, {GM}>)
+  }}
+  return
+}}"
+        );
+        let f = flow(&text);
+        assert!(
+            f.contains("src: \"x[(i < 2) * 16 : ((i < 2) * 16) + 16]\""),
+            "{f}"
+        );
+        assert!(
+            f.contains("dst: \"x[!(i < 2) * 32 : (!(i < 2) * 32) + 16]\""),
             "{f}"
         );
     }

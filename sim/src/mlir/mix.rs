@@ -228,26 +228,37 @@ impl Splitter<'_> {
                 [at(n, Y::Seq(aic)), at(n, Y::Seq(aiv))]
             }
             Y::Map(m) => {
-                let mut parts: [Vec<(String, Node)>; 2] = [Vec::new(), Vec::new()];
-                for (k, v) in m {
-                    match k.as_str() {
-                        "buffers" | "views" => {
-                            let [c, a] = self.split_decls(v);
-                            push_nonempty(&mut parts[0], k, c);
-                            push_nonempty(&mut parts[1], k, a);
-                        }
-                        _ => {
-                            let [c, a] = self.split_body(v, &format!("{path}.{k}"));
-                            parts[0].push((k.clone(), c));
-                            parts[1].push((k.clone(), a));
-                        }
-                    }
-                }
-                let [c, a] = parts;
+                let [c, a] = self.split_fields(m, path, |_| true);
                 [at(n, Y::Map(c)), at(n, Y::Map(a))]
             }
             _ => [n.clone(), n.clone()],
         }
+    }
+
+    /// The fields of a block or of a loop/`if` item for each part: declarations split by
+    /// scope, the fields `is_body` names split as bodies, the others (a loop's head) to both.
+    fn split_fields(
+        &mut self,
+        m: &[(String, Node)],
+        path: &str,
+        is_body: impl Fn(&str) -> bool,
+    ) -> [Vec<(String, Node)>; 2] {
+        let mut parts: [Vec<(String, Node)>; 2] = [Vec::new(), Vec::new()];
+        for (k, v) in m {
+            if matches!(k.as_str(), "buffers" | "views") {
+                let [c, a] = self.split_decls(v);
+                push_nonempty(&mut parts[0], k, c);
+                push_nonempty(&mut parts[1], k, a);
+            } else if is_body(k) {
+                let [c, a] = self.split_body(v, &format!("{path}.{k}"));
+                parts[0].push((k.clone(), c));
+                parts[1].push((k.clone(), a));
+            } else {
+                parts[0].push((k.clone(), v.clone()));
+                parts[1].push((k.clone(), v.clone()));
+            }
+        }
+        parts
     }
 
     /// One op: for each part, the op as that part runs it (none when it does not).
@@ -347,26 +358,9 @@ impl Splitter<'_> {
         path: &str,
     ) -> [Option<Node>; 2] {
         let kind = &m[0].0;
-        let mut parts: [Vec<(String, Node)>; 2] = [Vec::new(), Vec::new()];
-        for (k, v) in m {
-            match k.as_str() {
-                "buffers" | "views" => {
-                    let [c, a] = self.split_decls(v);
-                    push_nonempty(&mut parts[0], k, c);
-                    push_nonempty(&mut parts[1], k, a);
-                }
-                "body" | "then" | "else" => {
-                    let [c, a] = self.split_body(v, &format!("{path}.{kind}.{k}"));
-                    parts[0].push((k.clone(), c));
-                    parts[1].push((k.clone(), a));
-                }
-                _ => {
-                    parts[0].push((k.clone(), v.clone()));
-                    parts[1].push((k.clone(), v.clone()));
-                }
-            }
-        }
-        let [c, a] = parts;
+        let [c, a] = self.split_fields(m, &format!("{path}.{kind}"), |k| {
+            matches!(k, "body" | "then" | "else")
+        });
         let keep = |fields: &Vec<(String, Node)>| {
             fields
                 .iter()

@@ -33,6 +33,10 @@
 
 pub mod ast;
 mod attrs;
+pub mod cfg;
+pub mod hivm_live;
+pub mod hivm_rng;
+mod host;
 mod lexer;
 pub mod lower;
 pub mod mix;
@@ -198,8 +202,40 @@ pub fn load_function(
     opts: &Options,
     blocks: Option<u32>,
 ) -> Result<Loaded, LoadError> {
+    load_function_with(text, chunks, chunk, func, file, config, opts, &[], blocks)
+}
+
+/// [`load_function`], where `computed` (a part of `opts.params` npusim computed rather than the
+/// user gave) reaches the loader only where the lowering declared it.
+#[allow(clippy::too_many_arguments)]
+fn load_function_with(
+    text: &str,
+    chunks: &[Chunk],
+    chunk: usize,
+    func: &Op,
+    file: &str,
+    config: &Config,
+    opts: &Options,
+    computed: &[(String, i64)],
+    blocks: Option<u32>,
+) -> Result<Loaded, LoadError> {
     let mut lowered = lower::lower(text, &chunks[chunk], func, file, opts)
         .map_err(|diagnostics| LoadError { diagnostics })?;
+    let declared = |name: &str| {
+        match &lowered.doc.value {
+        crate::yaml::Value::Map(top) => top.iter().any(|(k, v)| {
+            k == "params"
+                && matches!(&v.value, crate::yaml::Value::Map(ps) if ps.iter().any(|(p, _)| p == name))
+        }),
+        _ => false,
+    }
+    };
+    let params: Vec<(String, i64)> = opts
+        .params
+        .iter()
+        .filter(|(n, _)| !computed.iter().any(|(c, _)| c == n) || declared(n))
+        .cloned()
+        .collect();
     // a MIX function runs split into its cube and vector parts where the chip has both core
     // types; `opt` plans and synchronises it whole, as HIVM does before its split
     let split = lowered.core == "mix"
@@ -215,14 +251,8 @@ pub fn load_function(
     } else {
         config.clone()
     };
-    let mut kernel = crate::load::load_kernel_tree(
-        &lowered.doc,
-        file,
-        &config,
-        &opts.params,
-        blocks,
-        opts.lenient,
-    )?;
+    let mut kernel =
+        crate::load::load_kernel_tree(&lowered.doc, file, &config, &params, blocks, opts.lenient)?;
     for p in &mut kernel.parts {
         retext(p, &lowered);
     }
@@ -347,13 +377,16 @@ pub fn load_kernel(
             });
         }
     };
+    // a kernel of dynamic shape: its tiling struct, from the host tiling function the file
+    // holds (the params the kernel does not read are not declared: they go to the lowering only)
+    let tiling = host::tiling_params(text, &chunks, &all, chosen.1, file, params);
     let opts = Options {
-        params: params.to_vec(),
+        params: params.iter().chain(&tiling).cloned().collect(),
         sync: SyncOps::Keep,
         lenient: false,
     };
-    let loaded = load_function(
-        text, &chunks, chosen.0, chosen.1, file, config, &opts, blocks,
+    let loaded = load_function_with(
+        text, &chunks, chosen.0, chosen.1, file, config, &opts, &tiling, blocks,
     )?;
     if loaded.lowered.core == "mix" && loaded.kernel.parts.len() < 2 {
         let mut d = Diagnostic::error(

@@ -565,7 +565,17 @@ impl Printer<'_> {
         let first_alloc = allocs_in_order(func)
             .into_iter()
             .find(|a| self.edits.offsets.contains_key(a));
-        let stays = first_alloc.filter(|a| top.contains(a));
+        let folded = if self.edits.fold_constants {
+            self.fold_constants(func)
+        } else {
+            Vec::new()
+        };
+        // the folder keeps a constant in place only right after the constants it has already
+        // seen (`OperationFolder::insertKnownConstant`): the first offset constant stays only
+        // when the first alloc follows the entry block's leading constants
+        let stays = first_alloc
+            .filter(|a| top.contains(a))
+            .filter(|a| !self.edits.fold_constants || self.after_leading_constants(func, *a));
         let front: &[u64] = match stays {
             Some(_) if !seen.is_empty() => &seen[1..],
             _ => &seen,
@@ -574,8 +584,8 @@ impl Printer<'_> {
             let name = const_name(*o);
             self.line(depth, &format!("%{name} = arith.constant {o} : i64"));
         }
-        if self.edits.fold_constants {
-            self.fold_constants(func, depth);
+        for l in folded {
+            self.line(depth, &l);
         }
         if let (Some(a), Some(o)) = (stays, seen.first()) {
             self.first_const = Some((a, format!("%{} = arith.constant {o} : i64", const_name(*o))));
@@ -625,10 +635,11 @@ fn sync_text(op: &Op) -> Option<String> {
     })
 }
 
-/// Every `arith.constant` under `ops`, in program order.
+/// Every `arith.constant` and `memref.dim` (which may fold to one) under `ops`, in program
+/// order.
 fn constants<'o>(ops: &'o [Op], out: &mut Vec<&'o Op>) {
     for op in ops {
-        if op.name == "arith.constant" {
+        if op.name == "arith.constant" || op.name == "memref.dim" {
             out.push(op);
         }
         for r in regions(op) {
@@ -678,12 +689,12 @@ impl Printer<'_> {
     /// others' uses name it; a constant that is not in the entry block's leading run of
     /// constants (it follows another op, or sits in a nested region) moves to the front, just
     /// after the offset constants, each in front of the ones moved before it.
-    fn fold_constants(&mut self, func: &Op, depth: usize) {
+    fn fold_constants(&mut self, func: &Op) -> Vec<String> {
         let OpKind::Func { body, .. } = &func.kind else {
-            return;
+            return Vec::new();
         };
         let Some(entry) = body.blocks.first() else {
-            return;
+            return Vec::new();
         };
         let text = uncommented(self.text(func.span.start.offset as usize, func.span.end as usize));
         let leading: Vec<u32> = entry
@@ -694,6 +705,33 @@ impl Printer<'_> {
             .collect();
         let mut all = Vec::new();
         constants(&entry.ops, &mut all);
+        // (value and type text, name) of every constant, to evaluate a dim's index
+        let values: HashMap<String, String> = all
+            .iter()
+            .filter(|c| c.name == "arith.constant")
+            .filter_map(|c| {
+                let r = c.results.first()?;
+                let line = one_line(
+                    self.text(c.span.start.offset as usize, c.span.end as usize),
+                    usize::MAX,
+                );
+                Some((r.name.clone(), line.split_once('=')?.1.trim().to_string()))
+            })
+            .collect();
+        // a `memref.dim` of a static dimension folds to a constant: its uses of the index
+        // constant go with it
+        let mut dims: HashMap<u32, u64> = HashMap::new();
+        let mut dropped: HashMap<String, usize> = HashMap::new();
+        for c in all.iter().filter(|c| c.name == "memref.dim") {
+            let line = one_line(
+                self.text(c.span.start.offset as usize, c.span.end as usize),
+                usize::MAX,
+            );
+            if let Some((k, idx)) = static_dim(&line, &values) {
+                dims.insert(c.span.start.offset, k);
+                *dropped.entry(idx).or_default() += 1;
+            }
+        }
         let mut kept: Vec<(String, String)> = Vec::new(); // (value and type text, name)
         let mut moved: Vec<String> = Vec::new();
         for c in all {
@@ -701,15 +739,27 @@ impl Printer<'_> {
             if self.skip.contains(&c.span.start.offset) {
                 continue;
             }
-            let line = one_line(
-                self.text(c.span.start.offset as usize, c.span.end as usize),
-                usize::MAX,
-            );
-            let value = line
-                .split_once('=')
-                .map(|(_, v)| v.trim().to_string())
-                .unwrap_or_default();
-            if occurrences(&text, &r.name) <= 1 {
+            let (line, value) = match dims.get(&c.span.start.offset) {
+                Some(k) => {
+                    let value = format!("arith.constant {k} : index");
+                    (format!("%{} = {value}", self.index_name(*k)), value)
+                }
+                None if c.name == "memref.dim" => continue,
+                None => {
+                    let line = one_line(
+                        self.text(c.span.start.offset as usize, c.span.end as usize),
+                        usize::MAX,
+                    );
+                    let value = line
+                        .split_once('=')
+                        .map(|(_, v)| v.trim().to_string())
+                        .unwrap_or_default();
+                    (line, value)
+                }
+            };
+            let uses = occurrences(&text, &r.name)
+                .saturating_sub(dropped.get(&r.name).copied().unwrap_or(0));
+            if uses <= 1 {
                 self.skip.insert(c.span.start.offset);
                 continue;
             }
@@ -718,17 +768,89 @@ impl Printer<'_> {
                 self.skip.insert(c.span.start.offset);
                 continue;
             }
-            kept.push((value, r.name.clone()));
+            let name = if dims.contains_key(&c.span.start.offset) {
+                let n = self.index_name(dims[&c.span.start.offset]);
+                self.taken.insert(n.clone(), ());
+                self.rename.insert(r.name.clone(), n.clone());
+                n
+            } else {
+                r.name.clone()
+            };
+            kept.push((value, name));
             if !leading.contains(&c.span.start.offset) {
                 moved.push(line);
                 self.skip.insert(c.span.start.offset);
             }
         }
-        for l in moved.iter().rev() {
-            let t = canonical(&renamed(l, &self.rename));
-            self.line(depth, &t);
+        moved
+            .iter()
+            .rev()
+            .map(|l| canonical(&renamed(l, &self.rename)))
+            .collect()
+    }
+
+    /// The name MLIR's printer gives an index constant (`%c4`), unless the function has it.
+    fn index_name(&self, k: u64) -> String {
+        let n = format!("c{k}");
+        if self.taken.contains_key(&n) {
+            format!("c{k}_npu")
+        } else {
+            n
         }
     }
+
+    /// Whether the op before `alloc` (by start offset) in the function's entry block, among
+    /// those printed where they are, is one of its leading constants (or there is none).
+    fn after_leading_constants(&self, func: &Op, alloc: u32) -> bool {
+        let OpKind::Func { body, .. } = &func.kind else {
+            return false;
+        };
+        let Some(entry) = body.blocks.first() else {
+            return false;
+        };
+        let leading = entry
+            .ops
+            .iter()
+            .take_while(|o| o.name == "arith.constant")
+            .count();
+        let Some(at) = entry.ops.iter().position(|o| o.span.start.offset == alloc) else {
+            return false;
+        };
+        let before = entry.ops[..at].iter().enumerate().rev().find(|(_, o)| {
+            let off = o.span.start.offset;
+            !self.skip.contains(&off) && !self.edits.erased.contains(&off)
+        });
+        match before {
+            None => true,
+            Some((i, _)) => i < leading,
+        }
+    }
+}
+
+/// `%d = memref.dim %src, %i : memref<4x?xT, ...>` with `%i` a constant naming a static
+/// dimension: that dimension, and the index constant's name.
+fn static_dim(line: &str, values: &HashMap<String, String>) -> Option<(u64, String)> {
+    let rest = line.split_once("memref.dim")?.1;
+    let (operands, ty) = rest.rsplit_once(" : ")?;
+    let idx = operands
+        .split(',')
+        .nth(1)?
+        .trim()
+        .strip_prefix('%')?
+        .to_string();
+    let v = values.get(&idx)?;
+    let i: usize = v
+        .strip_prefix("arith.constant")?
+        .strip_suffix(" : index")?
+        .trim()
+        .parse()
+        .ok()?;
+    let shape = ty.trim().strip_prefix("memref<")?;
+    let dims: Vec<&str> = shape.split('x').collect();
+    // the last piece is the element type
+    let d = *dims.get(i).filter(|_| i + 1 < dims.len())?;
+    let k = d.trim().parse().ok()?;
+    Some((k, idx))
 }
 
 fn collect_allocs(ops: &[Op], out: &mut Vec<u32>) {
