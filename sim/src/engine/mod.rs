@@ -143,6 +143,7 @@ mod exec;
 mod import_cycles;
 mod ledger;
 mod memory;
+mod queue;
 mod result;
 #[cfg(test)]
 mod tests;
