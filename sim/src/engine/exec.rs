@@ -2,155 +2,27 @@
 //! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
 //! Nothing on the hot path allocates; the dynamic trace is never stored.
 
-use super::banks::{self, Scratch};
+use super::banks;
 use super::code::{Opnd, Val, NO_LOOP};
 use super::compile::{
     chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, SOp, NO_MEM,
 };
 use super::memory::{runs_of, L2};
-use super::queue::{chunks_started, Arg, Aux, Entry, MacroSlot, Ring, Wide};
+use super::queue::{chunks_started, Arg, Aux, Entry, Wide};
 use super::result::{
     CoreRun, Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding,
     WaitOn, Waiter, DOUBLE_SETS_KEPT,
 };
+use super::state::{Core, Fail, Outgoing, Pending, INF, NP, R};
 use super::{Activity, CrossEvent, Issue, Observer, Release, Span};
-use crate::config::{Config, UbBanks};
-use crate::expr::{EvalError, Expr};
+use crate::config::Config;
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;
 use crate::launch::Slot;
-use crate::program::{ForLoop, OpKind, Program};
+use crate::program::{ForLoop, Program};
 use crate::types::Pipe;
-use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-
-const INF: u64 = u64::MAX;
-const NP: usize = Pipe::COUNT;
-
-/// Bytes the engine allocates for each core of a launch ([`Core::new`], its share of
-/// [`Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys that size them:
-/// a ring of `queue_depth` entries per pipe, a flag per (pipe, pipe, `sync.event_ids`), stall
-/// counters per flag and per `cross_core.flag_ids`, the staging slots of `mmad_l1`. What
-/// grows with the program (its loops, variables, operands) is left out: the loader bounds
-/// that on its own, once per part, not per core.
-pub(crate) fn core_bytes(config: &Config) -> u64 {
-    use std::mem::size_of;
-    let np = NP as u64;
-    let depth = u64::from(config.queue_depth).max(1);
-    let events = u64::from(config.sync.event_ids);
-    let xids = config.cross_core.map_or(0, |x| u64::from(x.flag_ids));
-    let bytes = |n: usize| n as u64;
-    let pipes = np
-        * (bytes(size_of::<PipeState>())
-            + depth * bytes(size_of::<Entry>() + size_of::<Aux>())
-            + (np * events + xids) * 8);
-    let flags = np * np * events * bytes(size_of::<Flag>()) + np * events * 8;
-    let cross = xids * (3 * 8 + 3 * bytes(size_of::<VecDeque<(u64, u32)>>()) + 1);
-    let macros = (depth + 2) * bytes(size_of::<MacroSlot>());
-    bytes(size_of::<Core<'static, 'static>>() + size_of::<super::CoreRun>() + size_of::<Slot>())
-        + pipes
-        + flags
-        + cross
-        + macros
-}
-
-/// One non-S pipe: its queue, timing state and accounting.
-struct PipeState {
-    ring: Ring,
-    /// End of the last work interval; everything before it is accounted.
-    free: u64,
-    /// Latest completion of any started instruction.
-    max_complete: u64,
-    busy: u64,
-    starved: u64,
-    instructions: u64,
-    drain: u64,
-    /// An mmad_l1's M part waiting for a chunk's staging (on M).
-    macro_wait: u64,
-    /// An mmad_l1's MTE1 part waiting for M to finish with an L0 half (on the staging pipe).
-    stage_wait: u64,
-    /// Wait-flag stalls, indexed `src * event_ids + id`.
-    wait_flag: Vec<u64>,
-    /// Cross-wait stalls, indexed by id.
-    cross_wait: Vec<u64>,
-}
-
-#[derive(Clone, Copy, Default)]
-struct Flag {
-    set: bool,
-    visible: u64,
-    op: u32,
-    /// The dynamic instruction that set it (for [`Observer::on_release`]).
-    seq: u64,
-    /// Its source and destination pipe and id (`flag_parts` of its index, kept here so the
-    /// hot path divides nothing).
-    src: u8,
-    dst: u8,
-    id: u32,
-}
-
-#[derive(Clone, Copy, Default)]
-struct LoopRt {
-    trips: u64,
-    i: u64,
-    from: i64,
-    step: i64,
-    /// Iterations completed over the whole run (multi-buffer slot counter).
-    completed: u64,
-}
-
-/// An instruction S is about to send: its queue entry (join and seq still open), the
-/// evaluated flag id of a set/wait, and how many operand slots the scratch holds for it.
-#[derive(Clone, Copy)]
-struct Outgoing {
-    pipe: Pipe,
-    entry: Entry,
-    aux: Aux,
-    flag_id: Option<u32>,
-    nslots: u32,
-}
-
-/// What the scalar unit is waiting to do.
-#[derive(Clone, Copy)]
-enum Pending {
-    /// Nothing: S executes the op at `pc` when it is the earliest event.
-    None,
-    Send(Outgoing),
-    SetFlag {
-        op: OpId,
-        flag: u32,
-        id: u32,
-    },
-    WaitFlag {
-        op: OpId,
-        flag: u32,
-        id: u32,
-    },
-    BarrierAll {
-        op: OpId,
-    },
-    CrossSet {
-        op: OpId,
-        mode: u8,
-        id: u32,
-    },
-    CrossWait {
-        op: OpId,
-        id: u32,
-    },
-    /// S has executed the whole program.
-    Done,
-}
-
-/// A run-time error before the cycle and loop variables are attached.
-struct Fail {
-    op: OpId,
-    message: String,
-}
-
-/// Boxed: errors are rare, and a small `Err` keeps every `R<T>` the hot path returns small.
-type R<T> = Result<T, Box<Fail>>;
 
 /// What is global to a run rather than to one core: the observer, the dynamic instruction
 /// numbering and the time of the last event. A launch of several cores shares one.
@@ -227,90 +99,6 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
     /// Cores run ahead through local events ([`Machine::run`]); only without an observer that
     /// needs one global order.
     relaxed: bool,
-}
-
-/// Everything one core owns: its scalar unit, its pipes and queues, its flags, its loop
-/// counters and its accounting. Nothing here is shared with another core.
-struct Core<'p, 'c> {
-    program: &'p Program,
-    c: &'c Compiled<'p>,
-    /// Its index in the launch (`RunResult::cores`).
-    slot: u32,
-    /// Whether the launch has other cores (run-time errors then name the block).
-    many: bool,
-    /// Set when a signal changed its counters (the machine recomputes its next event).
-    woken: bool,
-    /// The cycle of the core's latest event: its own clock when cores run ahead
-    /// ([`Machine::run`], relaxed).
-    now: u64,
-    /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
-    horizon: u64,
-    /// Cross-core counters per id, the cycle each last went from 0 to 1, and the signal
-    /// latency.
-    xcount: Vec<u32>,
-    xvisible: Vec<u64>,
-    xlatency: u64,
-    /// S's cross-wait stalls per id.
-    s_cross_wait: Vec<u64>,
-    issue: u64,
-    loop_cycles: u64,
-    branch_cycles: u64,
-    latency: u64,
-    depth: usize,
-    events: usize,
-    vars: Vec<i64>,
-    loops: Vec<LoopRt>,
-    pipes: Vec<PipeState>,
-    /// Non-S pipes of the core.
-    mask: u8,
-    flags: Vec<Flag>,
-    /// Staging state per macro number, modulo its length.
-    macros: Vec<MacroSlot>,
-    /// Macros whose MTE1 part has started its first chunk.
-    macro_started: u64,
-    macro_sent: u64,
-    /// The macro whose M part M works on (INF: none yet), its chunks started and the
-    /// completion of the last two (chunk i's at `m_done[i % 2]`).
-    m_macro: u64,
-    m_computed: u32,
-    m_done: [u64; 2],
-    // scalar unit
-    s_time: u64,
-    pc: usize,
-    pending: Pending,
-    s_busy: u64,
-    s_instr: u64,
-    s_queue_full: [u64; NP],
-    s_barrier_all: u64,
-    s_wait_flag: Vec<u64>,
-    s_end: u64,
-    slots: Vec<u32>,
-    overlap: u64,
-    overlap_from: u64,
-    /// The double sets while the core runs, at most [`DOUBLE_SETS_KEPT`] and then one
-    /// [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the count kept);
-    /// the unpaired sets join at the end.
-    findings: Vec<SyncFinding>,
-    /// Byte runs of dynamic gm operands of sent moves, until they start; `pool_free` are
-    /// the unused slots (reused, so the hot path does not allocate once warm).
-    pool: Vec<Vec<(u64, u64)>>,
-    pool_free: Vec<u32>,
-    dirty: u8,
-    pmin: u64,
-    pmin_pipe: usize,
-    /// Cached start cycle of each pipe's head (INF: empty or blocked), side by side so that
-    /// finding the earliest reads one cache line, not one per pipe.
-    cand: [u64; NP],
-    /// The pipes whose head was a cross-core wait when their `cand` was computed: the ones a
-    /// counter's change can affect.
-    xheads: u8,
-    /// `ub_banks`, and the bank conflict cycles of the vector work started so far.
-    ub_banks: Option<UbBanks>,
-    bank_conflict: u64,
-    /// Scratch for the bank cost of vector ops whose operands are known only at issue.
-    scratch: RefCell<Scratch>,
-    /// The [`banks::Memo`] of each such op.
-    memos: RefCell<Vec<banks::Memo>>,
 }
 
 /// A `cross_set` that has fired and takes effect at `at`, ordered by (at, seq).
@@ -864,106 +652,6 @@ impl MinTree {
 }
 
 impl<'p, 'c> Core<'p, 'c> {
-    fn new(
-        program: &'p Program,
-        config: &Config,
-        c: &'c Compiled<'p>,
-        index: u32,
-        slot: &Slot,
-        many: bool,
-    ) -> Self {
-        let events = config.sync.event_ids as usize;
-        let xids = config.cross_core.map_or(0, |x| x.flag_ids as usize);
-        let mut vars = vec![0; program.vars.len()];
-        if let Some(v) = program.launch.block {
-            vars[v.index()] = i64::from(slot.block);
-        }
-        if let Some(v) = program.launch.subblock {
-            vars[v.index()] = i64::from(slot.subblock);
-        }
-        let depth = config.queue_depth as usize;
-        let pipes = (0..NP)
-            .map(|_| PipeState {
-                ring: Ring::new(depth),
-                free: 0,
-                max_complete: 0,
-                busy: 0,
-                starved: 0,
-                instructions: 0,
-                drain: 0,
-                macro_wait: 0,
-                stage_wait: 0,
-                wait_flag: vec![0; NP * events],
-                cross_wait: vec![0; xids],
-            })
-            .collect();
-        Core {
-            program,
-            c,
-            slot: index,
-            many,
-            woken: false,
-            now: 0,
-            horizon: INF,
-            xcount: vec![0; xids],
-            xvisible: vec![0; xids],
-            xlatency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
-            s_cross_wait: vec![0; xids],
-            issue: config.scalar.issue_cycles as u64,
-            loop_cycles: config.scalar.loop_cycles as u64,
-            branch_cycles: config.scalar.branch_cycles as u64,
-            latency: config.sync.flag_latency as u64,
-            depth,
-            events,
-            vars,
-            loops: vec![LoopRt::default(); c.loops.len()],
-            pipes,
-            mask: c.pipe_mask & !(1 << Pipe::S.index()),
-            flags: (0..NP * NP * events)
-                .map(|idx| Flag {
-                    src: (idx / events / NP) as u8,
-                    dst: (idx / events % NP) as u8,
-                    id: (idx % events) as u32,
-                    ..Flag::default()
-                })
-                .collect(),
-            macros: vec![MacroSlot::default(); depth + 2],
-            macro_started: 0,
-            macro_sent: 0,
-            m_macro: INF,
-            m_computed: 0,
-            m_done: [0; 2],
-            s_time: 0,
-            pc: 0,
-            pending: Pending::None,
-            s_busy: 0,
-            s_instr: 0,
-            s_queue_full: [0; NP],
-            s_barrier_all: 0,
-            s_wait_flag: vec![0; NP * events],
-            s_end: 0,
-            slots: vec![0; c.max_operands],
-            overlap: 0,
-            overlap_from: 0,
-            findings: Vec::new(),
-            pool: Vec::new(),
-            pool_free: Vec::new(),
-            dirty: 0,
-            pmin: INF,
-            pmin_pipe: 0,
-            cand: [INF; NP],
-            xheads: 0,
-            // a core without a vector unit has no UB banks to conflict in: no claim either way
-            ub_banks: config
-                .vector
-                .ub_banks
-                .filter(|_| config.core(program.core).pipes.contains(&Pipe::V)),
-            bank_conflict: 0,
-            scratch: RefCell::new(Scratch::default()),
-            memos: RefCell::new(vec![banks::Memo::default(); c.memos as usize]),
-        }
-    }
-
     // ----- the core's events -------------------------------------------------------------
 
     /// The cycle of the core's next event (INF: none until a signal arrives, or done).
@@ -2415,59 +2103,6 @@ impl<'p, 'c> Core<'p, 'c> {
             op,
             message: format!("flag id {v} of {src}->{dst} is outside 0..{}", self.events),
         })
-    }
-
-    #[inline(always)]
-    fn eval(&self, op: OpId, v: Val<'p>) -> R<i64> {
-        v.eval(&self.vars)
-            .map_err(|(e, expr)| self.eval_fail(op, e, expr))
-    }
-
-    #[cold]
-    fn eval_fail(&self, op: OpId, e: EvalError, expr: &Expr) -> Box<Fail> {
-        let program = self.program;
-        let name = |v| program.var_name(v);
-        Box::new(Fail {
-            op,
-            message: format!("cannot evaluate \"{}\": {e}", expr.display(&name)),
-        })
-    }
-
-    #[cold]
-    fn error(&self, f: Fail) -> RunError {
-        let program = self.program;
-        let mut loops = Vec::new();
-        let mut at = program.op(f.op).parent;
-        while let Some(p) = at {
-            let op = program.op(p);
-            if let OpKind::For(ForLoop { var, .. }) | OpKind::While { var, .. } = op.kind {
-                loops.push(var);
-            }
-            at = op.parent;
-        }
-        let mut iteration = String::new();
-        if self.many {
-            // which core: its launch variables
-            for var in [program.launch.subblock, program.launch.block]
-                .into_iter()
-                .flatten()
-            {
-                loops.push(var);
-            }
-        }
-        for var in loops.iter().rev() {
-            let name = program.var_name(*var);
-            if !name.is_empty() {
-                iteration += &format!(", {name}={}", self.vars[var.index()]);
-            }
-        }
-        RunError {
-            op: f.op,
-            path: program.op(f.op).path.clone(),
-            message: f.message,
-            cycle: self.s_time,
-            iteration,
-        }
     }
 
     // ----- the end -----------------------------------------------------------------------

@@ -145,6 +145,7 @@ mod ledger;
 mod memory;
 mod queue;
 mod result;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -476,7 +477,7 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 /// Per core it grows with `queue_depth`, `sync.event_ids` and `cross_core.flag_ids`; the
 /// cores are `launch.blocks`, times 1 + `chip.aiv_per_aic` for a mixed kernel.
 pub fn launch_state_bytes(config: &Config, cores: u64) -> u64 {
-    cores.saturating_mul(exec::core_bytes(config).saturating_add(crate::race::core_bytes(config)))
+    cores.saturating_mul(state::core_bytes(config).saturating_add(crate::race::core_bytes(config)))
 }
 
 /// Runs `program` on the core it names. The program must have been loaded against `config`.
