@@ -7,11 +7,12 @@ use super::code::{Opnd, Val, NO_LOOP};
 use super::compile::{
     chunk_bytes, chunking, mmad_needs, mmad_work, Compiled, Cost, GmSide, Kind, SOp, NO_MEM,
 };
+use super::context::{Cx, Signal};
 use super::memory::{runs_of, L2};
 use super::queue::{chunks_started, Arg, Aux, Entry, Wide};
 use super::result::{
-    CoreRun, Deadlock, Limit, Limits, PipeStats, RunError, RunResult, Stall, Stopped, SyncFinding,
-    WaitOn, Waiter, DOUBLE_SETS_KEPT,
+    CoreRun, Deadlock, Limits, PipeStats, RunError, RunResult, Stall, SyncFinding, WaitOn, Waiter,
+    DOUBLE_SETS_KEPT,
 };
 use super::state::{Core, Fail, Outgoing, Pending, INF, NP, R};
 use super::{Activity, CrossEvent, Issue, Observer, Release, Span};
@@ -24,71 +25,6 @@ use crate::types::Pipe;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// What is global to a run rather than to one core: the observer, the dynamic instruction
-/// numbering and the time of the last event. A launch of several cores shares one.
-struct Cx<'o, O: Observer> {
-    obs: &'o mut O,
-    seq: u64,
-    /// The cycle of the last event processed; nothing can happen before it any more.
-    now: u64,
-    limits: Limits,
-    /// Dynamic instructions so far (sent or executed by S, loop iterations and `if`
-    /// evaluations included), against `limits.max_instructions`.
-    executed: u64,
-    /// Set when the run reached a limit: nothing happens after it.
-    stopped: Option<Stopped>,
-    /// The gm memory system, shared by every core (with a `memory` config section).
-    l2: Option<L2>,
-    /// Cross-core signals fired by the step just taken, for the machine to schedule.
-    fired: Vec<Signal>,
-    /// Findings of the launch rather than of one core (cross-core overflows).
-    findings_late: Vec<SyncFinding>,
-    /// The cycle the last cross-core signal took effect: the launch lasts at least until then
-    /// (a set no core waits for still changes a counter, maybe overflowing it, when it lands).
-    last_arrival: u64,
-}
-
-impl<O: Observer> Cx<'_, O> {
-    #[inline(always)]
-    fn next_seq(&mut self) -> u64 {
-        let s = self.seq;
-        self.seq += 1;
-        s
-    }
-
-    /// Counts one dynamic instruction, about to begin at `cycle`; false (and the run stops)
-    /// past the limit.
-    #[inline(always)]
-    fn count(&mut self, cycle: u64) -> bool {
-        self.executed += 1;
-        if self.executed > self.limits.max_instructions {
-            self.stop(Limit::Instructions(self.limits.max_instructions), cycle);
-            return false;
-        }
-        true
-    }
-
-    /// Whether a step beginning at cycle `at` and ending at `end` (`None`: past 2^64) stays
-    /// within the cycle limit; false (and the run stops) when it does not.
-    #[inline(always)]
-    fn in_time(&mut self, at: u64, end: Option<u64>) -> bool {
-        match end {
-            Some(t) if t <= self.limits.max_cycles => true,
-            _ => {
-                self.stop(Limit::Cycles(self.limits.max_cycles), at);
-                false
-            }
-        }
-    }
-
-    #[cold]
-    fn stop(&mut self, limit: Limit, cycle: u64) {
-        if self.stopped.is_none() {
-            self.stopped = Some(Stopped { limit, cycle });
-        }
-    }
-}
-
 /// The machine: the cores of the launch, the cross-core signals between them and the run's
 /// global state.
 pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
@@ -99,17 +35,6 @@ pub(super) struct Machine<'p, 'c, 'o, O: Observer> {
     /// Cores run ahead through local events ([`Machine::run`]); only without an observer that
     /// needs one global order.
     relaxed: bool,
-}
-
-/// A `cross_set` that has fired and takes effect at `at`, ordered by (at, seq).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Signal {
-    at: u64,
-    seq: u64,
-    core: u32,
-    mode: u8,
-    id: u32,
-    op: u32,
 }
 
 /// The cross-core signals of a launch (docs/timing.md, "Cross-core flags"): those in flight,

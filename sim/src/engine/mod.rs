@@ -138,6 +138,7 @@
 mod banks;
 mod code;
 mod compile;
+mod context;
 mod exec;
 #[cfg(test)]
 mod import_cycles;
