@@ -147,6 +147,7 @@ mod memory;
 mod queue;
 mod result;
 mod state;
+mod sync;
 #[cfg(test)]
 mod tests;
 
