@@ -139,6 +139,7 @@ mod banks;
 mod code;
 mod compile;
 mod context;
+mod costs;
 mod exec;
 #[cfg(test)]
 mod import_cycles;
