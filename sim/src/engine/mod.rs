@@ -135,6 +135,7 @@
 //! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
 //! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
+mod accounting;
 mod banks;
 mod code;
 mod compile;
