@@ -148,6 +148,7 @@ mod ledger;
 mod memory;
 mod queue;
 mod result;
+mod scalar;
 mod state;
 mod sync;
 #[cfg(test)]
