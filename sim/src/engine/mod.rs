@@ -146,6 +146,7 @@ mod exec;
 mod import_cycles;
 mod ledger;
 mod memory;
+mod pipes;
 mod queue;
 mod result;
 mod scalar;
