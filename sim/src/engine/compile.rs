@@ -1249,7 +1249,7 @@ impl<'p> Compiler<'p, '_> {
     /// Whether the run-time bounds check of operand `o` (on a base of `shape`, with the window
     /// chain `windows`) passes for every value the loop variables can take where it is
     /// compiled: every index, slice bound and window offset evaluates without error
-    /// ([`safe_range`]) and lies in bounds. The rules are [`super::exec`]'s `check_operand`.
+    /// ([`safe_range`]) and lies in bounds. The rules are [`super::costs`]' `check_operand`.
     fn in_bounds(&self, o: &Operand, shape: &[u64], windows: &[(&View, Ref, &Expr)]) -> bool {
         let r = &self.ranges;
         if o.indices.len() > shape.len() {

@@ -129,10 +129,13 @@
 //! # Implementation
 //!
 //! The program is compiled once (`compile.rs`) into a flat S bytecode with dense `u32` ids (loops
-//! and ifs as jumps, costs precomputed when static). The machine (`exec.rs`) keeps a fixed-capacity
-//! ring queue per pipe and each pipe's head start cycle (cached, recomputed only when something it
-//! depends on changed), runs S while it is strictly earlier than every pipe, and otherwise starts
-//! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
+//! and ifs as jumps, costs precomputed when static). The machine keeps a fixed-capacity ring queue
+//! per pipe (`queue.rs`) and each pipe's head start cycle (cached, recomputed only when something it
+//! depends on changed: `pipes.rs`), runs S (`scalar.rs`) while it is strictly earlier than every
+//! pipe, and otherwise starts the earliest head; `scheduler.rs` chooses among the cores of a
+//! launch. A core's state is `state.rs`, the run's `context.rs`; flags, counters and cross-core
+//! signals are `sync.rs`, an instruction's cost `costs.rs`, the end-of-run statistics
+//! `accounting.rs` (ARCHITECTURE.md has the map). Accounting is by intervals, never per cycle; memory does not grow with the
 //! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
 
 mod accounting;
@@ -141,7 +144,6 @@ mod code;
 mod compile;
 mod context;
 mod costs;
-mod exec;
 #[cfg(test)]
 mod import_cycles;
 mod ledger;
@@ -150,6 +152,7 @@ mod pipes;
 mod queue;
 mod result;
 mod scalar;
+mod scheduler;
 mod state;
 mod sync;
 #[cfg(test)]
@@ -557,10 +560,13 @@ pub fn run_launch<O: Observer>(
     // events; a run that stops early (a limit, a run-time error) is run again in the global
     // order, so which instruction it stops at is the same either way
     let relaxed = slots.len() > 1 && !observer.ordered();
-    let result = exec::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
+    let result =
+        scheduler::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
     let result = match result {
         Ok(r) if !relaxed || r.stopped.is_none() => Ok(r),
-        _ if relaxed => exec::Machine::new(&with, slots, config, limits, observer, false).run(),
+        _ if relaxed => {
+            scheduler::Machine::new(&with, slots, config, limits, observer, false).run()
+        }
         other => other,
     };
     // the launch's start, paid once before every core runs (so added, not simulated), by the

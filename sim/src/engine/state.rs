@@ -22,7 +22,7 @@ pub(super) const INF: u64 = u64::MAX;
 pub(super) const NP: usize = Pipe::COUNT;
 
 /// Bytes the engine allocates for each core of a launch ([`Core::new`], its share of
-/// [`Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys that size them:
+/// [`super::sync::Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys that size them:
 /// a ring of `queue_depth` entries per pipe, a flag per (pipe, pipe, `sync.event_ids`), stall
 /// counters per flag and per `cross_core.flag_ids`, the staging slots of `mmad_l1`. What
 /// grows with the program (its loops, variables, operands) is left out: the loader bounds
@@ -74,7 +74,7 @@ pub(super) struct Flag {
     pub(super) set: bool,
     pub(super) visible: u64,
     pub(super) op: u32,
-    /// The dynamic instruction that set it (for [`Observer::on_release`]).
+    /// The dynamic instruction that set it (for [`super::Observer::on_release`]).
     pub(super) seq: u64,
     /// Its source and destination pipe and id (`flag_parts` of its index, kept here so the
     /// hot path divides nothing).
@@ -157,7 +157,7 @@ pub(super) struct Core<'p, 'c> {
     /// Set when a signal changed its counters (the machine recomputes its next event).
     pub(super) woken: bool,
     /// The cycle of the core's latest event: its own clock when cores run ahead
-    /// ([`Machine::run`], relaxed).
+    /// ([`super::scheduler::Machine::run`], relaxed).
     pub(super) now: u64,
     /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
     pub(super) horizon: u64,
@@ -203,7 +203,7 @@ pub(super) struct Core<'p, 'c> {
     pub(super) slots: Vec<u32>,
     pub(super) overlap: u64,
     pub(super) overlap_from: u64,
-    /// The double sets while the core runs, at most [`DOUBLE_SETS_KEPT`] and then one
+    /// The double sets while the core runs, at most [`super::result::DOUBLE_SETS_KEPT`] and then one
     /// [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the count kept);
     /// the unpaired sets join at the end.
     pub(super) findings: Vec<SyncFinding>,

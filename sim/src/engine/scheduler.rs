@@ -1,6 +1,9 @@
-//! The discrete-event machine: the scalar unit walks the compiled bytecode, pipes run their
-//! ring queues, and the earliest event is processed next (pipes in [`Pipe`] order, then S).
-//! Nothing on the hot path allocates; the dynamic trace is never stored.
+//! The scheduler: the discrete-event machine of a launch ([`Machine`]). The earliest event goes
+//! next: a signal taking effect, then the cores in launch order, and within a core its pipes in
+//! [`crate::types::Pipe`] order, then S ([`Core::key`], [`Core::step`]). One core runs alone
+//! until it fires a signal; several are ordered by a tournament tree ([`MinTree`]), or run
+//! ahead through local events when no observer needs one global order ([`Machine::run`],
+//! relaxed). Nothing on the hot path allocates; the dynamic trace is never stored.
 
 use super::compile::Compiled;
 use super::context::Cx;
@@ -82,7 +85,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
 
     /// Runs to the end (or to a deadlock). The earliest event of the launch goes first:
     /// signals taking effect, then the cores in launch order; within a core, pipes in
-    /// [`Pipe`] order, then S.
+    /// [`crate::types::Pipe`] order, then S.
     pub(super) fn run(self) -> Result<RunResult, RunError> {
         let Machine {
             mut cores,
