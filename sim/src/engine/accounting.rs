@@ -45,7 +45,7 @@ impl<'p, 'c> Core<'p, 'c> {
             return;
         }
         let (mut a, mut b) = (0u64, 0u64);
-        let mut bits = self.mask;
+        let mut bits = self.hot.mask;
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
@@ -74,10 +74,10 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.pipes[p].ring.len = 0;
             }
             self.pending = Pending::Done;
-            self.s_end = self.s_time;
+            self.s_end = self.hot.s_time;
         }
         let s_done = matches!(self.pending, Pending::Done);
-        let mut end = if s_done { self.s_end } else { self.s_time };
+        let mut end = if s_done { self.s_end } else { self.hot.s_time };
         for p in self.pipe_list() {
             let ps = &self.pipes[p];
             end = end.max(ps.max_complete).max(ps.free);
@@ -139,7 +139,7 @@ impl<'p, 'c> Core<'p, 'c> {
         if s_done {
             s_idle = total - self.s_end;
         } else {
-            let stall = total - self.s_time;
+            let stall = total - self.hot.s_time;
             let (op, reason) = match self.pending {
                 Pending::Send(Outgoing { pipe, entry, .. }) => {
                     (OpId(entry.op), Stall::QueueFull(pipe))
@@ -160,7 +160,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 cx.obs.on_span(&Span {
                     core: self.slot,
                     pipe: Pipe::S,
-                    from: self.s_time,
+                    from: self.hot.s_time,
                     to: total,
                     op,
                     seq: None,
@@ -248,7 +248,7 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     fn pipe_list(&self) -> impl Iterator<Item = usize> {
-        let mask = self.mask;
+        let mask = self.hot.mask;
         (1..NP).filter(move |p| mask & (1 << p) != 0)
     }
 

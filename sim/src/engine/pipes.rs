@@ -15,35 +15,35 @@ use crate::types::Pipe;
 impl<'p, 'c> Core<'p, 'c> {
     #[inline(always)]
     pub(super) fn refresh(&mut self) {
-        let dirty = self.dirty & self.mask;
-        self.dirty = 0;
+        let dirty = self.hot.dirty & self.hot.mask;
+        self.hot.dirty = 0;
         let mut bits = dirty;
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            self.cand[p] = self.head_start(p);
+            self.hot.cand[p] = self.head_start(p);
             let ring = &self.pipes[p].ring;
             let bit = 1u8 << p;
             if ring.len > 0 && matches!(ring.front().arg, Arg::CrossWait { .. }) {
-                self.xheads |= bit;
+                self.hot.xheads |= bit;
             } else {
-                self.xheads &= !bit;
+                self.hot.xheads &= !bit;
             }
         }
         let mut best = INF;
         let mut at = 0;
-        let mut bits = self.mask;
+        let mut bits = self.hot.mask;
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let c = self.cand[p];
+            let c = self.hot.cand[p];
             if c < best {
                 best = c;
                 at = p;
             }
         }
-        self.pmin = best;
-        self.pmin_pipe = at;
+        self.hot.pmin = best;
+        self.hot.pmin_pipe = at as u8;
     }
 
     /// The cycle the head of pipe `p` can start, or INF when the queue is empty or the head
@@ -226,7 +226,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let complete = t + e.startup + work; // checked against the limit above
         ps.max_complete = ps.max_complete.max(complete);
-        self.dirty |= 1 << p;
+        self.hot.dirty |= 1 << p;
         cx.obs.on_span(&Span {
             core: self.slot,
             pipe: Pipe::ALL[p],
@@ -256,14 +256,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 slot.done[(next % 2) as usize] = complete;
                 slot.staged = next + 1;
-                self.dirty |= 1 << Pipe::M.index();
+                self.hot.dirty |= 1 << Pipe::M.index();
             }
             Arg::MacroM { macro_no } => {
                 self.m_macro = macro_no.get();
                 self.m_computed = next + 1;
                 self.m_done[(next % 2) as usize] = complete;
                 // the staging pipe may wait for this chunk
-                self.dirty |= self.mask;
+                self.hot.dirty |= self.hot.mask;
             }
             Arg::Work { conflict } | Arg::GmMove { conflict } => {
                 self.bank_conflict += conflict.get()

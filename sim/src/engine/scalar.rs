@@ -31,16 +31,16 @@ impl<'p, 'c> Core<'p, 'c> {
         match self.pending {
             Pending::None | Pending::Done => INF,
             Pending::Send(Outgoing { pipe, .. }) => {
-                if self.pipes[pipe.index()].ring.len < self.depth {
-                    self.s_time
+                if self.pipes[pipe.index()].ring.len < self.hot.depth {
+                    self.hot.s_time
                 } else {
                     INF
                 }
             }
-            Pending::SetFlag { .. } | Pending::CrossSet { .. } => self.s_time,
+            Pending::SetFlag { .. } | Pending::CrossSet { .. } => self.hot.s_time,
             Pending::CrossWait { id, .. } => {
                 if self.xcount[id as usize] > 0 {
-                    self.s_time.max(self.xvisible[id as usize])
+                    self.hot.s_time.max(self.xvisible[id as usize])
                 } else {
                     INF
                 }
@@ -48,14 +48,14 @@ impl<'p, 'c> Core<'p, 'c> {
             Pending::WaitFlag { flag, .. } => {
                 let f = &self.flags[flag as usize];
                 if f.set {
-                    self.s_time.max(f.visible)
+                    self.hot.s_time.max(f.visible)
                 } else {
                     INF
                 }
             }
             Pending::BarrierAll { .. } => {
-                let mut done = self.s_time;
-                let mut bits = self.mask;
+                let mut done = self.hot.s_time;
+                let mut bits = self.hot.mask;
                 while bits != 0 {
                     let p = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
@@ -75,12 +75,12 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline(always)]
     fn send<O: Observer>(&mut self, t: u64, out: Outgoing, cx: &mut Cx<'_, O>) {
         debug_assert!(t >= cx.now);
-        if !cx.in_time(t, t.checked_add(self.issue)) {
+        if !cx.in_time(t, t.checked_add(self.hot.issue)) {
             self.pending = Pending::Send(out);
             return;
         }
         cx.now = t;
-        let stall = t - self.s_time;
+        let stall = t - self.hot.s_time;
         let Outgoing {
             pipe,
             mut entry,
@@ -93,7 +93,7 @@ impl<'p, 'c> Core<'p, 'c> {
             cx.obs.on_span(&Span {
                 core: self.slot,
                 pipe: Pipe::S,
-                from: self.s_time,
+                from: self.hot.s_time,
                 to: t,
                 op: OpId(entry.op),
                 seq: Some(cx.seq),
@@ -102,7 +102,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         self.s_queue_full[pipe.index()] += stall;
         let seq = cx.next_seq();
-        entry.join = t + self.issue;
+        entry.join = t + self.hot.issue;
         entry.seq = seq;
         if let Arg::Stage { macro_no } = &mut entry.arg {
             *macro_no = Wide(self.macro_sent);
@@ -111,7 +111,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let ring = &mut self.pipes[pipe.index()].ring;
         // only a new head changes when the pipe can start next
         if ring.len == 0 {
-            self.dirty |= 1 << pipe.index();
+            self.hot.dirty |= 1 << pipe.index();
         }
         ring.push(entry, aux);
         cx.obs.on_issue(&Issue {
@@ -128,13 +128,13 @@ impl<'p, 'c> Core<'p, 'c> {
             core: self.slot,
             pipe: Pipe::S,
             from: t,
-            to: t + self.issue,
+            to: t + self.hot.issue,
             op: OpId(entry.op),
             seq: Some(seq),
             what: Activity::Issue,
         });
-        self.s_busy += self.issue;
-        self.s_time = t + self.issue;
+        self.s_busy += self.hot.issue;
+        self.hot.s_time = t + self.hot.issue;
     }
 
     /// S carries out its pending action at cycle `t` (>= s_time); the wait before it is a stall.
@@ -145,11 +145,11 @@ impl<'p, 'c> Core<'p, 'c> {
             return self.send(t, out, cx);
         }
         debug_assert!(t >= cx.now);
-        if !cx.in_time(t, t.checked_add(self.issue)) {
+        if !cx.in_time(t, t.checked_add(self.hot.issue)) {
             return;
         }
         cx.now = t;
-        let stall = t - self.s_time;
+        let stall = t - self.hot.s_time;
         let pending = std::mem::replace(&mut self.pending, Pending::None);
         if stall > 0 {
             // the pending action's instruction gets the next sequence number
@@ -171,7 +171,7 @@ impl<'p, 'c> Core<'p, 'c> {
             cx.obs.on_span(&Span {
                 core: self.slot,
                 pipe: Pipe::S,
-                from: self.s_time,
+                from: self.hot.s_time,
                 to: t,
                 op,
                 seq: Some(cx.seq),
@@ -182,7 +182,7 @@ impl<'p, 'c> Core<'p, 'c> {
             Pending::SetFlag { op, flag, id } => {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
-                self.s_time = t;
+                self.hot.s_time = t;
                 let seq = self.observe_s(cx, op, t, t, 0, Some(id));
                 self.set_flag(flag, op.0, t, seq);
             }
@@ -191,7 +191,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_wait_flag[src.index() * self.events + id as usize] += stall;
                 self.flags[flag as usize].set = false;
                 self.s_instr += 1;
-                self.s_time = t;
+                self.hot.s_time = t;
                 // the hand-off comes before the wait's own start, as on the other pipes
                 cx.obs.on_release(&Release {
                     core: self.slot,
@@ -204,20 +204,20 @@ impl<'p, 'c> Core<'p, 'c> {
             Pending::BarrierAll { op } => {
                 self.s_barrier_all += stall;
                 self.s_instr += 1;
-                self.s_time = t;
+                self.hot.s_time = t;
                 self.observe_s(cx, op, t, t, 0, None);
             }
             Pending::CrossSet { op, mode, id } => {
                 debug_assert_eq!(stall, 0);
                 self.s_instr += 1;
-                self.s_time = t;
+                self.hot.s_time = t;
                 let seq = self.observe_s(cx, op, t, t, 0, Some(id));
                 self.cross_set(mode, id, op.0, t, seq, cx);
             }
             Pending::CrossWait { op, id } => {
                 self.s_cross_wait[id as usize] += stall;
                 self.s_instr += 1;
-                self.s_time = t;
+                self.hot.s_time = t;
                 // the take comes before the wait's own start, as a flag's release does
                 let seq = cx.seq;
                 self.cross_take(id, t, seq, cx);
@@ -272,10 +272,10 @@ impl<'p, 'c> Core<'p, 'c> {
     pub(super) fn run_s<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
         loop {
             self.arrive(cx)?;
-            if self.dirty != 0
+            if self.hot.dirty != 0
                 || !matches!(self.pending, Pending::None)
-                || self.s_time >= self.pmin
-                || self.s_time >= self.horizon
+                || self.hot.s_time >= self.hot.pmin
+                || self.hot.s_time >= self.hot.horizon
                 || cx.stopped.is_some()
             {
                 return Ok(());
@@ -287,17 +287,17 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn arrive<O: Observer>(&mut self, cx: &mut Cx<'_, O>) -> R<()> {
         let c = self.c;
-        match c.code[self.pc] {
+        match c.code[self.hot.pc as usize] {
             SOp::LoopEnter { lp } => {
                 self.enter_loop(lp as usize)?;
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::LoopHead { lp, exit } => {
                 let l = self.loops[lp as usize];
                 if l.i >= l.trips {
-                    self.pc = exit as usize;
+                    self.hot.pc = exit;
                 } else {
-                    let at = self.s_time;
+                    let at = self.hot.s_time;
                     if !self.s_advance(self.loop_cycles, cx) {
                         return Ok(());
                     }
@@ -306,7 +306,7 @@ impl<'p, 'c> Core<'p, 'c> {
                             core: self.slot,
                             pipe: Pipe::S,
                             from: at,
-                            to: self.s_time,
+                            to: self.hot.s_time,
                             op: self.c.loops[lp as usize].op,
                             seq: None,
                             what: Activity::Loop,
@@ -317,18 +317,18 @@ impl<'p, 'c> Core<'p, 'c> {
                     let v = (l.from as i128 + l.i as i128 * l.step as i128) as i64;
                     let var = self.c.loops[lp as usize].var;
                     self.vars[var.index()] = v;
-                    self.pc += 1;
+                    self.hot.pc += 1;
                 }
             }
             SOp::LoopBack { lp, head } => {
                 let l = &mut self.loops[lp as usize];
                 l.i += 1;
                 l.completed += 1;
-                self.pc = head as usize;
+                self.hot.pc = head;
             }
             SOp::If { op, cond, els } => {
                 let v = self.eval(op, cond)?;
-                let at = self.s_time;
+                let at = self.hot.s_time;
                 if !self.s_advance(self.branch_cycles, cx) {
                     return Ok(());
                 }
@@ -337,15 +337,15 @@ impl<'p, 'c> Core<'p, 'c> {
                         core: self.slot,
                         pipe: Pipe::S,
                         from: at,
-                        to: self.s_time,
+                        to: self.hot.s_time,
                         op,
                         seq: None,
                         what: Activity::Branch,
                     });
                 }
-                self.pc = if v != 0 { self.pc + 1 } else { els as usize };
+                self.hot.pc = if v != 0 { self.hot.pc + 1 } else { els };
             }
-            SOp::Jump { to } => self.pc = to as usize,
+            SOp::Jump { to } => self.hot.pc = to,
             SOp::Scalar { op, cycles } => {
                 let n = self.eval(op, cycles)?;
                 if n < 0 {
@@ -354,79 +354,79 @@ impl<'p, 'c> Core<'p, 'c> {
                         message: format!("scalar cycles {n} is negative"),
                     }));
                 }
-                let (n, at) = (n as u64, self.s_time);
+                let (n, at) = (n as u64, self.hot.s_time);
                 if !self.s_advance(n, cx) {
                     return Ok(());
                 }
                 self.observe_s(cx, op, at, at + n, 0, None);
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::SMem { op, lo, hi, cycles } => {
                 let n = self.prepare_operands(op, lo, hi)?;
-                let at = self.s_time;
+                let at = self.hot.s_time;
                 if !self.s_advance(cycles, cx) {
                     return Ok(());
                 }
                 self.observe_s(cx, op, at, at + cycles, n, None);
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::Check { op, lo, hi } => {
                 self.prepare_operands(op, lo, hi)?;
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::SetFlag { op, dst, id } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
                 self.pending = Pending::SetFlag { op, flag, id };
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::WaitFlag { op, src, id } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
                 self.pending = Pending::WaitFlag { op, flag, id };
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::BarrierAll { op } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 self.pending = Pending::BarrierAll { op };
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::CrossSet { op, mode, id } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let id = self.cross_id(op, id)?;
                 self.pending = Pending::CrossSet { op, mode, id };
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::CrossWait { op, id } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let id = self.cross_id(op, id)?;
                 self.pending = Pending::CrossWait { op, id };
-                self.pc += 1;
+                self.hot.pc += 1;
             }
             SOp::Send { spec } => {
-                if !cx.count(self.s_time) {
+                if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let out = self.prepare_send(spec as usize, cx.obs.watches_slots())?;
-                self.pc += 1;
+                self.hot.pc += 1;
                 // what the next turn of the event loop would do: nothing has changed the pipes
                 // since their start cycles were refreshed, so S sends now if it still goes first
-                let sc = if self.pipes[out.pipe.index()].ring.len < self.depth {
-                    self.s_time.max(cx.now)
+                let sc = if self.pipes[out.pipe.index()].ring.len < self.hot.depth {
+                    self.hot.s_time.max(cx.now)
                 } else {
                     INF
                 };
-                if sc < self.pmin && sc < self.horizon && cx.stopped.is_none() {
+                if sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none() {
                     self.send(sc, out, cx);
                 } else {
                     self.pending = Pending::Send(out);
@@ -434,7 +434,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             SOp::End => {
                 self.pending = Pending::Done;
-                self.s_end = self.s_time;
+                self.s_end = self.hot.s_time;
             }
         }
         Ok(())
@@ -445,10 +445,12 @@ impl<'p, 'c> Core<'p, 'c> {
     /// instruction does not happen).
     #[inline(always)]
     fn s_advance<O: Observer>(&mut self, n: u64, cx: &mut Cx<'_, O>) -> bool {
-        if !cx.count(self.s_time) || !cx.in_time(self.s_time, self.s_time.checked_add(n)) {
+        if !cx.count(self.hot.s_time)
+            || !cx.in_time(self.hot.s_time, self.hot.s_time.checked_add(n))
+        {
             return false;
         }
-        self.s_time += n;
+        self.hot.s_time += n;
         self.s_busy += n;
         self.s_instr += 1;
         true

@@ -128,7 +128,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 if !Self::deliver_due(&mut cores, &slots, &mut cross, &mut cx, at) {
                     break;
                 }
-                cores[0].woken = false;
+                cores[0].hot.woken = false;
                 cross.woken.clear();
                 continue;
             }
@@ -157,8 +157,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 }
                 for &j in &cross.woken {
                     let core = &mut cores[j as usize];
-                    core.woken = false;
-                    core.now = core.now.max(at);
+                    core.hot.woken = false;
+                    core.hot.now = core.hot.now.max(at);
                     tree.set(j as usize, core.key(at));
                 }
                 cross.woken.clear();
@@ -252,7 +252,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         let (lower, upper) = tree.min_split(k);
         let others = lower.min(upper);
         let reach = others.saturating_add(core.xlatency);
-        cx.now = core.now;
+        cx.now = core.hot.now;
         // the core's next event when it stops: its key in the tree
         let next = loop {
             let t = core.key(cx.now);
@@ -262,7 +262,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             let due = cross.next_at();
             // the global order allows it (the first event always is)
             let exact = t < lower && t <= upper && t < due;
-            let running_s = matches!(core.pending, Pending::None) && core.s_time < core.pmin;
+            let running_s =
+                matches!(core.pending, Pending::None) && core.hot.s_time < core.hot.pmin;
             // a pipe start or S action the global order allows needs no more checks; S running
             // ahead and any event the order does not allow yet do
             let waits = (!exact || running_s) && core.waits_on_cross();
@@ -275,12 +276,12 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             if let Err(f) = core.step(horizon, cx) {
                 return Err(core.error(*f));
             }
-            core.now = cx.now;
+            core.hot.now = cx.now;
             for sig in cx.fired.drain(..) {
                 cross.in_flight.push(Reverse(sig));
             }
         };
-        core.now = core.now.max(cx.now);
+        core.hot.now = core.hot.now.max(cx.now);
         Ok(next)
     }
 
@@ -396,18 +397,18 @@ impl<'p, 'c> Core<'p, 'c> {
     /// The cycle of the core's next event (INF: none until a signal arrives, or done).
     #[inline]
     fn key(&mut self, now: u64) -> u64 {
-        if self.dirty != 0 {
+        if self.hot.dirty != 0 {
             self.refresh();
         }
         let s = match self.pending {
-            Pending::None => self.s_time,
+            Pending::None => self.hot.s_time,
             _ => self.s_cand(now),
         };
         // a pipe goes before S in the same cycle
-        if s < self.pmin {
+        if s < self.hot.pmin {
             s
         } else {
-            self.pmin
+            self.hot.pmin
         }
     }
 
@@ -416,20 +417,20 @@ impl<'p, 'c> Core<'p, 'c> {
     fn next_is_global(&self, now: u64) -> bool {
         // as [`Core::step`] chooses
         match self.pending {
-            Pending::None if self.s_time < self.pmin => return false,
+            Pending::None if self.hot.s_time < self.hot.pmin => return false,
             Pending::None => {}
             Pending::CrossSet { .. } | Pending::CrossWait { .. }
-                if self.s_cand(now) < self.pmin =>
+                if self.s_cand(now) < self.hot.pmin =>
             {
                 return true
             }
-            _ if self.s_cand(now) < self.pmin => return false,
+            _ if self.s_cand(now) < self.hot.pmin => return false,
             _ => {}
         }
-        if self.pmin == INF {
+        if self.hot.pmin == INF {
             return false;
         }
-        let ps = &self.pipes[self.pmin_pipe];
+        let ps = &self.pipes[self.hot.pmin_pipe as usize];
         matches!(
             ps.ring.front().arg,
             Arg::GmMove { .. } | Arg::CrossSet { .. } | Arg::CrossWait { .. }
@@ -444,7 +445,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 return true;
             }
         }
-        let mut bits = self.mask;
+        let mut bits = self.hot.mask;
         while bits != 0 {
             let p = bits.trailing_zeros() as usize;
             bits &= bits - 1;
@@ -472,23 +473,23 @@ impl<'p, 'c> Core<'p, 'c> {
     /// its next event is at INF).
     #[inline]
     fn step_one<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<bool> {
-        if self.dirty != 0 {
+        if self.hot.dirty != 0 {
             self.refresh();
         }
         if matches!(self.pending, Pending::None) {
-            if self.s_time < self.pmin {
-                self.horizon = horizon;
+            if self.hot.s_time < self.hot.pmin {
+                self.hot.horizon = horizon;
                 return self.run_s(cx).map(|()| true);
             }
         } else {
             let sc = self.s_cand(cx.now);
-            if sc < self.pmin {
+            if sc < self.hot.pmin {
                 self.fire(sc, cx);
                 return Ok(true);
             }
         }
-        if self.pmin != INF {
-            self.start(self.pmin_pipe, self.pmin, cx);
+        if self.hot.pmin != INF {
+            self.start(self.hot.pmin_pipe as usize, self.hot.pmin, cx);
             return Ok(true);
         }
         Ok(false)

@@ -145,22 +145,58 @@ pub(super) struct Fail {
 /// Boxed: errors are rare, and a small `Err` keeps every `R<T>` the hot path returns small.
 pub(super) type R<T> = Result<T, Box<Fail>>;
 
+/// A core's hot scheduling state: what choosing and taking its next event reads at every
+/// event ([`Core::key`], [`Core::step`], the pipes' refresh, S running ahead and sending).
+/// Every event of a run passes through it, so its size is a checked fact (a test): two cache
+/// lines, aligned, the first holding the pipes' candidate starts and their minimum (what the
+/// refresh scans), the second S's place and time, the core's clocks, the two numbers every
+/// send reads and the core's bits. Scattered among the core's cold state (its tables, its
+/// configuration, its accounting), these fields cost a line each. `pending` is read as often
+/// but holds a whole queue entry; it stays in [`Core`], beside. (The core's size is also part
+/// of [`core_bytes`], which bounds a launch's state: with this struct a core is 960 bytes.)
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(super) struct Hot {
+    /// Cached start cycle of each pipe's head (INF: empty or blocked; S's own is unused), side
+    /// by side so that finding the earliest reads one cache line, not one per pipe.
+    pub(super) cand: [u64; NP],
+    /// The earliest of `cand` (kept with `pmin_pipe`, its pipe, by the refresh).
+    pub(super) pmin: u64,
+    /// The cycle S reaches the op at `pc` (or carries out its pending action).
+    pub(super) s_time: u64,
+    /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
+    pub(super) horizon: u64,
+    /// The cycle of the core's latest event: its own clock when cores run ahead
+    /// ([`super::scheduler::Machine::run`], relaxed).
+    pub(super) now: u64,
+    /// `scalar.issue_cycles` and `queue_depth`, read by every send.
+    pub(super) issue: u64,
+    pub(super) depth: usize,
+    /// The index in the compiled code of the op S reaches next (the code's jumps are `u32`).
+    pub(super) pc: u32,
+    pub(super) pmin_pipe: u8,
+    /// The pipes whose `cand` must be recomputed before the next choice.
+    pub(super) dirty: u8,
+    /// The pipes whose head was a cross-core wait when their `cand` was computed: the ones a
+    /// counter's change can affect.
+    pub(super) xheads: u8,
+    /// Non-S pipes of the core.
+    pub(super) mask: u8,
+    /// Set when a signal changed its counters (the machine recomputes its next event).
+    pub(super) woken: bool,
+}
+
 /// Everything one core owns: its scalar unit, its pipes and queues, its flags, its loop
 /// counters and its accounting. Nothing here is shared with another core.
 pub(super) struct Core<'p, 'c> {
+    /// What choosing and taking the next event reads (its own cache lines).
+    pub(super) hot: Hot,
     pub(super) program: &'p Program,
     pub(super) c: &'c Compiled<'p>,
     /// Its index in the launch (`RunResult::cores`).
     pub(super) slot: u32,
     /// Whether the launch has other cores (run-time errors then name the block).
     pub(super) many: bool,
-    /// Set when a signal changed its counters (the machine recomputes its next event).
-    pub(super) woken: bool,
-    /// The cycle of the core's latest event: its own clock when cores run ahead
-    /// ([`super::scheduler::Machine::run`], relaxed).
-    pub(super) now: u64,
-    /// S runs ahead of the rest of the launch only up to this cycle (exclusive).
-    pub(super) horizon: u64,
     /// Cross-core counters per id, the cycle each last went from 0 to 1, and the signal
     /// latency.
     pub(super) xcount: Vec<u32>,
@@ -168,17 +204,13 @@ pub(super) struct Core<'p, 'c> {
     pub(super) xlatency: u64,
     /// S's cross-wait stalls per id.
     pub(super) s_cross_wait: Vec<u64>,
-    pub(super) issue: u64,
     pub(super) loop_cycles: u64,
     pub(super) branch_cycles: u64,
     pub(super) latency: u64,
-    pub(super) depth: usize,
     pub(super) events: usize,
     pub(super) vars: Vec<i64>,
     pub(super) loops: Vec<LoopRt>,
     pub(super) pipes: Vec<PipeState>,
-    /// Non-S pipes of the core.
-    pub(super) mask: u8,
     pub(super) flags: Vec<Flag>,
     /// Staging state per macro number, modulo its length.
     pub(super) macros: Vec<MacroSlot>,
@@ -191,8 +223,6 @@ pub(super) struct Core<'p, 'c> {
     pub(super) m_computed: u32,
     pub(super) m_done: [u64; 2],
     // scalar unit
-    pub(super) s_time: u64,
-    pub(super) pc: usize,
     pub(super) pending: Pending,
     pub(super) s_busy: u64,
     pub(super) s_instr: u64,
@@ -211,15 +241,6 @@ pub(super) struct Core<'p, 'c> {
     /// the unused slots (reused, so the hot path does not allocate once warm).
     pub(super) pool: Vec<Vec<(u64, u64)>>,
     pub(super) pool_free: Vec<u32>,
-    pub(super) dirty: u8,
-    pub(super) pmin: u64,
-    pub(super) pmin_pipe: usize,
-    /// Cached start cycle of each pipe's head (INF: empty or blocked), side by side so that
-    /// finding the earliest reads one cache line, not one per pipe.
-    pub(super) cand: [u64; NP],
-    /// The pipes whose head was a cross-core wait when their `cand` was computed: the ones a
-    /// counter's change can affect.
-    pub(super) xheads: u8,
     /// `ub_banks`, and the bank conflict cycles of the vector work started so far.
     pub(super) ub_banks: Option<UbBanks>,
     pub(super) bank_conflict: u64,
@@ -264,27 +285,36 @@ impl<'p, 'c> Core<'p, 'c> {
             })
             .collect();
         Core {
+            hot: Hot {
+                cand: [INF; NP],
+                pmin: INF,
+                s_time: 0,
+                horizon: INF,
+                now: 0,
+                issue: config.scalar.issue_cycles as u64,
+                depth,
+                pc: 0,
+                pmin_pipe: 0,
+                dirty: 0,
+                xheads: 0,
+                mask: c.pipe_mask & !(1 << Pipe::S.index()),
+                woken: false,
+            },
             program,
             c,
             slot: index,
             many,
-            woken: false,
-            now: 0,
-            horizon: INF,
             xcount: vec![0; xids],
             xvisible: vec![0; xids],
             xlatency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
             s_cross_wait: vec![0; xids],
-            issue: config.scalar.issue_cycles as u64,
             loop_cycles: config.scalar.loop_cycles as u64,
             branch_cycles: config.scalar.branch_cycles as u64,
             latency: config.sync.flag_latency as u64,
-            depth,
             events,
             vars,
             loops: vec![LoopRt::default(); c.loops.len()],
             pipes,
-            mask: c.pipe_mask & !(1 << Pipe::S.index()),
             flags: (0..NP * NP * events)
                 .map(|idx| Flag {
                     src: (idx / events / NP) as u8,
@@ -299,8 +329,6 @@ impl<'p, 'c> Core<'p, 'c> {
             m_macro: INF,
             m_computed: 0,
             m_done: [0; 2],
-            s_time: 0,
-            pc: 0,
             pending: Pending::None,
             s_busy: 0,
             s_instr: 0,
@@ -314,11 +342,6 @@ impl<'p, 'c> Core<'p, 'c> {
             findings: Vec::new(),
             pool: Vec::new(),
             pool_free: Vec::new(),
-            dirty: 0,
-            pmin: INF,
-            pmin_pipe: 0,
-            cand: [INF; NP],
-            xheads: 0,
             // a core without a vector unit has no UB banks to conflict in: no claim either way
             ub_banks: config
                 .vector
@@ -378,8 +401,32 @@ impl<'p, 'c> Core<'p, 'c> {
             op: f.op,
             path: program.op(f.op).path.clone(),
             message: f.message,
-            cycle: self.s_time,
+            cycle: self.hot.s_time,
             iteration,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// Every event reads [`Hot`]: the pipes' candidates and their minimum fill exactly the
+    /// first cache line (what the refresh and the choice of the next event scan), S's time and
+    /// the rest the second. A pipe more, a candidate widened, or the second line outgrowing
+    /// its 64 bytes shows here first.
+    #[test]
+    fn hot_state_is_two_aligned_cache_lines() {
+        assert_eq!(align_of::<Hot>(), 64);
+        assert_eq!(size_of::<Hot>(), 128);
+        assert_eq!(
+            offset_of!(Hot, pmin),
+            56,
+            "the candidates and their minimum: line 0"
+        );
+        assert_eq!(offset_of!(Hot, s_time), 64, "S's time opens line 1");
+        // the core places it on a line of its own
+        assert_eq!(align_of::<Core<'static, 'static>>() % 64, 0);
     }
 }

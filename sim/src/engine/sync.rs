@@ -103,7 +103,7 @@ impl<'p, 'c> Core<'p, 'c> {
             f.op = op;
             f.seq = seq;
         }
-        self.dirty |= 1 << self.flags[idx as usize].dst;
+        self.hot.dirty |= 1 << self.flags[idx as usize].dst;
     }
 
     /// A `set_flag` at `t` found flag `idx` set: kept as a finding while fewer than
@@ -169,7 +169,7 @@ impl<'p, 'c> Core<'p, 'c> {
             wait_seq: seq,
         });
         // another wait on the same counter may be at the head of another pipe
-        self.dirty |= self.xheads;
+        self.hot.dirty |= self.hot.xheads;
     }
 
     pub(super) fn flag_parts(&self, idx: u32) -> (Pipe, Pipe, u32) {
@@ -290,12 +290,12 @@ pub(super) fn deliver<O: Observer>(
         }
         *c += 1;
         let count = *c;
-        if !core.woken {
+        if !core.hot.woken {
             cross.woken.push(j);
         }
-        core.woken = true;
+        core.hot.woken = true;
         // only a pipe whose head is a cross-core wait can start earlier now
-        core.dirty |= core.xheads;
+        core.hot.dirty |= core.hot.xheads;
         cx.obs.on_cross(&CrossEvent::Signal {
             core: j,
             id,
