@@ -129,14 +129,15 @@
 //! # Implementation
 //!
 //! The program is compiled once (`compile.rs`) into a flat S bytecode with dense `u32` ids (loops
-//! and ifs as jumps, costs precomputed when static). The machine keeps a fixed-capacity ring queue
-//! per pipe (`queue.rs`) and each pipe's head start cycle (cached, recomputed only when something it
-//! depends on changed: `pipes.rs`), runs S (`scalar.rs`) while it is strictly earlier than every
-//! pipe, and otherwise starts the earliest head; `scheduler.rs` chooses among the cores of a
-//! launch. A core's state is `state.rs`, the run's `context.rs`; flags, counters and cross-core
-//! signals are `sync.rs`, an instruction's cost `costs.rs`, the end-of-run statistics
-//! `accounting.rs` (ARCHITECTURE.md has the map). Accounting is by intervals, never per cycle; memory does not grow with the
-//! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
+//! and ifs as jumps, costs precomputed when static). The machine keeps a fixed-capacity ring
+//! queue per pipe (`queue.rs`) and each pipe's head start cycle (cached, recomputed only when
+//! something it depends on changed: `pipes.rs`), runs S (`scalar.rs`) while it is strictly
+//! earlier than every pipe, and otherwise starts the earliest head; `scheduler.rs` chooses among
+//! the cores of a launch. A core's state is `state.rs`, the run's `context.rs`; flags, counters
+//! and cross-core signals are `sync.rs`, an instruction's cost `costs.rs`, the end-of-run
+//! statistics `accounting.rs` (ARCHITECTURE.md has the map). Accounting is by intervals, never
+//! per cycle; memory does not grow with the number of dynamic instructions (the trace is
+//! streamed to the [`Observer`], never stored).
 
 mod accounting;
 mod banks;

@@ -111,7 +111,8 @@ pub(super) enum Aux {
     /// Work of the last chunk, the chunks and how many have started.
     Chunks { last: u64, chunks: u32, next: u32 },
     /// The move's [`super::compile::MemSpec`], and the pool slots holding the runs of its
-    /// dynamic gm source / destination, or [`super::compile::NO_MEM`] (static runs live in the spec).
+    /// dynamic gm source / destination, or [`super::compile::NO_MEM`] (static runs live in the
+    /// spec).
     Gm { mem: u32, rl: u32, wl: u32 },
 }
 

@@ -22,11 +22,11 @@ pub(super) const INF: u64 = u64::MAX;
 pub(super) const NP: usize = Pipe::COUNT;
 
 /// Bytes the engine allocates for each core of a launch ([`Core::new`], its share of
-/// [`super::sync::Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys that size them:
-/// a ring of `queue_depth` entries per pipe, a flag per (pipe, pipe, `sync.event_ids`), stall
-/// counters per flag and per `cross_core.flag_ids`, the staging slots of `mmad_l1`. What
-/// grows with the program (its loops, variables, operands) is left out: the loader bounds
-/// that on its own, once per part, not per core.
+/// [`super::sync::Cross::new`], its [`super::CoreRun`] and [`Slot`]), from the config keys
+/// that size them: a ring of `queue_depth` entries per pipe, a flag per (pipe, pipe,
+/// `sync.event_ids`), stall counters per flag and per `cross_core.flag_ids`, the staging slots
+/// of `mmad_l1`. What grows with the program (its loops, variables, operands) is left out: the
+/// loader bounds that on its own, once per part, not per core.
 pub(crate) fn core_bytes(config: &Config) -> u64 {
     use std::mem::size_of;
     let np = NP as u64;
@@ -233,9 +233,9 @@ pub(super) struct Core<'p, 'c> {
     pub(super) slots: Vec<u32>,
     pub(super) overlap: u64,
     pub(super) overlap_from: u64,
-    /// The double sets while the core runs, at most [`super::result::DOUBLE_SETS_KEPT`] and then one
-    /// [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the count kept);
-    /// the unpaired sets join at the end.
+    /// The double sets while the core runs, at most [`super::result::DOUBLE_SETS_KEPT`] and
+    /// then one [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the
+    /// count kept); the unpaired sets join at the end.
     pub(super) findings: Vec<SyncFinding>,
     /// Byte runs of dynamic gm operands of sent moves, until they start; `pool_free` are
     /// the unused slots (reused, so the hot path does not allocate once warm).
