@@ -5,7 +5,7 @@ use crate::table::{Align, Table};
 use planner::{Plan, Serialised, SyncStats};
 use serde_json::{json, Map, Value};
 use sim::coverage::{Gap, GapKind};
-use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn};
+use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn, DOUBLE_SETS_KEPT};
 use sim::race::{Hazard, HazardAccess};
 use sim::{Config, OpId, Program, RunResult};
 use std::collections::BTreeSet;
@@ -1112,6 +1112,10 @@ pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
              consumed it; the second set is lost ({})",
             op_ref(program, *op)
         ),
+        SyncFinding::DoubleSetsOmitted { count, .. } => format!(
+            "double set: {count} more on this core, not listed (a run keeps the first \
+             {DOUBLE_SETS_KEPT} of each core)"
+        ),
         SyncFinding::UnpairedSet {
             src, dst, id, op, ..
         } => format!(
@@ -1227,6 +1231,11 @@ fn finding_json(program: &Program, f: &SyncFinding) -> Value {
             "line": op_line(program, *op),
             "column": op_column(program, *op),
             "cycle": cycle,
+        }),
+        SyncFinding::DoubleSetsOmitted { count, .. } => json!({
+            "kind": "double_sets_omitted",
+            "count": count,
+            "kept": DOUBLE_SETS_KEPT,
         }),
         SyncFinding::UnpairedSet {
             src, dst, id, op, ..
@@ -1508,6 +1517,38 @@ mod tests {
         assert_eq!(j["deadlock"]["waiters"][1]["op"], "body[0].for.body[4]");
         assert_eq!(j["deadlock"]["waiters"][1]["op_kind"], "wait_flag");
         assert_eq!(j["deadlock"]["waiters"][1]["waits_on"], "flag MTE2->V#0");
+    }
+
+    /// The double sets a run did not keep are one line (and one JSON object) with their count,
+    /// after the kept ones.
+    #[test]
+    fn omitted_double_sets_are_one_finding_with_their_count() {
+        let mut r = result_clean();
+        r.findings = vec![
+            SyncFinding::DoubleSet {
+                core: 0,
+                src: Pipe::Mte2,
+                dst: Pipe::V,
+                id: 0,
+                op: OpId::new(3),
+                cycle: 700,
+            },
+            SyncFinding::DoubleSetsOmitted { core: 0, count: 41 },
+        ];
+        let text = run_text_of(&r, None, None);
+        assert!(text.contains("sync findings (2):"), "{text}");
+        assert!(
+            text.contains(
+                "double set: 41 more on this core, not listed (a run keeps the first 1000 of \
+                 each core)"
+            ),
+            "{text}"
+        );
+        let j = run_json_of(&r, None, None);
+        assert_eq!(j["findings"][1]["kind"], "double_sets_omitted");
+        assert_eq!(j["findings"][1]["count"], 41);
+        assert_eq!(j["findings"][1]["kept"], 1000);
+        assert_eq!(j["findings"][1]["core"], j["findings"][0]["core"]);
     }
 
     #[test]

@@ -289,6 +289,29 @@ impl Expr {
         (te == ts).then(|| ce.checked_sub(cs)).flatten()
     }
 
+    /// The values a `for` variable takes when every enclosing variable `v` lies in
+    /// `ranges[v]`: [from, last], where `last` is the largest from + k·step below `to` when
+    /// from and step are constant; `None` when unbounded or empty. Linear bounds count each
+    /// variable once. Here, not in the loader, because the loader's checks and the footprint
+    /// both ask it, and the footprint must not import the loader.
+    pub fn for_range(
+        from: &Expr,
+        to: &Expr,
+        step: &Expr,
+        ranges: &[Option<(i64, i64)>],
+    ) -> Option<(i64, i64)> {
+        let (flo, _) = from.bounds(ranges)?;
+        let (_, thi) = to.bounds(ranges)?;
+        let last = thi.checked_sub(1)?;
+        let hi = match (from.as_const(), step.as_const()) {
+            (Some(f), Some(s)) if s > 0 && last >= f => {
+                f.checked_add(last.checked_sub(f)? / s * s)?
+            }
+            _ => last,
+        };
+        (hi >= flo).then_some((flo, hi))
+    }
+
     /// Variables the expression reads.
     pub fn vars(&self, out: &mut Vec<VarId>) {
         match self {
@@ -668,5 +691,27 @@ mod tests {
         assert_eq!(end.bounds(&[None]), None);
         let m = Expr::binary(BinOp::Min, end, Expr::Const(10)).unwrap();
         assert_eq!(Expr::const_difference(&m, &e4), None);
+    }
+
+    /// Worked by hand: 2, 5, 8 below 11; `0..t+1` over t in 0..=5 reaches 5; an empty loop
+    /// and an unbounded variable give nothing.
+    #[test]
+    fn for_range_stops_at_the_last_step() {
+        let c = Expr::Const;
+        assert_eq!(Expr::for_range(&c(2), &c(11), &c(3), &[]), Some((2, 8)));
+        assert_eq!(Expr::for_range(&c(2), &c(12), &c(3), &[]), Some((2, 11)));
+        let t = Expr::Var(VarId(0));
+        let t1 = Expr::binary(BinOp::Add, t.clone(), c(1)).unwrap();
+        assert_eq!(
+            Expr::for_range(&c(0), &t1, &c(1), &[Some((0, 5))]),
+            Some((0, 5))
+        );
+        // a variable start: the last value is only bounded by the end
+        assert_eq!(
+            Expr::for_range(&t, &c(9), &c(4), &[Some((1, 3))]),
+            Some((1, 8))
+        );
+        assert_eq!(Expr::for_range(&c(5), &c(5), &c(1), &[]), None);
+        assert_eq!(Expr::for_range(&c(0), &t1, &c(1), &[None]), None);
     }
 }

@@ -249,7 +249,7 @@ fn walk_block(
         visit(id, ranges);
         match &program.op(id).kind {
             OpKind::For(l) => {
-                let r = crate::load::for_range(&l.from, &l.to, &l.step, ranges);
+                let r = Expr::for_range(&l.from, &l.to, &l.step, ranges);
                 let outside = std::mem::replace(&mut ranges[l.var.index()], r);
                 walk_block(program, &l.body.ops, ranges, visit);
                 ranges[l.var.index()] = outside;

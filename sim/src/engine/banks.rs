@@ -4,7 +4,7 @@
 //! combination for static operands, and a [`Memo`] keeps the last few layouts of an op whose
 //! operands move with the loop variables.
 
-use super::compile::Opnd;
+use super::code::Opnd;
 use crate::config::UbBanks;
 use crate::footprint::{self, EvalFailure};
 

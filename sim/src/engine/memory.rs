@@ -27,7 +27,7 @@
 //! at the most its own rate and the channels' spare rate allow, cycle by cycle: moves already
 //! under way keep what they hold, so no cycle's use ever exceeds a channel's rate.
 
-use super::compile::Val;
+use super::code::Val;
 use super::result::MemoryStats;
 use crate::config::MemoryConfig;
 use crate::footprint::{self, EvalFailure, Sel};

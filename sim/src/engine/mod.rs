@@ -129,18 +129,33 @@
 //! # Implementation
 //!
 //! The program is compiled once (`compile.rs`) into a flat S bytecode with dense `u32` ids (loops
-//! and ifs as jumps, costs precomputed when static). The machine (`exec.rs`) keeps a fixed-capacity
-//! ring queue per pipe and each pipe's head start cycle (cached, recomputed only when something it
-//! depends on changed), runs S while it is strictly earlier than every pipe, and otherwise starts
-//! the earliest head. Accounting is by intervals, never per cycle; memory does not grow with the
-//! number of dynamic instructions (the trace is streamed to the [`Observer`], never stored).
+//! and ifs as jumps, costs precomputed when static). The machine keeps a fixed-capacity ring
+//! queue per pipe (`queue.rs`) and each pipe's head start cycle (cached, recomputed only when
+//! something it depends on changed: `pipes.rs`), runs S (`scalar.rs`) while it is strictly
+//! earlier than every pipe, and otherwise starts the earliest head; `scheduler.rs` chooses among
+//! the cores of a launch. A core's state is `state.rs`, the run's `context.rs`; flags, counters
+//! and cross-core signals are `sync.rs`, an instruction's cost `costs.rs`, the end-of-run
+//! statistics `accounting.rs` (ARCHITECTURE.md has the map). Accounting is by intervals, never
+//! per cycle; memory does not grow with the number of dynamic instructions (the trace is
+//! streamed to the [`Observer`], never stored).
 
+mod accounting;
 mod banks;
+mod code;
 mod compile;
-mod exec;
+mod context;
+mod costs;
+#[cfg(test)]
+mod import_cycles;
 mod ledger;
 mod memory;
+mod pipes;
+mod queue;
 mod result;
+mod scalar;
+mod scheduler;
+mod state;
+mod sync;
 #[cfg(test)]
 mod tests;
 
@@ -472,7 +487,7 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 /// Per core it grows with `queue_depth`, `sync.event_ids` and `cross_core.flag_ids`; the
 /// cores are `launch.blocks`, times 1 + `chip.aiv_per_aic` for a mixed kernel.
 pub fn launch_state_bytes(config: &Config, cores: u64) -> u64 {
-    cores.saturating_mul(exec::core_bytes(config).saturating_add(crate::race::core_bytes(config)))
+    cores.saturating_mul(state::core_bytes(config).saturating_add(crate::race::core_bytes(config)))
 }
 
 /// Runs `program` on the core it names. The program must have been loaded against `config`.
@@ -546,10 +561,13 @@ pub fn run_launch<O: Observer>(
     // events; a run that stops early (a limit, a run-time error) is run again in the global
     // order, so which instruction it stops at is the same either way
     let relaxed = slots.len() > 1 && !observer.ordered();
-    let result = exec::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
+    let result =
+        scheduler::Machine::new(&with, slots.clone(), config, limits, observer, relaxed).run();
     let result = match result {
         Ok(r) if !relaxed || r.stopped.is_none() => Ok(r),
-        _ if relaxed => exec::Machine::new(&with, slots, config, limits, observer, false).run(),
+        _ if relaxed => {
+            scheduler::Machine::new(&with, slots, config, limits, observer, false).run()
+        }
         other => other,
     };
     // the launch's start, paid once before every core runs (so added, not simulated), by the

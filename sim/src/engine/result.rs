@@ -25,7 +25,8 @@ pub struct RunResult {
     /// Each core's accounting covers the whole run, `0..total_cycles`.
     pub cores: Vec<CoreRun>,
     /// `double set`, `unpaired set_flag` and `cross-core flag overflow` reports, in the order
-    /// they were found (core by core for the first two).
+    /// they were found (core by core for the first two; at most [`DOUBLE_SETS_KEPT`] double
+    /// sets of a core, then one [`SyncFinding::DoubleSetsOmitted`] with the rest's count).
     pub findings: Vec<SyncFinding>,
     pub deadlock: Option<Deadlock>,
     /// The run reached a limit and stopped there: what had not started by then never runs.
@@ -230,6 +231,13 @@ impl fmt::Display for Stall {
     }
 }
 
+/// How many [`SyncFinding::DoubleSet`]s a run keeps of each core: a double set can happen once
+/// per iteration, and a run's memory must not grow with its length (the engine streams); the
+/// rest are counted in one [`SyncFinding::DoubleSetsOmitted`]. Far above what a kernel whose
+/// flags went out of step shows in practice (the race fixture `vec_add_db_no_dequeue_z`: 128,
+/// one a tile), so every double set of such a run is still listed.
+pub const DOUBLE_SETS_KEPT: u64 = 1000;
+
 /// A synchronisation mistake that does not stop the run (msSanitizer's synccheck).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SyncFinding {
@@ -244,6 +252,9 @@ pub enum SyncFinding {
         op: OpId,
         cycle: u64,
     },
+    /// The double sets of core `core` after its first [`DOUBLE_SETS_KEPT`]: `count` more,
+    /// not stored. It follows the core's last kept double set.
+    DoubleSetsOmitted { core: u32, count: u64 },
     /// A flag still set when the kernel ended; `op` is the set_flag that set it.
     UnpairedSet {
         core: u32,
@@ -281,6 +292,7 @@ impl SyncFinding {
     pub fn core(&self) -> u32 {
         match self {
             SyncFinding::DoubleSet { core, .. }
+            | SyncFinding::DoubleSetsOmitted { core, .. }
             | SyncFinding::UnpairedSet { core, .. }
             | SyncFinding::CrossOverflow { core, .. }
             | SyncFinding::UnpairedCrossSet { core, .. } => *core,

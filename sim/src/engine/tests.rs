@@ -668,6 +668,63 @@ fn double_and_unpaired_set() {
     assert_eq!(stats(&r, Pipe::S).instructions, 3);
 }
 
+/// `for t in 0..n: set_flag S->V #1` with no wait: iteration t's set is at 2t + 2 (two loop
+/// cycles, a set costs none); the first sets the flag and each later one is a double set.
+fn repeated_sets(n: i64) -> RunResult {
+    let mut b = B::new();
+    let t = b.var("t");
+    let ops = vec![for_(t, n, vec![set(Pipe::S, Pipe::V, 1)])];
+    ok(&b.build(ops))
+}
+
+#[test]
+fn double_sets_are_kept_up_to_a_bound_and_the_rest_counted() {
+    let double = |t: u64| SyncFinding::DoubleSet {
+        core: 0,
+        src: Pipe::S,
+        dst: Pipe::V,
+        id: 1,
+        op: OpId(1),
+        cycle: 2 * t + 2,
+    };
+    let unpaired = SyncFinding::UnpairedSet {
+        core: 0,
+        src: Pipe::S,
+        dst: Pipe::V,
+        id: 1,
+        op: OpId(1),
+    };
+    // 1001 sets: 1000 double sets, all kept (iterations 1..=1000)
+    let r = repeated_sets(1001);
+    let mut want: Vec<_> = (1..=1000).map(double).collect();
+    want.push(unpaired.clone());
+    assert_eq!(r.findings, want);
+    // 1002: one past the bound
+    let r = repeated_sets(1002);
+    let mut want: Vec<_> = (1..=1000).map(double).collect();
+    want.push(SyncFinding::DoubleSetsOmitted { core: 0, count: 1 });
+    want.push(unpaired.clone());
+    assert_eq!(r.findings, want);
+    // 250 000: 249 999 double sets, the first 1000 kept, whatever the run's length
+    let r = repeated_sets(250_000);
+    assert_eq!(r.findings.len(), 1002);
+    assert_eq!(
+        r.findings[..1000],
+        (1..=1000).map(double).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(
+        r.findings[1000..],
+        [
+            SyncFinding::DoubleSetsOmitted {
+                core: 0,
+                count: 249_999 - 1000
+            },
+            unpaired
+        ]
+    );
+    assert_eq!(DOUBLE_SETS_KEPT, 1000);
+}
+
 #[test]
 fn scalar_side_flags_and_barrier_all() {
     let mut b = B::new();

@@ -20,25 +20,6 @@ use crate::yaml::{self, Seg};
 use reader::Reader;
 
 /// Parses and validates a chip config. `file` names the source in diagnostics.
-/// The values a `for` variable takes when every enclosing variable `v` lies in `ranges[v]`:
-/// [from, last], where `last` is the largest from + k·step below `to` when from and step are
-/// constant; `None` when unbounded or empty. Linear bounds count each variable once.
-pub fn for_range(
-    from: &crate::expr::Expr,
-    to: &crate::expr::Expr,
-    step: &crate::expr::Expr,
-    ranges: &[Option<(i64, i64)>],
-) -> Option<(i64, i64)> {
-    let (flo, _) = from.bounds(ranges)?;
-    let (_, thi) = to.bounds(ranges)?;
-    let last = thi.checked_sub(1)?;
-    let hi = match (from.as_const(), step.as_const()) {
-        (Some(f), Some(s)) if s > 0 && last >= f => f.checked_add(last.checked_sub(f)? / s * s)?,
-        _ => last,
-    };
-    (hi >= flo).then_some((flo, hi))
-}
-
 pub fn load_config(text: &str, file: &str) -> Result<Config, LoadError> {
     let mut r = Reader::new(file);
     let root = parse(text, &mut r)?;

@@ -1498,7 +1498,7 @@ impl<'a> Loader<'a, '_> {
     }
 
     fn for_range(&self, from: &Expr, to: &Expr, step: &Expr) -> Option<(i64, i64)> {
-        super::for_range(from, to, step, &self.ranges)
+        Expr::for_range(from, to, step, &self.ranges)
     }
 
     fn while_op(
