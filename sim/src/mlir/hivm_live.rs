@@ -25,7 +25,7 @@
 //! A block of a multi-block region (`cf` branches) also gets no exact live-in order here. Either
 //! matters only at a shuffle where two live-ins are live and one is a buffer or an alias of one.
 
-use super::ast::{Block, Event, Op, OpFold, OpKind, Pos, Region, Value};
+use super::ast::{Attr, Block, Event, Op, OpFold, OpKind, Pos, Region, Type, Value};
 use super::hivm_rng::Mt19937;
 use std::collections::{HashMap, HashSet};
 
@@ -389,7 +389,7 @@ impl<'a> Ir<'a> {
             let OpKind::Constant { value, ty } = &self.ops[o].op.kind else {
                 continue;
             };
-            let key = format!("{value:?}|{ty:?}");
+            let key = const_key(value, ty);
             let Some(&res) = self.ops[o].results.first() else {
                 continue;
             };
@@ -421,6 +421,7 @@ impl<'a> Ir<'a> {
                 }
             }
         }
+        self.fold_constants(entry, &all, &mut unique);
         // trivially dead ops, to a fixpoint
         loop {
             let mut used: HashSet<V> = HashSet::new();
@@ -441,6 +442,79 @@ impl<'a> Ir<'a> {
             }
             for o in dead {
                 self.erase(o);
+            }
+        }
+    }
+
+    /// The greedy driver's folds of integer `arith` ops whose operands are all constants
+    /// (`arith.cmpi ne, %c1, %c0` of an `scf.if` on a constant condition): the driver pops
+    /// its worklist from the back of the post-order, so the last such op folds first; each
+    /// result becomes a constant at the entry block's front (`OperationFolder` inserts there),
+    /// or the equal constant already there. Such a constant is live from the block's start,
+    /// so it lengthens every shuffled live set up to its use. `unique` maps each constant's
+    /// key to its value.
+    fn fold_constants(&mut self, entry: BlockIx, all: &[OpIx], unique: &mut HashMap<String, V>) {
+        // the known integer constants: value and type, by SSA value
+        let mut known: HashMap<V, (i128, Type)> = HashMap::new();
+        for &o in all {
+            if self.ops[o].erased {
+                continue;
+            }
+            if let (OpKind::Constant { value, ty }, Some(&r)) =
+                (&self.ops[o].op.kind, self.ops[o].results.first())
+            {
+                if let Attr::Int { value, .. } = value {
+                    known.insert(r, (*value, ty.clone()));
+                }
+            }
+        }
+        let mut replace: HashMap<V, V> = HashMap::new();
+        // a fold makes its users foldable: they are revisited until nothing changes
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &o in all.iter().rev() {
+                let node = &self.ops[o];
+                if node.erased || node.block.is_none() || node.operands.is_empty() {
+                    continue;
+                }
+                let Some(&res) = node.results.first() else {
+                    continue;
+                };
+                let args: Option<Vec<(i128, Type)>> = node
+                    .operands
+                    .iter()
+                    .map(|v| known.get(replace.get(v).unwrap_or(v)).cloned())
+                    .collect();
+                let Some(args) = args else { continue };
+                let OpKind::Scalar { predicate, .. } = &node.op.kind else {
+                    continue;
+                };
+                let Some(folded) = fold_int(&node.op.name, predicate.as_deref(), &args) else {
+                    continue;
+                };
+                let key = int_key(folded.0, &folded.1);
+                if let Some(&existing) = unique.get(&key) {
+                    replace.insert(res, existing);
+                    self.erase(o);
+                } else {
+                    // the op itself stands for the new constant: no operands, at the front
+                    unique.insert(key, res);
+                    known.insert(res, folded);
+                    let b = self.ops[o].block.unwrap_or(entry);
+                    self.blocks[b].ops.retain(|&x| x != o);
+                    self.blocks[entry].ops.insert(0, o);
+                    self.ops[o].block = Some(entry);
+                    self.ops[o].operands.clear();
+                }
+                changed = true;
+            }
+        }
+        for node in &mut self.ops {
+            for v in &mut node.operands {
+                if let Some(&r) = replace.get(v) {
+                    *v = r;
+                }
             }
         }
     }
@@ -602,6 +676,61 @@ impl<'a> Ir<'a> {
 }
 
 /// Ops the greedy rewrite erases when nothing uses their results.
+/// The uniquing key of a constant: an integer by its value and type (so a folded `true`
+/// meets a written one), anything else by its text.
+fn const_key(value: &Attr, ty: &Type) -> String {
+    match value {
+        Attr::Int { value, .. } => int_key(*value, ty),
+        _ => format!("{value:?}|{ty:?}"),
+    }
+}
+
+fn int_key(value: i128, ty: &Type) -> String {
+    format!("int {value}|{ty:?}")
+}
+
+/// `arith`'s fold of an integer op on constants, as far as npusim's programs write them;
+/// `None` for anything else (no fold: the op stays where it is).
+fn fold_int(name: &str, predicate: Option<&str>, args: &[(i128, Type)]) -> Option<(i128, Type)> {
+    let [(a, ty), (b, _)] = args else {
+        return None;
+    };
+    let (a, b) = (*a, *b);
+    let int = |v: i128| Some((v, ty.clone()));
+    match name {
+        "arith.cmpi" => {
+            let unsigned = a >= 0 && b >= 0;
+            let r = match predicate? {
+                "eq" => a == b,
+                "ne" => a != b,
+                "slt" => a < b,
+                "sle" => a <= b,
+                "sgt" => a > b,
+                "sge" => a >= b,
+                "ult" if unsigned => a < b,
+                "ule" if unsigned => a <= b,
+                "ugt" if unsigned => a > b,
+                "uge" if unsigned => a >= b,
+                _ => return None,
+            };
+            Some((
+                i128::from(r),
+                Type::Int {
+                    bits: 1,
+                    signed: None,
+                },
+            ))
+        }
+        // small values only: a wrapped result would need the type's width
+        _ if a.abs() > 1 << 40 || b.abs() > 1 << 40 => None,
+        "arith.addi" => int(a + b),
+        "arith.subi" => int(a - b),
+        "arith.muli" => int(a * b),
+        "arith.floordivsi" if b != 0 => int(a / b - i128::from(a % b != 0 && (a < 0) != (b < 0))),
+        _ => None,
+    }
+}
+
 fn removable(op: &Op) -> bool {
     match &op.kind {
         // a load only reads: unused, it is dead too
