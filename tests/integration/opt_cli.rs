@@ -469,3 +469,39 @@ fn an_output_nothing_reads_is_its_own_first_kill_when_the_shuffle_says_so() {
     let vexp = format!("hivm.hir.vexp ins(%b1 : {ub})");
     assert_eq!(planned_offsets("opt_self_kill_vexp", &text(&vexp)), ["0", "0"]);
 }
+
+#[test]
+fn an_alloc_in_one_loop_is_not_carried_round_a_sibling_loop() {
+    // %p is allocated in loop i, %q in loop j, both in loop m in loop k; each is written in
+    // part and never read. HIVM gens each at its first write and kills it there (its alloc's
+    // region holds nothing else), so the gen order is a (at k's begin: allocated before k,
+    // used in it), p, q, and the scope fits: the running sum, a at 0 (512 bytes), p at 512
+    // (2048), q at 2560. npusim's dataflow saw p's unwritten bytes reach loop j round m's back
+    // edge and carried p over j (and q over i), so q started first. (bishengir-opt 1.2.0: 0,
+    // 512, 2560.)
+    let text = r#"func.func @w(%x: memref<256xf16, #hivm.address_space<gm>>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  %a = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  scf.for %k = %c0 to %c2 step %c1 {
+    hivm.hir.load ins(%x : memref<256xf16, #hivm.address_space<gm>>) outs(%a : memref<256xf16, #hivm.address_space<ub>>)
+    scf.for %m = %c0 to %c2 step %c1 {
+    scf.for %i = %c0 to %c2 step %c1 {
+      %p = memref.alloc() : memref<1024xf16, #hivm.address_space<ub>>
+      %ps = memref.subview %p[0] [256] [1] : memref<1024xf16, #hivm.address_space<ub>> to memref<256xf16, strided<[1]>, #hivm.address_space<ub>>
+      hivm.hir.vadd ins(%a, %a : memref<256xf16, #hivm.address_space<ub>>, memref<256xf16, #hivm.address_space<ub>>) outs(%ps : memref<256xf16, strided<[1]>, #hivm.address_space<ub>>)
+    }
+    scf.for %j = %c0 to %c2 step %c1 {
+      %q = memref.alloc() : memref<2048xf16, #hivm.address_space<ub>>
+      %qs = memref.subview %q[0] [512] [1] : memref<2048xf16, #hivm.address_space<ub>> to memref<512xf16, strided<[1]>, #hivm.address_space<ub>>
+      %one = arith.constant 1.0 : f16
+      hivm.hir.vbrc ins(%one : f16) outs(%qs : memref<512xf16, strided<[1]>, #hivm.address_space<ub>>)
+    }
+    }
+  }
+  return
+}
+"#;
+    assert_eq!(planned_offsets("opt_sibling", text), ["0", "512", "2560"]);
+}
