@@ -1290,6 +1290,74 @@ pub fn orders(func: &Op, seed: u32) -> Orders {
 mod tests {
     use super::*;
 
+    #[test]
+    fn integer_folds_follow_arith_semantics() {
+        let ix = |v: i128| (v, Type::Index);
+        let i1 = |v: i128| {
+            Some((
+                v,
+                Type::Int {
+                    bits: 1,
+                    signed: None,
+                },
+            ))
+        };
+        // floordivsi rounds toward negative infinity: -7 / 2 = -4, 7 / -2 = -4, -8 / 2 = -4
+        let fdiv = |a, b| fold_int("arith.floordivsi", None, &[ix(a), ix(b)]).map(|r| r.0);
+        assert_eq!(fdiv(-7, 2), Some(-4));
+        assert_eq!(fdiv(7, -2), Some(-4));
+        assert_eq!(fdiv(-8, 2), Some(-4));
+        assert_eq!(fdiv(7, 2), Some(3));
+        assert_eq!(fdiv(7, 0), None);
+        assert_eq!(fold_int("arith.cmpi", Some("ne"), &[ix(1), ix(0)]), i1(1));
+        assert_eq!(fold_int("arith.cmpi", Some("sge"), &[ix(-1), ix(0)]), i1(0));
+        // an unsigned compare of a negative value would need the type's width: no fold
+        assert_eq!(fold_int("arith.cmpi", Some("ult"), &[ix(-1), ix(0)]), None);
+        assert_eq!(
+            fold_int("arith.subi", None, &[ix(3), ix(5)]),
+            Some((-2, Type::Index))
+        );
+        // not an op the folds cover: it stays where it is
+        assert_eq!(fold_int("arith.divui", None, &[ix(4), ix(2)]), None);
+    }
+
+    #[test]
+    fn a_folded_condition_is_live_from_the_functions_front() {
+        // `%t` folds to `true` at the entry block's front, so it is live at the loop: the
+        // loop's set is [a true c2 c1 c4 c0 p q] (the hoisted constants reversed, c2 from the
+        // loop first), which seed 0 shuffles as [0 2 1 5 3 6 4 7]: p (6) before q (7).
+        // Without the fold the set is [a c2 c1 c4 c0 p q], shuffled [2 4 6 0 5 1 3]: q first.
+        // Written as `%t = arith.constant true` at the top, p and q hold the same places.
+        let body = |cond: &str, top: &str| {
+            format!(
+                "func.func @f(%a: memref<256xf16, #hivm.address_space<gm>>) {{
+  {top}
+  %p = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  %q = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %c2 = arith.constant 2 : index
+    %s = memref.subview %a[%c2] [128] [1] : memref<256xf16, #hivm.address_space<gm>> to memref<128xf16, strided<[1], offset: ?>, #hivm.address_space<gm>>
+    %ps = memref.subview %p[0] [128] [1] : memref<256xf16, #hivm.address_space<ub>> to memref<128xf16, strided<[1]>, #hivm.address_space<ub>>
+    hivm.hir.load ins(%s : memref<128xf16, strided<[1], offset: ?>, #hivm.address_space<gm>>) outs(%ps : memref<128xf16, strided<[1]>, #hivm.address_space<ub>>)
+  }}
+  {cond}
+  scf.if %t {{
+    hivm.hir.vexp ins(%p : memref<256xf16, #hivm.address_space<ub>>) outs(%q : memref<256xf16, #hivm.address_space<ub>>)
+  }}
+  return
+}}
+"
+            )
+        };
+        let folded = run(&body("%t = arith.cmpi ne, %c1, %c0 : index", ""), 0);
+        let written = run(&body("", "%t = arith.constant true"), 0);
+        assert_eq!(gens(&folded)[0], ["p", "q"]);
+        assert_eq!(gens(&written)[0], ["p", "q"]);
+    }
+
     fn run(text: &str, seed: u32) -> Orders {
         let chunks = super::super::parse_file(text, "t.mlir").expect("parses");
         let funcs = super::super::lower::functions(&chunks);
