@@ -415,10 +415,12 @@ pub fn liveness_with(
             // in a sibling loop's body is out of scope there, not live)
             let carried = body_start < span.last
                 && (!fresh
-                    || buffers.iter().any(|&m| match program.buffer(m).declared_in {
-                        None => true,
-                        Some(d) => d != l && loop_within(program, l, d),
-                    }))
+                    || buffers
+                        .iter()
+                        .any(|&m| match program.buffer(m).declared_in {
+                            None => true,
+                            Some(d) => d != l && loop_within(program, l, d),
+                        }))
                 && in_window(body_start)
                 && reach_in[body_start - window.map_or(0, |w| w.0)]
                 && !live_in[body_start - window.map_or(0, |w| w.0)].is_empty();

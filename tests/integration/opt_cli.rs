@@ -465,9 +465,15 @@ fn an_output_nothing_reads_is_its_own_first_kill_when_the_shuffle_says_so() {
         )
     };
     let vmul = format!("hivm.hir.vmul ins(%b1, %cst : {ub}, f16)");
-    assert_eq!(planned_offsets("opt_self_kill", &text(&vmul)), ["0", "4096"]);
+    assert_eq!(
+        planned_offsets("opt_self_kill", &text(&vmul)),
+        ["0", "4096"]
+    );
     let vexp = format!("hivm.hir.vexp ins(%b1 : {ub})");
-    assert_eq!(planned_offsets("opt_self_kill_vexp", &text(&vexp)), ["0", "0"]);
+    assert_eq!(
+        planned_offsets("opt_self_kill_vexp", &text(&vexp)),
+        ["0", "0"]
+    );
 }
 
 #[test]
