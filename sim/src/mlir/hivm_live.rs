@@ -460,12 +460,15 @@ impl<'a> Ir<'a> {
             if self.ops[o].erased {
                 continue;
             }
-            if let (OpKind::Constant { value, ty }, Some(&r)) =
-                (&self.ops[o].op.kind, self.ops[o].results.first())
+            if let (
+                OpKind::Constant {
+                    value: Attr::Int { value, .. },
+                    ty,
+                },
+                Some(&r),
+            ) = (&self.ops[o].op.kind, self.ops[o].results.first())
             {
-                if let Attr::Int { value, .. } = value {
-                    known.insert(r, (*value, ty.clone()));
-                }
+                known.insert(r, (*value, ty.clone()));
             }
         }
         let mut replace: HashMap<V, V> = HashMap::new();
