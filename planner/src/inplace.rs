@@ -604,7 +604,13 @@ pub fn inplace_pairs_with(
                     None => Vec::new(),
                 })
                 .collect();
+            // HIVM's kill list names the gen itself when nothing reads it after this op
+            let mut self_kill = false;
             if let Some((_, listed)) = kill_order.iter().find(|(o, _)| *o == id) {
+                if listed.contains(&gen) && !kills.iter().any(|&(_, b)| b == gen) {
+                    kills.push((gen_o, gen));
+                    self_kill = true;
+                }
                 // listed kills first, in the list's order; a stable sort keeps the rest as is
                 kills.sort_by_key(|&(_, b)| {
                     listed.iter().position(|&k| k == b).unwrap_or(listed.len())
@@ -616,6 +622,14 @@ pub fn inplace_pairs_with(
                     continue;
                 }
                 tried.push(kill);
+                if kill == gen && self_kill {
+                    // `GenerateInplaceList` pairs the gen with itself when it comes first and
+                    // the op allows it: a pair that merges nothing, and the scan stops there
+                    if reusable_op(program, v, gen_o, gen_o, gen) {
+                        break;
+                    }
+                    continue;
+                }
                 if ignore[kill.index()] || used.contains(&kill) || kill == gen {
                     continue;
                 }

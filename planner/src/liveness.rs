@@ -411,11 +411,16 @@ pub fn liveness_with(
             // (reach_in is false outside the window)
             // fresh loop allocs (MLIR): an alloc inside the loop is a new value every
             // iteration, so nothing of it is carried round (its gen..kill is within the body)
+            // (a fresh alloc can only be carried round a loop its declaration is around: one
+            // in a sibling loop's body is out of scope there, not live)
             let carried = body_start < span.last
                 && (!fresh
                     || buffers
                         .iter()
-                        .any(|&m| !declared_within(program, program.buffer(m).declared_in, l)))
+                        .any(|&m| match program.buffer(m).declared_in {
+                            None => true,
+                            Some(d) => d != l && loop_within(program, l, d),
+                        }))
                 && in_window(body_start)
                 && reach_in[body_start - window.map_or(0, |w| w.0)]
                 && !live_in[body_start - window.map_or(0, |w| w.0)].is_empty();

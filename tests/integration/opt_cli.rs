@@ -494,3 +494,109 @@ fn a_narrowing_cast_inplaces_by_the_rank_its_output_is_written_at() {
         ["0", "0", "0", "32"]
     );
 }
+
+#[test]
+fn a_condition_of_constants_is_folded_to_a_constant_at_the_functions_front() {
+    // PlanMemory's greedy rewrite folds `arith.cmpi ne, %c1, %c0` to `%true`, which the
+    // folder creates at the entry block's front; the hoisted constants go there in reverse
+    // order (c2 is in the loop, so last: first). The loop's live set is then [x true c2 c1
+    // c4 c0 b0 b3]: eight values, which seed 0 shuffles as [0 2 1 5 3 6 4 7], so b0 (6) is
+    // gen'd before b3 (7) at the loop's begin: b0 at 0, b3 at 512 (the scope fits, so the
+    // running sum in gen order). Without the fold the set lacks `true`, seven values
+    // shuffled [2 4 6 0 5 1 3]: b3 first. (bishengir-opt 1.2.0: 0, 512.)
+    let sv = "memref<256xf16, strided<[1], offset: ?>, #hivm.address_space<gm>>";
+    let gm = "memref<4x2048xf16, #hivm.address_space<gm>>";
+    let text = format!(
+        "func.func @fold(%x: {gm}) {{
+  %b0 = memref.alloc() : {UB256}
+  %b3 = memref.alloc() : {UB256}
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %c2 = arith.constant 2 : index
+    %s = memref.subview %x[%c2, 0] [1, 256] [1, 1] : {gm} to {sv}
+    hivm.hir.load ins(%s : {sv}) outs(%b3 : {UB256})
+  }}
+  %t = arith.cmpi ne, %c1, %c0 : index
+  scf.if %t {{
+    hivm.hir.vexp ins(%b3 : {UB256}) outs(%b0 : {UB256})
+  }}
+  return
+}}
+"
+    );
+    assert_eq!(planned_offsets("opt_fold", &text), ["0", "512"]);
+}
+
+#[test]
+fn an_output_nothing_reads_is_its_own_first_kill_when_the_shuffle_says_so() {
+    // %b2 is written by the op and never read: it dies where it is born, so HIVM's kill list
+    // at the op holds it beside the input. The shuffles (seed 0): at the load, of [x cst b1
+    // b2] (the constant %cst hoisted to the front); at the vmul, of [cst b1 b2], as
+    // [0 2 1]: b2 before b1, so `GenerateInplaceList` pairs b2 with itself, which merges
+    // nothing, and stops: no inplace, b1 at 0 and b2 at 4096. With vexp (no scalar) the
+    // shuffles are of [x b1 b2] and [b1 b2], the second [0 1]: b1 first, b2 takes its
+    // address. (bishengir-opt 1.2.0: 0, 4096 and 0, 0.)
+    let ub = "memref<2048xf16, #hivm.address_space<ub>>";
+    let gm = "memref<2048xf16, #hivm.address_space<gm>>";
+    let text = |op: &str| {
+        format!(
+            "func.func @t(%x: {gm}) {{
+  %b1 = memref.alloc() : {ub}
+  %b2 = memref.alloc() : {ub}
+  hivm.hir.load ins(%x : {gm}) outs(%b1 : {ub})
+  %cst = arith.constant 2.0 : f16
+  {op} outs(%b2 : {ub})
+  return
+}}
+"
+        )
+    };
+    let vmul = format!("hivm.hir.vmul ins(%b1, %cst : {ub}, f16)");
+    assert_eq!(
+        planned_offsets("opt_self_kill", &text(&vmul)),
+        ["0", "4096"]
+    );
+    let vexp = format!("hivm.hir.vexp ins(%b1 : {ub})");
+    assert_eq!(
+        planned_offsets("opt_self_kill_vexp", &text(&vexp)),
+        ["0", "0"]
+    );
+}
+
+#[test]
+fn an_alloc_in_one_loop_is_not_carried_round_a_sibling_loop() {
+    // %p is allocated in loop i, %q in loop j, both in loop m in loop k; each is written in
+    // part and never read. HIVM gens each at its first write and kills it there (its alloc's
+    // region holds nothing else), so the gen order is a (at k's begin: allocated before k,
+    // used in it), p, q, and the scope fits: the running sum, a at 0 (512 bytes), p at 512
+    // (2048), q at 2560. npusim's dataflow saw p's unwritten bytes reach loop j round m's back
+    // edge and carried p over j (and q over i), so q started first. (bishengir-opt 1.2.0: 0,
+    // 512, 2560.)
+    let text = r#"func.func @w(%x: memref<256xf16, #hivm.address_space<gm>>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  %a = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  scf.for %k = %c0 to %c2 step %c1 {
+    hivm.hir.load ins(%x : memref<256xf16, #hivm.address_space<gm>>) outs(%a : memref<256xf16, #hivm.address_space<ub>>)
+    scf.for %m = %c0 to %c2 step %c1 {
+    scf.for %i = %c0 to %c2 step %c1 {
+      %p = memref.alloc() : memref<1024xf16, #hivm.address_space<ub>>
+      %ps = memref.subview %p[0] [256] [1] : memref<1024xf16, #hivm.address_space<ub>> to memref<256xf16, strided<[1]>, #hivm.address_space<ub>>
+      hivm.hir.vadd ins(%a, %a : memref<256xf16, #hivm.address_space<ub>>, memref<256xf16, #hivm.address_space<ub>>) outs(%ps : memref<256xf16, strided<[1]>, #hivm.address_space<ub>>)
+    }
+    scf.for %j = %c0 to %c2 step %c1 {
+      %q = memref.alloc() : memref<2048xf16, #hivm.address_space<ub>>
+      %qs = memref.subview %q[0] [512] [1] : memref<2048xf16, #hivm.address_space<ub>> to memref<512xf16, strided<[1]>, #hivm.address_space<ub>>
+      %one = arith.constant 1.0 : f16
+      hivm.hir.vbrc ins(%one : f16) outs(%qs : memref<512xf16, strided<[1]>, #hivm.address_space<ub>>)
+    }
+    }
+  }
+  return
+}
+"#;
+    assert_eq!(planned_offsets("opt_sibling", text), ["0", "512", "2560"]);
+}

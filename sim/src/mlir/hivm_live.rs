@@ -25,7 +25,7 @@
 //! A block of a multi-block region (`cf` branches) also gets no exact live-in order here. Either
 //! matters only at a shuffle where two live-ins are live and one is a buffer or an alias of one.
 
-use super::ast::{Block, Event, Op, OpFold, OpKind, Pos, Region, Value};
+use super::ast::{Attr, Block, Event, Op, OpFold, OpKind, Pos, Region, Type, Value};
 use super::hivm_rng::Mt19937;
 use std::collections::{HashMap, HashSet};
 
@@ -389,7 +389,7 @@ impl<'a> Ir<'a> {
             let OpKind::Constant { value, ty } = &self.ops[o].op.kind else {
                 continue;
             };
-            let key = format!("{value:?}|{ty:?}");
+            let key = const_key(value, ty);
             let Some(&res) = self.ops[o].results.first() else {
                 continue;
             };
@@ -421,6 +421,7 @@ impl<'a> Ir<'a> {
                 }
             }
         }
+        self.fold_constants(entry, &all, &mut unique);
         // trivially dead ops, to a fixpoint
         loop {
             let mut used: HashSet<V> = HashSet::new();
@@ -441,6 +442,82 @@ impl<'a> Ir<'a> {
             }
             for o in dead {
                 self.erase(o);
+            }
+        }
+    }
+
+    /// The greedy driver's folds of integer `arith` ops whose operands are all constants
+    /// (`arith.cmpi ne, %c1, %c0` of an `scf.if` on a constant condition): the driver pops
+    /// its worklist from the back of the post-order, so the last such op folds first; each
+    /// result becomes a constant at the entry block's front (`OperationFolder` inserts there),
+    /// or the equal constant already there. Such a constant is live from the block's start,
+    /// so it lengthens every shuffled live set up to its use. `unique` maps each constant's
+    /// key to its value.
+    fn fold_constants(&mut self, entry: BlockIx, all: &[OpIx], unique: &mut HashMap<String, V>) {
+        // the known integer constants: value and type, by SSA value
+        let mut known: HashMap<V, (i128, Type)> = HashMap::new();
+        for &o in all {
+            if self.ops[o].erased {
+                continue;
+            }
+            if let (
+                OpKind::Constant {
+                    value: Attr::Int { value, .. },
+                    ty,
+                },
+                Some(&r),
+            ) = (&self.ops[o].op.kind, self.ops[o].results.first())
+            {
+                known.insert(r, (*value, ty.clone()));
+            }
+        }
+        let mut replace: HashMap<V, V> = HashMap::new();
+        // a fold makes its users foldable: they are revisited until nothing changes
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &o in all.iter().rev() {
+                let node = &self.ops[o];
+                if node.erased || node.block.is_none() || node.operands.is_empty() {
+                    continue;
+                }
+                let Some(&res) = node.results.first() else {
+                    continue;
+                };
+                let args: Option<Vec<(i128, Type)>> = node
+                    .operands
+                    .iter()
+                    .map(|v| known.get(replace.get(v).unwrap_or(v)).cloned())
+                    .collect();
+                let Some(args) = args else { continue };
+                let OpKind::Scalar { predicate, .. } = &node.op.kind else {
+                    continue;
+                };
+                let Some(folded) = fold_int(&node.op.name, predicate.as_deref(), &args) else {
+                    continue;
+                };
+                let key = int_key(folded.0, &folded.1);
+                if let Some(&existing) = unique.get(&key) {
+                    replace.insert(res, existing);
+                    self.erase(o);
+                } else {
+                    // the op itself stands for the new constant: no operands, at the front
+                    unique.insert(key, res);
+                    known.insert(res, folded);
+                    let b = self.ops[o].block.unwrap_or(entry);
+                    self.blocks[b].ops.retain(|&x| x != o);
+                    self.blocks[entry].ops.insert(0, o);
+                    self.ops[o].block = Some(entry);
+                    self.ops[o].operands.clear();
+                }
+                changed = true;
+            }
+        }
+        for node in &mut self.ops {
+            for v in &mut node.operands {
+                if let Some(&r) = replace.get(v) {
+                    *v = r;
+                }
             }
         }
     }
@@ -602,6 +679,61 @@ impl<'a> Ir<'a> {
 }
 
 /// Ops the greedy rewrite erases when nothing uses their results.
+/// The uniquing key of a constant: an integer by its value and type (so a folded `true`
+/// meets a written one), anything else by its text.
+fn const_key(value: &Attr, ty: &Type) -> String {
+    match value {
+        Attr::Int { value, .. } => int_key(*value, ty),
+        _ => format!("{value:?}|{ty:?}"),
+    }
+}
+
+fn int_key(value: i128, ty: &Type) -> String {
+    format!("int {value}|{ty:?}")
+}
+
+/// `arith`'s fold of an integer op on constants, as far as npusim's programs write them;
+/// `None` for anything else (no fold: the op stays where it is).
+fn fold_int(name: &str, predicate: Option<&str>, args: &[(i128, Type)]) -> Option<(i128, Type)> {
+    let [(a, ty), (b, _)] = args else {
+        return None;
+    };
+    let (a, b) = (*a, *b);
+    let int = |v: i128| Some((v, ty.clone()));
+    match name {
+        "arith.cmpi" => {
+            let unsigned = a >= 0 && b >= 0;
+            let r = match predicate? {
+                "eq" => a == b,
+                "ne" => a != b,
+                "slt" => a < b,
+                "sle" => a <= b,
+                "sgt" => a > b,
+                "sge" => a >= b,
+                "ult" if unsigned => a < b,
+                "ule" if unsigned => a <= b,
+                "ugt" if unsigned => a > b,
+                "uge" if unsigned => a >= b,
+                _ => return None,
+            };
+            Some((
+                i128::from(r),
+                Type::Int {
+                    bits: 1,
+                    signed: None,
+                },
+            ))
+        }
+        // small values only: a wrapped result would need the type's width
+        _ if a.abs() > 1 << 40 || b.abs() > 1 << 40 => None,
+        "arith.addi" => int(a + b),
+        "arith.subi" => int(a - b),
+        "arith.muli" => int(a * b),
+        "arith.floordivsi" if b != 0 => int(a / b - i128::from(a % b != 0 && (a < 0) != (b < 0))),
+        _ => None,
+    }
+}
+
 fn removable(op: &Op) -> bool {
     match &op.kind {
         // a load only reads: unused, it is dead too
@@ -1160,6 +1292,74 @@ pub fn orders(func: &Op, seed: u32) -> Orders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_folds_follow_arith_semantics() {
+        let ix = |v: i128| (v, Type::Index);
+        let i1 = |v: i128| {
+            Some((
+                v,
+                Type::Int {
+                    bits: 1,
+                    signed: None,
+                },
+            ))
+        };
+        // floordivsi rounds toward negative infinity: -7 / 2 = -4, 7 / -2 = -4, -8 / 2 = -4
+        let fdiv = |a, b| fold_int("arith.floordivsi", None, &[ix(a), ix(b)]).map(|r| r.0);
+        assert_eq!(fdiv(-7, 2), Some(-4));
+        assert_eq!(fdiv(7, -2), Some(-4));
+        assert_eq!(fdiv(-8, 2), Some(-4));
+        assert_eq!(fdiv(7, 2), Some(3));
+        assert_eq!(fdiv(7, 0), None);
+        assert_eq!(fold_int("arith.cmpi", Some("ne"), &[ix(1), ix(0)]), i1(1));
+        assert_eq!(fold_int("arith.cmpi", Some("sge"), &[ix(-1), ix(0)]), i1(0));
+        // an unsigned compare of a negative value would need the type's width: no fold
+        assert_eq!(fold_int("arith.cmpi", Some("ult"), &[ix(-1), ix(0)]), None);
+        assert_eq!(
+            fold_int("arith.subi", None, &[ix(3), ix(5)]),
+            Some((-2, Type::Index))
+        );
+        // not an op the folds cover: it stays where it is
+        assert_eq!(fold_int("arith.divui", None, &[ix(4), ix(2)]), None);
+    }
+
+    #[test]
+    fn a_folded_condition_is_live_from_the_functions_front() {
+        // `%t` folds to `true` at the entry block's front, so it is live at the loop: the
+        // loop's set is [a true c2 c1 c4 c0 p q] (the hoisted constants reversed, c2 from the
+        // loop first), which seed 0 shuffles as [0 2 1 5 3 6 4 7]: p (6) before q (7).
+        // Without the fold the set is [a c2 c1 c4 c0 p q], shuffled [2 4 6 0 5 1 3]: q first.
+        // Written as `%t = arith.constant true` at the top, p and q hold the same places.
+        let body = |cond: &str, top: &str| {
+            format!(
+                "func.func @f(%a: memref<256xf16, #hivm.address_space<gm>>) {{
+  {top}
+  %p = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  %q = memref.alloc() : memref<256xf16, #hivm.address_space<ub>>
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %c2 = arith.constant 2 : index
+    %s = memref.subview %a[%c2] [128] [1] : memref<256xf16, #hivm.address_space<gm>> to memref<128xf16, strided<[1], offset: ?>, #hivm.address_space<gm>>
+    %ps = memref.subview %p[0] [128] [1] : memref<256xf16, #hivm.address_space<ub>> to memref<128xf16, strided<[1]>, #hivm.address_space<ub>>
+    hivm.hir.load ins(%s : memref<128xf16, strided<[1], offset: ?>, #hivm.address_space<gm>>) outs(%ps : memref<128xf16, strided<[1]>, #hivm.address_space<ub>>)
+  }}
+  {cond}
+  scf.if %t {{
+    hivm.hir.vexp ins(%p : memref<256xf16, #hivm.address_space<ub>>) outs(%q : memref<256xf16, #hivm.address_space<ub>>)
+  }}
+  return
+}}
+"
+            )
+        };
+        let folded = run(&body("%t = arith.cmpi ne, %c1, %c0 : index", ""), 0);
+        let written = run(&body("", "%t = arith.constant true"), 0);
+        assert_eq!(gens(&folded)[0], ["p", "q"]);
+        assert_eq!(gens(&written)[0], ["p", "q"]);
+    }
 
     fn run(text: &str, seed: u32) -> Orders {
         let chunks = super::super::parse_file(text, "t.mlir").expect("parses");
