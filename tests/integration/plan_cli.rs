@@ -66,6 +66,28 @@ fn capacity_overrides_a_scope_for_what_if_studies() {
 }
 
 #[test]
+fn a_fixed_slot_past_a_shrunk_capacity_is_an_overflow_not_an_internal_error() {
+    // bank_conflict.yaml fixes zb (n = 4096 f16: 8192 bytes) at 98304: it ends at 106496,
+    // inside the config's 192 KiB UB but past `--capacity ub=96KiB` (98304). The loader checks
+    // `at:` against the config only, so the planner must refuse it: 106496 bytes needed, 98304
+    // available, in HIVM's bits (851968 and 786432) first.
+    for cmd in ["plan", "run"] {
+        let o = npusim(&[cmd, "programs/bank_conflict.yaml", "--capacity", "ub=96KiB"]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("ub overflow, requires 851968 bits while 786432 bits available! (106496 bytes needed, 98304 available)"),
+            "{cmd}: {err}"
+        );
+        assert!(
+            err.contains("zb (fixed by `at:`, ends at byte 106496): 8192 bytes"),
+            "{err}"
+        );
+        assert!(!err.contains("internal"), "{err}");
+    }
+}
+
+#[test]
 fn capacity_for_a_scope_the_core_lacks_is_bad_input() {
     let o = npusim(&[
         "plan",

@@ -235,6 +235,23 @@ pub fn place(
                 ));
             }
         }
+        // the loader checks `at:` against the config's capacity; `--capacity` may shrink it
+        if let Some((e, end)) = entries.iter().find_map(|e| {
+            let end = e.fixed.as_ref()?.iter().map(|o| o + e.size).max()?;
+            (end > cap).then_some((e, end))
+        }) {
+            return Err(PlanError::Overflow {
+                space,
+                required_bits: end * 8,
+                available_bits: cap * 8,
+                largest: vec![(
+                    format!("{} (fixed by `at:`, ends at byte {end})", e.name(program)),
+                    e.size * e.multi as u64,
+                )],
+                peak: None,
+                peak_op: None,
+            });
+        }
         if with_inplace {
             applied.extend(in_scope.iter().copied());
         }
