@@ -5,7 +5,7 @@
 //! ahead through local events when no observer needs one global order ([`Machine::run`],
 //! relaxed). Nothing on the hot path allocates; the dynamic trace is never stored.
 
-use super::compile::Compiled;
+use super::compiled::Compiled;
 use super::context::Cx;
 use super::memory::L2;
 use super::queue::Arg;

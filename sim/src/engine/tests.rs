@@ -894,7 +894,7 @@ fn mmad_l1_staging_waits_for_m_to_free_a_half() {
 
 #[test]
 fn mmad_l1_chunking() {
-    use super::compile::chunking;
+    use super::compiled::chunking;
     // k 512 (32 fractals of 16): a 16384 B, b 32768 B, halves 8192: a fits 256 of k (16
     // fractals), b 128 (8): 4 chunks of 128.
     assert_eq!(chunking(512, 16, (16384, 8192), (32768, 8192)), (4, 128));
