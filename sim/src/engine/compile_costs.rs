@@ -8,7 +8,7 @@ use super::banks::{self, Scratch};
 use super::code::Val;
 use super::compile::Compiler;
 use super::compiled::{mmad_work, BankTable, Cost, GmSide};
-use super::memory::OneRun;
+use super::gm_runs::OneRun;
 use crate::footprint;
 use crate::program::{Mmad, Ref};
 
@@ -115,7 +115,7 @@ impl<'p> Compiler<'p, '_> {
         let runs = footprint::static_indices(o.operand).then(|| {
             let mut v = Vec::new();
             // static indices evaluate without variables; the loader checked their bounds
-            let _ = super::memory::runs_of(o.operand, o.shape, &[], base, &mut v);
+            let _ = super::gm_runs::runs_of(o.operand, o.shape, &[], base, &mut v);
             v
         });
         GmSide {

@@ -6,7 +6,7 @@
 //! touched by strings at run time, and nothing here knows how the form is built or run.
 
 use super::code::{Opnd, Val};
-use super::memory::OneRun;
+use super::gm_runs::OneRun;
 use crate::config::PathConfig;
 use crate::ids::{OpId, VarId};
 use crate::types::Pipe;
@@ -207,7 +207,7 @@ pub(super) struct GmSide<'p> {
     pub opnd: u32,
     /// First byte of the operand's tensor in the gm layout.
     pub base: u64,
-    /// Its byte runs in the gm layout ([`super::memory::runs_of`]) when the operand does not
+    /// Its byte runs in the gm layout ([`super::gm_runs::runs_of`]) when the operand does not
     /// depend on loop variables.
     pub runs: Option<Vec<(u64, u64)>>,
     /// When it does, and is one contiguous run whatever they are: that run's pattern.

@@ -121,6 +121,7 @@ fn no_room_imports_one_that_imports_it_back() {
     let names: BTreeSet<String> = rooms.iter().map(|(n, _)| n.clone()).collect();
     let expected = [
         "accounting",
+        "bandwidth",
         "banks",
         "code",
         "compile",
@@ -129,12 +130,15 @@ fn no_room_imports_one_that_imports_it_back() {
         "compiled",
         "context",
         "costs",
+        "gm_runs",
+        "l2_order",
         "memory",
         "pipes",
         "queue",
         "result",
         "scalar",
         "scheduler",
+        "seg_index",
         "state",
         "sync",
     ];

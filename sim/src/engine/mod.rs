@@ -140,6 +140,7 @@
 //! streamed to the [`Observer`], never stored).
 
 mod accounting;
+mod bandwidth;
 mod banks;
 mod code;
 mod compile;
@@ -148,8 +149,10 @@ mod compile_opnds;
 mod compiled;
 mod context;
 mod costs;
+mod gm_runs;
 #[cfg(test)]
 mod import_cycles;
+mod l2_order;
 mod ledger;
 mod memory;
 mod pipes;
@@ -157,6 +160,7 @@ mod queue;
 mod result;
 mod scalar;
 mod scheduler;
+mod seg_index;
 mod state;
 mod sync;
 #[cfg(test)]
