@@ -190,7 +190,7 @@ impl L2 {
     }
 
     /// `demand`: the most L2 bytes per cycle the launch's cores can ask for at once
-    /// ([`l2_demand`]). At or below the L2's rate, no move can ever wait for the L2, so it is not
+    /// ([`super::bandwidth::l2_demand`]). At or below the L2's rate, no move can ever wait for the L2, so it is not
     /// kept (a one-core run: a sixth of the 910B's rate).
     pub fn set_l2_demand(&mut self, demand: u64) {
         self.l2_binds = demand > self.cfg.l2_chip_bytes_per_cycle;

@@ -11,7 +11,7 @@ pub(super) const NONE: u32 = u32::MAX;
 /// Which segment last held each line of the layout, kept in chunks of 2^shift lines that exist
 /// only while one of their lines is present: memory follows what the L2 holds, not the layout,
 /// so a kernel streaming through gigabytes of tensors touches a few chunks at a time and never
-/// faults in pages for the rest. An evicted line's entry is left stale ([`L2::seg`] checks the
+/// faults in pages for the rest. An evicted line's entry is left stale ([`super::memory::L2::seg`] checks the
 /// segment covers the line), so an eviction writes nothing but its chunk's count.
 #[derive(Clone, Debug)]
 pub(super) struct SegIndex {
