@@ -6,8 +6,8 @@
 
 use super::banks;
 use super::code::{Opnd, NO_LOOP};
-use super::compile::{chunk_bytes, chunking, mmad_needs, mmad_work, Cost, GmSide, NO_MEM};
-use super::memory::runs_of;
+use super::compiled::{chunk_bytes, chunking, mmad_needs, mmad_work, Cost, GmSide, NO_MEM};
+use super::gm_runs::runs_of;
 use super::state::{Core, Fail, R};
 use crate::footprint::{self, Sel};
 use crate::ids::OpId;

@@ -18,7 +18,7 @@
 //! whose destination is S blocks S (stall `wait_flag`); a `set_flag` whose source is S is executed
 //! by S at once (nothing to drain, no cycles) and becomes visible `flag_latency` later like any
 //! set. `mmad_l1` is sent as two instructions (2 × issue_cycles), an MTE1 part then an M part,
-//! both split into the same chunks of k (`compile::chunking`: the fewest chunks of whole
+//! both split into the same chunks of k (`compiled::chunking`: the fewest chunks of whole
 //! fractals, as equal as fractals allow, the last taking the rest, whose share of a fits half of
 //! L0A and of b half of L0B). MTE1 copies chunk i (work = the move cost of its a bytes on L1→L0A
 //! plus that of its b bytes on L1→L0B, startup = the larger of the two startups) into half
@@ -140,13 +140,19 @@
 //! streamed to the [`Observer`], never stored).
 
 mod accounting;
+mod bandwidth;
 mod banks;
 mod code;
 mod compile;
+mod compile_costs;
+mod compile_opnds;
+mod compiled;
 mod context;
 mod costs;
+mod gm_runs;
 #[cfg(test)]
 mod import_cycles;
+mod l2_order;
 mod ledger;
 mod memory;
 mod pipes;
@@ -154,12 +160,13 @@ mod queue;
 mod result;
 mod scalar;
 mod scheduler;
+mod seg_index;
 mod state;
 mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use compile::operands;
+pub use compile_opnds::operands;
 pub use ledger::Ledger;
 pub use result::*;
 
@@ -555,7 +562,7 @@ pub fn run_launch<O: Observer>(
     let programs: Vec<&Program> = parts.iter().map(|p| p.0).collect();
     let slots = crate::launch::slots(&programs, config);
     let cores = u32::try_from(slots.len()).unwrap_or(u32::MAX);
-    let with: Vec<(&Program, &compile::Compiled)> =
+    let with: Vec<(&Program, &compiled::Compiled)> =
         programs.iter().copied().zip(compiled.iter()).collect();
     // without an observer that needs one global order, cores run ahead through their local
     // events; a run that stops early (a limit, a run-time error) is run again in the global

@@ -3,7 +3,7 @@
 //! stall before it, a gm move's L2 lookup and commitment, and what its kind does (a flag set
 //! or taken, a counter fired or taken, a macro chunk staged or computed).
 
-use super::compile::{GmSide, NO_MEM};
+use super::compiled::{GmSide, NO_MEM};
 use super::context::Cx;
 use super::queue::{chunks_started, Arg, Aux};
 use super::result::Stall;

@@ -2,7 +2,7 @@
 //! argument ([`Arg`]) and, for the few kinds that need more, its [`Aux`]. Read at every event,
 //! so an entry's size is a checked fact.
 
-use super::compile::Kind;
+use super::compiled::Kind;
 
 /// One sent instruction waiting in (or travelling to) its pipe's queue. 48 bytes, asserted by
 /// a test: the rings are read at every event, so a larger entry costs cache on the hot path;
@@ -110,8 +110,8 @@ pub(super) enum Aux {
     None,
     /// Work of the last chunk, the chunks and how many have started.
     Chunks { last: u64, chunks: u32, next: u32 },
-    /// The move's [`super::compile::MemSpec`], and the pool slots holding the runs of its
-    /// dynamic gm source / destination, or [`super::compile::NO_MEM`] (static runs live in the
+    /// The move's [`super::compiled::MemSpec`], and the pool slots holding the runs of its
+    /// dynamic gm source / destination, or [`super::compiled::NO_MEM`] (static runs live in the
     /// spec).
     Gm { mem: u32, rl: u32, wl: u32 },
 }

@@ -3,7 +3,7 @@
 //! or holds them pending ([`Pending`]) until it can carry them out: a full queue, its own
 //! flag and counter waits, a barrier. It runs ahead only while nothing else can go first.
 
-use super::compile::{Cost, Kind, SOp, NO_MEM};
+use super::compiled::{Cost, Kind, SOp, NO_MEM};
 use super::context::Cx;
 use super::queue::{Arg, Aux, Entry, Wide};
 use super::result::Stall;
@@ -460,7 +460,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let spec = &self.c.loops[lp];
         let op = spec.op;
         let (from, step, trips) = match spec.bounds {
-            super::compile::Bounds::For { from, to, step } => {
+            super::compiled::Bounds::For { from, to, step } => {
                 let f = self.eval(op, from)?;
                 let t = self.eval(op, to)?;
                 let s = self.eval(op, step)?;
@@ -479,7 +479,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 // |to - from| < 2^64, so a non-negative count fits in u64
                 (f, s, q as u64)
             }
-            super::compile::Bounds::While { trips } => {
+            super::compiled::Bounds::While { trips } => {
                 let n = self.eval(op, trips)?;
                 if n < 0 {
                     return Err(Box::new(Fail {

@@ -5,7 +5,7 @@
 //! ahead through local events when no observer needs one global order ([`Machine::run`],
 //! relaxed). Nothing on the hot path allocates; the dynamic trace is never stored.
 
-use super::compile::Compiled;
+use super::compiled::Compiled;
 use super::context::Cx;
 use super::memory::L2;
 use super::queue::Arg;
@@ -44,7 +44,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         let gm_lines = parts.first().map_or(0, |p| p.1.gm_lines);
         let l2_demand = config
             .memory
-            .map_or(0, |m| super::memory::l2_demand(config, &m, &slots));
+            .map_or(0, |m| super::bandwidth::l2_demand(config, &m, &slots));
         let many = slots.len() > 1;
         let cores = slots
             .iter()

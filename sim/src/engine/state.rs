@@ -5,7 +5,7 @@
 
 use super::banks::{self, Scratch};
 use super::code::Val;
-use super::compile::Compiled;
+use super::compiled::Compiled;
 use super::queue::{Aux, Entry, MacroSlot, Ring};
 use super::result::{RunError, SyncFinding};
 use crate::config::{Config, UbBanks};
