@@ -959,23 +959,6 @@ fn plan_function(
                 edits.offsets.insert(site.pos.offset, offs.to_vec());
             }
         }
-        // an output inplaced into a multi-buffer is used through the multi-buffer's value
-        let ssa = |b: sim::BufferId| {
-            let name = &program.buffers[b.index()].name;
-            loaded
-                .lowered
-                .allocs
-                .iter()
-                .find(|a| &a.buffer == name)
-                .map(|a| a.ssa.clone())
-        };
-        for &(gen, kill) in &prepared.planned.applied {
-            if program.buffers[kill.index()].multi > 1 {
-                if let (Some(g), Some(k)) = (ssa(gen), ssa(kill)) {
-                    edits.rename.insert(g, k);
-                }
-            }
-        }
     }
     if args.inject_sync && args.npusim_sync {
         sync_edits(&prepared.program, &loaded.lowered, edits, unsupported, None);

@@ -600,3 +600,66 @@ fn an_alloc_in_one_loop_is_not_carried_round_a_sibling_loop() {
 "#;
     assert_eq!(planned_offsets("opt_sibling", text), ["0", "512", "2560"]);
 }
+
+#[test]
+fn a_pointer_cast_like_a_multi_buffers_in_its_loop_is_used_through_the_multi_buffer() {
+    // In loop i, s (512 B) dies at the vadd that writes a (marked multi_buffer), a dies at
+    // the vexp writing b, b at the one writing c: three inplace pairs, one storage entry of
+    // max(1, N) slots, so all four casts carry the same offsets: 0 and 512 for N = 2, 0 for
+    // N = 1. fixMultibufferEnabledPointerCastOps (PlanMemory.cpp) then moves a's cast to the
+    // front of the loop body (any N: it reads the mark's key only) and replaces every use of
+    // a later cast of the same type and offsets in that loop with a's value, leaving s, b and
+    // c unused. (bishengir-opt 1.2.0 prints the same for both N.)
+    for (n, offsets) in [(2, vec!["0", "512"]), (1, vec!["0"])] {
+        let text = format!(
+            "func.func @m(%x: {GM256}, %y: {GM256}) {{
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %s = memref.alloc() : {UB256}
+    %a = memref.alloc() : {UB256}
+    annotation.mark %a {{hivm.multi_buffer = {n} : i32}} : {UB256}
+    %b = memref.alloc() : {UB256}
+    %c = memref.alloc() : {UB256}
+    hivm.hir.load ins(%x : {GM256}) outs(%s : {UB256})
+    hivm.hir.vadd ins(%s, %s : {UB256}, {UB256}) outs(%a : {UB256})
+    hivm.hir.vexp ins(%a : {UB256}) outs(%b : {UB256})
+    hivm.hir.vexp ins(%b : {UB256}) outs(%c : {UB256})
+    hivm.hir.store ins(%c : {UB256}) outs(%y : {GM256})
+  }}
+  return
+}}
+"
+        );
+        let f = write(&format!("opt_merge_marked_{n}"), &text);
+        let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let printed = stdout(&out);
+        let casts: Vec<&str> = printed
+            .lines()
+            .filter(|l| l.contains("pointer_cast"))
+            .map(|l| l.trim().split(' ').next().unwrap_or(""))
+            .collect();
+        assert_eq!(casts, ["%a", "%s", "%b", "%c"], "{printed}");
+        let consts: Vec<String> = offsets.iter().map(|o| format!("%c{o}_i64_npu")).collect();
+        let cast_a = format!("%a = hivm.hir.pointer_cast({}) : {UB256}", consts.join(", "));
+        assert!(printed.contains(&cast_a), "{printed}");
+        let ops: Vec<&str> = printed
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("hivm.hir.") && !l.contains("pointer_cast"))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                format!("hivm.hir.load ins(%x : {GM256}) outs(%a : {UB256})"),
+                format!("hivm.hir.vadd ins(%a, %a : {UB256}, {UB256}) outs(%a : {UB256})"),
+                format!("hivm.hir.vexp ins(%a : {UB256}) outs(%a : {UB256})"),
+                format!("hivm.hir.vexp ins(%a : {UB256}) outs(%a : {UB256})"),
+                format!("hivm.hir.store ins(%a : {UB256}) outs(%y : {GM256})"),
+            ]
+        );
+    }
+}
+
