@@ -916,6 +916,8 @@ fn plan_function(
     // an MLIR alloc in a loop body is a new value every iteration
     opts.plan.fresh_loop_allocs = true;
     opts.plan.inplace_through_select = true;
+    // HIVM's DMA class as its code has it: a fixpipe's source is not a DMA buffer
+    opts.plan.dma_without_fix = true;
     // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
     let mut attempt = 0;

@@ -663,3 +663,66 @@ fn a_pointer_cast_like_a_multi_buffers_in_its_loop_is_used_through_the_multi_buf
     }
 }
 
+#[test]
+fn a_fixpipe_source_is_no_dma_buffer_so_l0c_multi_buffers_of_two_loops_share() {
+    // L0C (128 KiB) holds acc (16 KiB, live over the whole function), p (32 KiB x 2, loop i)
+    // and q (32 KiB x 2, loop j): 144 KiB side by side, so PlanMemory reuses. Its planning
+    // order outside UB is the gen order with the extra slots last: acc, p, q, p', q'.
+    // bishengir-opt 1.2.0's DMA buffers are MTE2 destinations and MTE3 sources only
+    // (OptMemPlanForDma::build), so the mmadL1 / fixpipe buffers here are in no DMA class and
+    // level 2 shares by lifetime alone: acc 0, p 16384, q 16384 (p is dead in loop j),
+    // p' 49152, q' 49152. Counting the fixpipe's source as DMA kept q off p's bytes
+    // (q 49152, p' 81920, q' 16384). q's cast has p's offsets but p's loop does not hold it,
+    // so its uses stay its own.
+    let text = r#"func.func @f(%a: memref<64x64xf16, #hivm.address_space<gm>>, %c: memref<64x64xf16, #hivm.address_space<gm>>) attributes {hivm.func_core_type = #hivm.func_core_type<AIC>} {
+  %true = arith.constant true
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %l1 = memref.alloc() : memref<64x64xf16, #hivm.address_space<cbuf>>
+  hivm.hir.nd2nz {dst_continuous} ins(%a : memref<64x64xf16, #hivm.address_space<gm>>) outs(%l1 : memref<64x64xf16, #hivm.address_space<cbuf>>)
+  %acc = memref.alloc() : memref<64x64xf32, #hivm.address_space<cc>>
+  hivm.hir.mmadL1 ins(%l1, %l1, %true, %c64, %c64, %c64 : memref<64x64xf16, #hivm.address_space<cbuf>>, memref<64x64xf16, #hivm.address_space<cbuf>>, i1, index, index, index) outs(%acc : memref<64x64xf32, #hivm.address_space<cc>>)
+  scf.for %i = %c0 to %c2 step %c1 {
+    %p = memref.alloc() : memref<128x64xf32, #hivm.address_space<cc>>
+    annotation.mark %p {hivm.multi_buffer = 2 : i32} : memref<128x64xf32, #hivm.address_space<cc>>
+    %ps = memref.subview %p[0, 0] [64, 64] [1, 1] : memref<128x64xf32, #hivm.address_space<cc>> to memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>
+    hivm.hir.mmadL1 ins(%l1, %l1, %true, %c64, %c64, %c64 : memref<64x64xf16, #hivm.address_space<cbuf>>, memref<64x64xf16, #hivm.address_space<cbuf>>, i1, index, index, index) outs(%ps : memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>)
+    hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>, pre_quant = #hivm.fixpipe_pre_quant_mode<F322F16>} ins(%ps : memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>) outs(%c : memref<64x64xf16, #hivm.address_space<gm>>)
+  }
+  scf.for %j = %c0 to %c2 step %c1 {
+    %q = memref.alloc() : memref<128x64xf32, #hivm.address_space<cc>>
+    annotation.mark %q {hivm.multi_buffer = 2 : i32} : memref<128x64xf32, #hivm.address_space<cc>>
+    %qs = memref.subview %q[0, 0] [64, 64] [1, 1] : memref<128x64xf32, #hivm.address_space<cc>> to memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>
+    hivm.hir.mmadL1 ins(%l1, %l1, %true, %c64, %c64, %c64 : memref<64x64xf16, #hivm.address_space<cbuf>>, memref<64x64xf16, #hivm.address_space<cbuf>>, i1, index, index, index) outs(%qs : memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>)
+    hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>, pre_quant = #hivm.fixpipe_pre_quant_mode<F322F16>} ins(%qs : memref<64x64xf32, strided<[64, 1]>, #hivm.address_space<cc>>) outs(%c : memref<64x64xf16, #hivm.address_space<gm>>)
+  }
+  hivm.hir.fixpipe {dma_mode = #hivm.dma_mode<nz2nd>, pre_quant = #hivm.fixpipe_pre_quant_mode<F322F16>} ins(%acc : memref<64x64xf32, #hivm.address_space<cc>>) outs(%c : memref<64x64xf16, #hivm.address_space<gm>>)
+  return
+}
+"#;
+    let f = write("opt_fix_not_dma", text);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    // every cast's offsets, from its constants' names (`%c16384_i64_npu`)
+    let casts: Vec<Vec<String>> = printed
+        .lines()
+        .filter_map(|l| {
+            let args = &l[l.find("pointer_cast(")? + "pointer_cast(".len()..];
+            let args = &args[..args.find(')')?];
+            Some(
+                args.split(", ")
+                    .map(|c| c.trim_start_matches("%c").trim_end_matches("_i64_npu").to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        casts,
+        [vec!["0"], vec!["0"], vec!["16384", "49152"], vec!["16384", "49152"]],
+        "{printed}"
+    );
+    assert!(printed.contains("%qs = memref.subview %q[0, 0]"), "{printed}");
+}

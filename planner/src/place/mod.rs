@@ -92,6 +92,11 @@ pub struct PlanOptions {
     /// them where npusim's program does not show it (`npusim opt`, from the lowering). Empty
     /// for npusim's own programs.
     pub as_written: Vec<(OpId, AsWritten)>,
+    /// A FIX op's source is not a DMA buffer (`npusim opt`): bishengir-opt 1.2.0's
+    /// `OptMemPlanForDma` counts only MTE2 destinations and MTE3 sources, so at level 2 an
+    /// L0C buffer a fixpipe reads shares bytes with others by lifetime. Off, npusim's own
+    /// plans keep HIVM's documented class (§1.8), which counts FIX sources too.
+    pub dma_without_fix: bool,
 }
 
 /// `order` with each list's buffers in the places they hold there, taken in the list's order
@@ -145,6 +150,7 @@ impl Default for PlanOptions {
             allocs_after: Vec::new(),
             fresh_loop_allocs: false,
             as_written: Vec::new(),
+            dma_without_fix: false,
         }
     }
 }
