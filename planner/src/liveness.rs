@@ -417,13 +417,19 @@ pub fn liveness_with(
             // iteration, so nothing of it is carried round (its gen..kill is within the body)
             // (a fresh alloc can only be carried round a loop its declaration is around: one
             // in a sibling loop's body is out of scope there, not live)
+            // (nor round a loop inside its own that does not touch it: what the dataflow sees
+            // live there came round the outer loop's back edge, which a fresh alloc has not)
+            let touched_in = {
+                let i = touched.partition_point(|&p| p < span.first);
+                touched.get(i).is_some_and(|&p| p <= span.last)
+            };
             let carried = body_start < span.last
                 && (!fresh
                     || buffers
                         .iter()
                         .any(|&m| match program.buffer(m).declared_in {
                             None => true,
-                            Some(d) => d != l && loop_within(program, l, d),
+                            Some(d) => d != l && loop_within(program, l, d) && touched_in,
                         }))
                 && in_window(body_start)
                 && reach_in[body_start - window.map_or(0, |w| w.0)]
