@@ -918,6 +918,8 @@ fn plan_function(
     opts.plan.inplace_through_select = true;
     // HIVM's DMA class as its code has it: a fixpipe's source is not a DMA buffer
     opts.plan.dma_without_fix = true;
+    // and its stage 2 between levels 2 and 1: no sharing within one innermost loop
+    opts.plan.hivm_stage2 = true;
     // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
     let mut attempt = 0;

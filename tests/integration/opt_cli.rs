@@ -772,3 +772,43 @@ fn a_loop_alloc_written_in_part_is_not_live_over_a_loop_inside_its_own_that_neve
         assert!(printed.contains(cast), "{cast} in\n{printed}");
     }
 }
+
+#[test]
+fn hivms_stage_2_keeps_a_buffer_off_its_own_loops_bytes_before_level_0() {
+    // UB holds 192 KiB. Planning order in UB: the DMA entries in gen order (big: 96 KiB,
+    // the whole function; p: 64 KiB, loop i; r: 32 KiB, after the loop), then the others (q:
+    // 32 KiB, vector only, loop i, after p dies). Stage 3 (npusim's level 2): big 0, p 98304,
+    // r 163840 (DMA shares nothing), and q, a vector buffer, finds no byte no DMA buffer
+    // holds. PlanMemory then tries stage 2 (PipeConflictInSameLoop): q may share with any
+    // slot outside loop i that its lifetime allows, so it takes r's bytes, 163840. Without
+    // stage 2 level 0 took p's, 98304 (p is dead by then, but in q's own loop).
+    // (bishengir-opt 1.2.0: 0, 98304, 163840, 163840.)
+    let text = r#"func.func @s(%x: memref<49152xf16, #hivm.address_space<gm>>, %y: memref<49152xf16, #hivm.address_space<gm>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %one = arith.constant 1.0 : f16
+  %big = memref.alloc() : memref<49152xf16, #hivm.address_space<ub>>
+  hivm.hir.load ins(%x : memref<49152xf16, #hivm.address_space<gm>>) outs(%big : memref<49152xf16, #hivm.address_space<ub>>)
+  scf.for %i = %c0 to %c2 step %c1 {
+    %p = memref.alloc() : memref<32768xf16, #hivm.address_space<ub>>
+    %xp = memref.subview %x[0] [32768] [1] : memref<49152xf16, #hivm.address_space<gm>> to memref<32768xf16, strided<[1]>, #hivm.address_space<gm>>
+    %yp = memref.subview %y[0] [32768] [1] : memref<49152xf16, #hivm.address_space<gm>> to memref<32768xf16, strided<[1]>, #hivm.address_space<gm>>
+    hivm.hir.load ins(%xp : memref<32768xf16, strided<[1]>, #hivm.address_space<gm>>) outs(%p : memref<32768xf16, #hivm.address_space<ub>>)
+    hivm.hir.store ins(%p : memref<32768xf16, #hivm.address_space<ub>>) outs(%yp : memref<32768xf16, strided<[1]>, #hivm.address_space<gm>>)
+    %q = memref.alloc() : memref<16384xf16, #hivm.address_space<ub>>
+    hivm.hir.vbrc ins(%one : f16) outs(%q : memref<16384xf16, #hivm.address_space<ub>>)
+    %bq = memref.subview %big[0] [16384] [1] : memref<49152xf16, #hivm.address_space<ub>> to memref<16384xf16, strided<[1]>, #hivm.address_space<ub>>
+    hivm.hir.vadd ins(%q, %q : memref<16384xf16, #hivm.address_space<ub>>, memref<16384xf16, #hivm.address_space<ub>>) outs(%bq : memref<16384xf16, strided<[1]>, #hivm.address_space<ub>>)
+  }
+  %r = memref.alloc() : memref<16384xf16, #hivm.address_space<ub>>
+  %xr = memref.subview %x[0] [16384] [1] : memref<49152xf16, #hivm.address_space<gm>> to memref<16384xf16, strided<[1]>, #hivm.address_space<gm>>
+  %yr = memref.subview %y[0] [16384] [1] : memref<49152xf16, #hivm.address_space<gm>> to memref<16384xf16, strided<[1]>, #hivm.address_space<gm>>
+  hivm.hir.load ins(%xr : memref<16384xf16, strided<[1]>, #hivm.address_space<gm>>) outs(%r : memref<16384xf16, #hivm.address_space<ub>>)
+  hivm.hir.store ins(%r : memref<16384xf16, #hivm.address_space<ub>>) outs(%yr : memref<16384xf16, strided<[1]>, #hivm.address_space<gm>>)
+  hivm.hir.store ins(%big : memref<49152xf16, #hivm.address_space<ub>>) outs(%y : memref<49152xf16, #hivm.address_space<gm>>)
+  return
+}
+"#;
+    assert_eq!(planned_offsets("opt_stage2", text), ["0", "98304", "163840", "163840"]);
+}
