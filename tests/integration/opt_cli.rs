@@ -643,7 +643,10 @@ fn a_pointer_cast_like_a_multi_buffers_in_its_loop_is_used_through_the_multi_buf
             .collect();
         assert_eq!(casts, ["%a", "%s", "%b", "%c"], "{printed}");
         let consts: Vec<String> = offsets.iter().map(|o| format!("%c{o}_i64_npu")).collect();
-        let cast_a = format!("%a = hivm.hir.pointer_cast({}) : {UB256}", consts.join(", "));
+        let cast_a = format!(
+            "%a = hivm.hir.pointer_cast({}) : {UB256}",
+            consts.join(", ")
+        );
         assert!(printed.contains(&cast_a), "{printed}");
         let ops: Vec<&str> = printed
             .lines()
@@ -714,17 +717,29 @@ fn a_fixpipe_source_is_no_dma_buffer_so_l0c_multi_buffers_of_two_loops_share() {
             let args = &args[..args.find(')')?];
             Some(
                 args.split(", ")
-                    .map(|c| c.trim_start_matches("%c").trim_end_matches("_i64_npu").to_string())
+                    .map(|c| {
+                        c.trim_start_matches("%c")
+                            .trim_end_matches("_i64_npu")
+                            .to_string()
+                    })
                     .collect(),
             )
         })
         .collect();
     assert_eq!(
         casts,
-        [vec!["0"], vec!["0"], vec!["16384", "49152"], vec!["16384", "49152"]],
+        [
+            vec!["0"],
+            vec!["0"],
+            vec!["16384", "49152"],
+            vec!["16384", "49152"]
+        ],
         "{printed}"
     );
-    assert!(printed.contains("%qs = memref.subview %q[0, 0]"), "{printed}");
+    assert!(
+        printed.contains("%qs = memref.subview %q[0, 0]"),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -810,5 +825,8 @@ fn hivms_stage_2_keeps_a_buffer_off_its_own_loops_bytes_before_level_0() {
   return
 }
 "#;
-    assert_eq!(planned_offsets("opt_stage2", text), ["0", "98304", "163840", "163840"]);
+    assert_eq!(
+        planned_offsets("opt_stage2", text),
+        ["0", "98304", "163840", "163840"]
+    );
 }
