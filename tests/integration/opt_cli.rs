@@ -830,3 +830,50 @@ fn hivms_stage_2_keeps_a_buffer_off_its_own_loops_bytes_before_level_0() {
         ["0", "98304", "163840", "163840"]
     );
 }
+
+#[test]
+fn a_merge_into_a_multi_buffers_cast_is_its_functions_own() {
+    // @f merges %s into the marked %a (s dies at the vadd writing a: one entry, two slots, both
+    // casts at 0 and 512); @g has a %s of its own and no mark, so its uses stay `%s`.
+    let text = format!(
+        "func.func @f(%x: {GM256}) {{
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c2 step %c1 {{
+    %s = memref.alloc() : {UB256}
+    %a = memref.alloc() : {UB256}
+    annotation.mark %a {{hivm.multi_buffer = 2 : i32}} : {UB256}
+    hivm.hir.load ins(%x : {GM256}) outs(%s : {UB256})
+    hivm.hir.vadd ins(%s, %s : {UB256}, {UB256}) outs(%a : {UB256})
+    hivm.hir.store ins(%a : {UB256}) outs(%x : {GM256})
+  }}
+  return
+}}
+func.func @g(%x: {GM256}) {{
+  %s = memref.alloc() : {UB256}
+  hivm.hir.load ins(%x : {GM256}) outs(%s : {UB256})
+  hivm.hir.store ins(%s : {UB256}) outs(%x : {GM256})
+  return
+}}
+"
+    );
+    let f = write("opt_merge_per_function", &text);
+    let out = npusim(&["opt", &f, "-hivm-plan-memory"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let g = &printed[printed.find("func.func @g").expect("@g printed")..];
+    assert!(
+        g.contains(&format!(
+            "hivm.hir.load ins(%x : {GM256}) outs(%s : {UB256})"
+        )),
+        "{printed}"
+    );
+    let f_part = &printed[..printed.find("func.func @g").unwrap_or(0)];
+    assert!(
+        f_part.contains(&format!(
+            "hivm.hir.load ins(%x : {GM256}) outs(%a : {UB256})"
+        )),
+        "{printed}"
+    );
+}

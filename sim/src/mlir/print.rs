@@ -165,6 +165,7 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         marked: Default::default(),
         enclosing: Vec::new(),
         casts_marked: Vec::new(),
+        merged: Vec::new(),
     };
     for a in &edits.aliases {
         p.line(0, a);
@@ -215,6 +216,8 @@ struct Printer<'a> {
     /// region holds each after HIVM's move (its scf.for, else its parent), its type text,
     /// offsets and name.
     casts_marked: Vec<MarkedCast>,
+    /// The names [`Printer::merge_into_marked`] renamed in the current function.
+    merged: Vec<String>,
 }
 
 /// A multi-buffer's pointer_cast, as fixMultibufferEnabledPointerCastOps remembers it.
@@ -415,6 +418,10 @@ impl Printer<'_> {
                     self.marked.clear();
                     marked_allocs(std::slice::from_ref(op), &mut self.marked);
                     self.casts_marked.clear();
+                    // a merge is the function's own: names may repeat in the next one
+                    for n in std::mem::take(&mut self.merged) {
+                        self.rename.remove(&n);
+                    }
                 }
                 let is_for = matches!(op.kind, OpKind::For { .. });
                 self.enclosing.push((op.span.start.offset, is_for));
@@ -572,6 +579,7 @@ impl Printer<'_> {
             .find(|m| holds(m.scope) && m.ty == ty && m.offsets == offsets)
         {
             self.rename.insert(name.to_string(), m.name.clone());
+            self.merged.push(name.to_string());
         }
     }
 
