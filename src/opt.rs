@@ -916,6 +916,10 @@ fn plan_function(
     // an MLIR alloc in a loop body is a new value every iteration
     opts.plan.fresh_loop_allocs = true;
     opts.plan.inplace_through_select = true;
+    // HIVM's DMA class as its code has it: a fixpipe's source is not a DMA buffer
+    opts.plan.dma_without_fix = true;
+    // and its stage 2 between levels 2 and 1: no sharing within one innermost loop
+    opts.plan.hivm_stage2 = true;
     // HIVM's ties: PlanMemory plans with shuffle seed 0, then 1..19 while a scope overflows,
     // and keeps the first plan that fits (docs/planner.md, "Ties, as HIVM decides them")
     let mut attempt = 0;
@@ -957,23 +961,6 @@ fn plan_function(
             }
             if let Some(offs) = by_name.get(site.buffer.as_str()) {
                 edits.offsets.insert(site.pos.offset, offs.to_vec());
-            }
-        }
-        // an output inplaced into a multi-buffer is used through the multi-buffer's value
-        let ssa = |b: sim::BufferId| {
-            let name = &program.buffers[b.index()].name;
-            loaded
-                .lowered
-                .allocs
-                .iter()
-                .find(|a| &a.buffer == name)
-                .map(|a| a.ssa.clone())
-        };
-        for &(gen, kill) in &prepared.planned.applied {
-            if program.buffers[kill.index()].multi > 1 {
-                if let (Some(g), Some(k)) = (ssa(gen), ssa(kill)) {
-                    edits.rename.insert(g, k);
-                }
             }
         }
     }

@@ -99,6 +99,10 @@ pub struct Entry {
     pub pipes: Vec<Pipe>,
     /// HIVM §1.8 DMA buffer: destination of an MTE2 op, or source of an MTE3 or FIX op.
     pub dma: bool,
+    /// The DMA buffer of bishengir-opt 1.2.0's code (`OptMemPlanForDma::build`): destination
+    /// of an MTE2 op or source of an MTE3 op; a FIX op's source is not one
+    /// ([`crate::PlanOptions::dma_without_fix`]).
+    pub dma_mte: bool,
     /// HIVM §1.8 scalar buffer: touched by `sload`/`sstore`.
     pub scalar: bool,
 }
@@ -413,13 +417,19 @@ pub fn liveness_with(
             // iteration, so nothing of it is carried round (its gen..kill is within the body)
             // (a fresh alloc can only be carried round a loop its declaration is around: one
             // in a sibling loop's body is out of scope there, not live)
+            // (nor round a loop inside its own that does not touch it: what the dataflow sees
+            // live there came round the outer loop's back edge, which a fresh alloc has not)
+            let touched_in = {
+                let i = touched.partition_point(|&p| p < span.first);
+                touched.get(i).is_some_and(|&p| p <= span.last)
+            };
             let carried = body_start < span.last
                 && (!fresh
                     || buffers
                         .iter()
                         .any(|&m| match program.buffer(m).declared_in {
                             None => true,
-                            Some(d) => d != l && loop_within(program, l, d),
+                            Some(d) => d != l && loop_within(program, l, d) && touched_in,
                         }))
                 && in_window(body_start)
                 && reach_in[body_start - window.map_or(0, |w| w.0)]
@@ -520,12 +530,13 @@ pub fn liveness_with(
             }
             lifetime = vec![Interval::new(first, last)];
         }
-        let (pipes, dma, scalar) = classify(program, &entry_ops[e]);
+        let (pipes, (dma, dma_mte), scalar) = classify(program, &entry_ops[e]);
         out_entries.push(Entry {
             buffers,
             lifetime,
             pipes,
             dma,
+            dma_mte,
             scalar,
         });
     }
@@ -936,10 +947,11 @@ fn ops_by_entry(program: &Program, b: &Builder, entries: usize) -> Vec<Vec<(OpId
     out
 }
 
-/// Pipes touching an entry and HIVM's DMA / scalar classes (§1.8), from the entry's ops.
-fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, bool, bool) {
+/// Pipes touching an entry, HIVM's DMA class (§1.8, and as bishengir-opt 1.2.0's code has it:
+/// [`Entry::dma_mte`]) and scalar class, from the entry's ops.
+fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, (bool, bool), bool) {
     let mut pipes = Vec::new();
-    let (mut dma, mut scalar) = (false, false);
+    let (mut dma, mut dma_mte, mut scalar) = (false, false, false);
     for &(id, read, written) in ops {
         let op = program.op(id);
         pipes.extend(op.pipe);
@@ -947,8 +959,9 @@ fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, bool, 
             pipes.extend([Pipe::Mte1, Pipe::M]);
         }
         match op.pipe {
-            Some(Pipe::Mte2) if written => dma = true,
-            Some(Pipe::Mte3 | Pipe::Fix) if read => dma = true,
+            Some(Pipe::Mte2) if written => (dma, dma_mte) = (true, true),
+            Some(Pipe::Mte3) if read => (dma, dma_mte) = (true, true),
+            Some(Pipe::Fix) if read => dma = true,
             _ => {}
         }
         if matches!(op.kind, OpKind::Sload { .. } | OpKind::Sstore { .. }) {
@@ -957,7 +970,7 @@ fn classify(program: &Program, ops: &[(OpId, bool, bool)]) -> (Vec<Pipe>, bool, 
     }
     pipes.sort();
     pipes.dedup();
-    (pipes, dma, scalar)
+    (pipes, (dma, dma_mte), scalar)
 }
 
 #[cfg(test)]

@@ -56,13 +56,18 @@ pub fn plan_program(
     config: &Config,
     opts: &PlanOptions,
 ) -> Result<Planned, PlanFailure> {
-    let live = crate::liveness::liveness_with(
+    let mut live = crate::liveness::liveness_with(
         program,
         opts.liveness,
         opts.reads_unwritten,
         &opts.allocs_after,
         opts.fresh_loop_allocs,
     )?;
+    if opts.dma_without_fix {
+        for e in &mut live.entries {
+            e.dma = e.dma_mte;
+        }
+    }
     let inplace = inplace_pairs_with(
         program,
         &live,

@@ -33,6 +33,10 @@ pub struct StorageEntry {
     pub unique: bool,
     /// The innermost loop enclosing the declaration of the entry's first kill-side buffer.
     pub loop_parent: Option<OpId>,
+    /// HIVM `GetBufferParentLoop`: the innermost loop of every member's declaration when
+    /// they all have the same one, else `None` (also for a member in no loop). HIVM's stage 2
+    /// keeps entries with equal values apart, `None` included.
+    pub hivm_loop: Option<OpId>,
     /// `at:` offsets: the entry is not planned.
     pub fixed: Option<Vec<u64>>,
 }
@@ -101,6 +105,10 @@ pub(super) fn entries_in_order(
                     .unwrap_or(1),
                 unique: members.iter().any(|&b| program.buffer(b).unique),
                 loop_parent: program.buffer(first).loop_parent,
+                hivm_loop: {
+                    let lp = program.buffer(first).loop_parent;
+                    lp.filter(|_| members.iter().all(|&b| program.buffer(b).loop_parent == lp))
+                },
                 classes: vec![(le.dma, le.scalar)],
                 lifetime: le.lifetime.clone(),
                 inplace: Vec::new(),
@@ -140,6 +148,9 @@ pub(super) fn entries_in_order(
         ke.size = ke.size.max(ge.size);
         ke.multi = ke.multi.max(ge.multi);
         ke.unique |= ge.unique;
+        if ke.hivm_loop != ge.hivm_loop {
+            ke.hivm_loop = None;
+        }
         rep[g] = k;
     }
     // first-write order of the entries (by their kill-side root)
@@ -293,6 +304,7 @@ pub(super) mod testing {
             classes: vec![(false, false)],
             unique: false,
             loop_parent: Some(OpId::new(0)),
+            hivm_loop: Some(OpId::new(0)),
             fixed: None,
         }
     }

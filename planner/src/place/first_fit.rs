@@ -18,6 +18,14 @@
 //!   multi-buffer over them, a multi-buffer takes the first N of them;
 //! - level 0 [stage 0]: lifetimes only.
 //!
+//! With [`Placer::stage2`] (`npusim opt`), HIVM's stage 2 is tried between levels 2 and 1: a
+//! slot shares bytes with any slot but those of entries in its own innermost loop (HIVM
+//! `PipeConflictInSameLoop`; entries in no single loop count as one loop). Inside the placer
+//! levels are HIVM's stage numbers (3, 2, 1, 0), so HIVM's rollback, one stage lower, steps
+//! through stage 2 as it does; without `stage2` stage 2 places nothing, which is npusim's
+//! 2 -> 1. [`Placer::single_level`], [`Placer::multi_level`] and [`Placer::result`] speak
+//! npusim's levels.
+//!
 //! Stage 0, at every level: two entries whose inclusive lifetimes share a position conflict,
 //! except a pair listed as touch-allowed sharing exactly one position; a `unique` entry
 //! conflicts with everything.
@@ -75,6 +83,26 @@ pub(super) struct Placer<'a> {
     slot_at: Vec<Vec<usize>>,
     /// Entry pairs `(a, b)`, both orders, that some touch pair names.
     touch_entries: std::collections::HashSet<(usize, usize)>,
+    /// Try HIVM's stage 2 between levels 2 and 1 ([`super::PlanOptions::hivm_stage2`]).
+    pub(super) stage2: bool,
+}
+
+/// Stage 3, HIVM's number for npusim's level 2 inside the placer.
+const L3: u8 = 3;
+
+/// npusim's level (0..=2) as the placer's stage number.
+fn stage_of(level: u8) -> u8 {
+    if level >= 2 {
+        L3
+    } else {
+        level
+    }
+}
+
+/// A stage number as npusim's level: stage 2 is reported as level 2 (a share by a rule
+/// above level 1's).
+fn level_of(stage: u8) -> u8 {
+    stage.min(2)
 }
 
 /// How many rollbacks a scope may take before it is declared full.
@@ -174,6 +202,7 @@ impl<'a> Placer<'a> {
             loop_id,
             slot_at,
             touch_entries,
+            stage2: false,
         };
         for r in fixed {
             p.index_add(&r, p.fixed.len());
@@ -401,19 +430,34 @@ impl<'a> Placer<'a> {
         if level == 1 {
             return self.try_level1(idx);
         }
+        if level == 2 && !self.stage2 {
+            return false;
+        }
         // Stage 0's ranges are found through the time index; unique slots and (at level 2)
         // other pipeline classes through one byte union.
         let unique = self.entries[e].unique;
-        let bad = if unique {
+        let mut bad = if unique {
             Default::default()
         } else {
             self.bad_ranges(e)
         };
+        if level == 2 && !unique {
+            // stage 2: the slots of entries in e's own innermost loop block it too
+            let lp = self.entries[e].hivm_loop;
+            let mut v: Vec<(u64, u64)> = bad.as_ref().clone();
+            v.extend(
+                self.all()
+                    .filter(|r| self.entries[r.entry].hivm_loop == lp && self.size(r.entry) > 0)
+                    .map(|r| (r.offset, r.offset + self.size(r.entry))),
+            );
+            v.sort_unstable();
+            bad = std::rc::Rc::new(v);
+        }
         let forbid = self.forbid.filter(|f| f.0 == idx).map(|f| f.1);
         let ix = &self.index;
         let u = if unique {
             &ix.all
-        } else if level == 2 {
+        } else if level == L3 {
             &ix.mask[self.mask2[e] as usize]
         } else {
             &ix.mask[0]
@@ -642,6 +686,7 @@ impl<'a> Placer<'a> {
 
     /// Every slot at one level, no rollback (passes C and the level-0 peak).
     pub(super) fn single_level(&mut self, level: u8) -> bool {
+        let level = stage_of(level);
         for idx in 0..self.order.len() {
             if self.placed[idx].is_none() && !self.try_place(idx, level) {
                 return false;
@@ -652,6 +697,7 @@ impl<'a> Placer<'a> {
 
     /// Pass D: levels `max` .. 0 per slot, with rollback.
     pub(super) fn multi_level(&mut self, max: u8) -> bool {
+        let max = stage_of(max);
         let cap = self.cap.unwrap_or(u64::MAX);
         let n = self.order.len();
         let (mut i, mut spec_level, mut spec_start, mut rollbacks) = (0usize, max, 0usize, 0);
@@ -732,7 +778,7 @@ impl<'a> Placer<'a> {
             if let Some(s) = offs[r.entry].get_mut(r.k as usize) {
                 *s = Some(r.offset);
             }
-            let l = if r.fresh { top } else { r.level };
+            let l = if r.fresh { top } else { level_of(r.level) };
             level[r.entry] = level[r.entry].min(l);
         }
         debug_assert!(
@@ -866,11 +912,36 @@ mod tests {
         let mut p = Placer::new(&entries, &o, &[], 32, Some(2 * U));
         assert!(p.try_place(0, 0));
         assert!(p.try_place(2, 0), "slot 1 of a");
-        assert!(!p.try_place(1, 2), "no room at level 2");
+        assert!(!p.try_place(1, L3), "no room at level 2");
         assert!(p.try_place(1, 1));
         assert_eq!(p.result(2).0, [vec![0, U], vec![0]]);
         assert_eq!(p.upgraded[1], [U]);
         assert_eq!(p.result(2).1[1], 1);
+    }
+
+    #[test]
+    fn stage2_keeps_an_entry_off_its_own_loops_bytes_only() {
+        // a and b in loop 7, c in loop 9, c live with a: at stage 2 b (dead a, dead c) may not
+        // take a's bytes (same loop) but may take c's; off, stage 2 places nothing
+        let mut a = e(0, 0, 1);
+        let mut c = e(1, 0, 1);
+        let mut b = e(2, 2, 3);
+        a.hivm_loop = Some(OpId::new(7));
+        b.hivm_loop = Some(OpId::new(7));
+        c.hivm_loop = Some(OpId::new(9));
+        let entries = [a, c, b];
+        let o = order(&entries);
+        let mut p = Placer::new(&entries, &o, &[], 32, None);
+        assert!(!p.try_place(0, 2), "stage 2 is off");
+        p.stage2 = true;
+        for i in 0..3 {
+            assert!(p.try_place(i, 2));
+        }
+        assert_eq!(p.result(2).0, [vec![0], vec![U], vec![U]]);
+        // at level 0 b takes the lowest free bytes, a's
+        let mut p = Placer::new(&entries, &o, &[], 32, None);
+        assert!(p.single_level(0));
+        assert_eq!(p.result(0).0, [vec![0], vec![U], vec![0]]);
     }
 
     #[test]

@@ -92,6 +92,15 @@ pub struct PlanOptions {
     /// them where npusim's program does not show it (`npusim opt`, from the lowering). Empty
     /// for npusim's own programs.
     pub as_written: Vec<(OpId, AsWritten)>,
+    /// A FIX op's source is not a DMA buffer (`npusim opt`): bishengir-opt 1.2.0's
+    /// `OptMemPlanForDma` counts only MTE2 destinations and MTE3 sources, so at level 2 an
+    /// L0C buffer a fixpipe reads shares bytes with others by lifetime. Off, npusim's own
+    /// plans keep HIVM's documented class (§1.8), which counts FIX sources too.
+    pub dma_without_fix: bool,
+    /// Try HIVM's stage 2 between levels 2 and 1 (`npusim opt`): a slot may share bytes with
+    /// any slot outside its own innermost loop (PlanMemory's `PipeConflictInSameLoop`), even
+    /// one of another pipeline class. Off, npusim's own plans keep levels 2/1/0.
+    pub hivm_stage2: bool,
 }
 
 /// `order` with each list's buffers in the places they hold there, taken in the list's order
@@ -145,6 +154,8 @@ impl Default for PlanOptions {
             allocs_after: Vec::new(),
             fresh_loop_allocs: false,
             as_written: Vec::new(),
+            dma_without_fix: false,
+            hivm_stage2: false,
         }
     }
 }
@@ -292,6 +303,7 @@ pub fn place(
                 Some((c, 2))
             } else {
                 let mut d = Placer::new(&entries, &order, touch, align, Some(cap));
+                d.stage2 = opts.hivm_stage2;
                 if slots > 1 && d.multi_level(max) {
                     warnings.push(format!(
                         "[hivm-plan-memory] There reused some dma buffers in {} address space, which may stall pipe. Not reusing dma buffer needs {} bits while {} bits available!",

@@ -28,9 +28,6 @@ pub struct Edits {
     pub erased: std::collections::HashSet<u32>,
     /// Ops printed as other text, by the op name's (line, column): a yield HIVM rewrites.
     pub replace: HashMap<(u32, u32), String>,
-    /// SSA values whose uses print as another value (without `%`): a buffer inplaced into a
-    /// multi-buffer is used through the multi-buffer's own value, as HIVM rewrites it.
-    pub rename: HashMap<String, String>,
     /// Attribute alias definitions (`#map = affine_map<...>`) printed before the chunk's ops,
     /// as MLIR prints the aliases its passes create.
     pub aliases: Vec<String>,
@@ -163,8 +160,12 @@ pub fn print_chunk(src: &str, chunk: &Chunk, edits: &Edits) -> String {
         out: String::new(),
         taken: HashMap::new(),
         first_const: None,
-        rename: edits.rename.clone(),
+        rename: HashMap::new(),
         skip: Default::default(),
+        marked: Default::default(),
+        enclosing: Vec::new(),
+        casts_marked: Vec::new(),
+        merged: Vec::new(),
     };
     for a in &edits.aliases {
         p.line(0, a);
@@ -199,11 +200,32 @@ struct Printer<'a> {
     taken: HashMap<String, ()>,
     /// The first offset constant, printed before this alloc (by offset) instead of first.
     first_const: Option<(u32, String)>,
-    /// [`Edits::rename`], plus the function's own i64 constants that an offset constant
-    /// replaces.
+    /// SSA values whose uses print as another value (without `%`): the function's own i64
+    /// constants that an offset constant replaces, and pointer_casts HIVM merges into a
+    /// multi-buffer's ([`Printer::merge_into_marked`]).
     rename: HashMap<String, String>,
-    /// Ops not printed (by start offset): constants an offset constant replaces.
+    /// Ops not printed (by start offset): constants an offset constant replaces, and
+    /// multi-buffer pointer_casts already printed at the front of their loop body.
     skip: std::collections::HashSet<u32>,
+    /// The allocs of the current function an `annotation.mark` with `hivm.multi_buffer`
+    /// names (any count: HIVM's fixMultibufferEnabledPointerCastOps reads the key only).
+    marked: std::collections::HashSet<String>,
+    /// The ops around the op being printed, outermost first: (start offset, is an scf.for).
+    enclosing: Vec<(u32, bool)>,
+    /// The marked pointer_casts printed so far in the current function: the op whose
+    /// region holds each after HIVM's move (its scf.for, else its parent), its type text,
+    /// offsets and name.
+    casts_marked: Vec<MarkedCast>,
+    /// The names [`Printer::merge_into_marked`] renamed in the current function.
+    merged: Vec<String>,
+}
+
+/// A multi-buffer's pointer_cast, as fixMultibufferEnabledPointerCastOps remembers it.
+struct MarkedCast {
+    scope: Option<u32>,
+    ty: String,
+    offsets: Vec<u64>,
+    name: String,
 }
 
 fn regions(op: &Op) -> Vec<&Region> {
@@ -359,6 +381,7 @@ impl Printer<'_> {
             let _ = ty;
             let whole = one_line(self.text(start, end), usize::MAX);
             let ty_text = type_text(&whole).to_string();
+            self.merge_into_marked(&res, &ty_text, offs);
             self.line(
                 depth,
                 &format!(
@@ -392,7 +415,16 @@ impl Printer<'_> {
                 if let OpKind::Func { .. } = op.kind {
                     self.taken.clear();
                     names(std::slice::from_ref(op), &mut self.taken);
+                    self.marked.clear();
+                    marked_allocs(std::slice::from_ref(op), &mut self.marked);
+                    self.casts_marked.clear();
+                    // a merge is the function's own: names may repeat in the next one
+                    for n in std::mem::take(&mut self.merged) {
+                        self.rename.remove(&n);
+                    }
                 }
+                let is_for = matches!(op.kind, OpKind::For { .. });
+                self.enclosing.push((op.span.start.offset, is_for));
                 let mut from = start;
                 for (i, r) in rs.iter().enumerate() {
                     let Some((open, close)) = self.braces(op, r, from) else {
@@ -433,13 +465,22 @@ impl Printer<'_> {
                                 self.line(depth, &format!("^{l}:"));
                             }
                         }
-                        for o in self.ordered(&b.ops) {
+                        let (front, rest) = self.ordered(&b.ops, is_for);
+                        for o in &front {
+                            self.op(o, depth + 1);
+                        }
+                        // a pointer_cast moved out of an scf.if is not printed again there
+                        for o in &front {
+                            self.skip.insert(o.span.start.offset);
+                        }
+                        for o in rest {
                             self.op(o, depth + 1);
                         }
                     }
                     self.line(depth, "}");
                     from = close + 1;
                 }
+                self.enclosing.pop();
                 if from < end {
                     let tail = one_line(self.text(from, end), usize::MAX);
                     if !tail.is_empty() {
@@ -459,51 +500,87 @@ impl Printer<'_> {
         }
     }
 
-    /// The ops of a block in print order: HIVM moves the pointer_casts of multi-buffers to the
-    /// front of their block, the last one first.
-    fn ordered<'o>(&self, ops: &'o [Op]) -> Vec<&'o Op> {
-        // the allocs HIVM's multi-buffer marks name (not those the plan gave slots to)
-        let marked: Vec<&str> = ops
+    /// The ops of a block in print order, as the ones moved to its front and the rest.
+    /// HIVM's fixMultibufferEnabledPointerCastOps (PlanMemory.cpp) moves the pointer_cast of
+    /// each multi-buffer-marked alloc under an scf.for to the front of that loop's body (out
+    /// of any scf.if between), with its mark after it, one by one in walk order: so the last
+    /// one comes first. A marked alloc under no loop stays where it is.
+    fn ordered<'o>(&self, ops: &'o [Op], is_for: bool) -> (Vec<&'o Op>, Vec<&'o Op>) {
+        if !is_for {
+            return (Vec::new(), ops.iter().collect());
+        }
+        let mut found: Vec<(&'o Op, Vec<&'o Op>)> = Vec::new();
+        self.marked_under(ops, &mut found);
+        let mut front: Vec<&Op> = Vec::new();
+        for (o, marks) in found.into_iter().rev() {
+            front.push(o);
+            front.extend(marks);
+        }
+        let rest = ops
             .iter()
-            .filter(|m| {
-                m.attrs.iter().any(|a| {
-                    a.name == "hivm.multi_buffer"
-                        && !matches!(a.value, Some(super::ast::Attr::Int { value: 1, .. }))
-                })
-            })
-            .filter_map(|m| match &m.kind {
-                OpKind::Mark { target } => Some(target.name.as_str()),
-                _ => None,
-            })
+            .filter(|o| !front.iter().any(|f| std::ptr::eq(*f, *o)))
             .collect();
-        let multi = |o: &Op| {
-            matches!(o.kind, OpKind::Alloc { .. })
+        (front, rest)
+    }
+
+    /// The planned marked allocs under `ops` in walk order, each with the marks naming it in
+    /// its own block; nested loops hold their own.
+    fn marked_under<'o>(&self, ops: &'o [Op], out: &mut Vec<(&'o Op, Vec<&'o Op>)>) {
+        for o in ops {
+            let marked = matches!(o.kind, OpKind::Alloc { .. })
                 && self.edits.offsets.contains_key(&o.span.start.offset)
                 && o.results
                     .first()
-                    .is_some_and(|r| marked.contains(&r.name.as_str()))
-        };
-        // each moves with its `annotation.mark`s
-        let marks_of = |o: &Op| -> Vec<&'o Op> {
-            let Some(r) = o.results.first() else {
-                return Vec::new();
-            };
-            ops.iter()
-                .filter(|m| matches!(&m.kind, OpKind::Mark { target } if target.name == r.name))
-                .collect()
-        };
-        let mut out: Vec<&Op> = Vec::new();
-        let mut moved: Vec<*const Op> = Vec::new();
-        for o in ops.iter().filter(|o| multi(o)).rev() {
-            out.push(o);
-            moved.push(o);
-            for m in marks_of(o) {
-                out.push(m);
-                moved.push(m);
+                    .is_some_and(|r| self.marked.contains(&r.name));
+            if marked {
+                let name = o.results.first().map(|r| r.name.as_str()).unwrap_or("");
+                let marks = ops
+                    .iter()
+                    .filter(|m| matches!(&m.kind, OpKind::Mark { target } if target.name == name))
+                    .collect();
+                out.push((o, marks));
+            }
+            if !matches!(o.kind, OpKind::For { .. }) {
+                for r in regions(o) {
+                    for b in &r.blocks {
+                        self.marked_under(&b.ops, out);
+                    }
+                }
             }
         }
-        out.extend(ops.iter().filter(|o| !moved.contains(&(*o as *const Op))));
-        out
+    }
+
+    /// fixMultibufferEnabledPointerCastOps's second walk: a pointer_cast with no multi-buffer
+    /// mark, of the same type and offsets as a marked one printed before it whose region
+    /// (its loop's, after the move) holds it, has its uses replaced by the marked one's.
+    fn merge_into_marked(&mut self, name: &str, ty: &str, offsets: &[u64]) {
+        let ty: String = ty.split_whitespace().collect();
+        if self.marked.contains(name) {
+            let scope = self
+                .enclosing
+                .iter()
+                .rev()
+                .find(|e| e.1)
+                .or(self.enclosing.last())
+                .map(|e| e.0);
+            self.casts_marked.push(MarkedCast {
+                scope,
+                ty,
+                offsets: offsets.to_vec(),
+                name: name.to_string(),
+            });
+            return;
+        }
+        let holds = |s: Option<u32>| s.is_none_or(|s| self.enclosing.iter().any(|e| e.0 == s));
+        if let Some(m) = self
+            .casts_marked
+            .iter()
+            .rev()
+            .find(|m| holds(m.scope) && m.ty == ty && m.offsets == offsets)
+        {
+            self.rename.insert(name.to_string(), m.name.clone());
+            self.merged.push(name.to_string());
+        }
     }
 
     /// The offset constants of a function: one per distinct offset, in the order its allocs
@@ -675,6 +752,22 @@ pub(crate) fn occurrences(text: &str, name: &str) -> usize {
         from = end;
     }
     n
+}
+
+/// The names of the values an `annotation.mark` with `hivm.multi_buffer` names under `ops`.
+fn marked_allocs(ops: &[Op], out: &mut std::collections::HashSet<String>) {
+    for op in ops {
+        if let OpKind::Mark { target } = &op.kind {
+            if op.attrs.iter().any(|a| a.name == "hivm.multi_buffer") {
+                out.insert(target.name.clone());
+            }
+        }
+        for r in regions(op) {
+            for b in &r.blocks {
+                marked_allocs(&b.ops, out);
+            }
+        }
+    }
 }
 
 fn allocs_in_order(func: &Op) -> Vec<u32> {
