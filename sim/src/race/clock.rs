@@ -47,6 +47,18 @@ impl Clock {
         }
     }
 
+    /// Becomes `k`, which knows at least what this clock knows: the remote part is replaced
+    /// only when `k` has one (without one, this one has none either), so the common one-core
+    /// case is a plain copy.
+    #[inline(always)]
+    pub fn set_to(&mut self, k: Clock) {
+        debug_assert!(k.r.is_some() || self.r.is_none());
+        self.l = k.l;
+        if k.r.is_some() {
+            self.r = k.r;
+        }
+    }
+
     /// Whether instruction `idx` of the own core's pipe `p` is known to have completed.
     #[inline(always)]
     pub fn knows(&self, p: usize, idx: u64) -> bool {

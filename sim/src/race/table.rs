@@ -134,7 +134,7 @@ impl Table {
     /// The indices `lo_i..hi_i` of the slice of records that may overlap `[lo, hi)`: every
     /// overlapping record is in it, and no record before or after it overlaps. Callers still
     /// test each one ([`Rec::overlaps`]).
-    #[inline]
+    #[cfg(test)]
     pub fn candidates(&self, lo: u64, hi: u64) -> (usize, usize) {
         let end = self.recs.partition_point(|r| r.lo < hi);
         // sorted by lo: every record before one ending by lo + max_len ends by then too
@@ -145,16 +145,29 @@ impl Table {
         (start, end)
     }
 
-    /// Records `lo_i..hi_i` (of [`Table::candidates`]).
+    /// The records starting before `hi` (every record that may overlap a range ending there
+    /// is among them), and the longest length of any record: scanned backwards, the records
+    /// overlapping `[lo, hi)` end where one starts `max_len` or more before `lo` (the rule of
+    /// [`Table::candidates`]).
     #[inline]
-    pub fn slice(&self, lo_i: usize, hi_i: usize) -> &[Rec] {
-        &self.recs[lo_i..hi_i]
+    pub fn upto(&self, hi: u64) -> (&[Rec], u64) {
+        let end = self.recs.partition_point(|r| r.lo < hi);
+        (&self.recs[..end], self.max_len)
     }
 
     /// Adds a record, after the ones starting at the same byte.
-    #[inline]
+    #[cfg(test)]
     pub fn insert(&mut self, rec: Rec) {
         let at = self.recs.partition_point(|r| r.lo <= rec.lo);
+        self.max_len = self.max_len.max(rec.hi - rec.lo);
+        self.recs.insert(at, rec);
+    }
+
+    /// Adds a record at index `at`, which must be after the ones starting at or before its
+    /// start and before the others (what [`Table::insert`] finds by a search).
+    #[inline]
+    pub fn insert_at(&mut self, at: usize, rec: Rec) {
+        debug_assert_eq!(at, self.recs.partition_point(|r| r.lo <= rec.lo));
         self.max_len = self.max_len.max(rec.hi - rec.lo);
         self.recs.insert(at, rec);
     }
@@ -227,6 +240,25 @@ mod tests {
         v
     }
 
+    /// The checker's one-pass scan: backwards over [`Table::upto`] until a record starts
+    /// `max_len` or more before `lo`; also where a record starting at `lo` would go.
+    fn scanned(t: &Table, lo: u64, hi: u64) -> (Vec<u64>, usize) {
+        let (recs, max_len) = t.upto(hi);
+        let (mut v, mut at) = (Vec::new(), 0);
+        for (i, r) in recs.iter().enumerate().rev() {
+            if r.lo.saturating_add(max_len) <= lo {
+                at += i + 1;
+                break;
+            }
+            at += usize::from(r.lo <= lo);
+            if r.overlaps(lo, hi) {
+                v.push(r.seq);
+            }
+        }
+        v.sort();
+        (v, at)
+    }
+
     /// Brute force over every record.
     fn brute(recs: &[Rec], lo: u64, hi: u64) -> Vec<u64> {
         let mut v: Vec<u64> = recs
@@ -296,6 +328,8 @@ mod tests {
                 let lo = next(4500);
                 let hi = lo + 1 + next(500);
                 assert_eq!(overlapping(&t, lo, hi), brute(&recs, lo, hi));
+                let at = (0..t.len()).filter(|&i| t.get(i).lo <= lo).count();
+                assert_eq!(scanned(&t, lo, hi), (brute(&recs, lo, hi), at));
             }
         }
     }
