@@ -151,7 +151,11 @@ impl Table {
     /// [`Table::candidates`]).
     #[inline]
     pub fn upto(&self, hi: u64) -> (&[Rec], u64) {
-        let end = self.recs.partition_point(|r| r.lo < hi);
+        // an access past every record (a stream of tiles, each after the last) needs no search
+        let end = match self.recs.last() {
+            Some(r) if r.lo < hi => self.recs.len(),
+            _ => self.recs.partition_point(|r| r.lo < hi),
+        };
         (&self.recs[..end], self.max_len)
     }
 
