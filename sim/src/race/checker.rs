@@ -268,7 +268,11 @@ impl CoreState {
     /// under it is pending, and versions no pending instruction refers to are dropped.
     fn set_s_clock(&mut self, k: Clock) {
         let old = std::mem::replace(&mut self.s_clock, k);
-        if self.pending.iter().any(|q| q.back().is_some_and(|pd| pd.sver == self.s_ver)) {
+        if self
+            .pending
+            .iter()
+            .any(|q| q.back().is_some_and(|pd| pd.sver == self.s_ver))
+        {
             self.snaps.push_back((self.s_ver, old));
         }
         self.s_ver += 1;

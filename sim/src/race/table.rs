@@ -97,6 +97,9 @@ const _: () = assert!(
 #[derive(Clone, Debug)]
 pub(super) struct Table {
     recs: Vec<Rec>,
+    /// Each record's `lo`, in the same order: the search for where a range's candidates end
+    /// reads 8 bytes a record, not a 56-byte record each step.
+    los: Vec<u64>,
     /// The longest `hi - lo` of any record present (an upper bound after removals).
     max_len: u64,
     /// Prune when the table reaches this many records (amortised: twice the live size).
@@ -114,6 +117,7 @@ impl Table {
     pub fn new() -> Table {
         Table {
             recs: Vec::new(),
+            los: Vec::new(),
             max_len: 0,
             prune_at: PRUNE_MIN,
             pipes: 0,
@@ -152,9 +156,9 @@ impl Table {
     #[inline]
     pub fn upto(&self, hi: u64) -> (&[Rec], u64) {
         // an access past every record (a stream of tiles, each after the last) needs no search
-        let end = match self.recs.last() {
-            Some(r) if r.lo < hi => self.recs.len(),
-            _ => self.recs.partition_point(|r| r.lo < hi),
+        let end = match self.los.last() {
+            Some(&lo) if lo < hi => self.los.len(),
+            _ => self.los.partition_point(|&lo| lo < hi),
         };
         (&self.recs[..end], self.max_len)
     }
@@ -163,8 +167,7 @@ impl Table {
     #[cfg(test)]
     pub fn insert(&mut self, rec: Rec) {
         let at = self.recs.partition_point(|r| r.lo <= rec.lo);
-        self.max_len = self.max_len.max(rec.hi - rec.lo);
-        self.recs.insert(at, rec);
+        self.insert_at(at, rec);
     }
 
     /// Adds a record at index `at`, which must be after the ones starting at or before its
@@ -174,6 +177,7 @@ impl Table {
         debug_assert_eq!(at, self.recs.partition_point(|r| r.lo <= rec.lo));
         self.max_len = self.max_len.max(rec.hi - rec.lo);
         self.recs.insert(at, rec);
+        self.los.insert(at, rec.lo);
     }
 
     /// Replaces record `i` by `rec`, which starts at the same byte.
@@ -195,6 +199,7 @@ impl Table {
             let r = self.recs[i];
             if keep(&r) {
                 self.recs[kept] = r;
+                self.los[kept] = r.lo;
                 kept += 1;
                 max_len = max_len.max(r.hi - r.lo);
             } else {
@@ -202,6 +207,7 @@ impl Table {
             }
         }
         self.recs.truncate(kept);
+        self.los.truncate(kept);
         self.max_len = max_len;
     }
 }
