@@ -1377,6 +1377,72 @@ mod tests {
         assert!(h.iter().all(|h| h.first.core != h.second.core));
     }
 
+    /// A core with nothing issued, `events` flag ids per pipe pair.
+    fn idle_core(events: usize) -> super::CoreState {
+        super::CoreState {
+            part: 0,
+            issued: [0; super::NP],
+            s_clock: super::Clock::ZERO,
+            known: Default::default(),
+            pending: Default::default(),
+            front: [u64::MAX; super::NP],
+            s_ver: 0,
+            joined: [0; super::NP],
+            snaps: Default::default(),
+            accs: Default::default(),
+            stages: Default::default(),
+            flags: vec![None; super::NP * super::NP * events],
+        }
+    }
+
+    /// S's clock after `n` of its own ops.
+    fn s_after(n: u64) -> super::Clock {
+        let mut k = super::Clock::ZERO;
+        k.advance(super::S, n);
+        k
+    }
+
+    fn send(core: &mut super::CoreState, pipe: Pipe, seq: u64) {
+        let p = pipe.index();
+        core.pending[p].push_back(super::Pending {
+            seq,
+            idx: 0,
+            sver: core.s_ver,
+            kind: super::Kind::Work,
+            op: 0,
+            nacc: 0,
+        });
+    }
+
+    #[test]
+    fn an_instruction_sees_what_s_knew_when_it_was_sent_not_later() {
+        let mut core = idle_core(1);
+        let (mte3, v) = (Pipe::Mte3, Pipe::V);
+        send(&mut core, mte3, 1); // sent under version 0: S knew nothing
+        core.set_s_clock(s_after(1));
+        core.set_s_clock(s_after(2)); // version 1 had no instruction: not kept
+        send(&mut core, v, 2); // sent under version 2
+        core.set_s_clock(s_after(3));
+        let versions: Vec<u64> = core.snaps.iter().map(|s| s.0).collect();
+        assert_eq!(versions, vec![0, 2]);
+        assert_eq!(core.snap(0), &super::Clock::ZERO);
+        assert_eq!(core.snap(2), &s_after(2));
+        assert_eq!(core.snap(3), &s_after(3));
+        // the pipe's lower bound is what S knew when it sent its oldest pending instruction
+        assert_eq!(core.lower_bound(mte3.index()), super::Clock::ZERO);
+        assert_eq!(core.lower_bound(v.index()), s_after(2));
+        // once MTE3's instruction started, version 0 goes at S's next change
+        core.pending[mte3.index()].pop_front();
+        core.set_s_clock(s_after(4));
+        let versions: Vec<u64> = core.snaps.iter().map(|s| s.0).collect();
+        assert_eq!(versions, vec![2]);
+        assert_eq!(core.lower_bound(mte3.index()), s_after(4));
+        // nothing pending: nothing kept
+        core.pending[v.index()].pop_front();
+        core.set_s_clock(s_after(5));
+        assert!(core.snaps.is_empty());
+    }
+
     #[test]
     fn a_long_launch_keeps_few_records() {
         // each block rewrites its row many times while a V wait issued before each store is
