@@ -50,8 +50,9 @@ struct Pending {
     seq: u64,
     /// Its index on its pipe.
     idx: u64,
-    /// What S knew when it sent it.
-    snap: Clock,
+    /// The version of S's clock when S sent it ([`CoreState::s_ver`]): what S knew then is
+    /// [`CoreState::snap`] of it (kept once per version, not copied into every instruction).
+    sver: u64,
     kind: Kind,
     op: u32,
     /// How many accesses it has in its pipe's access queue.
@@ -218,6 +219,18 @@ struct CoreState {
     /// knew when sending it).
     known: [Clock; NP],
     pending: [VecDeque<Pending>; NP],
+    /// The sequence number at the front of each pipe's `pending` (`u64::MAX`: none), kept
+    /// beside the queues so that finding a started instruction's pipe and the oldest pending
+    /// one reads one array, not seven queues.
+    front: [u64; NP],
+    /// How many times `s_clock` has changed: S's clock only grows, so a pipe that has joined
+    /// version `v` knows every snapshot of S up to `v`.
+    s_ver: u64,
+    /// Per pipe, the version of S's clock that `known[p]` already includes.
+    joined: [u64; NP],
+    /// S's clock at each earlier version some instruction still pending was sent under,
+    /// oldest first (the current version's is `s_clock`).
+    snaps: VecDeque<(u64, Clock)>,
     accs: [VecDeque<Acc>; NP],
     /// The start clocks of MTE1 parts whose M part has not started.
     stages: VecDeque<Clock>,
@@ -234,19 +247,50 @@ impl CoreState {
         }
         let mut f = self.known[p].clone();
         match self.pending[p].front() {
-            Some(pd) => f.join(&pd.snap),
+            Some(pd) => f.join(self.snap(pd.sver)),
             None => f.join(&self.s_clock),
         }
         f
     }
 
-    /// The smallest sequence number issued on this core and not started.
-    fn oldest_pending(&self) -> u64 {
-        self.pending
+    /// What S knew at version `ver` of its clock (one a pending instruction was sent under).
+    #[inline]
+    fn snap(&self, ver: u64) -> &Clock {
+        if ver == self.s_ver {
+            return &self.s_clock;
+        }
+        let i = self.snaps.partition_point(|(v, _)| *v < ver);
+        debug_assert_eq!(self.snaps.get(i).map(|s| s.0), Some(ver));
+        &self.snaps[i].1
+    }
+
+    /// S's clock becomes `k` (a new version): the old one is kept while an instruction sent
+    /// under it is pending, and versions no pending instruction refers to are dropped.
+    fn set_s_clock(&mut self, k: Clock) {
+        let old = std::mem::replace(&mut self.s_clock, k);
+        if self
+            .pending
             .iter()
-            .filter_map(|q| q.front().map(|p| p.seq))
+            .any(|q| q.back().is_some_and(|pd| pd.sver == self.s_ver))
+        {
+            self.snaps.push_back((self.s_ver, old));
+        }
+        self.s_ver += 1;
+        let oldest = self
+            .pending
+            .iter()
+            .filter_map(|q| q.front().map(|pd| pd.sver))
             .min()
-            .unwrap_or(u64::MAX)
+            .unwrap_or(self.s_ver);
+        while self.snaps.front().is_some_and(|(v, _)| *v < oldest) {
+            self.snaps.pop_front();
+        }
+    }
+
+    /// The smallest sequence number issued on this core and not started.
+    #[inline]
+    fn oldest_pending(&self) -> u64 {
+        self.front.iter().copied().fold(u64::MAX, u64::min)
     }
 }
 
@@ -354,6 +398,10 @@ impl<'p> RaceChecker<'p> {
                 s_clock: Clock::ZERO,
                 known: Default::default(),
                 pending: Default::default(),
+                front: [u64::MAX; NP],
+                s_ver: 0,
+                joined: [0; NP],
+                snaps: VecDeque::new(),
                 accs: Default::default(),
                 stages: VecDeque::new(),
                 flags: vec![None; NP * NP * events],
@@ -544,14 +592,29 @@ impl<'p> RaceChecker<'p> {
     fn access(&mut self, c: usize, pipe: usize, pd: &Pending, k: &Clock, a: Acc) {
         let t = a.table as usize;
         let table = &self.tables[t];
-        let (lo_i, hi_i) = table.candidates(a.lo, a.hi);
+        // The records that may overlap, scanned from the last one starting before the access
+        // ends backwards until one starts more than the longest length before it (one pass,
+        // no second search: `Table::candidates` is the same rule).
+        let (recs, max_len) = table.upto(a.hi);
         self.found.clear();
         let core = c as u16;
         // the one record this access may replace (same core, op, pipe and direction, inside its
-        // range; and its bytes inside this access's, checked once it is chosen)
+        // range; and its bytes inside this access's, checked once it is chosen): the first
+        // such, and whether there are more
         let mut subsumed: Option<usize> = None;
         let mut more_subsumed = false;
-        for (i, r) in (lo_i..).zip(table.slice(lo_i, hi_i)) {
+        // where the record goes: after every record starting at or before its start
+        let mut at = 0;
+        let mut i = recs.len();
+        while i > 0 {
+            i -= 1;
+            let r = &recs[i];
+            if r.lo.saturating_add(max_len) <= a.lo {
+                // it and every record before it end by `a.lo`
+                at += i + 1;
+                break;
+            }
+            at += usize::from(r.lo <= a.lo);
             if !r.overlaps(a.lo, a.hi) {
                 continue;
             }
@@ -562,11 +625,8 @@ impl<'p> RaceChecker<'p> {
                 && r.lo >= a.lo
                 && r.hi <= a.hi
             {
-                if subsumed.is_none() {
-                    subsumed = Some(i);
-                } else {
-                    more_subsumed = true;
-                }
+                more_subsumed |= subsumed.is_some();
+                subsumed = Some(i);
             }
             if r.seq == pd.seq || !(r.write || a.write) || ordered(r, k, core) {
                 continue;
@@ -575,6 +635,8 @@ impl<'p> RaceChecker<'p> {
             self.found.push(*r);
         }
         if !self.found.is_empty() {
+            // in table order, as the records are (`report` sorts them stably)
+            self.found.reverse();
             self.report(c, pipe, pd, &a);
         }
         let rec = Rec {
@@ -608,7 +670,7 @@ impl<'p> RaceChecker<'p> {
                 return;
             }
         }
-        self.tables[t].insert(rec);
+        self.tables[t].insert_at(at, rec);
         self.records += 1;
         self.peak_records = self.peak_records.max(self.records);
         if self.tables[t].len() >= self.tables[t].prune_at {
@@ -972,12 +1034,15 @@ impl Observer for RaceChecker<'_> {
         }
         let core = &mut self.cores[c];
         core.issued[p] += 1;
-        // S's ops are complete before S sends anything after them: `s_clock[S]` counts them
-        let snap = core.s_clock.clone();
+        // S's ops are complete before S sends anything after them: `s_clock[S]` counts them,
+        // and the instruction keeps the version of `s_clock` it was sent under
+        if core.pending[p].is_empty() {
+            core.front[p] = issue.seq;
+        }
         core.pending[p].push_back(Pending {
             seq: issue.seq,
             idx,
-            snap,
+            sver: core.s_ver,
             kind,
             op: issue.op.0,
             nacc,
@@ -990,10 +1055,8 @@ impl Observer for RaceChecker<'_> {
     fn on_start(&mut self, seq: u64, _start: u64, _complete: u64) {
         // pipes start in issue order: the instruction is the head of its pipe's queue
         let found = if self.cores.len() == 1 {
-            let q = &self.cores[0].pending;
-            (0..NP)
-                .find(|&p| q[p].front().is_some_and(|pd| pd.seq == seq))
-                .map(|p| (0, p))
+            let front = &self.cores[0].front;
+            (0..NP).find(|&p| front[p] == seq).map(|p| (0, p))
         } else {
             self.at.remove(&seq).map(|(c, p)| (c as usize, p as usize))
         };
@@ -1007,12 +1070,20 @@ impl Observer for RaceChecker<'_> {
             .pop_front()
             .expect("race checker: a pipe starts in issue order");
         debug_assert_eq!(pd.seq, seq);
+        core.front[p] = core.pending[p].front().map_or(u64::MAX, |n| n.seq);
+        // S's clock only grows: S knows its snapshot, and a pipe that joined this version or
+        // a later one knows it too (the join would change nothing)
         let mut k = if p == S {
             core.s_clock.clone()
         } else {
-            core.known[p].clone()
+            // (a copy: pruning during the accesses below reads `known[p]` as it was)
+            let mut k = core.known[p].clone();
+            if pd.sver > core.joined[p] {
+                k.join(core.snap(pd.sver));
+                core.joined[p] = pd.sver;
+            }
+            k
         };
-        k.join(&pd.snap);
         if pd.kind == Kind::MacroM {
             // the M part starts after its MTE1 part has completed
             let stage = core
@@ -1067,9 +1138,9 @@ impl Observer for RaceChecker<'_> {
         if p == S {
             // S's ops are sequential: this one is complete before S does anything else
             k.advance(S, pd.idx + 1);
-            core.s_clock = k;
+            core.set_s_clock(k);
         } else {
-            core.known[p] = k;
+            core.known[p].set_to(k);
         }
     }
 
@@ -1304,6 +1375,72 @@ mod tests {
         let h = hazards(&p);
         assert!(!h.is_empty());
         assert!(h.iter().all(|h| h.first.core != h.second.core));
+    }
+
+    /// A core with nothing issued, `events` flag ids per pipe pair.
+    fn idle_core(events: usize) -> super::CoreState {
+        super::CoreState {
+            part: 0,
+            issued: [0; super::NP],
+            s_clock: super::Clock::ZERO,
+            known: Default::default(),
+            pending: Default::default(),
+            front: [u64::MAX; super::NP],
+            s_ver: 0,
+            joined: [0; super::NP],
+            snaps: Default::default(),
+            accs: Default::default(),
+            stages: Default::default(),
+            flags: vec![None; super::NP * super::NP * events],
+        }
+    }
+
+    /// S's clock after `n` of its own ops.
+    fn s_after(n: u64) -> super::Clock {
+        let mut k = super::Clock::ZERO;
+        k.advance(super::S, n);
+        k
+    }
+
+    fn send(core: &mut super::CoreState, pipe: Pipe, seq: u64) {
+        let p = pipe.index();
+        core.pending[p].push_back(super::Pending {
+            seq,
+            idx: 0,
+            sver: core.s_ver,
+            kind: super::Kind::Work,
+            op: 0,
+            nacc: 0,
+        });
+    }
+
+    #[test]
+    fn an_instruction_sees_what_s_knew_when_it_was_sent_not_later() {
+        let mut core = idle_core(1);
+        let (mte3, v) = (Pipe::Mte3, Pipe::V);
+        send(&mut core, mte3, 1); // sent under version 0: S knew nothing
+        core.set_s_clock(s_after(1));
+        core.set_s_clock(s_after(2)); // version 1 had no instruction: not kept
+        send(&mut core, v, 2); // sent under version 2
+        core.set_s_clock(s_after(3));
+        let versions: Vec<u64> = core.snaps.iter().map(|s| s.0).collect();
+        assert_eq!(versions, vec![0, 2]);
+        assert_eq!(core.snap(0), &super::Clock::ZERO);
+        assert_eq!(core.snap(2), &s_after(2));
+        assert_eq!(core.snap(3), &s_after(3));
+        // the pipe's lower bound is what S knew when it sent its oldest pending instruction
+        assert_eq!(core.lower_bound(mte3.index()), super::Clock::ZERO);
+        assert_eq!(core.lower_bound(v.index()), s_after(2));
+        // once MTE3's instruction started, version 0 goes at S's next change
+        core.pending[mte3.index()].pop_front();
+        core.set_s_clock(s_after(4));
+        let versions: Vec<u64> = core.snaps.iter().map(|s| s.0).collect();
+        assert_eq!(versions, vec![2]);
+        assert_eq!(core.lower_bound(mte3.index()), s_after(4));
+        // nothing pending: nothing kept
+        core.pending[v.index()].pop_front();
+        core.set_s_clock(s_after(5));
+        assert!(core.snaps.is_empty());
     }
 
     #[test]
