@@ -6,7 +6,7 @@
 use super::context::Cx;
 use super::queue::Arg;
 use super::result::{CoreRun, PipeStats, Stall, SyncFinding, WaitOn, Waiter};
-use super::state::{Core, Outgoing, Pending, NP};
+use super::state::{pipes_of, Core, Outgoing, Pending, NP};
 use super::{Activity, Observer, Span};
 use crate::ids::OpId;
 use crate::launch::Slot;
@@ -45,10 +45,7 @@ impl<'p, 'c> Core<'p, 'c> {
             return;
         }
         let (mut a, mut b) = (0u64, 0u64);
-        let mut bits = self.hot.mask;
-        while bits != 0 {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for p in pipes_of(self.hot.mask) {
             let w = self.pipes[p].free;
             if w > a {
                 b = a;

@@ -7,7 +7,7 @@ use super::compiled::{GmSide, NO_MEM};
 use super::context::Cx;
 use super::queue::{chunks_started, Arg, Aux};
 use super::result::Stall;
-use super::state::{Core, INF};
+use super::state::{pipes_of, Core, INF};
 use super::{Activity, Observer, Release, Span};
 use crate::ids::OpId;
 use crate::types::Pipe;
@@ -17,10 +17,7 @@ impl<'p, 'c> Core<'p, 'c> {
     pub(super) fn refresh(&mut self) {
         let dirty = self.hot.dirty & self.hot.mask;
         self.hot.dirty = 0;
-        let mut bits = dirty;
-        while bits != 0 {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for p in pipes_of(dirty) {
             self.hot.cand[p] = self.head_start(p);
             let ring = &self.pipes[p].ring;
             let bit = 1u8 << p;
@@ -32,10 +29,7 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let mut best = INF;
         let mut at = 0;
-        let mut bits = self.hot.mask;
-        while bits != 0 {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for p in pipes_of(self.hot.mask) {
             let c = self.hot.cand[p];
             if c < best {
                 best = c;

@@ -7,7 +7,7 @@ use super::compiled::{Cost, Kind, SOp, NO_MEM};
 use super::context::Cx;
 use super::queue::{Arg, Aux, Entry, Wide};
 use super::result::Stall;
-use super::state::{Core, Fail, Outgoing, Pending, INF, R};
+use super::state::{pipes_of, Core, Fail, Outgoing, Pending, INF, R};
 use super::{Activity, Issue, Observer, Release, Span};
 use crate::ids::OpId;
 use crate::program::ForLoop;
@@ -55,10 +55,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             Pending::BarrierAll { .. } => {
                 let mut done = self.hot.s_time;
-                let mut bits = self.hot.mask;
-                while bits != 0 {
-                    let p = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
+                for p in pipes_of(self.hot.mask) {
                     let ps = &self.pipes[p];
                     if ps.ring.len > 0 {
                         return INF;

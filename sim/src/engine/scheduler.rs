@@ -10,7 +10,7 @@ use super::context::Cx;
 use super::memory::L2;
 use super::queue::Arg;
 use super::result::{Deadlock, Limits, RunError, RunResult, SyncFinding};
-use super::state::{Core, Pending, INF, R};
+use super::state::{pipes_of, Core, Pending, INF, R};
 use super::sync::{deliver, Cross};
 use super::Observer;
 use crate::config::Config;
@@ -445,10 +445,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 return true;
             }
         }
-        let mut bits = self.hot.mask;
-        while bits != 0 {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for p in pipes_of(self.hot.mask) {
             let ps = &self.pipes[p];
             if ps.ring.len > 0 {
                 if let Arg::CrossWait { counter } = ps.ring.front().arg {

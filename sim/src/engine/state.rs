@@ -407,6 +407,19 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 }
 
+/// The pipe indices set in `mask` (a core's pipe mask or dirty bits), lowest first.
+#[inline]
+pub(super) fn pipes_of(mask: u8) -> impl Iterator<Item = usize> {
+    let mut bits = mask;
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            p
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
