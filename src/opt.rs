@@ -821,11 +821,13 @@ fn hivm_orders(loaded: &Loaded, func: &sim::mlir::ast::Op, seed: u32) -> HivmOrd
             .filter_map(|a| buffer_at.get(&a.at.offset).copied())
             .collect()
     };
-    let kills = orders
+    let mut kills: Vec<_> = orders
         .kills
         .iter()
         .filter_map(|(pos, kills)| Some((*op_at.get(&(pos.line, pos.column))?, buffers(kills))))
         .collect();
+    // the planner looks an op up by binary search (stable: equal ops keep their order)
+    kills.sort_by_key(|(op, _)| *op);
     let gens = orders.loop_gens.iter().map(|(_, g)| buffers(g)).collect();
     (kills, gens)
 }

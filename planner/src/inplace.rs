@@ -502,7 +502,7 @@ pub fn inplace_pairs(program: &Program, live: &Liveness) -> InplaceResult {
 
 /// [`inplace_pairs`], trying an op's inputs last first when `last_first`, and before that, at an
 /// op `kill_order` lists, the buffers it lists in its order (`npusim opt`: HIVM's kill list,
-/// whose order is PlanMemory's shuffle, emulated by `sim::mlir::hivm_live`).
+/// whose order is PlanMemory's shuffle, emulated by `sim::mlir::hivm_live`; sorted by op).
 pub fn inplace_pairs_ordered(
     program: &Program,
     live: &Liveness,
@@ -606,7 +606,9 @@ pub fn inplace_pairs_with(
                 .collect();
             // HIVM's kill list names the gen itself when nothing reads it after this op
             let mut self_kill = false;
-            if let Some((_, listed)) = kill_order.iter().find(|(o, _)| *o == id) {
+            // sorted by op: the first entry for this op, without a scan per op
+            let at = kill_order.partition_point(|(o, _)| *o < id);
+            if let Some((_, listed)) = kill_order.get(at).filter(|(o, _)| *o == id) {
                 if listed.contains(&gen) && !kills.iter().any(|&(_, b)| b == gen) {
                     kills.push((gen_o, gen));
                     self_kill = true;

@@ -72,7 +72,7 @@ pub struct PlanOptions {
     /// HIVM's kill order (`npusim opt`, from its emulation of PlanMemory's shuffled liveness,
     /// `sim::mlir::hivm_live`): per op, the buffers that die there in the order PlanMemory tries
     /// them for inplace. An op listed here tries these of its inputs first, in this order, then
-    /// its other inputs in the order above. Empty for npusim's own programs.
+    /// its other inputs in the order above. Sorted by op. Empty for npusim's own programs.
     pub kill_order: Vec<(OpId, Vec<BufferId>)>,
     /// HIVM's loop gen order (`npusim opt`, from the same emulation): per loop, the buffers
     /// declared before it and first written in it, in the order PlanMemory gens them at the
