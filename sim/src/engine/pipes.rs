@@ -27,10 +27,12 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.hot.xheads &= !bit;
             }
         }
+        // S's candidate and those of pipes the core lacks stay INF, so the minimum over the
+        // whole fixed array is the minimum over the core's pipes: a branch-free scan with a
+        // known trip count instead of a walk of the mask's bits (ties: the lowest pipe)
         let mut best = INF;
         let mut at = 0;
-        for p in pipes_of(self.hot.mask) {
-            let c = self.hot.cand[p];
+        for (p, &c) in self.hot.cand.iter().enumerate().skip(1) {
             if c < best {
                 best = c;
                 at = p;
