@@ -468,7 +468,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// [`Core::step`], saying whether anything happened (nothing: the core is done or stuck,
     /// its next event is at INF).
-    #[inline]
+    #[inline(always)]
     fn step_one<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<bool> {
         if self.hot.dirty != 0 {
             self.refresh();
