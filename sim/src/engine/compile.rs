@@ -528,6 +528,7 @@ impl<'p> Compiler<'p, '_> {
             plain: true,
             costed_by_slots: false,
             flag_base: 0,
+            fast: false,
         })
     }
 
@@ -556,6 +557,7 @@ impl<'p> Compiler<'p, '_> {
             plain: true,
             costed_by_slots: false,
             flag_base: base,
+            fast: false,
         })
     }
 
@@ -580,6 +582,7 @@ impl<'p> Compiler<'p, '_> {
             plain: true,
             costed_by_slots: false,
             flag_base: 0,
+            fast: false,
         })
     }
 
@@ -596,6 +599,7 @@ impl<'p> Compiler<'p, '_> {
             let events = self.config.sync.event_ids as u64;
             spec.flag_base = (src.index() * Pipe::COUNT + dst.index()) as u64 * events;
         }
+        spec.fast = spec.is_fast();
         let at = self.out.specs.len() as u32;
         self.out.specs.push(spec);
         self.emit(SOp::Send { spec: at });

@@ -198,6 +198,25 @@ pub(super) struct Spec<'p> {
     /// A set/wait's flag index for id 0: (src × pipes + dst) × event_ids; a `cross_set`'s
     /// mode ([`crate::program::CrossMode::number`]).
     pub flag_base: u64,
+    /// Set when sending needs none of the general preparation: a fixed cost, no gm side
+    /// under the memory system, no operand slots to choose (unless an observer watches
+    /// them) and a kind whose argument is at most a flag index ([`Spec::fast`]).
+    pub fast: bool,
+}
+
+impl Spec<'_> {
+    /// Whether a send of this spec can take the short path ([`Spec::fast`]): what is left
+    /// to do at run time is evaluating a flag id.
+    pub(super) fn is_fast(&self) -> bool {
+        matches!(self.cost, Cost::Fixed { .. })
+            && self.mem == NO_MEM
+            && self.plain
+            && !self.costed_by_slots
+            && matches!(
+                self.kind,
+                Kind::Work | Kind::SetFlag | Kind::WaitFlag | Kind::Barrier
+            )
+    }
 }
 
 /// One gm side of a move under the memory system: the operand, and its runs when static.

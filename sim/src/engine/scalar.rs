@@ -495,11 +495,52 @@ impl<'p, 'c> Core<'p, 'c> {
         Ok(())
     }
 
+    /// [`Core::prepare_send`] of a [`super::compiled::Spec::fast`] spec: its entry is its
+    /// fixed cost and, for a set or a wait, the flag its id names.
+    #[inline(always)]
+    fn prepare_fast(&self, sp: &super::compiled::Spec<'p>) -> R<Outgoing> {
+        let Cost::Fixed { work, startup } = sp.cost else {
+            unreachable!("a fast spec has a fixed cost")
+        };
+        let (mut flag_id, mut flag) = (None, 0);
+        if let Some((src, dst, id)) = sp.flag {
+            let v = self.eval(sp.op, id)?;
+            if v < 0 || v as u64 >= self.events as u64 {
+                return Err(self.bad_flag(sp.op, src, dst, v));
+            }
+            flag = (sp.flag_base + v as u64) as u32;
+            flag_id = Some(v as u32);
+        }
+        let arg = match sp.kind {
+            Kind::SetFlag => Arg::SetFlag { flag },
+            Kind::WaitFlag => Arg::WaitFlag { flag },
+            Kind::Barrier => Arg::Barrier,
+            _ => Arg::Work { conflict: Wide(0) },
+        };
+        Ok(Outgoing {
+            pipe: sp.pipe,
+            entry: Entry {
+                join: 0,
+                work,
+                startup,
+                seq: 0,
+                op: sp.op.0,
+                arg,
+            },
+            aux: Aux::None,
+            flag_id,
+            nslots: 0,
+        })
+    }
+
     #[inline(always)]
     fn prepare_send(&mut self, spec: usize, watched: bool) -> R<Outgoing> {
         let c = self.c;
         let sp = &c.specs[spec];
         let op = sp.op;
+        if sp.fast && !watched {
+            return self.prepare_fast(sp);
+        }
         // the slots only matter to an observer and to a bank cost; choosing them can fail only
         // on an explicit slot or a bounds check
         let nslots = if watched || !sp.plain || sp.costed_by_slots {
