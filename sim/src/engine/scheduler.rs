@@ -267,13 +267,13 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             // a pipe start or S action the global order allows needs no more checks; S running
             // ahead and any event the order does not allow yet do
             let waits = (!exact || running_s) && core.waits_on_cross();
-            let ok = exact || (!core.next_is_global(cx.now) && (!waits || (t < reach && t < due)));
+            let ok = exact || (!core.next_is_global() && (!waits || (t < reach && t < due)));
             if !ok {
                 break t;
             }
             // S runs ahead within the core up to the next bound on its local events
             let horizon = if waits { reach.min(due) } else { INF };
-            if let Err(f) = core.step(horizon, cx) {
+            if let Err(f) = core.step_keyed(t, horizon, cx) {
                 return Err(core.error(*f));
             }
             core.hot.now = cx.now;
@@ -405,7 +405,8 @@ impl<'p, 'c> Core<'p, 'c> {
             _ => self.s_cand(now),
         };
         // a pipe goes before S in the same cycle
-        if s < self.hot.pmin {
+        self.hot.next_s = s < self.hot.pmin;
+        if self.hot.next_s {
             s
         } else {
             self.hot.pmin
@@ -414,18 +415,13 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// Whether the core's next event (after [`Core::key`]) touches what other cores share: a
     /// gm move starting (the L2, HBM), a cross-core set firing or a wait taking a count.
-    fn next_is_global(&self, now: u64) -> bool {
-        // as [`Core::step`] chooses
-        match self.pending {
-            Pending::None if self.hot.s_time < self.hot.pmin => return false,
-            Pending::None => {}
-            Pending::CrossSet { .. } | Pending::CrossWait { .. }
-                if self.s_cand(now) < self.hot.pmin =>
-            {
-                return true
-            }
-            _ if self.s_cand(now) < self.hot.pmin => return false,
-            _ => {}
+    fn next_is_global(&self) -> bool {
+        // as [`Core::key`] chose
+        if self.hot.next_s {
+            return matches!(
+                self.pending,
+                Pending::CrossSet { .. } | Pending::CrossWait { .. }
+            );
         }
         if self.hot.pmin == INF {
             return false;
@@ -464,6 +460,23 @@ impl<'p, 'c> Core<'p, 'c> {
     #[inline]
     fn step<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
         self.step_one(horizon, cx).map(|_| ())
+    }
+
+    /// [`Core::step`] of the event [`Core::key`] has just found at `t` (not INF), with
+    /// nothing changed since: the choice it made is taken, not made again.
+    #[inline(always)]
+    fn step_keyed<O: Observer>(&mut self, t: u64, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
+        debug_assert!(t != INF && self.hot.dirty == 0);
+        if !self.hot.next_s {
+            self.start(self.hot.pmin_pipe as usize, t, cx);
+            Ok(())
+        } else if matches!(self.pending, Pending::None) {
+            self.hot.horizon = horizon;
+            self.run_s(cx)
+        } else {
+            self.fire(t, cx);
+            Ok(())
+        }
     }
 
     /// [`Core::step`], saying whether anything happened (nothing: the core is done or stuck,

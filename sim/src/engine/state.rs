@@ -184,6 +184,9 @@ pub(super) struct Hot {
     pub(super) mask: u8,
     /// Set when a signal changed its counters (the machine recomputes its next event).
     pub(super) woken: bool,
+    /// Whether the next event [`Core::key`] found is S's (else the earliest pipe's start):
+    /// what [`Core::step_keyed`] takes without choosing again.
+    pub(super) next_s: bool,
 }
 
 /// Everything one core owns: its scalar unit, its pipes and queues, its flags, its loop
@@ -299,6 +302,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 xheads: 0,
                 mask: c.pipe_mask & !(1 << Pipe::S.index()),
                 woken: false,
+                next_s: false,
             },
             program,
             c,
