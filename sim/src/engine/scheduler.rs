@@ -1,9 +1,11 @@
-//! The scheduler: the discrete-event machine of a launch ([`Machine`]). The earliest event goes
-//! next: a signal taking effect, then the cores in launch order, and within a core its pipes in
-//! [`crate::types::Pipe`] order, then S ([`Core::key`], [`Core::step`]). One core runs alone
-//! until it fires a signal; several are ordered by a tournament tree ([`MinTree`]), or run
-//! ahead through local events when no observer needs one global order ([`Machine::run`],
-//! relaxed). Nothing on the hot path allocates; the dynamic trace is never stored.
+//! The scheduler: the discrete-event machine of a launch ([`Machine`]), one loop for one core
+//! and for many. The earliest event goes next: a signal taking effect, then the cores in
+//! launch order, and within a core its pipes in [`crate::types::Pipe`] order, then S
+//! ([`Core::key`]). The cores' next events are kept in a tournament tree ([`MinTree`]); the
+//! earliest core takes a turn ([`Machine::turn`]) and runs on while the global order allows,
+//! or, when no observer needs one global order, ahead through its local events (relaxed).
+//! A lone core's turn lasts until it fires a signal due before its next event. Nothing on
+//! the hot path allocates; the dynamic trace is never stored.
 
 use super::compiled::Compiled;
 use super::context::Cx;
@@ -98,54 +100,9 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         for (k, core) in cores.iter_mut().enumerate() {
             tree.set(k, core.key(0));
         }
-        // one core (every single-core run): no tree to keep, S runs ahead to the next signal
-        while cores.len() == 1 && cx.stopped.is_none() {
-            let core = &mut cores[0];
-            if cross.in_flight.is_empty() {
-                // nothing due from outside: the core's own order is the whole order, until it
-                // fires a signal (at itself: a one-block launch's mode-0 set)
-                loop {
-                    match core.step_one(INF, &mut cx) {
-                        Ok(true) => {}
-                        Ok(false) => break,
-                        Err(f) => return Err(core.error(*f)),
-                    }
-                    if !cx.fired.is_empty() || cx.stopped.is_some() {
-                        break;
-                    }
-                }
-                if cx.fired.is_empty() {
-                    break;
-                }
-                for sig in cx.fired.drain(..) {
-                    cross.in_flight.push(Reverse(sig));
-                }
-                continue;
-            }
-            let key = core.key(cx.now);
-            let at = cross.next_at();
-            if at != INF && at <= key {
-                if !Self::deliver_due(&mut cores, &slots, &mut cross, &mut cx, at) {
-                    break;
-                }
-                cores[0].hot.woken = false;
-                cross.woken.clear();
-                continue;
-            }
-            if key == INF {
-                break;
-            }
-            if let Err(f) = core.step(at, &mut cx) {
-                return Err(core.error(*f));
-            }
-            for sig in cx.fired.drain(..) {
-                cross.in_flight.push(Reverse(sig));
-            }
-        }
+        // one loop for one core and for many: the earliest of the next signal and the
+        // cores' next events goes; a core given its turn runs on while the order allows
         loop {
-            if cores.len() == 1 {
-                break; // done above
-            }
             if cx.stopped.is_some() {
                 break;
             }
@@ -167,22 +124,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             if key == INF {
                 break;
             }
-            if relaxed {
-                let core = &mut cores[k];
-                let next = Self::run_ahead(core, &tree, k, &mut cross, &mut cx)?;
-                tree.set(k, next);
-                continue;
-            }
-            // S may run ahead within its core only while no other core or signal is due
-            let horizon = tree.min_except(k).min(at);
-            let core = &mut cores[k];
-            if let Err(f) = core.step(horizon, &mut cx) {
-                return Err(core.error(*f));
-            }
-            for sig in cx.fired.drain(..) {
-                cross.in_flight.push(Reverse(sig));
-            }
-            tree.set(k, core.key(cx.now));
+            let next = Self::turn(&mut cores[k], &tree, k, relaxed, &mut cross, &mut cx)?;
+            tree.set(k, next);
         }
         // every core accounts up to the launch's end: the last core's end, or the last signal's
         // arrival if later (only a set nothing consumed, or a deadlock, arrives after every core
@@ -235,53 +178,77 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
         })
     }
 
-    /// Relaxed scheduling: core `k` (the earliest) processes its events in its own time order
-    /// for as long as that cannot change what another core sees. An event that touches shared
-    /// state (a gm move: the L2 and HBM; a cross-core set or wait: the counters) goes only in
-    /// the global order (before every lower core's next event, not after a higher one's, and
-    /// before any signal due); any other event goes at once, unless the core waits on a
-    /// cross-core counter that a signal not yet fired could raise before that event (the
-    /// earliest such signal arrives `latency` after the earliest other core's next event).
-    fn run_ahead(
+    /// Core `k` (the earliest) takes its turn: it processes its events in its own time order
+    /// for as long as the order allows, and returns its next event's cycle (its key in the
+    /// tree). In the global order (`relaxed` false: an observer sees every event in one
+    /// order, or a lone core) that is while its next event comes before every lower core's,
+    /// not after a higher one's, and before any signal due; S runs ahead within the core up
+    /// to the earliest of those.
+    ///
+    /// Relaxed, an event that touches shared state (a gm move: the L2 and HBM; a cross-core
+    /// set or wait: the counters) still goes only in the global order; any other event goes
+    /// at once, unless the core waits on a cross-core counter that a signal not yet fired
+    /// could raise before that event (the earliest such signal arrives `latency` after the
+    /// earliest other core's next event).
+    #[inline]
+    fn turn(
         core: &mut Core<'p, 'c>,
         tree: &MinTree,
         k: usize,
+        relaxed: bool,
         cross: &mut Cross,
         cx: &mut Cx<'_, O>,
     ) -> Result<u64, RunError> {
         let (lower, upper) = tree.min_split(k);
         let others = lower.min(upper);
         let reach = others.saturating_add(core.xlatency);
-        cx.now = core.hot.now;
-        // the core's next event when it stops: its key in the tree
+        if relaxed {
+            // the core's own clock: the launch's may be ahead of it
+            cx.now = core.hot.now;
+        }
+        // the next signal due changes only when the core fires one
+        let mut due = cross.next_at();
         let next = loop {
             let t = core.key(cx.now);
             if cx.stopped.is_some() || t == INF {
                 break t;
             }
-            let due = cross.next_at();
             // the global order allows it (the first event always is)
             let exact = t < lower && t <= upper && t < due;
-            let running_s =
-                matches!(core.pending, Pending::None) && core.hot.s_time < core.hot.pmin;
-            // a pipe start or S action the global order allows needs no more checks; S running
-            // ahead and any event the order does not allow yet do
-            let waits = (!exact || running_s) && core.waits_on_cross();
-            let ok = exact || (!core.next_is_global() && (!waits || (t < reach && t < due)));
-            if !ok {
-                break t;
-            }
-            // S runs ahead within the core up to the next bound on its local events
-            let horizon = if waits { reach.min(due) } else { INF };
+            let horizon = if !relaxed {
+                if !exact {
+                    break t;
+                }
+                others.min(due)
+            } else {
+                let running_s = core.hot.next_s && matches!(core.pending, Pending::None);
+                // a pipe start or S action the global order allows needs no more checks; S
+                // running ahead and any event the order does not allow yet do
+                let waits = (!exact || running_s) && core.waits_on_cross();
+                let ok =
+                    exact || (!core.next_is_global() && (!waits || (t < reach && t < due)));
+                if !ok {
+                    break t;
+                }
+                if waits {
+                    reach.min(due)
+                } else {
+                    INF
+                }
+            };
             if let Err(f) = core.step_keyed(t, horizon, cx) {
                 return Err(core.error(*f));
             }
-            core.hot.now = cx.now;
-            for sig in cx.fired.drain(..) {
-                cross.in_flight.push(Reverse(sig));
+            if !cx.fired.is_empty() {
+                for sig in cx.fired.drain(..) {
+                    cross.in_flight.push(Reverse(sig));
+                }
+                due = cross.next_at();
             }
         };
-        core.hot.now = core.hot.now.max(cx.now);
+        if relaxed {
+            core.hot.now = core.hot.now.max(cx.now);
+        }
         Ok(next)
     }
 
@@ -376,26 +343,13 @@ impl MinTree {
         }
         (lower, upper)
     }
-
-    /// The earliest key of every core but `k`.
-    #[inline]
-    fn min_except(&self, k: usize) -> u64 {
-        let mut best = INF;
-        let mut i = k + self.leaves;
-        while i > 1 {
-            let sib = self.win[i ^ 1] as usize;
-            best = best.min(self.keys[sib]);
-            i /= 2;
-        }
-        best
-    }
 }
 
 impl<'p, 'c> Core<'p, 'c> {
     // ----- the core's events -------------------------------------------------------------
 
     /// The cycle of the core's next event (INF: none until a signal arrives, or done).
-    #[inline]
+    #[inline(always)]
     fn key(&mut self, now: u64) -> u64 {
         if self.hot.dirty != 0 {
             self.refresh();
@@ -454,15 +408,7 @@ impl<'p, 'c> Core<'p, 'c> {
         false
     }
 
-    /// Processes the core's next event: S runs (ahead until `horizon`, the next event
-    /// elsewhere in the launch, at most), S carries out its pending action, or the earliest
-    /// pipe starts its head.
-    #[inline]
-    fn step<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
-        self.step_one(horizon, cx).map(|_| ())
-    }
-
-    /// [`Core::step`] of the event [`Core::key`] has just found at `t` (not INF), with
+    /// Processes the event [`Core::key`] has just found at `t` (not INF), with
     /// nothing changed since: the choice it made is taken, not made again.
     #[inline(always)]
     fn step_keyed<O: Observer>(&mut self, t: u64, horizon: u64, cx: &mut Cx<'_, O>) -> R<()> {
@@ -477,32 +423,6 @@ impl<'p, 'c> Core<'p, 'c> {
             self.fire(t, cx);
             Ok(())
         }
-    }
-
-    /// [`Core::step`], saying whether anything happened (nothing: the core is done or stuck,
-    /// its next event is at INF).
-    #[inline(always)]
-    fn step_one<O: Observer>(&mut self, horizon: u64, cx: &mut Cx<'_, O>) -> R<bool> {
-        if self.hot.dirty != 0 {
-            self.refresh();
-        }
-        if matches!(self.pending, Pending::None) {
-            if self.hot.s_time < self.hot.pmin {
-                self.hot.horizon = horizon;
-                return self.run_s(cx).map(|()| true);
-            }
-        } else {
-            let sc = self.s_cand(cx.now);
-            if sc < self.hot.pmin {
-                self.fire(sc, cx);
-                return Ok(true);
-            }
-        }
-        if self.hot.pmin != INF {
-            self.start(self.hot.pmin_pipe as usize, self.hot.pmin, cx);
-            return Ok(true);
-        }
-        Ok(false)
     }
 
     // ----- pipes -------------------------------------------------------------------------
