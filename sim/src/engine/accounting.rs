@@ -4,19 +4,12 @@
 //! core's state; changes only its accounting (and empties what a stopped run never started).
 
 use super::context::Cx;
-use super::queue::Arg;
 use super::result::{CoreRun, PipeStats, Stall, SyncFinding, WaitOn, Waiter};
 use super::state::{pipes_of, Core, Outgoing, Pending, NP};
 use super::{Activity, Observer, Span};
 use crate::ids::OpId;
 use crate::launch::Slot;
 use crate::types::Pipe;
-
-fn cross_stalls(stalls: &mut Vec<(Stall, u64)>, table: &[u64]) {
-    for (id, &c) in table.iter().enumerate() {
-        push_stall(stalls, Stall::CrossWait { id: id as u32 }, c);
-    }
-}
 
 fn push_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
     if c > 0 {
@@ -121,7 +114,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
         let mut pipes = Vec::new();
         // S
-        let mut stalls = Vec::new();
+        let mut stalls = self.s_stalls.list(self.events, true);
         for p in Pipe::ALL {
             push_stall(
                 &mut stalls,
@@ -129,9 +122,6 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.s_queue_full[p.index()],
             );
         }
-        push_stall(&mut stalls, Stall::BarrierAll, self.s_barrier_all);
-        self.wait_stalls(&mut stalls, &self.s_wait_flag.clone());
-        cross_stalls(&mut stalls, &self.s_cross_wait);
         let mut s_idle = 0;
         if s_done {
             s_idle = total - self.s_end;
@@ -141,15 +131,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 Pending::Send(Outgoing { pipe, entry, .. }) => {
                     (OpId(entry.op), Stall::QueueFull(pipe))
                 }
-                Pending::BarrierAll { op } => (op, Stall::BarrierAll),
-                Pending::WaitFlag { op, flag, id } => (
-                    op,
-                    Stall::WaitFlag {
-                        src: self.flag_parts(flag).0,
-                        id,
-                    },
-                ),
-                Pending::CrossWait { op, id } => (op, Stall::CrossWait { id }),
+                Pending::Sync { op, arg, .. } => (op, self.stall_of(arg, true)),
                 _ => unreachable!("S deadlocked without waiting"),
             };
             add_stall(&mut stalls, reason, stall);
@@ -175,38 +157,15 @@ impl<'p, 'c> Core<'p, 'c> {
             idle: s_idle,
         });
         for p in self.pipe_list() {
-            let mut stalls = Vec::new();
-            let wait = std::mem::take(&mut self.pipes[p].wait_flag);
-            self.wait_stalls(&mut stalls, &wait);
-            cross_stalls(&mut stalls, &self.pipes[p].cross_wait);
             let ps = &self.pipes[p];
-            push_stall(&mut stalls, Stall::Drain, ps.drain);
-            push_stall(
-                &mut stalls,
-                Stall::WaitMacro { src: Pipe::Mte1 },
-                ps.macro_wait,
-            );
-            push_stall(
-                &mut stalls,
-                Stall::WaitMacro { src: Pipe::M },
-                ps.stage_wait,
-            );
+            let mut stalls = ps.stalls.list(self.events, false);
             let mut starved = ps.starved;
             let mut idle = 0;
             if ps.ring.len > 0 {
                 let head = ps.ring.front();
                 let j = head.join.clamp(ps.free, total);
                 starved += j - ps.free;
-                let reason = match head.arg {
-                    Arg::WaitFlag { flag } => {
-                        let (src, _, id) = self.flag_parts(flag);
-                        Stall::WaitFlag { src, id }
-                    }
-                    Arg::MacroM { .. } => Stall::WaitMacro { src: Pipe::Mte1 },
-                    Arg::Stage { .. } => Stall::WaitMacro { src: Pipe::M },
-                    Arg::CrossWait { counter } => Stall::CrossWait { id: counter },
-                    _ => Stall::Drain,
-                };
+                let reason = self.stall_of(head.arg, false);
                 add_stall(&mut stalls, reason, total - j);
                 if total > j {
                     cx.obs.on_span(&Span {
@@ -249,16 +208,6 @@ impl<'p, 'c> Core<'p, 'c> {
         (1..NP).filter(move |p| mask & (1 << p) != 0)
     }
 
-    fn wait_stalls(&self, stalls: &mut Vec<(Stall, u64)>, table: &[u64]) {
-        for (i, &c) in table.iter().enumerate() {
-            if c > 0 {
-                let src = Pipe::ALL[i / self.events];
-                let id = (i % self.events) as u32;
-                stalls.push((Stall::WaitFlag { src, id }, c));
-            }
-        }
-    }
-
     fn deadlock(&self) -> Vec<Waiter> {
         let core = self.slot;
         let mut waiters = Vec::new();
@@ -269,27 +218,16 @@ impl<'p, 'c> Core<'p, 'c> {
                 op: OpId(entry.op),
                 on: WaitOn::QueueFull(pipe),
             }),
-            Pending::WaitFlag { op, flag, .. } => {
-                let (src, dst, id) = self.flag_parts(flag);
-                waiters.push(Waiter {
-                    core,
-                    pipe: Pipe::S,
-                    op,
-                    on: WaitOn::Flag { src, dst, id },
-                });
+            Pending::Sync { op, arg, .. } => {
+                if let Some(on) = self.wait_on(arg, true) {
+                    waiters.push(Waiter {
+                        core,
+                        pipe: Pipe::S,
+                        op,
+                        on,
+                    });
+                }
             }
-            Pending::BarrierAll { op } => waiters.push(Waiter {
-                core,
-                pipe: Pipe::S,
-                op,
-                on: WaitOn::BarrierAll,
-            }),
-            Pending::CrossWait { op, id } => waiters.push(Waiter {
-                core,
-                pipe: Pipe::S,
-                op,
-                on: WaitOn::Cross { id },
-            }),
             _ => {}
         }
         for p in self.pipe_list() {
@@ -298,16 +236,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 continue;
             }
             let head = ps.ring.front();
-            let on = match head.arg {
-                Arg::WaitFlag { flag } => {
-                    let (src, dst, id) = self.flag_parts(flag);
-                    WaitOn::Flag { src, dst, id }
-                }
-                Arg::MacroM { .. } => WaitOn::Macro { src: Pipe::Mte1 },
-                Arg::Stage { .. } => WaitOn::Macro { src: Pipe::M },
-                Arg::CrossWait { counter } => WaitOn::Cross { id: counter },
-                _ => unreachable!("only flag, cross-core and macro waits can block forever"),
-            };
+            let on = self
+                .wait_on(head.arg, false)
+                .expect("only flag, cross-core and macro waits can block forever");
             waiters.push(Waiter {
                 core,
                 pipe: Pipe::ALL[p],

@@ -6,9 +6,8 @@
 use super::compiled::{GmSide, NO_MEM};
 use super::context::Cx;
 use super::queue::{chunks_started, Arg, Aux};
-use super::result::Stall;
 use super::state::{pipes_of, Core, INF};
-use super::{Activity, Observer, Release, Span};
+use super::{Activity, Observer, Span};
 use crate::ids::OpId;
 use crate::types::Pipe;
 
@@ -65,23 +64,11 @@ impl<'p, 'c> Core<'p, 'c> {
                     INF
                 }
             }
-            Arg::SetFlag { .. } | Arg::Barrier | Arg::CrossSet { .. } => base.max(ps.max_complete),
-            Arg::CrossWait { counter } => {
-                let id = counter as usize;
-                if self.xcount[id] > 0 {
-                    base.max(self.xvisible[id])
-                } else {
-                    INF
-                }
-            }
-            Arg::WaitFlag { flag } => {
-                let f = &self.flags[flag as usize];
-                if f.set {
-                    base.max(f.visible)
-                } else {
-                    INF
-                }
-            }
+            Arg::SetFlag { .. }
+            | Arg::Barrier
+            | Arg::CrossSet { .. }
+            | Arg::CrossWait { .. }
+            | Arg::WaitFlag { .. } => self.sync_ready(e.arg, base, ps.max_complete),
             Arg::MacroM { macro_no } => {
                 // chunk i runs once its copies have completed
                 let i = chunks_started(ps.ring.front_aux());
@@ -173,37 +160,12 @@ impl<'p, 'c> Core<'p, 'c> {
             ps.starved += j - gap;
             let stall = t - j;
             if stall > 0 {
-                let reason = match e.arg {
-                    Arg::WaitFlag { flag } => {
-                        let f = &self.flags[flag as usize];
-                        let (src, id) = (f.src as usize, f.id);
-                        ps.wait_flag[src * events + id as usize] += stall;
-                        Stall::WaitFlag {
-                            src: Pipe::ALL[src],
-                            id,
-                        }
-                    }
-                    Arg::SetFlag { .. } | Arg::Barrier | Arg::CrossSet { .. } => {
-                        ps.drain += stall;
-                        Stall::Drain
-                    }
-                    Arg::CrossWait { counter: id } => {
-                        ps.cross_wait[id as usize] += stall;
-                        Stall::CrossWait { id }
-                    }
-                    Arg::MacroM { .. } => {
-                        ps.macro_wait += stall;
-                        Stall::WaitMacro { src: Pipe::Mte1 }
-                    }
-                    Arg::Stage { .. } => {
-                        ps.stage_wait += stall;
-                        Stall::WaitMacro { src: Pipe::M }
-                    }
-                    Arg::Work { .. } | Arg::GmMove { .. } => {
-                        debug_assert!(false, "an unconditional instruction cannot stall");
-                        Stall::Drain
-                    }
-                };
+                debug_assert!(
+                    !matches!(e.arg, Arg::Work { .. } | Arg::GmMove { .. }),
+                    "an unconditional instruction cannot stall"
+                );
+                let reason = self.stall_of(e.arg, false);
+                self.pipes[p].stalls.add(reason, stall, events);
                 cx.obs.on_span(&Span {
                     core: self.slot,
                     pipe: Pipe::ALL[p],
@@ -215,6 +177,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 });
             }
         }
+        let ps = &mut self.pipes[p];
         ps.free = t + work;
         ps.busy += work;
         if last {
@@ -233,17 +196,6 @@ impl<'p, 'c> Core<'p, 'c> {
             what: Activity::Work,
         });
         match e.arg {
-            Arg::SetFlag { flag } => self.set_flag(flag, e.op, t, e.seq),
-            Arg::WaitFlag { flag } => {
-                let f = &mut self.flags[flag as usize];
-                f.set = false;
-                cx.obs.on_release(&Release {
-                    core: self.slot,
-                    set_seq: f.seq,
-                    wait_seq: e.seq,
-                    cycle: t,
-                });
-            }
             Arg::Stage { macro_no } => {
                 let cap = self.macros.len() as u64;
                 let slot = &mut self.macros[(macro_no.get() % cap) as usize];
@@ -264,9 +216,7 @@ impl<'p, 'c> Core<'p, 'c> {
             Arg::Work { conflict } | Arg::GmMove { conflict } => {
                 self.bank_conflict += conflict.get()
             }
-            Arg::CrossSet { mode, id } => self.cross_set(mode, id, e.op, t, e.seq, cx),
-            Arg::CrossWait { counter } => self.cross_take(counter, t, e.seq, cx),
-            Arg::Barrier => {}
+            arg => self.sync_go(arg, e.op, t, e.seq, cx),
         }
         if last {
             cx.obs.on_start(e.seq, t, complete);

@@ -8,7 +8,7 @@ use super::context::Cx;
 use super::queue::{Arg, Aux, Entry, Wide};
 use super::result::Stall;
 use super::state::{pipes_of, Core, Fail, Outgoing, Pending, INF, R};
-use super::{Activity, Issue, Observer, Release, Span};
+use super::{Activity, Issue, Observer, Span};
 use crate::ids::OpId;
 use crate::program::ForLoop;
 use crate::types::Pipe;
@@ -37,23 +37,10 @@ impl<'p, 'c> Core<'p, 'c> {
                     INF
                 }
             }
-            Pending::SetFlag { .. } | Pending::CrossSet { .. } => self.hot.s_time,
-            Pending::CrossWait { id, .. } => {
-                if self.xcount[id as usize] > 0 {
-                    self.hot.s_time.max(self.xvisible[id as usize])
-                } else {
-                    INF
-                }
-            }
-            Pending::WaitFlag { flag, .. } => {
-                let f = &self.flags[flag as usize];
-                if f.set {
-                    self.hot.s_time.max(f.visible)
-                } else {
-                    INF
-                }
-            }
-            Pending::BarrierAll { .. } => {
+            Pending::Sync {
+                arg: Arg::Barrier, ..
+            } => {
+                // `barrier: all`: every pipe's queue empty and its work complete
                 let mut done = self.hot.s_time;
                 for p in pipes_of(self.hot.mask) {
                     let ps = &self.pipes[p];
@@ -64,6 +51,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 }
                 done
             }
+            // S has no work of its own to drain
+            Pending::Sync { arg, .. } => self.sync_ready(arg, self.hot.s_time, self.hot.s_time),
         }
     }
 
@@ -147,24 +136,14 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         cx.now = t;
         let stall = t - self.hot.s_time;
-        let pending = std::mem::replace(&mut self.pending, Pending::None);
+        let Pending::Sync { op, arg, id } = std::mem::replace(&mut self.pending, Pending::None)
+        else {
+            unreachable!("fire without a pending action")
+        };
         if stall > 0 {
             // the pending action's instruction gets the next sequence number
-            let (op, reason) = match pending {
-                Pending::WaitFlag { op, flag, id } => (
-                    op,
-                    Stall::WaitFlag {
-                        src: self.flag_parts(flag).0,
-                        id,
-                    },
-                ),
-                Pending::BarrierAll { op } => (op, Stall::BarrierAll),
-                Pending::SetFlag { op, .. } | Pending::CrossSet { op, .. } => (op, Stall::Drain),
-                Pending::CrossWait { op, id } => (op, Stall::CrossWait { id }),
-                Pending::None | Pending::Done | Pending::Send(_) => {
-                    unreachable!("fire without a pending action")
-                }
-            };
+            let reason = self.stall_of(arg, true);
+            self.s_stalls.add(reason, stall, self.events);
             cx.obs.on_span(&Span {
                 core: self.slot,
                 pipe: Pipe::S,
@@ -175,55 +154,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 what: Activity::Stall(reason),
             });
         }
-        match pending {
-            Pending::SetFlag { op, flag, id } => {
-                debug_assert_eq!(stall, 0);
-                self.s_instr += 1;
-                self.hot.s_time = t;
-                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
-                self.set_flag(flag, op.0, t, seq);
-            }
-            Pending::WaitFlag { op, flag, id } => {
-                let (src, _, _) = self.flag_parts(flag);
-                self.s_wait_flag[src.index() * self.events + id as usize] += stall;
-                self.flags[flag as usize].set = false;
-                self.s_instr += 1;
-                self.hot.s_time = t;
-                // the hand-off comes before the wait's own start, as on the other pipes
-                cx.obs.on_release(&Release {
-                    core: self.slot,
-                    set_seq: self.flags[flag as usize].seq,
-                    wait_seq: cx.seq,
-                    cycle: t,
-                });
-                self.observe_s(cx, op, t, t, 0, Some(id));
-            }
-            Pending::BarrierAll { op } => {
-                self.s_barrier_all += stall;
-                self.s_instr += 1;
-                self.hot.s_time = t;
-                self.observe_s(cx, op, t, t, 0, None);
-            }
-            Pending::CrossSet { op, mode, id } => {
-                debug_assert_eq!(stall, 0);
-                self.s_instr += 1;
-                self.hot.s_time = t;
-                let seq = self.observe_s(cx, op, t, t, 0, Some(id));
-                self.cross_set(mode, id, op.0, t, seq, cx);
-            }
-            Pending::CrossWait { op, id } => {
-                self.s_cross_wait[id as usize] += stall;
-                self.s_instr += 1;
-                self.hot.s_time = t;
-                // the take comes before the wait's own start, as a flag's release does
-                let seq = cx.seq;
-                self.cross_take(id, t, seq, cx);
-                self.observe_s(cx, op, t, t, 0, Some(id));
-            }
-            Pending::None | Pending::Done | Pending::Send(_) => {
-                unreachable!("fire without a pending action")
-            }
-        }
+        self.s_instr += 1;
+        self.hot.s_time = t;
+        // its effect ([`Core::sync_go`]: a wait's hand-off, a take) is observed before its
+        // issue and start, as the instruction is numbered then; a set's observes nothing
+        let seq = cx.seq;
+        self.sync_go(arg, op.0, t, seq, cx);
+        self.observe_s(cx, op, t, t, 0, id);
     }
 
     /// Observer calls for an op S executes itself: `nslots` slots from the scratch (its
@@ -376,7 +313,11 @@ impl<'p, 'c> Core<'p, 'c> {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
-                self.pending = Pending::SetFlag { op, flag, id };
+                self.pending = Pending::Sync {
+                    op,
+                    arg: Arg::SetFlag { flag },
+                    id: Some(id),
+                };
                 self.hot.pc += 1;
             }
             SOp::WaitFlag { op, src, id } => {
@@ -384,14 +325,22 @@ impl<'p, 'c> Core<'p, 'c> {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
-                self.pending = Pending::WaitFlag { op, flag, id };
+                self.pending = Pending::Sync {
+                    op,
+                    arg: Arg::WaitFlag { flag },
+                    id: Some(id),
+                };
                 self.hot.pc += 1;
             }
             SOp::BarrierAll { op } => {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                self.pending = Pending::BarrierAll { op };
+                self.pending = Pending::Sync {
+                    op,
+                    arg: Arg::Barrier,
+                    id: None,
+                };
                 self.hot.pc += 1;
             }
             SOp::CrossSet { op, mode, id } => {
@@ -399,7 +348,11 @@ impl<'p, 'c> Core<'p, 'c> {
                     return Ok(());
                 }
                 let id = self.cross_id(op, id)?;
-                self.pending = Pending::CrossSet { op, mode, id };
+                self.pending = Pending::Sync {
+                    op,
+                    arg: Arg::CrossSet { mode, id },
+                    id: Some(id),
+                };
                 self.hot.pc += 1;
             }
             SOp::CrossWait { op, id } => {
@@ -407,7 +360,11 @@ impl<'p, 'c> Core<'p, 'c> {
                     return Ok(());
                 }
                 let id = self.cross_id(op, id)?;
-                self.pending = Pending::CrossWait { op, id };
+                self.pending = Pending::Sync {
+                    op,
+                    arg: Arg::CrossWait { counter: id },
+                    id: Some(id),
+                };
                 self.hot.pc += 1;
             }
             SOp::Send { spec } => {

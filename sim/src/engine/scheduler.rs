@@ -374,7 +374,10 @@ impl<'p, 'c> Core<'p, 'c> {
         if self.hot.next_s {
             return matches!(
                 self.pending,
-                Pending::CrossSet { .. } | Pending::CrossWait { .. }
+                Pending::Sync {
+                    arg: Arg::CrossSet { .. } | Arg::CrossWait { .. },
+                    ..
+                }
             );
         }
         if self.hot.pmin == INF {
@@ -390,8 +393,12 @@ impl<'p, 'c> Core<'p, 'c> {
     /// Whether a pipe's head or S waits on a cross-core counter that is 0: a signal not yet
     /// delivered could let it go before the core's next event.
     fn waits_on_cross(&self) -> bool {
-        if let Pending::CrossWait { id, .. } = self.pending {
-            if self.xcount[id as usize] == 0 {
+        if let Pending::Sync {
+            arg: Arg::CrossWait { counter },
+            ..
+        } = self.pending
+        {
+            if self.xcount[counter as usize] == 0 {
                 return true;
             }
         }

@@ -6,7 +6,8 @@
 use super::banks::{self, Scratch};
 use super::code::Val;
 use super::compiled::Compiled;
-use super::queue::{Aux, Entry, MacroSlot, Ring};
+use super::queue::{Arg, Aux, Entry, MacroSlot, Ring};
+use super::result::Stall;
 use super::result::{RunError, SyncFinding};
 use crate::config::{Config, UbBanks};
 use crate::expr::{EvalError, Expr};
@@ -58,15 +59,74 @@ pub(super) struct PipeState {
     pub(super) busy: u64,
     pub(super) starved: u64,
     pub(super) instructions: u64,
+    /// The cycles its heads waited, by reason.
+    pub(super) stalls: Stalls,
+}
+
+/// The cycles a unit (S or a pipe) waited at the head of its work, by reason: what a
+/// synchronisation (or an `mmad_l1` part) waiting costs, counted the same way for S and the
+/// pipes ([`Stalls::add`]) and listed the same way at the end ([`Stalls::list`]).
+pub(super) struct Stalls {
+    /// `wait_flag` stalls, indexed `src * event_ids + id`.
+    pub(super) wait_flag: Vec<u64>,
+    /// `cross_wait` stalls, indexed by id.
+    pub(super) cross_wait: Vec<u64>,
+    /// Waiting for earlier work to complete: a pipe's set, barrier or cross_set (`drain`), or
+    /// S's `barrier: all` (S has no work of its own to drain, so its set never waits).
     pub(super) drain: u64,
     /// An mmad_l1's M part waiting for a chunk's staging (on M).
     pub(super) macro_wait: u64,
     /// An mmad_l1's MTE1 part waiting for M to finish with an L0 half (on the staging pipe).
     pub(super) stage_wait: u64,
-    /// Wait-flag stalls, indexed `src * event_ids + id`.
-    pub(super) wait_flag: Vec<u64>,
-    /// Cross-wait stalls, indexed by id.
-    pub(super) cross_wait: Vec<u64>,
+}
+
+impl Stalls {
+    pub(super) fn new(events: usize, xids: usize) -> Stalls {
+        Stalls {
+            wait_flag: vec![0; NP * events],
+            cross_wait: vec![0; xids],
+            drain: 0,
+            macro_wait: 0,
+            stage_wait: 0,
+        }
+    }
+
+    /// `cycles` more waited for `reason` (one [`super::sync`] gives for a waiting head).
+    #[inline]
+    pub(super) fn add(&mut self, reason: Stall, cycles: u64, events: usize) {
+        match reason {
+            Stall::WaitFlag { src, id } => {
+                self.wait_flag[src.index() * events + id as usize] += cycles
+            }
+            Stall::CrossWait { id } => self.cross_wait[id as usize] += cycles,
+            Stall::Drain | Stall::BarrierAll => self.drain += cycles,
+            Stall::WaitMacro { src: Pipe::Mte1 } => self.macro_wait += cycles,
+            Stall::WaitMacro { .. } => self.stage_wait += cycles,
+            Stall::QueueFull(_) => unreachable!("a queue is full only for S, counted apart"),
+        }
+    }
+
+    /// The non-zero counts, as (reason, cycles); `on_s`: S's (its `drain` is `barrier_all`).
+    pub(super) fn list(&self, events: usize, on_s: bool) -> Vec<(Stall, u64)> {
+        let mut out = Vec::new();
+        let mut push = |s: Stall, c: u64| {
+            if c > 0 {
+                out.push((s, c))
+            }
+        };
+        for (i, &c) in self.wait_flag.iter().enumerate() {
+            let (src, id) = (Pipe::ALL[i / events], (i % events) as u32);
+            push(Stall::WaitFlag { src, id }, c);
+        }
+        for (id, &c) in self.cross_wait.iter().enumerate() {
+            push(Stall::CrossWait { id: id as u32 }, c);
+        }
+        let drain = if on_s { Stall::BarrierAll } else { Stall::Drain };
+        push(drain, self.drain);
+        push(Stall::WaitMacro { src: Pipe::Mte1 }, self.macro_wait);
+        push(Stall::WaitMacro { src: Pipe::M }, self.stage_wait);
+        out
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -110,27 +170,13 @@ pub(super) enum Pending {
     /// Nothing: S executes the op at `pc` when it is the earliest event.
     None,
     Send(Outgoing),
-    SetFlag {
+    /// A synchronisation S carries out itself ([`super::sync`]): a `set_flag` from S, a
+    /// `wait_flag` to S, `barrier: all` ([`Arg::Barrier`]), a `cross_set` or `cross_wait`;
+    /// `id` is its evaluated id, for the observer (none for a barrier).
+    Sync {
         op: OpId,
-        flag: u32,
-        id: u32,
-    },
-    WaitFlag {
-        op: OpId,
-        flag: u32,
-        id: u32,
-    },
-    BarrierAll {
-        op: OpId,
-    },
-    CrossSet {
-        op: OpId,
-        mode: u8,
-        id: u32,
-    },
-    CrossWait {
-        op: OpId,
-        id: u32,
+        arg: Arg,
+        id: Option<u32>,
     },
     /// S has executed the whole program.
     Done,
@@ -205,8 +251,6 @@ pub(super) struct Core<'p, 'c> {
     pub(super) xcount: Vec<u32>,
     pub(super) xvisible: Vec<u64>,
     pub(super) xlatency: u64,
-    /// S's cross-wait stalls per id.
-    pub(super) s_cross_wait: Vec<u64>,
     pub(super) loop_cycles: u64,
     pub(super) branch_cycles: u64,
     pub(super) latency: u64,
@@ -230,8 +274,8 @@ pub(super) struct Core<'p, 'c> {
     pub(super) s_busy: u64,
     pub(super) s_instr: u64,
     pub(super) s_queue_full: [u64; NP],
-    pub(super) s_barrier_all: u64,
-    pub(super) s_wait_flag: Vec<u64>,
+    /// What S's own synchronisations waited.
+    pub(super) s_stalls: Stalls,
     pub(super) s_end: u64,
     pub(super) slots: Vec<u32>,
     pub(super) overlap: u64,
@@ -280,11 +324,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 busy: 0,
                 starved: 0,
                 instructions: 0,
-                drain: 0,
-                macro_wait: 0,
-                stage_wait: 0,
-                wait_flag: vec![0; NP * events],
-                cross_wait: vec![0; xids],
+                stalls: Stalls::new(events, xids),
             })
             .collect();
         Core {
@@ -311,7 +351,6 @@ impl<'p, 'c> Core<'p, 'c> {
             xcount: vec![0; xids],
             xvisible: vec![0; xids],
             xlatency: config.cross_core.map_or(0, |x| u64::from(x.latency)),
-            s_cross_wait: vec![0; xids],
             loop_cycles: config.scalar.loop_cycles as u64,
             branch_cycles: config.scalar.branch_cycles as u64,
             latency: config.sync.flag_latency as u64,
@@ -337,8 +376,7 @@ impl<'p, 'c> Core<'p, 'c> {
             s_busy: 0,
             s_instr: 0,
             s_queue_full: [0; NP],
-            s_barrier_all: 0,
-            s_wait_flag: vec![0; NP * events],
+            s_stalls: Stalls::new(events, xids),
             s_end: 0,
             slots: vec![0; c.max_operands],
             overlap: 0,

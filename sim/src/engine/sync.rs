@@ -6,9 +6,10 @@
 
 use super::code::Val;
 use super::context::{Cx, Signal};
-use super::result::{SyncFinding, DOUBLE_SETS_KEPT};
+use super::queue::Arg;
+use super::result::{Stall, SyncFinding, WaitOn, DOUBLE_SETS_KEPT};
 use super::state::{Core, Fail, INF, NP, R};
-use super::{CrossEvent, Observer};
+use super::{CrossEvent, Observer, Release};
 use crate::config::Config;
 use crate::ids::OpId;
 use crate::launch::Slot;
@@ -90,7 +91,111 @@ impl Cross {
     }
 }
 
+/// One implementation of synchronisation for S and the pipes: a set, wait, barrier or
+/// cross-core op ([`Arg`]) at the head of a unit (S's pending action or a pipe's queue head)
+/// is ready ([`Core::sync_ready`]), waits for a reason ([`Core::stall_of`], [`Core::wait_on`]),
+/// and takes effect ([`Core::sync_go`]) the same way on either; the units differ only in what
+/// "earlier work complete" means (a pipe's completions; for S's `barrier: all`, every
+/// pipe's) and in where the waiting is counted ([`super::state::Stalls`]).
 impl<'p, 'c> Core<'p, 'c> {
+    /// The cycle a synchronisation `arg` can go on a unit free at `base` whose earlier work
+    /// has completed by `drained`; INF while it waits for what has not happened.
+    #[inline(always)]
+    pub(super) fn sync_ready(&self, arg: Arg, base: u64, drained: u64) -> u64 {
+        match arg {
+            Arg::SetFlag { .. } | Arg::Barrier | Arg::CrossSet { .. } => base.max(drained),
+            Arg::CrossWait { counter } => {
+                let id = counter as usize;
+                if self.xcount[id] > 0 {
+                    base.max(self.xvisible[id])
+                } else {
+                    INF
+                }
+            }
+            Arg::WaitFlag { flag } => {
+                let f = &self.flags[flag as usize];
+                if f.set {
+                    base.max(f.visible)
+                } else {
+                    INF
+                }
+            }
+            Arg::Work { .. } | Arg::GmMove { .. } | Arg::Stage { .. } | Arg::MacroM { .. } => {
+                base
+            }
+        }
+    }
+
+    /// Why a head `arg` on S (`on_s`) or a pipe waits: S's barrier waits for every pipe
+    /// (`barrier_all`), a pipe's for its own work (`drain`), as its sets do.
+    #[inline]
+    pub(super) fn stall_of(&self, arg: Arg, on_s: bool) -> Stall {
+        match arg {
+            Arg::WaitFlag { flag } => {
+                let f = &self.flags[flag as usize];
+                Stall::WaitFlag {
+                    src: Pipe::ALL[f.src as usize],
+                    id: f.id,
+                }
+            }
+            Arg::CrossWait { counter } => Stall::CrossWait { id: counter },
+            Arg::MacroM { .. } => Stall::WaitMacro { src: Pipe::Mte1 },
+            Arg::Stage { .. } => Stall::WaitMacro { src: Pipe::M },
+            Arg::Barrier if on_s => Stall::BarrierAll,
+            _ => Stall::Drain,
+        }
+    }
+
+    /// What a head `arg` that can never go waits on (a deadlock's waiter); `None` for what
+    /// always goes in the end (a set, a barrier on a pipe, work).
+    pub(super) fn wait_on(&self, arg: Arg, on_s: bool) -> Option<WaitOn> {
+        Some(match arg {
+            Arg::WaitFlag { flag } => {
+                let (src, dst, id) = self.flag_parts(flag);
+                WaitOn::Flag { src, dst, id }
+            }
+            Arg::CrossWait { counter } => WaitOn::Cross { id: counter },
+            Arg::MacroM { .. } => WaitOn::Macro { src: Pipe::Mte1 },
+            Arg::Stage { .. } => WaitOn::Macro { src: Pipe::M },
+            Arg::Barrier if on_s => WaitOn::BarrierAll,
+            _ => return None,
+        })
+    }
+
+    /// A synchronisation `arg` of op `op`, dynamic instruction `seq`, goes at `t`: a set
+    /// sets its flag, a wait takes it (the hand-off is observed), a cross_set fires, a
+    /// cross_wait takes one increment. Anything else does nothing here.
+    #[inline(always)]
+    pub(super) fn sync_go<O: Observer>(
+        &mut self,
+        arg: Arg,
+        op: u32,
+        t: u64,
+        seq: u64,
+        cx: &mut Cx<'_, O>,
+    ) {
+        match arg {
+            Arg::SetFlag { flag } => self.set_flag(flag, op, t, seq),
+            Arg::WaitFlag { flag } => {
+                let f = &mut self.flags[flag as usize];
+                f.set = false;
+                cx.obs.on_release(&Release {
+                    core: self.slot,
+                    set_seq: f.seq,
+                    wait_seq: seq,
+                    cycle: t,
+                });
+            }
+            Arg::CrossSet { mode, id } => self.cross_set(mode, id, op, t, seq, cx),
+            Arg::CrossWait { counter } => self.cross_take(counter, t, seq, cx),
+            Arg::Barrier
+            | Arg::Work { .. }
+            | Arg::GmMove { .. }
+            | Arg::Stage { .. }
+            | Arg::MacroM { .. } => {}
+        }
+    }
+
     #[inline]
     pub(super) fn set_flag(&mut self, idx: u32, op: u32, t: u64, seq: u64) {
         let latency = self.latency;
