@@ -199,7 +199,7 @@ pub(super) type R<T> = Result<T, Box<Fail>>;
 /// send reads and the core's bits. Scattered among the core's cold state (its tables, its
 /// configuration, its accounting), these fields cost a line each. `pending` is read as often
 /// but holds a whole queue entry; it stays in [`Core`], beside. (The core's size is also part
-/// of [`core_bytes`], which bounds a launch's state: with this struct a core is 960 bytes.)
+/// of [`core_bytes`], which bounds a launch's state: with this struct a core is 1,024 bytes.)
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub(super) struct Hot {
