@@ -118,9 +118,10 @@ fn a_comparison_runs_the_whole_launch_at_each_level() {
         let LevelOutcome::Ran(sim) = &l.outcome else {
             panic!("level {}: {:?}", l.level, l.outcome)
         };
-        assert_eq!((l.part, sim.others.len()), (0, 1));
-        assert_eq!(sim.planned.plan.level, l.level);
-        assert_eq!(sim.others[0].planned.plan.level, l.level);
+        assert_eq!((l.part, sim.parts.len()), (0, 2));
+        for part in &sim.parts {
+            assert_eq!(part.planned.plan.level, l.level);
+        }
         assert_eq!(sim.result.cores.len(), cores);
         assert_eq!(sim.hazards.as_deref(), Some(&[][..]));
         let mut o = opts();
@@ -154,6 +155,6 @@ fn one_block_of_the_block_cyclic_add_runs_exactly_as_the_one_core_add() {
     let launched = pipeline::simulate_kernel(&one, &config, &opts()).unwrap();
     let plain = pipeline::simulate(&load("programs/vec_add_db.yaml"), &config, &opts()).unwrap();
     assert_eq!(launched.result.total_cycles, plain.result.total_cycles);
-    assert_eq!(launched.result.pipes, plain.result.pipes);
-    assert_eq!(launched.auto_sync, plain.auto_sync);
+    assert_eq!(launched.result.cores, plain.result.cores);
+    assert_eq!(launched.parts[0].auto_sync, plain.parts[0].auto_sync);
 }
