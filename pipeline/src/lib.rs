@@ -379,7 +379,7 @@ fn dropped(coverage: &Coverage, result: &RunResult) -> Vec<Gap> {
 /// (`Launch::from`).
 #[derive(Clone, Debug)]
 pub struct Launch {
-    /// The parts, in [`Kernel::parts`] order.
+    /// The parts, in [`Kernel::parts`] order: at least one, as a kernel has.
     pub parts: Vec<Prepared>,
     /// The cross-core hand-offs `sync: auto` synchronised (a mixed kernel without hand-written
     /// cross-core ops); empty otherwise.
