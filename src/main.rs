@@ -836,21 +836,21 @@ fn run_loaded(
         .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
-    let profiler = views.profile.then(|| reports::Profiler::new(&ran));
+    let profiler = views
+        .profile
+        .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = views.html.as_ref().map(|_| reports::Timeline::default());
     let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
-            let t = reports::Trace::new(
-                &program,
-                &ran,
-                &prepared.planned,
-                &config,
-                window,
-                f.writer(),
-            )
-            .with_max_bytes(max_bytes);
+            let part = reports::TracePart {
+                original: &program,
+                program: &ran,
+                planned: &prepared.planned,
+            };
+            let t = reports::Trace::for_launch(&[part], &config, window, f.writer())
+                .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
         let mut observers = (trace, (profiler, timeline));
@@ -865,7 +865,7 @@ fn run_loaded(
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows(&ran));
+    let rows = profiler.map(|p| p.rows(&[&ran]));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
@@ -1013,7 +1013,7 @@ fn run_launch(
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows_of(&ran_parts));
+    let rows = profiler.map(|p| p.rows(&ran_parts));
     report_launch(config, &sim, core, rows.as_deref(), format, out, src)
 }
 
