@@ -811,7 +811,8 @@ fn run_loaded(
             return report_run(&config, &sim, best.as_ref(), None, plain, format, out, &src);
         }
         // the views watch the chosen level's run, made again
-        opts.plan.max_level = sim.planned.plan.level;
+        // (the one part's: --level best runs one program)
+        opts.plan.max_level = sim.parts[0].planned.plan.level;
         best
     } else {
         if unwatched {
@@ -835,25 +836,25 @@ fn run_loaded(
         .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
-    let profiler = views.profile.then(|| reports::Profiler::new(&ran));
+    let profiler = views
+        .profile
+        .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = views.html.as_ref().map(|_| reports::Timeline::default());
     let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
-            let t = reports::Trace::new(
-                &program,
-                &ran,
-                &prepared.planned,
-                &config,
-                window,
-                f.writer(),
-            )
-            .with_max_bytes(max_bytes);
+            let part = reports::TracePart {
+                original: &program,
+                program: &ran,
+                planned: &prepared.planned,
+            };
+            let t = reports::Trace::for_launch(&[part], &config, window, f.writer())
+                .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
         let mut observers = (trace, (profiler, timeline));
-        let sim = pipeline::run_prepared(prepared, &config, &opts, &mut observers);
+        let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
         let (trace, (profiler, timeline)) = observers;
         let written = trace.map(|bg| {
             let t = bg.finish();
@@ -864,7 +865,7 @@ fn run_loaded(
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows(&ran));
+    let rows = profiler.map(|p| p.rows(&[&ran]));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
@@ -963,8 +964,8 @@ fn run_launch(
     let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
     if views.trace.is_none() && !views.profile {
         // no observer beside the race checker: the run pays for nothing it does not show
-        let sim = pipeline::run_prepared_kernel(prepared, config, &opts, &mut ())
-            .map_err(|f| failed(&f))?;
+        let sim =
+            pipeline::run_prepared(prepared, config, &opts, &mut ()).map_err(|f| failed(&f))?;
         return report_launch(config, &sim, core, None, format, out, src);
     }
     let mut file = views
@@ -977,7 +978,7 @@ fn run_launch(
         .trace_max_bytes
         .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the programs that run, which the run consumes: copies
-    let ran: Vec<Program> = prepared.iter().map(|p| p.program.clone()).collect();
+    let ran: Vec<Program> = prepared.parts.iter().map(|p| p.program.clone()).collect();
     let ran_parts: Vec<&Program> = ran.iter().collect();
     let profiler = views
         .profile
@@ -989,7 +990,7 @@ fn run_launch(
                 .parts
                 .iter()
                 .zip(&ran)
-                .zip(&prepared)
+                .zip(&prepared.parts)
                 .map(|((original, program), p)| reports::TracePart {
                     original: p.planned_program.as_ref().unwrap_or(original),
                     program,
@@ -1001,7 +1002,7 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let mut observers = (trace, profiler);
-        let sim = pipeline::run_prepared_kernel(prepared, config, &opts, &mut observers);
+        let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
         let (trace, profiler) = observers;
         let written = trace.map(|bg| {
             let t = bg.finish();
@@ -1012,7 +1013,7 @@ fn run_launch(
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows_of(&ran_parts));
+    let rows = profiler.map(|p| p.rows(&ran_parts));
     report_launch(config, &sim, core, rows.as_deref(), format, out, src)
 }
 
@@ -1181,10 +1182,12 @@ fn dropped_work(sim: &Simulation, src: &input::Source) -> Vec<Diagnostic> {
         .dropped
         .iter()
         .map(|g| {
-            let w = reports::Warning::dropped(&sim.program, g);
+            // the parts share their gm tensors (one table, the same ids): any part names them
+            let program = &sim.parts[0].program;
+            let w = reports::Warning::dropped(program, g);
             let mut d = Diagnostic::error(
                 &src.name,
-                &sim.program.tensor(g.tensor).path,
+                &program.tensor(g.tensor).path,
                 format!("[{}] {}", w.kind, w.message),
             );
             d.severity = sim::diag::Severity::Warning;

@@ -52,7 +52,8 @@ fn main() {
     .unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let parts = pipeline::prepare_kernel(&kernel, &config, &pipeline::Options::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .parts;
     let prepare = t0.elapsed().as_secs_f64();
     let addresses: Vec<sim::Addresses> = parts.iter().map(|p| p.planned.plan.addresses()).collect();
     let launch: Vec<(&sim::Program, &sim::Addresses)> =
@@ -62,12 +63,7 @@ fn main() {
         .expect("the launch runs");
     let secs = t0.elapsed().as_secs_f64();
     assert!(result.findings.is_empty() && result.deadlock.is_none());
-    let instructions: u64 = result
-        .cores
-        .iter()
-        .flat_map(|c| &c.pipes)
-        .map(|p| p.instructions)
-        .sum();
+    let instructions = result.instructions();
     println!(
         "tiles {tiles} of {tm} rows, blocks {blocks} cores {} instructions {instructions} cycles {} \
          prepare {prepare:.3} s run {secs:.3} s rate {:.2} M instr/s peak_rss {} KiB",

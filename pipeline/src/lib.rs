@@ -5,7 +5,7 @@
 //! Program + Config ──> plan (planner::plan_program; the validator when asked)
 //!                  ──> synchronise (planner::synchronize, `sync: auto` programs)
 //!                  ──> run (sim::engine, with the race checker and any observers of the caller)
-//!                  ──> Simulation { planned, auto_sync, program, result, hazards }
+//!                  ──> Simulation { parts (each planned and synchronised), result, hazards }
 //! ```
 //!
 //! Every failure is data ([`Failure`]): an overflow is a finding, a read before the first
@@ -87,20 +87,14 @@ impl Failure {
     }
 }
 
-/// One plan → sync → run.
+/// One plan → sync → run of every part of a kernel, all its cores in one launch.
 #[derive(Clone, Debug)]
 pub struct Simulation {
-    pub planned: Planned,
-    /// What the sync pass inserted, for a `sync: auto` program.
-    pub auto_sync: Option<SyncStats>,
-    /// The multi-buffers the sync pass serialised (empty for `sync: manual`).
-    pub serialised: Vec<Serialised>,
-    /// The program that ran: the synchronised one (`sync: manual`; original ops keep their
-    /// paths, so reports name what the user wrote).
-    pub program: Program,
-    /// The other parts of a mixed kernel (its `aiv` part), each planned and synchronised on
-    /// its own; empty for a single-type kernel. The fields above are the first part's.
-    pub others: Vec<Prepared>,
+    /// Every part of the kernel (its index in [`Kernel::parts`]: one for a single-type kernel,
+    /// `aic` then `aiv` for a mixed one), each planned and synchronised on its own, with the
+    /// program that ran (the synchronised one; original ops keep their paths, so reports name
+    /// what the user wrote). No part is special.
+    pub parts: Vec<Prepared>,
     /// The cross-core hand-offs `sync: auto` synchronised (a mixed kernel without hand-written
     /// cross-core ops); empty otherwise.
     pub handoffs: Vec<planner::Handoff>,
@@ -115,21 +109,13 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// The program and plan of part `part` (0: the fields above).
-    pub fn part(&self, part: usize) -> (&Program, &Planned) {
-        match part {
-            0 => (&self.program, &self.planned),
-            i => (&self.others[i - 1].program, &self.others[i - 1].planned),
-        }
-    }
-
-    /// The program core `core` of the launch ran ([`RunResult::cores`] index).
+    /// The program core `core` of the launch ran ([`RunResult::cores`] index; the findings
+    /// and waiters of a run name only its cores).
     pub fn program_of(&self, config: &Config, core: usize) -> &Program {
-        let parts: Vec<&Program> = std::iter::once(&self.program)
-            .chain(self.others.iter().map(|p| &p.program))
-            .collect();
-        let slots = sim::launch::slots(&parts, config);
-        self.part(slots.get(core).map_or(0, |s| s.part as usize)).0
+        let programs: Vec<&Program> = self.parts.iter().map(|p| &p.program).collect();
+        let slots = sim::launch::slots(&programs, config);
+        let part = slots.get(core).map_or(0, |s| s.part as usize);
+        programs[part.min(programs.len() - 1)]
     }
 
     /// Whether the run found something a user must fix: a hazard, a sync finding, a deadlock.
@@ -188,7 +174,7 @@ pub fn simulate_observed<O: Observer>(
     observer: &mut O,
 ) -> Result<Simulation, Failure> {
     let prepared = prepare(program, config, opts)?;
-    run_prepared(prepared, config, opts, observer)
+    run_prepared(Launch::from(prepared), config, opts, observer)
 }
 
 /// Plans, synchronises and runs every part of a kernel together: one launch of
@@ -199,8 +185,8 @@ pub fn simulate_kernel(
     config: &Config,
     opts: &Options,
 ) -> Result<Simulation, Failure> {
-    let parts = prepare_kernel(kernel, config, opts).map_err(|e| e.failure)?;
-    run_prepared_kernel(parts, config, opts, &mut ())
+    let launch = prepare_kernel(kernel, config, opts).map_err(|e| e.failure)?;
+    run_prepared(launch, config, opts, &mut ())
 }
 
 /// A failure of one part of a kernel: the part (its index in [`Kernel::parts`]: 0 for a
@@ -263,7 +249,7 @@ pub fn prepare_kernel(
     kernel: &Kernel,
     config: &Config,
     opts: &Options,
-) -> Result<Vec<Prepared>, PartFailure> {
+) -> Result<Launch, PartFailure> {
     if let Some(e) = missing_scopes(kernel, config, opts) {
         return Err(e);
     }
@@ -295,10 +281,10 @@ pub fn prepare_kernel(
             }
         }
     }
-    if let Some(first) = parts.first_mut() {
-        first.handoffs = crossed.handoffs;
-    }
-    Ok(parts)
+    Ok(Launch {
+        parts,
+        handoffs: crossed.handoffs,
+    })
 }
 
 /// Plans every part of a kernel, each with [`part_options`] (the plan options of `opts`),
@@ -328,16 +314,20 @@ pub fn plan_kernel(
     Ok(out)
 }
 
-/// Runs prepared parts (a kernel's, in order) as one launch; see [`run_prepared`].
-pub fn run_prepared_kernel<O: Observer>(
-    mut parts: Vec<Prepared>,
+/// Runs the prepared parts of a launch (a kernel's, in order; one part for a single program)
+/// with the race checker across its cores (when `opts.race_check`) and `observer`, and checks
+/// the accounting identity: the second half of [`simulate`] and [`simulate_kernel`]. One core
+/// is a launch of one part and one block: the same path.
+pub fn run_prepared<O: Observer>(
+    launch: Launch,
     config: &Config,
     opts: &Options,
     observer: &mut O,
 ) -> Result<Simulation, Failure> {
-    if parts.len() == 1 {
-        return run_prepared(parts.remove(0), config, opts, observer);
-    }
+    let Launch {
+        mut parts,
+        handoffs,
+    } = launch;
     let addresses: Vec<sim::Addresses> = parts.iter().map(|p| p.planned.plan.addresses()).collect();
     let launch: Vec<(&Program, &sim::Addresses)> =
         parts.iter().map(|p| &p.program).zip(&addresses).collect();
@@ -349,7 +339,6 @@ pub fn run_prepared_kernel<O: Observer>(
         let result = sim::engine::run_launch(&launch, config, opts.limits, &mut all)
             .map_err(Failure::Run)?;
         let mut hazards = checker.into_hazards();
-        let programs: Vec<&Program> = launch.iter().map(|p| p.0).collect();
         let slots = sim::launch::slots(&programs, config);
         let manual = |core: u32| {
             slots
@@ -367,16 +356,10 @@ pub fn run_prepared_kernel<O: Observer>(
     result.check_accounting().map_err(Failure::Accounting)?;
     let dropped = dropped(&coverage, &result);
     drop(coverage);
-    let mut rest = parts.split_off(1);
-    let first = parts.pop().expect("a kernel has a part");
-    rest.shrink_to_fit();
+    parts.shrink_to_fit();
     Ok(Simulation {
-        planned: first.planned,
-        auto_sync: first.auto_sync,
-        serialised: first.serialised,
-        program: first.program,
-        others: rest,
-        handoffs: first.handoffs,
+        parts,
+        handoffs,
         result,
         hazards,
         dropped,
@@ -391,18 +374,39 @@ fn dropped(coverage: &Coverage, result: &RunResult) -> Vec<Gap> {
     coverage.gaps()
 }
 
+/// Every part of a kernel planned and synchronised, ready to run as one launch
+/// ([`run_prepared`]): what [`prepare_kernel`] gives, or one [`Prepared`] program
+/// (`Launch::from`).
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The parts, in [`Kernel::parts`] order: at least one, as a kernel has.
+    pub parts: Vec<Prepared>,
+    /// The cross-core hand-offs `sync: auto` synchronised (a mixed kernel without hand-written
+    /// cross-core ops); empty otherwise.
+    pub handoffs: Vec<planner::Handoff>,
+}
+
+impl From<Prepared> for Launch {
+    /// The launch of one program: its one part, no hand-offs.
+    fn from(part: Prepared) -> Launch {
+        Launch {
+            parts: vec![part],
+            handoffs: Vec::new(),
+        }
+    }
+}
+
 /// A planned and synchronised program, ready to run: what an observer that names ops (a
 /// trace, a profile) is built from before the run starts.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     pub planned: Planned,
+    /// What the sync pass inserted, for a `sync: auto` program.
     pub auto_sync: Option<SyncStats>,
+    /// The multi-buffers the sync pass serialised (empty for `sync: manual`).
     pub serialised: Vec<Serialised>,
     /// The program that will run (the synchronised one for `sync: auto`).
     pub program: Program,
-    /// The cross-core hand-offs `sync: auto` synchronised ([`prepare_kernel`] puts a mixed
-    /// kernel's on its first part); empty otherwise.
-    pub handoffs: Vec<planner::Handoff>,
     /// The program that was planned, when it is not the one loaded: a mixed kernel's part with
     /// the cross-core ops of `sync: auto` in place (the plan's op positions are its).
     pub planned_program: Option<Program>,
@@ -417,56 +421,7 @@ pub fn prepare(program: &Program, config: &Config, opts: &Options) -> Result<Pre
         auto_sync: (program.sync == SyncMode::Auto).then_some(synced.stats),
         serialised: synced.serialised,
         program: synced.program,
-        handoffs: Vec::new(),
         planned_program: None,
-    })
-}
-
-/// Runs a prepared program with the race checker (when `opts.race_check`) and `observer`, and
-/// checks the accounting identity: the second half of [`simulate`].
-pub fn run_prepared<O: Observer>(
-    prepared: Prepared,
-    config: &Config,
-    opts: &Options,
-    observer: &mut O,
-) -> Result<Simulation, Failure> {
-    let Prepared {
-        planned,
-        auto_sync,
-        serialised,
-        program,
-        handoffs,
-        planned_program: _,
-    } = prepared;
-    let addresses = planned.plan.addresses();
-    let mut coverage = Coverage::new(&program, config);
-    let (result, hazards) = if opts.race_check {
-        let mut checker = RaceChecker::new(&program, config, &addresses);
-        let mut all = (&mut checker, (&mut coverage, observer));
-        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut all)
-            .map_err(Failure::Run)?;
-        let mut hazards = checker.into_hazards();
-        keep_manual_fixes(&mut hazards, |_| auto_sync.is_none());
-        (result, Some(hazards))
-    } else {
-        let mut both = (&mut coverage, observer);
-        let result = sim::run_placed(&program, config, &addresses, opts.limits, &mut both)
-            .map_err(Failure::Run)?;
-        (result, None)
-    };
-    result.check_accounting().map_err(Failure::Accounting)?;
-    let dropped = dropped(&coverage, &result);
-    drop(coverage);
-    Ok(Simulation {
-        planned,
-        auto_sync,
-        serialised,
-        program,
-        others: Vec::new(),
-        handoffs,
-        result,
-        hazards,
-        dropped,
     })
 }
 
@@ -526,7 +481,7 @@ pub fn compare(
 }
 
 /// [`compare`] of a kernel: every part planned and synchronised ([`prepare_kernel`]), then
-/// all run together as one launch ([`run_prepared_kernel`]), once per level. An overflow of
+/// all run together as one launch ([`run_prepared`]), once per level. An overflow of
 /// any part is that level's outcome (with the part); any other failure stops the comparison.
 pub fn compare_kernel(
     kernel: &Kernel,
@@ -539,8 +494,8 @@ pub fn compare_kernel(
         let mut o = opts.clone();
         o.plan.max_level = level;
         let (part, outcome) = match prepare_kernel(kernel, config, &o) {
-            Ok(parts) => {
-                let sim = run_prepared_kernel(parts, config, &o, &mut ())
+            Ok(launch) => {
+                let sim = run_prepared(launch, config, &o, &mut ())
                     .map_err(|failure| PartFailure { part: 0, failure })?;
                 (0, LevelOutcome::Ran(Box::new(sim)))
             }

@@ -86,15 +86,9 @@ pub fn compare_text(program: &Program, config: &Config, levels: &[CompareLevel])
     kernel_compare_text(&[program], config, levels)
 }
 
-/// Every part's plan and sync-pass statistics in a run: the first part's, then the others'.
-fn part_plans<'r>(r: &'r Run) -> Vec<(&'r Plan, Option<&'r SyncStats>)> {
-    std::iter::once((r.plan, r.auto_sync))
-        .chain(
-            r.others
-                .iter()
-                .map(|p| (&p.planned.plan, p.auto_sync.as_ref())),
-        )
-        .collect()
+/// Every part's plan and sync-pass statistics in a run, in part order.
+fn part_plans<'r>(r: &Run<'r>) -> Vec<(&'r Plan, Option<&'r SyncStats>)> {
+    r.parts.iter().map(|p| (p.plan, p.auto_sync)).collect()
 }
 
 /// The comparison of a kernel as text: `parts` are the kernel's parts as loaded (one for a
@@ -226,7 +220,8 @@ pub fn kernel_compare_text(parts: &[&Program], config: &Config, levels: &[Compar
                         }
                         _ => "-".to_string(),
                     },
-                    crate::percent(r.result.overlap_cycles, total),
+                    // the first core's (a one-core run's only core), as the run report's
+                    crate::percent(r.result.cores[0].overlap_cycles, total),
                     note(r),
                 ]);
             }
@@ -262,7 +257,7 @@ pub fn kernel_compare_text(parts: &[&Program], config: &Config, levels: &[Compar
                 }
             }
         } else {
-            shown.push((None, &r.result.pipes));
+            shown.extend(r.result.cores.iter().map(|c| (None, &c.pipes[..])));
         }
         for (core, pipes) in shown {
             let mut pipes: Vec<_> = pipes.iter().collect();
@@ -548,7 +543,7 @@ mod tests {
         let plan = plan_db();
         let mut slow = result_clean();
         slow.total_cycles = 1250;
-        for p in &mut slow.pipes {
+        for p in &mut slow.cores[0].pipes {
             p.idle += 250;
         }
         let stats = SyncStats {
@@ -559,21 +554,24 @@ mod tests {
             ..SyncStats::default()
         };
         let fast = result_clean();
+        fn synced<'a>(mut run: Run<'a>, stats: &'a SyncStats) -> Run<'a> {
+            run.parts[0].auto_sync = Some(stats);
+            run
+        }
         let levels = [
             CompareLevel {
                 level: 0,
-                outcome: CompareOutcome::Ran(Run {
-                    auto_sync: Some(&stats),
-                    ..Run::new(&program, &plan, &slow)
-                }),
+                outcome: CompareOutcome::Ran(synced(Run::new(&program, &plan, &slow), &stats)),
             },
             CompareLevel {
                 level: 2,
-                outcome: CompareOutcome::Ran(Run {
-                    hazards: None,
-                    auto_sync: Some(&stats),
-                    ..Run::new(&program, &plan, &fast)
-                }),
+                outcome: CompareOutcome::Ran(synced(
+                    Run {
+                        hazards: None,
+                        ..Run::new(&program, &plan, &fast)
+                    },
+                    &stats,
+                )),
             },
             CompareLevel {
                 level: 1,
@@ -604,7 +602,7 @@ mod tests {
         let levels = [
             CompareLevel {
                 level: 2,
-                outcome: CompareOutcome::Ran(run),
+                outcome: CompareOutcome::Ran(run.clone()),
             },
             CompareLevel {
                 level: 1,

@@ -227,9 +227,6 @@ pub fn launch_json(config: &Config, result: &RunResult, blocks: u32, plans: Valu
 pub fn core_view(result: &RunResult, k: usize) -> RunResult {
     let c = &result.cores[k];
     let mut r = result.clone();
-    r.pipes = c.pipes.clone();
-    r.overlap_cycles = c.overlap_cycles;
-    r.bank_conflict_cycles = c.bank_conflict_cycles;
     r.cores = vec![c.clone()];
     let k = k as u32;
     r.findings.retain(|f| f.core() == k);

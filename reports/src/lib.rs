@@ -328,8 +328,12 @@ pub(crate) mod testutil {
     }
 
     pub fn result_clean() -> RunResult {
-        let mut r = RunResult {
-            total_cycles: 1000,
+        // the one core of the run
+        let core = sim::engine::CoreRun {
+            block: 0,
+            core: sim::CoreId(0),
+            index: 0,
+            end_cycle: 1000,
             pipes: vec![
                 PipeStats {
                     pipe: Pipe::S,
@@ -387,24 +391,16 @@ pub(crate) mod testutil {
             ],
             overlap_cycles: 450,
             bank_conflict_cycles: None,
-            cores: vec![],
+        };
+        RunResult {
+            total_cycles: core.end_cycle,
+            cores: vec![core],
             findings: vec![],
             deadlock: None,
             stopped: None,
             memory: None,
             launch_cycles: 0,
-        };
-        // the one core of the run
-        r.cores.push(sim::engine::CoreRun {
-            block: 0,
-            core: sim::CoreId(0),
-            index: 0,
-            end_cycle: r.total_cycles,
-            pipes: r.pipes.clone(),
-            overlap_cycles: r.overlap_cycles,
-            bank_conflict_cycles: r.bank_conflict_cycles,
-        });
-        r
+        }
     }
 
     #[test]

@@ -31,11 +31,6 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    /// A profile of a run of `program` (every core of its launch runs it).
-    pub fn new(program: &Program) -> Profiler {
-        Profiler::of_parts(&[program], Vec::new())
-    }
-
     /// A profile of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
     /// parts, in order), the cores as [`sim::launch::slots`] numbers them.
     pub fn for_launch(parts: &[&Program], config: &Config) -> Profiler {
@@ -75,15 +70,10 @@ impl Profiler {
         self.base.get(part).copied().unwrap_or(0) + op.index()
     }
 
-    /// The rows of ops that ran or cost anything, most expensive first (ties in program
-    /// order).
-    pub fn rows(&self, program: &Program) -> Vec<ProfileRow> {
-        self.rows_of(&[program])
-    }
-
-    /// [`Profiler::rows`] of a launch of `parts` (as given to [`Profiler::for_launch`]):
-    /// ties in part order, then program order.
-    pub fn rows_of(&self, parts: &[&Program]) -> Vec<ProfileRow> {
+    /// The rows of ops that ran or cost anything in a launch of `parts` (as given to
+    /// [`Profiler::for_launch`]; one program is a launch of one part), most expensive first
+    /// (ties in part order, then program order).
+    pub fn rows(&self, parts: &[&Program]) -> Vec<ProfileRow> {
         let mut rows = Vec::new();
         for (part, program) in parts.iter().enumerate() {
             let base = self.base.get(part).copied().unwrap_or(0);

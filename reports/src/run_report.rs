@@ -5,30 +5,49 @@ use crate::table::{Align, Table};
 use planner::{Plan, Serialised, SyncStats};
 use serde_json::{json, Map, Value};
 use sim::coverage::{Gap, GapKind};
-use sim::engine::{Deadlock, PipeStats, Stall, SyncFinding, WaitOn, DOUBLE_SETS_KEPT};
+use sim::engine::{CoreRun, Deadlock, PipeStats, Stall, SyncFinding, WaitOn, DOUBLE_SETS_KEPT};
 use sim::race::{Hazard, HazardAccess};
 use sim::{Config, OpId, Program, RunResult};
 use std::collections::BTreeSet;
 
-/// One plan → sync → run, as the reports read it.
+/// One part of a kernel as the reports read it: its program and plan, and what the sync pass
+/// did to it.
 #[derive(Clone, Copy, Debug)]
-pub struct Run<'a> {
+pub struct RunPart<'a> {
     /// The program that ran (the synchronised one for `sync: auto`).
     pub program: &'a Program,
     pub plan: &'a Plan,
-    pub result: &'a RunResult,
-    /// `None` when the race checker was skipped.
-    pub hazards: Option<&'a [Hazard]>,
     /// What the sync pass inserted, when the program was `sync: auto`.
     pub auto_sync: Option<&'a SyncStats>,
     /// The multi-buffers the sync pass serialised.
     pub serialised: &'a [Serialised],
+}
+
+impl<'a> From<&'a pipeline::Prepared> for RunPart<'a> {
+    fn from(p: &'a pipeline::Prepared) -> RunPart<'a> {
+        RunPart {
+            program: &p.program,
+            plan: &p.planned.plan,
+            auto_sync: p.auto_sync.as_ref(),
+            serialised: &p.serialised,
+        }
+    }
+}
+
+/// One plan → sync → run of every part of a kernel, as the reports read it.
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    /// Every part of the kernel, in launch order (one for a single-type kernel); no part is
+    /// special. The report's header names the kernel as its first part was loaded (every part
+    /// has the kernel's name and launch).
+    pub parts: Vec<RunPart<'a>>,
+    pub result: &'a RunResult,
+    /// `None` when the race checker was skipped.
+    pub hazards: Option<&'a [Hazard]>,
     /// With `--level best`: every level tried and which one this run is.
     pub best: Option<&'a BestLevel>,
     /// With `--profile`: the per-op profile, most expensive first.
     pub profile: Option<&'a [crate::ProfileRow]>,
-    /// The other parts of a mixed kernel (empty for a single-type kernel).
-    pub others: &'a [pipeline::Prepared],
     /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
@@ -37,29 +56,25 @@ pub struct Run<'a> {
     pub dropped: &'a [Gap],
 }
 
-impl Run<'_> {
-    /// The program core `core` of the launch ran.
-    pub fn program_of(&self, config: &Config, core: u32) -> &Program {
-        if self.others.is_empty() {
-            return self.program;
-        }
-        let parts: Vec<&Program> = std::iter::once(self.program)
-            .chain(self.others.iter().map(|p| &p.program))
-            .collect();
-        let slots = sim::launch::slots(&parts, config);
-        match slots.get(core as usize).map_or(0, |s| s.part as usize) {
-            0 => self.program,
-            i => &self.others[i - 1].program,
-        }
+impl<'a> Run<'a> {
+    /// The kernel's first part: the header's kernel name, core label and sync mode, and the
+    /// plan and program of the one-core views (`--level best`, the HTML page, a comparison)
+    /// are its. A run always has a part.
+    pub fn first(&self) -> &RunPart<'a> {
+        &self.parts[0]
     }
 
-    /// The core type part `part` of the kernel runs on (0: [`Run::program`]'s, i: the
-    /// program of `others[i - 1]`).
+    /// The program core `core` of the launch ran.
+    pub fn program_of(&self, config: &Config, core: u32) -> &'a Program {
+        let programs: Vec<&Program> = self.parts.iter().map(|p| p.program).collect();
+        let slots = sim::launch::slots(&programs, config);
+        let part = slots.get(core as usize).map_or(0, |s| s.part as usize);
+        self.parts.get(part).unwrap_or(self.first()).program
+    }
+
+    /// The core type part `part` of the kernel runs on.
     fn part_core<'c>(&self, config: &'c Config, part: usize) -> &'c str {
-        let program = match part {
-            0 => self.program,
-            i => self.others.get(i - 1).map_or(self.program, |p| &p.program),
-        };
+        let program = self.parts.get(part).unwrap_or(self.first()).program;
         &config.core(program.core).name
     }
 
@@ -144,20 +159,21 @@ impl BestLevel {
 }
 
 impl<'a> Run<'a> {
-    /// A run of `program` under `plan` with `result`, race-checked with no hazards, nothing
-    /// inserted or serialised by the sync pass, no `--level best`, no profile: set the fields
-    /// that differ.
+    /// A run of `program` under `plan` with `result` (one part), race-checked with no hazards,
+    /// nothing inserted or serialised by the sync pass, no `--level best`, no profile: set the
+    /// fields that differ.
     pub fn new(program: &'a Program, plan: &'a Plan, result: &'a RunResult) -> Run<'a> {
         Run {
-            program,
-            plan,
+            parts: vec![RunPart {
+                program,
+                plan,
+                auto_sync: None,
+                serialised: &[],
+            }],
             result,
             hazards: Some(&[]),
-            auto_sync: None,
-            serialised: &[],
             best: None,
             profile: None,
-            others: &[],
             handoffs: &[],
             core: None,
             dropped: &[],
@@ -168,15 +184,11 @@ impl<'a> Run<'a> {
 impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
     fn from(s: &'a pipeline::Simulation) -> Run<'a> {
         Run {
-            program: &s.program,
-            plan: &s.planned.plan,
+            parts: s.parts.iter().map(RunPart::from).collect(),
             result: &s.result,
             hazards: s.hazards.as_deref(),
-            auto_sync: s.auto_sync.as_ref(),
-            serialised: &s.serialised,
             best: None,
             profile: None,
-            others: &s.others,
             handoffs: &s.handoffs,
             core: None,
             dropped: &s.dropped,
@@ -314,24 +326,32 @@ const DOMINANT_SHARE: f64 = 0.2;
 /// The run's warnings, in a fixed order: dropped work (tensor by tensor), plan, serialised
 /// buffers, dominant waits, a slower default level.
 pub fn warnings(run: &Run) -> Vec<Warning> {
+    // the parts share their gm tensors (one table, the same ids): any part names them
+    let first = run.first();
     let mut out: Vec<Warning> = run
         .dropped
         .iter()
-        .map(|g| Warning::dropped(run.program, g))
+        .map(|g| Warning::dropped(first.program, g))
         .collect();
+    // the plan and sync warnings of the first part (the one-core report's; a mixed kernel's
+    // other part's are in its plan document)
     out.extend(
-        run.plan
+        first
+            .plan
             .warnings
             .iter()
             .map(|w| Warning::new("plan", w.clone())),
     );
-    out.extend(run.serialised.iter().map(|s| {
+    out.extend(first.serialised.iter().map(|s| {
         Warning::new(
             "serialised",
             format!("multi-buffer `{}` is serialised: {}", s.buffer, s.message),
         )
     }));
-    out.extend(dominant_waits(run.program, run.result));
+    // the first core's pace, in the program it runs: core 0 is block 0's first part
+    if let Some(core) = run.result.cores.first() {
+        out.extend(dominant_waits(first.program, core, run.result.total_cycles));
+    }
     out.extend(run.best.and_then(BestLevel::warning));
     out
 }
@@ -339,13 +359,12 @@ pub fn warnings(run: &Run) -> Vec<Warning> {
 /// The busiest pipe (the pipe bound) spending at least [`DOMINANT_SHARE`] of the run, and more
 /// than all its other stalls together, waiting for the flags of one source pipe: that wait, not
 /// the pipe's work, sets the pace.
-fn dominant_waits(program: &Program, result: &RunResult) -> Vec<Warning> {
-    let total = result.total_cycles;
-    let Some((bound, _)) = result.pipe_bound() else {
+fn dominant_waits(program: &Program, core: &CoreRun, total: u64) -> Vec<Warning> {
+    let Some((bound, _)) = core.pipe_bound() else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for p in sorted_pipes(result).into_iter().filter(|p| p.pipe == bound) {
+    for p in sorted_pipes(core).into_iter().filter(|p| p.pipe == bound) {
         let stalled: u64 = p.stalls.iter().map(|(_, c)| c).sum();
         // one wait_flag op rotating over ids counts once: group by the flag's source pipe
         let mut by_src: Vec<(sim::Pipe, u64, Vec<u32>)> = Vec::new();
@@ -438,8 +457,9 @@ pub fn warnings_text(warnings: &[Warning]) -> String {
 /// made of it (`sync: manual` with the inserted ops): the header then says `sync auto` and what
 /// was inserted, and one `cross` line per cross-core hand-off of a mixed kernel.
 pub fn run_text(config: &Config, run: &Run) -> String {
-    let (program, plan, launch) = (run.program, run.plan, run.result);
-    let (hazards, auto_sync) = (run.hazards, run.auto_sync);
+    let first = run.first();
+    let (program, plan, launch) = (first.program, first.plan, run.result);
+    let (hazards, auto_sync) = (run.hazards, first.auto_sync);
     let total = launch.total_cycles;
     // a launch of many cores: its summary, then one core's detail when `--core` asks
     let view = run
@@ -449,7 +469,8 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     let result = view.as_ref().unwrap_or(launch);
     let detail = !run.is_launch() || view.is_some();
     let mut out = header(program, config);
-    for p in run.others {
+    // the header names the first part's core; every other part's follows
+    for p in &run.parts[1..] {
         out.push_str(&format!(
             "config  {} (part {})\n",
             config.core_label(p.program.core),
@@ -488,9 +509,9 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     for line in used {
         out.push_str(&format!("plan    {line}\n"));
     }
-    for p in run.others {
+    for p in &run.parts[1..] {
         let core = &config.core(p.program.core).name;
-        for s in p.planned.plan.scopes.iter().filter(|s| s.used > 0) {
+        for s in p.plan.scopes.iter().filter(|s| s.used > 0) {
             out.push_str(&format!(
                 "plan    {core}: {} {} of {} bytes ({})\n",
                 s.space.report_name(),
@@ -510,12 +531,15 @@ pub fn run_text(config: &Config, run: &Run) -> String {
             crate::core_name(config, &launch.cores[k])
         ));
     }
+    // the core the detail shows: the run's only core, `--core`'s, or a launch's first (whose
+    // stall reasons head the summary's table)
+    let shown = &result.cores[0];
     let pipes = if detail {
-        sorted_pipes(result)
+        sorted_pipes(shown)
     } else {
         Vec::new()
     };
-    let reasons = stall_reasons(result);
+    let reasons = stall_reasons(shown);
     let mut columns = vec![
         ("pipe".to_string(), Align::Left),
         ("instr".to_string(), Align::Right),
@@ -587,7 +611,7 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         ]);
     }
     if detail {
-        summary_detail(&mut summary, result, total);
+        summary_detail(&mut summary, shown, total);
     }
     // the header row of this table is empty; drop it
     let rendered = summary.render("");
@@ -646,13 +670,13 @@ pub fn run_text(config: &Config, run: &Run) -> String {
 }
 
 /// The per-core rows of the summary: overlap, pipe bound, efficiency, bank conflicts.
-fn summary_detail(summary: &mut Table, result: &RunResult, total: u64) {
+fn summary_detail(summary: &mut Table, core: &CoreRun, total: u64) {
     summary.row(vec![
         "overlap".into(),
-        format!("{} %", crate::percent(result.overlap_cycles, total)),
-        format!("({} cycles)", result.overlap_cycles),
+        format!("{} %", crate::percent(core.overlap_cycles, total)),
+        format!("({} cycles)", core.overlap_cycles),
     ]);
-    match result.pipe_bound() {
+    match core.pipe_bound() {
         Some((pipe, cycles)) => {
             summary.row(vec![
                 "pipe bound".into(),
@@ -671,7 +695,7 @@ fn summary_detail(summary: &mut Table, result: &RunResult, total: u64) {
             "(no pipe besides S)".into(),
         ]),
     }
-    if let Some(c) = result.bank_conflict_cycles {
+    if let Some(c) = core.bank_conflict_cycles {
         summary.row(vec![
             "bank conflicts".into(),
             c.to_string(),
@@ -735,11 +759,15 @@ fn fix_json(fix: &sim::race::Fix) -> Value {
 /// `auto_sync` as in [`run_text`]: `sync` is then `auto` and `syncs_inserted` its counts
 /// (all zero otherwise).
 pub fn run_json(config: &Config, run: &Run) -> Value {
-    let (program, plan, result) = (run.program, run.plan, run.result);
-    let (hazards, auto_sync) = (run.hazards, run.auto_sync);
+    let first = run.first();
+    let (program, plan, result) = (first.program, first.plan, run.result);
+    let (hazards, auto_sync) = (run.hazards, first.auto_sync);
     let total = result.total_cycles;
-    let pipes = crate::launch::pipes_json(&result.pipes, total);
-    let pipe_bound = match result.pipe_bound() {
+    // the document's top-level figures are the first core's (a one-core run's only core); its
+    // `launch` lists every core alike
+    let core = &result.cores[0];
+    let pipes = crate::launch::pipes_json(&core.pipes, total);
+    let pipe_bound = match core.pipe_bound() {
         Some((pipe, cycles)) => json!({ "pipe": pipe.report_name(), "cycles": cycles }),
         None => Value::Null,
     };
@@ -782,20 +810,16 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         None => Value::Null,
     };
     // a mixed kernel's parts: each core type's plan
-    let parts = if run.others.is_empty() {
+    let parts = if run.parts.len() == 1 {
         Value::Null
     } else {
-        let mut v = vec![json!({
-            "core": config.core(program.core).name,
-            "plan": crate::plan_json(program, plan),
-        })];
-        for p in run.others {
-            v.push(json!({
+        let v = run.parts.iter().map(|p| {
+            json!({
                 "core": config.core(p.program.core).name,
-                "plan": crate::plan_json(&p.program, &p.planned.plan),
-            }));
-        }
-        Value::Array(v)
+                "plan": crate::plan_json(p.program, p.plan),
+            })
+        });
+        Value::Array(v.collect())
     };
     let doc = json!({
         "schema": crate::SCHEMA,
@@ -806,11 +830,11 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "microseconds": micros(total, config.clock_mhz),
         "launch_cost": launch_cost_json(config, result),
         "pipes": pipes,
-        "overlap": crate::round4(result.overlap()),
-        "overlap_cycles": result.overlap_cycles,
+        "overlap": crate::round4(core.overlap(total)),
+        "overlap_cycles": core.overlap_cycles,
         "pipe_bound": pipe_bound,
-        "efficiency": crate::round4(result.efficiency()),
-        "bank_conflict_cycles": result.bank_conflict_cycles,
+        "efficiency": crate::round4(core.efficiency(total)),
+        "bank_conflict_cycles": core.bank_conflict_cycles,
         "memory": match (&result.memory, &config.memory) {
             (Some(m), Some(mc)) => memory_json(config, mc, m, total),
             _ => Value::Null,
@@ -1146,7 +1170,7 @@ pub fn finding_text(program: &Program, f: &SyncFinding) -> String {
 /// The deadlock section of a run, whose waiters may be on different cores.
 fn deadlock_text_of(config: &Config, run: &Run, d: &Deadlock) -> String {
     if !run.is_launch() {
-        return deadlock_text(run.program, d);
+        return deadlock_text(run.first().program, d);
     }
     let core =
         |w: &sim::engine::Waiter| crate::core_name(config, &run.result.cores[w.core as usize]);
@@ -1322,15 +1346,15 @@ fn op_kind(program: &Program, op: OpId) -> &'static str {
     program.ops.get(op.index()).map_or("?", |o| o.kind.name())
 }
 
-pub(crate) fn sorted_pipes(result: &RunResult) -> Vec<&PipeStats> {
-    let mut v: Vec<&PipeStats> = result.pipes.iter().collect();
+pub(crate) fn sorted_pipes(core: &CoreRun) -> Vec<&PipeStats> {
+    let mut v: Vec<&PipeStats> = core.pipes.iter().collect();
     v.sort_by_key(|p| p.pipe);
     v
 }
 
 /// Every stall reason with cycles on some pipe, in [`Stall`] order.
-fn stall_reasons(result: &RunResult) -> Vec<Stall> {
-    let set: BTreeSet<Stall> = result
+fn stall_reasons(core: &CoreRun) -> Vec<Stall> {
+    let set: BTreeSet<Stall> = core
         .pipes
         .iter()
         .flat_map(|p| p.stalls.iter().filter(|(_, c)| *c > 0).map(|(s, _)| *s))
@@ -1438,11 +1462,11 @@ mod tests {
         auto_sync: Option<&SyncStats>,
     ) -> T {
         let (program, plan) = (program_db(), plan_db());
-        let run = Run {
+        let mut run = Run {
             hazards,
-            auto_sync,
             ..Run::new(&program, &plan, r)
         };
+        run.parts[0].auto_sync = auto_sync;
         render(&config(), &run)
     }
 

@@ -434,25 +434,6 @@ impl<'p> PartInfo<'p> {
 }
 
 impl<'p, W: Write> Trace<'p, W> {
-    /// A trace of `program` (the program that runs: the synchronised one), planned by
-    /// `planned` for `original` (the program as loaded, whose op positions the plan's
-    /// lifetimes use), written to `out`: [`Trace::for_launch`] of one part.
-    pub fn new(
-        original: &Program,
-        program: &'p Program,
-        planned: &Planned,
-        config: &Config,
-        window: TraceWindow,
-        out: W,
-    ) -> Trace<'p, W> {
-        let part = TracePart {
-            original,
-            program,
-            planned,
-        };
-        Trace::for_launch(&[part], config, window, out)
-    }
-
     /// A trace of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
     /// parts, in order: every core of [`sim::launch::slots`] gets a process), written to
     /// `out`.
@@ -1330,14 +1311,12 @@ mod tests {
         let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
         let planned =
             planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
-        let mut t = Trace::new(
-            &program,
-            &program,
-            &planned,
-            &config,
-            TraceWindow::ALL,
-            Vec::new(),
-        );
+        let part = TracePart {
+            original: &program,
+            program: &program,
+            planned: &planned,
+        };
+        let mut t = Trace::for_launch(&[part], &config, TraceWindow::ALL, Vec::new());
         assert_eq!(t.cores.len(), 2);
         // many more increments than any correct program holds, none taken
         let n = 3 * CROSS_CAP as u64;
@@ -1386,15 +1365,13 @@ mod tests {
         let program = sim::load_program(text, "k.yaml", &config, &[]).unwrap();
         let planned =
             planner::plan_program(&program, &config, &planner::PlanOptions::default()).unwrap();
-        let mut t = Trace::new(
-            &program,
-            &program,
-            &planned,
-            &config,
-            TraceWindow::ALL,
-            Vec::new(),
-        )
-        .with_max_bytes(1);
+        let part = TracePart {
+            original: &program,
+            program: &program,
+            planned: &planned,
+        };
+        let mut t =
+            Trace::for_launch(&[part], &config, TraceWindow::ALL, Vec::new()).with_max_bytes(1);
         // a chunk's worth of S spans: each is one slice, so the buffer passes CHUNK and drains
         let span = |k: u64| Span {
             core: 0,

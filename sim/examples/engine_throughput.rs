@@ -272,7 +272,8 @@ fn main() {
     println!("kernel: vec_add_db, {tiles} tiles, {per_tile} instructions per tile");
     println!("dynamic instructions: {n}");
     println!("simulated cycles:     {}", result.total_cycles);
-    if let Some(c) = result.bank_conflict_cycles {
+    let conflicts = result.cores.iter().filter_map(|c| c.bank_conflict_cycles);
+    if let Some(c) = conflicts.reduce(|a, b| a + b) {
         println!("bank conflict cycles: {c}");
     }
     if let Some(m) = &result.memory {

@@ -221,12 +221,7 @@ pub struct Coverage<'a> {
 }
 
 impl<'a> Coverage<'a> {
-    /// Coverage of one program's run (every core of its launch runs it).
-    pub fn new(program: &'a Program, config: &Config) -> Coverage<'a> {
-        Coverage::for_launch(&[program], config)
-    }
-
-    /// Coverage of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// Coverage of the launch of `parts` (one program, every core of its launch running it, or a mixed kernel's `aic` and `aiv`
     /// parts, which share their gm tensors), the cores as [`crate::launch::slots`] numbers
     /// them.
     pub fn for_launch(parts: &[&'a Program], config: &Config) -> Coverage<'a> {
@@ -538,7 +533,7 @@ mod tests {
 
     fn gaps(p: &Program) -> Vec<Gap> {
         let config = config();
-        let mut c = Coverage::new(p, &config);
+        let mut c = Coverage::for_launch(&[p], &config);
         let r = crate::run_observed(p, &config, &mut c).expect("runs");
         assert!(r.deadlock.is_none());
         c.gaps()

@@ -102,7 +102,7 @@ fn run_unguarded(
             return RunValue::Failed(lines(ds.iter().map(|d| d.to_string()).collect()));
         }
     };
-    let sim = match pipeline::run_prepared_kernel(prepared, config, &opts, &mut ()) {
+    let sim = match pipeline::run_prepared(prepared, config, &opts, &mut ()) {
         Ok(sim) => sim,
         Err(f) => {
             let (ds, _) = crate::failure_diagnostics(&f, kernel.first(), config, src);

@@ -127,7 +127,7 @@ fn run_unguarded(inputs: &Inputs, shared: &Shared, point: &Point) -> Outcome {
             return failed(status_of(&e.failure), diagnostics(&ds));
         }
     };
-    match pipeline::run_prepared_kernel(prepared, config, &opts, &mut ()) {
+    match pipeline::run_prepared(prepared, config, &opts, &mut ()) {
         Ok(sim) => {
             let lines = crate::problem_lines(config, &sim, "");
             Outcome {

@@ -116,7 +116,8 @@ pub fn cells(inputs: &Inputs, point: &Point, outcome: &Outcome) -> Vec<String> {
             .to_string()
     }));
     for pipe in &cols.pipes {
-        let stats = sim.and_then(|s| s.result.pipes.iter().find(|p| p.pipe == *pipe));
+        // the first core's (a one-core run's only core), as the run report's top-level pipes
+        let stats = sim.and_then(|s| s.result.cores[0].pipe(*pipe));
         c.push(stats.map_or_else(empty, |p| p.busy.to_string()));
         // the most cycles; among equals the first in the engine's order of reasons
         let top = stats.and_then(|p| {
@@ -130,8 +131,9 @@ pub fn cells(inputs: &Inputs, point: &Point, outcome: &Outcome) -> Vec<String> {
     }
     for scope in &cols.scopes {
         let used = sim.and_then(|s| {
-            (0..=s.others.len())
-                .flat_map(|part| s.part(part).1.plan.scopes.iter())
+            s.parts
+                .iter()
+                .flat_map(|part| part.planned.plan.scopes.iter())
                 .find(|sp| sp.space == *scope)
                 .map(|sp| sp.used)
         });

@@ -39,7 +39,7 @@ fn expected_slots(plan: &planner::Plan) -> usize {
 /// The slot rects of `run PROGRAM` at the default level.
 fn run_slots(program: &str) -> usize {
     let (_, sim) = crate::simulate(&root().join(program));
-    expected_slots(&sim.planned.plan)
+    expected_slots(&sim.parts[0].planned.plan)
 }
 
 /// The slot rects of each level of `compare PROGRAM` (levels 2, 1, 0), `None` for an overflow.
@@ -53,7 +53,9 @@ fn compare_slots(program: &str) -> Vec<(u8, Option<usize>)> {
         .unwrap()
         .iter()
         .map(|l| match &l.outcome {
-            pipeline::LevelOutcome::Ran(s) => (l.level, Some(expected_slots(&s.planned.plan))),
+            pipeline::LevelOutcome::Ran(s) => {
+                (l.level, Some(expected_slots(&s.parts[0].planned.plan)))
+            }
             pipeline::LevelOutcome::Overflow(_) => (l.level, None),
         })
         .collect()

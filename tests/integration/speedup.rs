@@ -22,12 +22,15 @@ fn double_buffering_is_at_least_1_2x_faster_with_more_overlap() {
         &root().join("programs/vec_add_sb_manual.yaml"),
         ideal_config(),
     );
-    let (db_prog, db, sb_prog, sb) = (db.program, db.result, sb.program, sb.result);
+    let (db_prog, sb_prog) = (&db.parts[0].program, &sb.parts[0].program);
+    let (db, sb) = (&db.result, &sb.result);
+    // one core each
+    let (db_core, sb_core) = (&db.cores[0], &sb.cores[0]);
     // same work: the same number of instructions on every data pipe
     for pipe in [Pipe::V, Pipe::Mte2, Pipe::Mte3] {
         assert_eq!(
-            db.pipe(pipe).unwrap().busy,
-            sb.pipe(pipe).unwrap().busy,
+            db_core.pipe(pipe).unwrap().busy,
+            sb_core.pipe(pipe).unwrap().busy,
             "{pipe}: {} vs {} do different work",
             db_prog.kernel,
             sb_prog.kernel
@@ -41,15 +44,16 @@ fn double_buffering_is_at_least_1_2x_faster_with_more_overlap() {
         sb.total_cycles
     );
     assert!(
-        db.overlap_cycles > sb.overlap_cycles,
+        db_core.overlap_cycles > sb_core.overlap_cycles,
         "overlap: db {} cycles, sb {} cycles",
-        db.overlap_cycles,
-        sb.overlap_cycles
+        db_core.overlap_cycles,
+        sb_core.overlap_cycles
     );
-    assert!(db.overlap() > sb.overlap());
+    assert!(db_core.overlap(db.total_cycles) > sb_core.overlap(sb.total_cycles));
     // the why: single buffering's extra cycles are MTE2 waiting for V to free x and y
     let waits = |r: &sim::RunResult| -> u64 {
-        r.pipe(Pipe::Mte2)
+        r.cores[0]
+            .pipe(Pipe::Mte2)
             .unwrap()
             .stalls
             .iter()
@@ -59,10 +63,10 @@ fn double_buffering_is_at_least_1_2x_faster_with_more_overlap() {
     };
     let extra = sb.total_cycles - db.total_cycles;
     assert!(
-        waits(&sb) - waits(&db) >= extra * 9 / 10,
+        waits(sb) - waits(db) >= extra * 9 / 10,
         "MTE2 waits on V: sb {} db {}, extra cycles {extra}",
-        waits(&sb),
-        waits(&db)
+        waits(sb),
+        waits(db)
     );
 }
 
@@ -81,7 +85,8 @@ fn on_the_built_in_config_both_adds_wait_on_hbm_latency() {
     let (_, db) = simulate(&root().join("programs/vec_add_db_manual.yaml"));
     let (_, sb) = simulate(&root().join("programs/vec_add_sb_manual.yaml"));
     let drain = |r: &sim::RunResult| -> u64 {
-        r.pipe(Pipe::Mte2)
+        r.cores[0]
+            .pipe(Pipe::Mte2)
             .unwrap()
             .stalls
             .iter()
@@ -90,7 +95,7 @@ fn on_the_built_in_config_both_adds_wait_on_hbm_latency() {
             .sum()
     };
     for r in [&db.result, &sb.result] {
-        assert_eq!(r.pipe(Pipe::Mte2).unwrap().busy, 76_288);
+        assert_eq!(r.cores[0].pipe(Pipe::Mte2).unwrap().busy, 76_288);
         assert_eq!(drain(r), 185_600);
         let m = r.memory.as_ref().unwrap();
         assert_eq!((m.reads, m.hit_bytes, m.miss_bytes), (256, 0, 256 * 32768));

@@ -332,8 +332,8 @@ fn the_live_bytes_counters_peak_at_the_plans_peak() {
     for program in programs() {
         let name = program.file_name().unwrap().to_string_lossy().into_owned();
         let sim = simulate_kernel(&program);
-        for part in 0..=sim.others.len() {
-            let (_, planned) = sim.part(part);
+        for (part, prepared) in sim.parts.iter().enumerate() {
+            let planned = &prepared.planned;
             let plan = &planned.plan;
             let scopes: Vec<sim::Space> = plan.scopes.iter().map(|s| s.space).collect();
             let live = reports::live_bytes(planned, &scopes);

@@ -17,7 +17,7 @@ fn levels_in_the_order_asked_with_overflows_recorded() {
         .iter()
         .map(|l| match &l.outcome {
             LevelOutcome::Ran(s) => {
-                assert_eq!(s.planned.plan.level, l.level);
+                assert_eq!(s.parts[0].planned.plan.level, l.level);
                 &s.result
             }
             LevelOutcome::Overflow(e) => panic!("level {}: {e}", l.level),
@@ -29,8 +29,9 @@ fn levels_in_the_order_asked_with_overflows_recorded() {
     // levels 2 and 1 differ only in addresses: the same vector work but for the bank
     // conflicts those addresses cause
     let v_work = |r: &sim::RunResult| {
-        let v = r.pipes.iter().find(|p| p.pipe == sim::Pipe::V).unwrap();
-        v.busy - r.bank_conflict_cycles.unwrap_or(0)
+        let core = &r.cores[0];
+        let v = core.pipe(sim::Pipe::V).unwrap();
+        v.busy - core.bank_conflict_cycles.unwrap_or(0)
     };
     assert_eq!(v_work(runs[1]), v_work(runs[2]));
 

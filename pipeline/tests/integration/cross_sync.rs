@@ -103,7 +103,7 @@ fn flash_attention_prefetch_has_the_hand_offs_and_the_cycles_of_the_peeled_loop(
     };
     assert_eq!(handoffs(&guarded), handoffs(&peeled));
     // the cube core's guarded ops cost its sync pass no fallback to barrier: all
-    assert_eq!(guarded.auto_sync.map(|s| s.fallbacks), Some(0));
+    assert_eq!(guarded.parts[0].auto_sync.map(|s| s.fallbacks), Some(0));
     let (g, p) = (guarded.result.total_cycles, peeled.result.total_cycles);
     assert!(
         g.abs_diff(p) * 100 <= p,
@@ -147,8 +147,8 @@ impl Observer for Busy {
 fn flash_attention_overlaps_the_qk_of_block_j_plus_1_with_the_softmax_of_block_j() {
     let config = config();
     let k = kernel("programs/flash_attention.yaml");
-    let parts = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
-    let programs: Vec<&sim::Program> = parts.iter().map(|p| &p.program).collect();
+    let launch = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
+    let programs: Vec<&sim::Program> = launch.parts.iter().map(|p| &p.program).collect();
     let slots = sim::launch::slots(&programs, &config);
     let var = |p: &sim::Program| p.vars.iter().position(|v| v.name == "j").unwrap();
     let find = |p: &sim::Program, path: &str| -> OpId {
@@ -174,7 +174,7 @@ fn flash_attention_overlaps_the_qk_of_block_j_plus_1_with_the_softmax_of_block_j
         part_of_core: slots.iter().map(|s| s.part as usize).collect(),
         ..Default::default()
     };
-    let sim = pipeline::run_prepared_kernel(parts, &config, &opts(), &mut busy).unwrap();
+    let sim = pipeline::run_prepared(launch, &config, &opts(), &mut busy).unwrap();
     clean("flash_attention", &sim);
     let mut checked = 0;
     for (c, slot) in slots.iter().enumerate().filter(|(_, s)| s.part == 1) {

@@ -118,9 +118,10 @@ fn a_comparison_runs_the_whole_launch_at_each_level() {
         let LevelOutcome::Ran(sim) = &l.outcome else {
             panic!("level {}: {:?}", l.level, l.outcome)
         };
-        assert_eq!((l.part, sim.others.len()), (0, 1));
-        assert_eq!(sim.planned.plan.level, l.level);
-        assert_eq!(sim.others[0].planned.plan.level, l.level);
+        assert_eq!((l.part, sim.parts.len()), (0, 2));
+        for part in &sim.parts {
+            assert_eq!(part.planned.plan.level, l.level);
+        }
         assert_eq!(sim.result.cores.len(), cores);
         assert_eq!(sim.hazards.as_deref(), Some(&[][..]));
         let mut o = opts();
@@ -154,6 +155,50 @@ fn one_block_of_the_block_cyclic_add_runs_exactly_as_the_one_core_add() {
     let launched = pipeline::simulate_kernel(&one, &config, &opts()).unwrap();
     let plain = pipeline::simulate(&load("programs/vec_add_db.yaml"), &config, &opts()).unwrap();
     assert_eq!(launched.result.total_cycles, plain.result.total_cycles);
-    assert_eq!(launched.result.pipes, plain.result.pipes);
-    assert_eq!(launched.auto_sync, plain.auto_sync);
+    assert_eq!(launched.result.cores, plain.result.cores);
+    assert_eq!(launched.parts[0].auto_sync, plain.parts[0].auto_sync);
+}
+
+#[test]
+fn every_core_of_a_run_names_the_program_of_its_part_and_one_program_is_a_launch_of_one() {
+    let config = config();
+    // a mixed kernel at two blocks: the cube core then the vector cores of each block
+    let text = std::fs::read_to_string(crate::root().join(MIXED)).unwrap();
+    let k = sim::load_kernel(&text, MIXED, &config, &[], Some(2)).unwrap();
+    let sim = pipeline::simulate_kernel(&k, &config, &opts()).unwrap();
+    assert_eq!(sim.parts.len(), 2);
+    let aic = config.core(k.parts[0].core).name.as_str();
+    let mut per_part = [0; 2];
+    for (core, run) in sim.result.cores.iter().enumerate() {
+        let program = sim.program_of(&config, core);
+        // the core runs its own type's part, whatever its place in the launch
+        assert_eq!(program.core, run.core, "core {core}");
+        let part = usize::from(config.core(run.core).name != aic);
+        assert!(
+            std::ptr::eq(program, &sim.parts[part].program),
+            "core {core}"
+        );
+        per_part[part] += 1;
+    }
+    // one cube core and its vector cores per block
+    assert_eq!(per_part[0], 2);
+    assert_eq!(
+        per_part[1],
+        2 * config.chip.as_ref().unwrap().aiv_per_aic as usize
+    );
+
+    // one program: prepared alone and run as a launch of one part, or as a kernel of one
+    // part, the same run
+    let p = load("programs/vec_add_db.yaml");
+    let prepared = pipeline::prepare(&p, &config, &opts()).unwrap();
+    let alone = pipeline::run_prepared(prepared.into(), &config, &opts(), &mut ()).unwrap();
+    let kernel = pipeline::simulate_kernel(&sim::Kernel::single(p), &config, &opts()).unwrap();
+    assert_eq!(alone.parts.len(), 1);
+    assert_eq!(alone.result, kernel.result);
+    assert_eq!(alone.hazards, kernel.hazards);
+    assert_eq!(alone.dropped, kernel.dropped);
+    assert!(std::ptr::eq(
+        alone.program_of(&config, 0),
+        &alone.parts[0].program
+    ));
 }

@@ -34,7 +34,10 @@ fn an_observer_sees_every_instruction_with_or_without_the_race_checker() {
         let mut seen = Count::default();
         let checked = pipeline::simulate_observed(&p, &config(), &opts(), &mut seen).unwrap();
         // control ops are not instructions S sends; everything else the run counts is seen
-        let loops_and_ifs: u64 = checked.result.pipe(sim::Pipe::S).unwrap().instructions;
+        let loops_and_ifs: u64 = checked.result.cores[0]
+            .pipe(sim::Pipe::S)
+            .unwrap()
+            .instructions;
         assert_eq!(seen.issued, seen.started, "{file}");
         assert!(seen.issued > 0);
         assert!(seen.issued <= checked.result.instructions(), "{file}");
@@ -80,7 +83,9 @@ fn a_launch_runs_the_same_whether_its_cores_run_ahead_or_go_in_one_global_order(
         let text = std::fs::read_to_string(crate::root().join(file)).unwrap();
         for b in blocks {
             let k = sim::load_kernel(&text, file, &config, &[], Some(b)).unwrap();
-            let parts = pipeline::prepare_kernel(&k, &config, &opts()).unwrap();
+            let parts = pipeline::prepare_kernel(&k, &config, &opts())
+                .unwrap()
+                .parts;
             let addresses: Vec<sim::Addresses> =
                 parts.iter().map(|p| p.planned.plan.addresses()).collect();
             let launch: Vec<(&sim::Program, &sim::Addresses)> =

@@ -8,10 +8,15 @@ use sim::RunResult;
 const ROW: f64 = 24.0;
 const BAR: f64 = 16.0;
 
-/// Every kind the bars of `result` show, in legend order.
+/// Every kind the bars of `result` show, in legend order (the page is one core's: a launch
+/// of more than one is refused).
 pub(super) fn kinds(result: &RunResult) -> Vec<Kind> {
     let mut kinds = Vec::new();
-    for p in crate::run_report::sorted_pipes(result) {
+    for p in result
+        .cores
+        .iter()
+        .flat_map(crate::run_report::sorted_pipes)
+    {
         if p.busy > 0 {
             kinds.push(Kind::Busy(p.pipe));
         }
@@ -36,7 +41,8 @@ pub(super) fn kinds(result: &RunResult) -> Vec<Kind> {
 /// (the run's total, or the longest level's on the comparison page), so bars of runs drawn
 /// with the same scale compare by length.
 pub(super) fn stall_bars(result: &RunResult, scale: u64, width: f64) -> String {
-    let pipes = crate::run_report::sorted_pipes(result);
+    // one core's page: its only core
+    let pipes = crate::run_report::sorted_pipes(&result.cores[0]);
     let total = result.total_cycles;
     let (label, note) = (44.0, 84.0);
     let bar = width - label - note;

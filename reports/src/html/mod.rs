@@ -30,7 +30,10 @@ pub fn run_html(
     timeline: Option<&Timeline>,
     profile: Option<&str>,
 ) -> String {
-    let (program, plan, result) = (run.program, run.plan, run.result);
+    // the page is one core's (a launch of more than one is refused): its only part and core
+    let first = run.first();
+    let (program, plan, result) = (first.program, first.plan, run.result);
+    let core = &result.cores[0];
     let total = result.total_cycles;
     let mut body = String::new();
     body.push_str("<header>\n");
@@ -44,7 +47,7 @@ pub fn run_html(
     }
     let mut facts = vec![
         ("config", config_label(program, config)),
-        ("sync", sync_name(program, run.auto_sync).to_string()),
+        ("sync", sync_name(program, first.auto_sync).to_string()),
         ("level", level),
         ("total", format!("{} cycles", thousands(total))),
         (
@@ -53,10 +56,10 @@ pub fn run_html(
         ),
         (
             "overlap",
-            format!("{} %", crate::percent(result.overlap_cycles, total)),
+            format!("{} %", crate::percent(core.overlap_cycles, total)),
         ),
     ];
-    if let Some((pipe, cycles)) = result.pipe_bound() {
+    if let Some((pipe, cycles)) = core.pipe_bound() {
         facts.push(("pipe bound", format!("{pipe} {} cycles", thousands(cycles))));
         facts.push(("efficiency", format!("{} %", crate::percent(cycles, total))));
     }
@@ -78,7 +81,7 @@ pub fn run_html(
     }
     body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n");
-    if let Some(stats) = run.auto_sync {
+    if let Some(stats) = first.auto_sync {
         body.push_str(&format!(
             "<p class=\"note\">sync pass: {}</p>\n",
             esc(&crate::syncs_summary(stats))
@@ -133,7 +136,10 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
         .unwrap_or(0);
     let scopes: Vec<Space> = runs
         .iter()
-        .flat_map(|(_, r)| r.plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space))
+        .flat_map(|(_, r)| {
+            let plan = r.first().plan;
+            plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space)
+        })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -169,23 +175,25 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                 ));
             }
             CompareOutcome::Ran(r) => {
+                // the page compares one core's runs: the only part and core of each
+                let (first, core) = (r.first(), &r.result.cores[0]);
                 for s in &scopes {
                     body.push_str(&format!(
                         "<td>{}</td>",
-                        thousands(r.plan.scope(*s).map_or(0, |sp| sp.used))
+                        thousands(first.plan.scope(*s).map_or(0, |sp| sp.used))
                     ));
                 }
-                let stats = r.auto_sync.copied().unwrap_or_default();
+                let stats = first.auto_sync.copied().unwrap_or_default();
                 let total = r.result.total_cycles;
                 body.push_str(&format!(
                     "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td>",
-                    crate::reused_buffers(r.plan),
+                    crate::reused_buffers(first.plan),
                     stats.set_flags,
                     stats.wait_flags,
                     stats.barriers + stats.barrier_alls,
                     thousands(total),
                     vs_best(r.result, best),
-                    crate::percent(r.result.overlap_cycles, total),
+                    crate::percent(core.overlap_cycles, total),
                     esc(&crate::compare::note(r)),
                 ));
             }
@@ -217,6 +225,7 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                 ));
             }
             CompareOutcome::Ran(r) => {
+                let (first, core) = (r.first(), &r.result.cores[0]);
                 let total = r.result.total_cycles;
                 body.push_str(&format!(
                     "<div class=\"level\" data-level=\"{0}\">\n<h3>level {0}</h3>\n<dl class=\"facts\">",
@@ -231,7 +240,7 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                     ("vs best", vs_best(r.result, best)),
                     (
                         "overlap",
-                        format!("{} %", crate::percent(r.result.overlap_cycles, total)),
+                        format!("{} %", crate::percent(core.overlap_cycles, total)),
                     ),
                 ]));
                 body.push_str("</dl>\n");
@@ -242,8 +251,8 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                 body.push_str("<h4>Where the cycles went</h4>\n");
                 body.push_str(&bars::stall_bars(r.result, longest, 440.0));
                 body.push_str(&memory::memory_maps(
-                    r.program,
-                    r.plan,
+                    first.program,
+                    first.plan,
                     440.0,
                     270.0,
                     &format!("l{}-", l.level),
@@ -298,7 +307,7 @@ fn profile_section(profile: Option<&str>) -> String {
 const HAZARDS_SHOWN: usize = 100;
 
 fn findings_html(run: &Run) -> String {
-    let (program, result) = (run.program, run.result);
+    let (program, result) = (run.first().program, run.result);
     let mut out = String::new();
     match run.hazards {
         None => out.push_str("<p>race check: not run (--no-race-check)</p>\n"),

@@ -101,7 +101,8 @@ pub(super) fn timeline_html(
     };
     let total = result.total_cycles;
     let end = tl.cut().unwrap_or(total).min(total).max(1);
-    let pipes = crate::run_report::sorted_pipes(result);
+    // one core's page: its only core
+    let pipes = crate::run_report::sorted_pipes(&result.cores[0]);
     let shown: Vec<Span> = tl.window().collect();
     let mut out = String::new();
     out.push_str(&match tl.cut() {

@@ -76,12 +76,14 @@ fn run_documents_are_deterministic_and_account_for_every_cycle() {
         let text = run_text(&config, &ra);
         assert!(text.contains(&total.to_string()), "{path:?}\n{text}");
         if cores.len() == 1 {
-            for p in &a.result.pipes {
+            for p in &a.result.cores[0].pipes {
                 assert!(text.contains(&p.busy.to_string()), "{path:?} {}", p.pipe);
             }
         }
         // the plan inside the run document is the plan document, `schema` included
-        assert_eq!(json["plan"], plan_json(&a.program, &a.planned.plan));
+        // (of the first part: a mixed kernel's every part's are in `launch.parts`)
+        let first = &a.parts[0];
+        assert_eq!(json["plan"], plan_json(&first.program, &first.planned.plan));
         for doc in [&json, &json["plan"]] {
             let first = doc.as_object().unwrap().iter().next();
             assert_eq!(first, Some((&"schema".to_string(), &Value::from(SCHEMA))));

@@ -63,7 +63,7 @@
 //! groups × (a / (groups × bank_bytes)); repeat i reads blocks i·b .. i·b+b−1 of each input and
 //! writes those of the outputs, costing max(cycles_per_repeat, most input blocks in one group,
 //! most output blocks in one group) + 1 if a bank is both read and written; work = Σ repeats.
-//! [`RunResult::bank_conflict_cycles`] sums the work started above repeats × cycles_per_repeat.
+//! [`CoreRun::bank_conflict_cycles`] sums the work started above repeats × cycles_per_repeat.
 //! **GM memory system** (only with `config.memory`; module `memory`). gm tensors are laid out
 //! in declaration order, each from a line; an operand's lines come from its maximal contiguous
 //! runs ([`crate::footprint::gm_runs_at`]). The L2 holds whole lines, LRU by the cycle of last

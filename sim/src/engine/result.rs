@@ -12,17 +12,9 @@ pub struct RunResult {
     /// instruction has completed (or, after a deadlock, until the cycle the engine found
     /// nothing could move).
     pub total_cycles: u64,
-    /// The first core's pipes (`cores[0].pipes`: the only core of a one-core run), one entry
-    /// per pipe of the core, in [`Pipe`] order (S first).
-    pub pipes: Vec<PipeStats>,
-    /// The first core's cycles in which at least two non-S pipes were busy.
-    pub overlap_cycles: u64,
-    /// The first core's vector work started above its conflict-free work: the cycles UB bank
-    /// conflicts added to V's busy time (docs/timing.md, "UB banks"). `None` when the config has
-    /// no `ub_banks` or the core has no vector pipe.
-    pub bank_conflict_cycles: Option<u64>,
     /// Every core of the launch, in (block, core type, index) order; one for a one-core run.
-    /// Each core's accounting covers the whole run, `0..total_cycles`.
+    /// Each core's accounting covers the whole run, `0..total_cycles`. No core is special: a
+    /// one-core run is a launch of one.
     pub cores: Vec<CoreRun>,
     /// `double set`, `unpaired set_flag` and `cross-core flag overflow` reports, in the order
     /// they were found (core by core for the first two; at most [`DOUBLE_SETS_KEPT`] double
@@ -53,7 +45,11 @@ pub struct CoreRun {
     pub end_cycle: u64,
     /// One entry per pipe of the core, in [`Pipe`] order (S first), over `0..total_cycles`.
     pub pipes: Vec<PipeStats>,
+    /// Cycles in which at least two of the core's non-S pipes were busy.
     pub overlap_cycles: u64,
+    /// The core's vector work started above its conflict-free work: the cycles UB bank
+    /// conflicts added to V's busy time (docs/timing.md, "UB banks"). `None` when the config has
+    /// no `ub_banks` or the core has no vector pipe.
     pub bank_conflict_cycles: Option<u64>,
 }
 
@@ -374,14 +370,14 @@ impl PipeStats {
     }
 }
 
-impl RunResult {
+impl CoreRun {
     pub fn pipe(&self, pipe: Pipe) -> Option<&PipeStats> {
         self.pipes.iter().find(|p| p.pipe == pipe)
     }
 
-    /// Cycles with at least two non-S pipes busy, over total cycles.
-    pub fn overlap(&self) -> f64 {
-        ratio(self.overlap_cycles, self.total_cycles)
+    /// Cycles with at least two non-S pipes busy, over the run's `total_cycles`.
+    pub fn overlap(&self, total_cycles: u64) -> f64 {
+        ratio(self.overlap_cycles, total_cycles)
     }
 
     /// The non-S pipe with the most busy cycles, and that count (ties: the first in pipe order).
@@ -395,20 +391,28 @@ impl RunResult {
         )
     }
 
-    /// Pipe bound over total cycles: 1.0 means the busiest pipe never waited.
-    pub fn efficiency(&self) -> f64 {
-        ratio(self.pipe_bound().map_or(0, |(_, b)| b), self.total_cycles)
+    /// Pipe bound over the run's `total_cycles`: 1.0 means the busiest pipe never waited.
+    pub fn efficiency(&self, total_cycles: u64) -> f64 {
+        ratio(self.pipe_bound().map_or(0, |(_, b)| b), total_cycles)
     }
 
+    /// The instructions the core's pipes started (S: what it executed itself).
     pub fn instructions(&self) -> u64 {
         self.pipes.iter().map(|p| p.instructions).sum()
+    }
+}
+
+impl RunResult {
+    /// The instructions every core of the launch started.
+    pub fn instructions(&self) -> u64 {
+        self.cores.iter().map(CoreRun::instructions).sum()
     }
 
     /// The accounting identity: every cycle of every pipe is in exactly one state.
     pub fn check_accounting(&self) -> Result<(), String> {
-        let cores = self.cores.iter().map(|c| (c.block, c.index, &c.pipes[..]));
-        for (block, index, pipes) in std::iter::once((0, 0, &self.pipes[..])).chain(cores) {
-            for p in pipes {
+        for c in &self.cores {
+            let (block, index) = (c.block, c.index);
+            for p in &c.pipes {
                 if p.accounted() == self.total_cycles {
                     continue;
                 }

@@ -160,12 +160,8 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
             runs.push(run);
         }
         findings.append(&mut cx.findings_late);
-        let first = runs.first().cloned();
         Ok(RunResult {
             total_cycles: total,
-            pipes: first.as_ref().map(|c| c.pipes.clone()).unwrap_or_default(),
-            overlap_cycles: first.as_ref().map_or(0, |c| c.overlap_cycles),
-            bank_conflict_cycles: first.and_then(|c| c.bank_conflict_cycles),
             cores: runs,
             findings,
             deadlock: (!waiters.is_empty()).then_some(Deadlock {

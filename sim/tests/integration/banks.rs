@@ -44,7 +44,7 @@ fn run(config: &Config, text: &str) -> RunResult {
 }
 
 fn v_busy(r: &RunResult) -> u64 {
-    r.pipe(Pipe::V).expect("a V pipe").busy
+    r.cores[0].pipe(Pipe::V).expect("a V pipe").busy
 }
 
 /// One vadd of x and y into `out`, each 256 f16 at a fixed UB offset.
@@ -86,7 +86,7 @@ body:
     // 16 blocks. repeats = ceil(32 / (256 / 32)) = 4, work 4 × 1 = 4, total 2 + 4 + 4 = 10.
     let r = run(&config(false), text);
     assert_eq!((v_busy(&r), r.total_cycles), (4, 10));
-    assert_eq!(r.bank_conflict_cycles, None);
+    assert_eq!(r.cores[0].bank_conflict_cycles, None);
     // Without block_bytes: the largest operand is 512 bytes, ceil(512 / 256) = 2 repeats,
     // total 2 + 4 + 2 = 8 (the rule without blocks, unchanged).
     let r = run(&plain_config(), text);
@@ -112,7 +112,7 @@ fn bank_conflicting_placement_of_an_add() {
     // conflict cycles; total 3 + 4 + 6 = 13.
     let r = run(&config(true), &add(0, 512, 1024, "z"));
     assert_eq!((v_busy(&r), r.total_cycles), (6, 13));
-    assert_eq!(r.bank_conflict_cycles, Some(4));
+    assert_eq!(r.cores[0].bank_conflict_cycles, Some(4));
 }
 
 #[test]
@@ -123,11 +123,11 @@ fn conflict_free_placement_of_the_same_add() {
     // in 0..7, z in banks 24..31: 1. Work 2, no conflict cycles, total 3 + 4 + 2 = 9.
     let r = run(&config(true), &add(0, 768, 16384, "z"));
     assert_eq!((v_busy(&r), r.total_cycles), (2, 9));
-    assert_eq!(r.bank_conflict_cycles, Some(0));
+    assert_eq!(r.cores[0].bank_conflict_cycles, Some(0));
     // Same groups as above but z back in the first layer (1024: banks 0..7 in repeat 0, which
     // x reads): the groups are still spread, the shared bank adds 1 per repeat: work 4.
     let r = run(&config(true), &add(0, 768, 1024, "z"));
-    assert_eq!((v_busy(&r), r.bank_conflict_cycles), (4, Some(2)));
+    assert_eq!((v_busy(&r), r.cores[0].bank_conflict_cycles), (4, Some(2)));
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn inplace_add_reads_and_writes_one_bank() {
     // Work 4, conflict 2, total 3 + 4 + 4 = 11.
     let r = run(&config(true), &add(0, 16640, 1024, "x"));
     assert_eq!((v_busy(&r), r.total_cycles), (4, 11));
-    assert_eq!(r.bank_conflict_cycles, Some(2));
+    assert_eq!(r.cores[0].bank_conflict_cycles, Some(2));
 }
 
 #[test]
@@ -167,7 +167,7 @@ body:
       - vadd: { ins: [x, y], out: z }
 "#;
     let r = run(&config(true), text);
-    assert_eq!((v_busy(&r), r.bank_conflict_cycles), (6, Some(2)));
+    assert_eq!((v_busy(&r), r.cores[0].bank_conflict_cycles), (6, Some(2)));
 }
 
 #[test]
@@ -205,8 +205,8 @@ body:
         "  - vadd: { ins: [\"x[1]\", \"y[1]\"], out: z }",
     ]);
     let (a, b) = (run(&config(true), &dynamic), run(&config(true), &fixed));
-    assert_eq!((v_busy(&a), a.bank_conflict_cycles), (8, Some(4)));
-    assert_eq!((v_busy(&b), b.bank_conflict_cycles), (8, Some(4)));
+    assert_eq!((v_busy(&a), a.cores[0].bank_conflict_cycles), (8, Some(4)));
+    assert_eq!((v_busy(&b), b.cores[0].bank_conflict_cycles), (8, Some(4)));
 }
 
 #[test]
@@ -297,13 +297,13 @@ body:
     );
     let (a, b) = (run(&config(true), &looped), run(&config(true), &unrolled));
     assert_eq!(
-        (v_busy(&a), a.bank_conflict_cycles),
-        (v_busy(&b), b.bank_conflict_cycles)
+        (v_busy(&a), a.cores[0].bank_conflict_cycles),
+        (v_busy(&b), b.cores[0].bank_conflict_cycles)
     );
     // the rows do cost differently
     let row = |r: usize| {
         let one = program(format!("  - vadd: {{ ins: [\"x[{r}]\", y], out: z }}"));
-        run(&config(true), &one).bank_conflict_cycles
+        run(&config(true), &one).cores[0].bank_conflict_cycles
     };
     assert_ne!(row(0), row(8));
 }

@@ -221,6 +221,57 @@ fn a_mixed_launch_pays_its_launch_cost_by_the_cores_it_starts() {
 }
 
 #[test]
+fn findings_do_not_grow_with_the_run_a_counter_overflows_once_per_core_and_id() {
+    // every iteration: three mode-0 sets (the counter reaches 3 > max_pending 2, an overflow
+    // each time), 20 cycles of scalar, three waits taking them back to 0, and a set_flag of
+    // a flag nothing waits on (a double set from the second iteration on). The run's findings
+    // must not grow with its trip count: one overflow per core and id however many
+    // iterations overflow, one unpaired set per flag, and double sets kept up to
+    // DOUBLE_SETS_KEPT then counted in one entry.
+    let text = |trips: u64| {
+        format!(
+            "kernel: many\ncore: aiv\nsync: manual\nlaunch: {{ blocks: 2 }}\nbody:\n\
+             \x20 - for: {{ var: t, to: {trips} }}\n\
+             \x20   body:\n\
+             \x20     - cross_set: {{ mode: 1, pipe: s, id: 3 }}\n\
+             \x20     - cross_set: {{ mode: 1, pipe: s, id: 3 }}\n\
+             \x20     - cross_set: {{ mode: 1, pipe: s, id: 3 }}\n\
+             \x20     - scalar: {{ cycles: 20 }}\n\
+             \x20     - cross_wait: {{ id: 3 }}\n\
+             \x20     - cross_wait: {{ id: 3 }}\n\
+             \x20     - cross_wait: {{ id: 3 }}\n\
+             \x20     - set_flag: {{ src: s, dst: v, id: 0 }}\n"
+        )
+    };
+    let kinds = |r: &RunResult| {
+        let mut n = [0u64; 4];
+        for f in &r.findings {
+            match f {
+                SyncFinding::CrossOverflow { .. } => n[0] += 1,
+                SyncFinding::UnpairedSet { .. } => n[1] += 1,
+                SyncFinding::DoubleSet { .. } => n[2] += 1,
+                SyncFinding::DoubleSetsOmitted { count, .. } => n[3] += count,
+                SyncFinding::UnpairedCrossSet { .. } => panic!("every set is taken: {f:?}"),
+            }
+        }
+        n
+    };
+    let kept = sim::engine::DOUBLE_SETS_KEPT;
+    let (_, short) = run("many.yaml", &text(4));
+    // two cores: each overflows its counter 3 and leaves its flag set; 3 double sets each
+    assert_eq!(kinds(&short), [2, 2, 6, 0], "{:?}", short.findings);
+    let trips = kept + 500;
+    let (_, long) = run("many.yaml", &text(trips));
+    assert_eq!(
+        kinds(&long),
+        [2, 2, 2 * kept, 2 * (trips - 1 - kept)],
+        "every iteration overflows and double-sets, the findings stay bounded"
+    );
+    assert_eq!(long.findings.len() as u64, 2 + 2 + 2 * kept + 2);
+    assert!(long.deadlock.is_none() && long.stopped.is_none());
+}
+
+#[test]
 fn a_mixed_kernel_overflow_names_the_cube_cores_set_and_lies_within_the_run() {
     // one block: aic 0 (core 0), aiv 0 and aiv 1 (cores 1, 2). The cube core sets mode 2 on S
     // three times in a loop (2 loop cycles an iteration: sets at 2, 4, 6; S done at 6); each

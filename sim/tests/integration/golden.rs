@@ -29,7 +29,7 @@ fn run(name: &str, text: &str) -> (Program, RunResult) {
 }
 
 fn pipe(r: &RunResult, p: Pipe) -> &PipeStats {
-    r.pipe(p).unwrap_or_else(|| panic!("no pipe {p}"))
+    r.cores[0].pipe(p).unwrap_or_else(|| panic!("no pipe {p}"))
 }
 
 /// Asserts one pipe's whole accounting: (instructions, busy, stalls, starved, idle).
@@ -76,7 +76,7 @@ fn golden_1_single_load() {
     // MTE2: starved [0,1), busy 16, idle [17,27) = 10.
     expect(&r, Pipe::Mte2, 1, 16, &[], 1, 10);
     idle_pipes(&r, &[Pipe::V, Pipe::M, Pipe::Mte1, Pipe::Mte3, Pipe::Fix]);
-    assert_eq!(r.overlap_cycles, 0);
+    assert_eq!(r.cores[0].overlap_cycles, 0);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
 }
 
@@ -92,7 +92,7 @@ fn golden_2_two_loads() {
     // MTE2: starved [0,1), busy 32, idle [33,43) = 10 (load1 joined before load0's work ended).
     expect(&r, Pipe::Mte2, 2, 32, &[], 1, 10);
     idle_pipes(&r, &[Pipe::V, Pipe::M, Pipe::Mte1, Pipe::Mte3, Pipe::Fix]);
-    assert_eq!(r.overlap_cycles, 0);
+    assert_eq!(r.cores[0].overlap_cycles, 0);
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn golden_3_flag_chain() {
     );
     idle_pipes(&r, &[Pipe::M, Pipe::Mte1, Pipe::Fix]);
     // The flags serialise everything: no two pipes are ever busy together.
-    assert_eq!(r.overlap_cycles, 0);
+    assert_eq!(r.cores[0].overlap_cycles, 0);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
 }
 
@@ -252,7 +252,7 @@ fn golden_6_mmad_fixpipe() {
         6,
     );
     idle_pipes(&r, &[Pipe::V, Pipe::Mte1, Pipe::Mte3]);
-    assert_eq!(r.overlap_cycles, 0);
+    assert_eq!(r.cores[0].overlap_cycles, 0);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
 }
 
@@ -300,7 +300,7 @@ fn golden_deadlock_names_pipe_flag_and_op() {
     // S: 4 sends, idle [4,41) = 37.
     expect(&r, Pipe::S, 0, 4, &[], 0, 37);
     // MTE2 [1,17) and MTE3 [4,36) overlap on [4,17).
-    assert_eq!(r.overlap_cycles, 13);
+    assert_eq!(r.cores[0].overlap_cycles, 13);
     assert!(r.has_findings());
 }
 
@@ -503,7 +503,7 @@ body:
     );
     idle_pipes(&r, &[Pipe::V, Pipe::Mte2, Pipe::Mte3, Pipe::Fix]);
     // MTE1 [3,643) overlaps M's first three chunks: 3 x 16 = 48.
-    assert_eq!(r.overlap_cycles, 48);
+    assert_eq!(r.cores[0].overlap_cycles, 48);
 }
 
 #[test]

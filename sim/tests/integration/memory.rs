@@ -144,8 +144,8 @@ body:
     // [2, 9), then 64 a cycle: 512 / 64 = 8 cycles [9, 17): work 17 - 2 = 15; complete 2 +
     // 110 + 15 = 127.
     assert_eq!(r.total_cycles, 127);
-    assert_eq!(r.pipe(sim::Pipe::Mte2).unwrap().busy, 8);
-    assert_eq!(r.pipe(sim::Pipe::Mte1).unwrap().busy, 15);
+    assert_eq!(r.cores[0].pipe(sim::Pipe::Mte2).unwrap().busy, 8);
+    assert_eq!(r.cores[0].pipe(sim::Pipe::Mte1).unwrap().busy, 15);
     let m = mem(&r);
     assert_eq!((m.reads, m.miss_lines, m.hbm_bytes), (2, 4, 1024));
 }
@@ -206,8 +206,8 @@ body:
     // left while the write lasts: ceil(512 / 48) = 11 cycles [3, 14) (alone it would be 8);
     // startup 10 + 100 = 110: complete 3 + 110 + 11 = 124.
     assert_eq!(r.total_cycles, 124);
-    assert_eq!(r.pipe(sim::Pipe::Mte3).unwrap().busy, 32);
-    assert_eq!(r.pipe(sim::Pipe::Mte2).unwrap().busy, 11);
+    assert_eq!(r.cores[0].pipe(sim::Pipe::Mte3).unwrap().busy, 32);
+    assert_eq!(r.cores[0].pipe(sim::Pipe::Mte2).unwrap().busy, 11);
     let m = mem(&r);
     // HBM moved 512 B of line fills and 512 B of writes
     assert_eq!((m.hbm_bytes, m.write_bytes, m.miss_lines), (512, 512, 2));
@@ -336,7 +336,7 @@ body:
     let r = run_with(text, L2Start::Cold);
     // gm sload 50 + gm sstore 50 + ub sstore issue_cycles 1 = 101 cycles of S, nothing else.
     assert_eq!(r.total_cycles, 101);
-    let s = r.pipe(sim::Pipe::S).unwrap();
+    let s = r.cores[0].pipe(sim::Pipe::S).unwrap();
     assert_eq!((s.busy, s.instructions), (101, 3));
 }
 

@@ -239,15 +239,19 @@ proptest! {
         let yaml = render(&items, &multi);
         let a = run(&yaml);
         prop_assert!(a.check_accounting().is_ok(), "{:?}\n{yaml}", a.check_accounting());
-        for p in &a.pipes {
-            prop_assert!(p.busy <= a.total_cycles);
+        for c in &a.cores {
+            for p in &c.pipes {
+                prop_assert!(p.busy <= a.total_cycles);
+            }
+            prop_assert!(c.overlap_cycles <= a.total_cycles);
         }
-        prop_assert!(a.overlap_cycles <= a.total_cycles);
         let b = run(&yaml);
         prop_assert_eq!(&a, &b, "same input, different result");
         if a.deadlock.is_none() {
             let want = expected_counts(&items, &multi);
-            for p in &a.pipes {
+            // a one-core run: its only core ran the whole program
+            prop_assert_eq!(a.cores.len(), 1);
+            for p in &a.cores[0].pipes {
                 prop_assert_eq!(p.instructions, want[p.pipe.index()], "pipe {} in\n{}", p.pipe, yaml);
             }
         }

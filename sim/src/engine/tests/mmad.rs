@@ -41,7 +41,7 @@ fn mmad_l1_macro() {
     let m1 = stats(&r, Pipe::Mte1);
     assert_eq!((m1.busy, m1.starved, m1.idle), (96, 1, 17));
     // overlap: MTE1 [49,97) with M [53,61) = 8
-    assert_eq!(r.overlap_cycles, 8);
+    assert_eq!(r.cores[0].overlap_cycles, 8);
 }
 
 #[test]

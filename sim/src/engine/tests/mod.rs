@@ -364,7 +364,7 @@ fn for_(var: VarId, to: i64, body: Vec<T>) -> T {
 }
 
 fn stats(r: &RunResult, p: Pipe) -> &PipeStats {
-    r.pipe(p).unwrap()
+    r.cores[0].pipe(p).unwrap()
 }
 
 fn stall(r: &RunResult, p: Pipe, s: Stall) -> u64 {

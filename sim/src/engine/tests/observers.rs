@@ -67,7 +67,7 @@ fn observer_sees_every_instruction_in_time_order() {
     let mut started = rec.started.clone();
     started.sort();
     assert_eq!(started, (0..7).collect::<Vec<u64>>());
-    assert_eq!(r.instructions(), 7);
+    assert_eq!(r.cores[0].instructions(), 7);
 }
 
 #[test]

@@ -19,9 +19,9 @@ fn single_load() {
     let s = stats(&r, Pipe::S);
     assert_eq!((s.busy, s.idle, s.instructions), (1, 26, 0));
     assert_eq!(stats(&r, Pipe::V).idle, 27);
-    assert_eq!(r.overlap_cycles, 0);
+    assert_eq!(r.cores[0].overlap_cycles, 0);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
-    assert_eq!(r.pipes.len(), 7);
+    assert_eq!(r.cores[0].pipes.len(), 7);
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn flag_chain_and_overlap() {
         7
     );
     // Overlap: MTE2 [27,43) with V [29,33) = 4 and with MTE3 [38,43) = 5 -> 9.
-    assert_eq!(r.overlap_cycles, 9);
+    assert_eq!(r.cores[0].overlap_cycles, 9);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
 }
 
@@ -200,7 +200,7 @@ fn zero_trip_loop_costs_nothing() {
 fn empty_program() {
     let r = ok(&B::new().build(vec![]));
     assert_eq!(r.total_cycles, 0);
-    assert!(r.pipes.iter().all(|p| p.accounted() == 0));
+    assert!(r.cores[0].pipes.iter().all(|p| p.accounted() == 0));
 }
 
 #[test]
