@@ -162,6 +162,8 @@ mod accounting;
 mod bandwidth;
 mod banks;
 mod code;
+#[cfg(test)]
+mod compare;
 mod compile;
 mod compile_costs;
 mod compile_opnds;
