@@ -863,6 +863,8 @@ struct Mixed {
     tiles: u32,
     tm: u32,
     n: u32,
+    /// 512 splits the `mmad_l1` into several chunks (its a no longer fits half of L0A), so
+    /// MTE1 waits on M (`wait_flag M#mmad_l1`).
     k: u32,
     /// The cube's forward cross_set pipe: fix or s.
     set_pipe: Pipe,
@@ -890,8 +892,8 @@ fn mixed() -> impl Strategy<Value = Mixed> {
             prop::sample::select(vec![16u32, 32, 64]),
         ),
         (
-            prop::sample::select(vec![32u32, 64]),
-            prop::sample::select(vec![32u32, 64]),
+            prop::sample::select(vec![32u32, 64, 256]),
+            prop::sample::select(vec![32u32, 64, 512]),
         ),
         (
             prop::sample::select(vec![Pipe::Fix, Pipe::S]),
