@@ -1140,7 +1140,7 @@ fn every_shipped_program_runs_the_same_on_both_engines() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     eprintln!(
-        "{programs} of {} files load; {runs} runs on both engines ({launches} launches, \
+        "{programs} of {} files load; {runs} inputs compared, each run 3 times on each engine ({launches} launches, \
          {stopped} stopped at a limit, {} deadlocked, {} with findings, {} run-time errors)",
         files.len(),
         ended[0],
