@@ -1,0 +1,377 @@
+//! The chip's shared rates under the memory system (docs/timing.md, "The gm memory system").
+//!
+//! Bandwidth: the chip's HBM and its L2 are each a [`Channel`], the bytes per cycle the moves in
+//! progress hold, as steps over the cycles to come. A move, when it starts, takes its bytes in
+//! phases (hits from the L2; line fills from HBM; a write into the L2 and through to HBM), each
+//! at the most its own rate and the channels' spare rate allow, cycle by cycle ([`plan_phase`]):
+//! moves already under way keep what they hold, so no cycle's use ever exceeds a channel's rate.
+//! The L2 ([`super::memory`]) plans a move's phases here and holds them when it starts.
+
+use crate::config::MemoryConfig;
+
+/// A shared rate of the chip (HBM's bytes per cycle, or the L2's): what the moves under way
+/// hold of it, cycle by cycle from the earliest start that can still come. Moves start in
+/// cycle order over the whole launch (the engine puts gm moves in its global order), so the
+/// past is forgotten as they come.
+///
+/// Two forms, the same rule. While what is held adds up to no more than the rate with room for
+/// the next move (one core's loads and stores, say), the channel keeps just the pieces held and
+/// their sum: a move that fits under the sum gets its own rate throughout, and nothing needs the
+/// cycle-by-cycle picture. When a move might have to wait, the pieces become steps (what is held
+/// per stretch of cycles), kept until the channel is idle again.
+#[derive(Clone, Debug)]
+pub(super) struct Channel {
+    /// Bytes per cycle.
+    cap: u64,
+    /// The latest start: nothing will start before it.
+    now: u64,
+    /// Whether `steps` is the picture (else `pieces`).
+    stepped: bool,
+    /// `(from, to, rate)` held, in no order; `loose` is their rates' sum, at least what any
+    /// cycle to come holds (more when they do not overlap: a move's phases), and `first_end`
+    /// the earliest `to`.
+    pieces: Vec<(u64, u64, u64)>,
+    loose: u64,
+    first_end: u64,
+    /// `(from, used)`: bytes per cycle held from cycle `from` until the next step's `from`, in
+    /// increasing `from`, from index `head` on (the ones before are past); the last step holds
+    /// 0 and lasts for ever (so there is always one). A handful are live at a time: a plain
+    /// vector searched from the end, where new moves start, beats a tree or a deque here.
+    steps: Vec<(u64, u64)>,
+    head: usize,
+    /// Scratch for turning pieces into steps.
+    events: Vec<(u64, i64)>,
+}
+
+/// A share of one or two channels a planned move holds: `rate` bytes per cycle over cycles
+/// `from..to`, on HBM and / or the L2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Piece {
+    pub(super) from: u64,
+    pub(super) to: u64,
+    pub(super) rate: u64,
+    pub(super) hbm: bool,
+    pub(super) l2: bool,
+}
+
+impl Channel {
+    pub(super) fn new(cap: u64) -> Channel {
+        Channel {
+            cap,
+            now: 0,
+            stepped: false,
+            pieces: Vec::new(),
+            loose: 0,
+            first_end: u64::MAX,
+            steps: vec![(0, 0)],
+            head: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// Nothing will start before `t`: what ends by then goes.
+    #[inline(always)]
+    pub(super) fn forget(&mut self, t: u64) {
+        self.now = t;
+        if !self.stepped {
+            if self.first_end <= t {
+                // one pass: keep what has not ended, with its sum and earliest end
+                let (mut k, mut sum, mut first) = (0, 0, u64::MAX);
+                for i in 0..self.pieces.len() {
+                    let p = self.pieces[i];
+                    if p.1 > t {
+                        self.pieces[k] = p;
+                        k += 1;
+                        sum += p.2;
+                        first = first.min(p.1);
+                    }
+                }
+                self.pieces.truncate(k);
+                (self.loose, self.first_end) = (sum, first);
+            }
+            return;
+        }
+        let n = self.steps.len();
+        if self.head + 1 == n || self.steps[self.head + 1].0 > t {
+            return;
+        }
+        while self.head + 1 < n && self.steps[self.head + 1].0 <= t {
+            self.head += 1;
+        }
+        if self.head + 1 == n {
+            // idle from here on: back to pieces
+            self.stepped = false;
+            self.steps.clear();
+            self.steps.push((t, 0));
+            self.head = 0;
+        } else if self.head >= 64 && 2 * self.head >= n {
+            self.steps.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    /// Whether `cap` bytes per cycle are to spare in every cycle from `start` on.
+    #[inline(always)]
+    fn fits(&self, start: u64, cap: u64) -> bool {
+        if !self.stepped {
+            return self.loose + cap <= self.cap;
+        }
+        let i = self.at(start);
+        self.steps[i..]
+            .iter()
+            .all(|&(_, used)| self.cap - used >= cap)
+    }
+
+    /// The pieces as steps, from the latest start on.
+    fn step_up(&mut self) {
+        if self.stepped {
+            return;
+        }
+        let t = self.now;
+        self.events.clear();
+        for &(from, to, rate) in &self.pieces {
+            self.events.push((from.max(t), rate as i64));
+            self.events.push((to, -(rate as i64)));
+        }
+        self.events.sort_unstable();
+        self.steps.clear();
+        self.steps.push((t, 0));
+        let mut used = 0i64;
+        for &(at, delta) in &self.events {
+            used += delta;
+            let last = self.steps.len() - 1;
+            if self.steps[last].0 == at {
+                self.steps[last].1 = used as u64;
+            } else {
+                self.steps.push((at, used as u64));
+            }
+        }
+        self.steps.dedup_by(|b, a| a.1 == b.1);
+        self.head = 0;
+        self.stepped = true;
+        self.pieces.clear();
+        self.loose = 0;
+        self.first_end = u64::MAX;
+    }
+
+    /// What cycle `c` (not before the latest start) holds (tests).
+    #[cfg(test)]
+    pub(super) fn used_at(&self, c: u64) -> u64 {
+        if self.stepped {
+            self.steps[self.at(c)].1
+        } else {
+            let on = self.pieces.iter().filter(|p| p.0 <= c && c < p.1);
+            on.map(|p| p.2).sum()
+        }
+    }
+
+    /// The index of the step holding cycle `t` (not before the first live step).
+    #[inline]
+    fn at(&self, t: u64) -> usize {
+        let mut i = self.steps.len() - 1;
+        while i > self.head && self.steps[i].0 > t {
+            i -= 1;
+        }
+        i
+    }
+
+    /// The first cycle after step `i` (`u64::MAX` for the last).
+    #[inline]
+    fn end_of(&self, i: usize) -> u64 {
+        self.steps.get(i + 1).map_or(u64::MAX, |&(from, _)| from)
+    }
+
+    /// A step boundary at `t`: its index.
+    #[inline]
+    fn split(&mut self, t: u64) -> usize {
+        let i = self.at(t);
+        let (from, used) = self.steps[i];
+        if from == t {
+            return i;
+        }
+        self.steps.insert(i + 1, (t, used));
+        i + 1
+    }
+
+    /// `rate` more bytes per cycle held over `from..to`.
+    #[inline(always)]
+    pub(super) fn hold(&mut self, from: u64, to: u64, rate: u64) {
+        if from >= to || rate == 0 {
+            return;
+        }
+        if !self.stepped {
+            self.pieces.push((from, to, rate));
+            self.loose += rate;
+            self.first_end = self.first_end.min(to);
+            return;
+        }
+        self.hold_stepped(from, to, rate);
+    }
+
+    /// [`Channel::hold`] on the steps.
+    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64) {
+        let last = self.steps.len() - 1;
+        if self.steps[last].0 <= from {
+            // after everything held (the last step holds 0): a step of `rate`, then 0 again
+            if self.steps[last].0 == from {
+                self.steps[last].1 = rate;
+            } else {
+                self.steps.push((from, rate));
+            }
+            self.steps.push((to, 0));
+            let n = self.steps.len();
+            if n - 2 > self.head && self.steps[n - 3].1 == rate {
+                self.steps.remove(n - 2);
+            }
+            return;
+        }
+        let a = self.split(from);
+        let b = self.split(to);
+        for k in a..b {
+            self.steps[k].1 += rate;
+            debug_assert!(self.steps[k].1 <= self.cap, "a channel over its rate");
+        }
+        // steps that now hold the same as their neighbour join it
+        if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
+            self.steps.remove(b);
+        }
+        if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
+            self.steps.remove(a);
+        }
+    }
+}
+
+/// The most L2 bytes per cycle the cores of `slots` can ask for at once: each pipe of a core
+/// moves one instruction at a time, at most its fastest gm path's rate (a read's bounded by
+/// `l2_read_bytes_per_cycle`, a write's by `l2_write_bytes_per_cycle`), summed over every pipe
+/// of every core.
+pub(super) fn l2_demand(
+    config: &crate::Config,
+    m: &MemoryConfig,
+    slots: &[crate::launch::Slot],
+) -> u64 {
+    use crate::types::Space;
+    let mut per_type = vec![0u64; config.cores.len()];
+    for (k, core) in config.cores.iter().enumerate() {
+        for &pipe in &core.pipes {
+            let fastest = config
+                .paths
+                .iter()
+                .filter(|p| p.pipe == pipe && (p.from == Space::Gm || p.to == Space::Gm))
+                .map(|p| {
+                    let rate = u64::from(p.bytes_per_cycle.max(p.nz_bytes_per_cycle.unwrap_or(0)));
+                    let l2 = if p.from == Space::Gm {
+                        m.l2_read_bytes_per_cycle
+                    } else {
+                        m.l2_write_bytes_per_cycle
+                    };
+                    rate.min(l2)
+                })
+                .max()
+                .unwrap_or(0);
+            per_type[k] += fastest;
+        }
+    }
+    slots
+        .iter()
+        .map(|s| per_type[s.core.index()])
+        .fold(0, u64::saturating_add)
+}
+
+/// Plans `bytes` on the channels `hbm` and / or `l2` from cycle `start`, at most `cap` bytes
+/// per cycle: in each cycle the phase takes the least of `cap` and the channels' spare rate
+/// (moves planned before keep theirs). Appends the pieces to `out` and returns the cycle the
+/// phase ends (its last cycle may not be full: the rate stays held for the whole cycle).
+#[inline(always)]
+pub(super) fn plan_phase(
+    mut hbm: Option<&mut Channel>,
+    mut l2: Option<&mut Channel>,
+    start: u64,
+    bytes: u64,
+    cap: u64,
+    out: &mut Vec<Piece>,
+) -> u64 {
+    if bytes == 0 {
+        return start;
+    }
+    // the common case: every channel has `cap` to spare from `start` on; one piece
+    let fits = |c: &Option<&mut Channel>| c.as_ref().is_none_or(|c| c.fits(start, cap));
+    if fits(&hbm) && fits(&l2) {
+        let to = start + bytes.div_ceil(cap);
+        out.push(Piece {
+            from: start,
+            to,
+            rate: cap,
+            hbm: hbm.is_some(),
+            l2: l2.is_some(),
+        });
+        return to;
+    }
+    for c in [hbm.as_deref_mut(), l2.as_deref_mut()]
+        .into_iter()
+        .flatten()
+    {
+        c.step_up();
+    }
+    plan_shared(hbm.as_deref(), l2.as_deref(), start, bytes, cap, out)
+}
+
+/// [`plan_phase`] when a channel has less than `cap` to spare somewhere from `start` on: the
+/// phase walks the steps of both.
+fn plan_shared(
+    hbm: Option<&Channel>,
+    l2: Option<&Channel>,
+    start: u64,
+    bytes: u64,
+    cap: u64,
+    out: &mut Vec<Piece>,
+) -> u64 {
+    let chans = [hbm, l2];
+    let mut at = [0usize; 2];
+    for (k, c) in chans.iter().enumerate() {
+        if let Some(c) = c {
+            at[k] = c.at(start);
+        }
+    }
+    let (mut a, mut left) = (start, bytes);
+    loop {
+        let (mut b, mut spare) = (u64::MAX, cap);
+        for (k, c) in chans.iter().enumerate() {
+            if let Some(c) = c {
+                b = b.min(c.end_of(at[k]));
+                spare = spare.min(c.cap - c.steps[at[k]].1);
+            }
+        }
+        if spare > 0 {
+            let need = left.div_ceil(spare);
+            let to = if need <= b - a { a + need } else { b };
+            match out.last_mut() {
+                Some(p)
+                    if (p.to, p.rate, p.hbm, p.l2) == (a, spare, hbm.is_some(), l2.is_some()) =>
+                {
+                    p.to = to
+                }
+                _ => out.push(Piece {
+                    from: a,
+                    to,
+                    rate: spare,
+                    hbm: hbm.is_some(),
+                    l2: l2.is_some(),
+                }),
+            }
+            if need <= b - a {
+                return to;
+            }
+            // b - a < need, so this is below `left`
+            left -= spare * (b - a);
+        }
+        a = b;
+        for (k, c) in chans.iter().enumerate() {
+            if let Some(c) = c {
+                if c.end_of(at[k]) == b {
+                    at[k] += 1;
+                }
+            }
+        }
+    }
+}
