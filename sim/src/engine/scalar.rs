@@ -313,35 +313,20 @@ impl<'p, 'c> Core<'p, 'c> {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
-                self.pending = Pending::Sync {
-                    op,
-                    arg: Arg::SetFlag { flag },
-                    id: Some(id),
-                };
-                self.hot.pc += 1;
+                self.reach_local_sync(op, Arg::SetFlag { flag }, Some(id), cx);
             }
             SOp::WaitFlag { op, src, id } => {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
                 let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
-                self.pending = Pending::Sync {
-                    op,
-                    arg: Arg::WaitFlag { flag },
-                    id: Some(id),
-                };
-                self.hot.pc += 1;
+                self.reach_local_sync(op, Arg::WaitFlag { flag }, Some(id), cx);
             }
             SOp::BarrierAll { op } => {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                self.pending = Pending::Sync {
-                    op,
-                    arg: Arg::Barrier,
-                    id: None,
-                };
-                self.hot.pc += 1;
+                self.reach_local_sync(op, Arg::Barrier, None, cx);
             }
             SOp::CrossSet { op, mode, id } => {
                 if !cx.count(self.hot.s_time) {
@@ -392,6 +377,27 @@ impl<'p, 'c> Core<'p, 'c> {
             }
         }
         Ok(())
+    }
+
+    /// S reaches a synchronisation that only its own core sees (a `set_flag` from S, a
+    /// `wait_flag` to S, `barrier: all`): when it is ready before every pipe's next start and
+    /// within S's horizon, it goes at once, as the next turn of the event loop would have it
+    /// go, without being an event of its own; else it waits there (pending) until it is the
+    /// earliest event. (A cross-core op stays an event: it goes in the launch's order.)
+    #[inline(always)]
+    fn reach_local_sync<O: Observer>(
+        &mut self,
+        op: OpId,
+        arg: Arg,
+        id: Option<u32>,
+        cx: &mut Cx<'_, O>,
+    ) {
+        self.pending = Pending::Sync { op, arg, id };
+        self.hot.pc += 1;
+        let sc = self.s_cand(cx.now);
+        if sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none() {
+            self.fire(sc, cx);
+        }
     }
 
     /// S executes one of its own instructions that keeps it busy `n` cycles (a loop
