@@ -29,6 +29,30 @@ fn add_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
 }
 
 impl<'p, 'c> Core<'p, 'c> {
+    /// Reports a span of this core's unit `pipe` over `from..to` to the observer ([`Span`]:
+    /// work, S's own cycles, or a stall with its cause): the one place the core's spans are
+    /// made, which the accounting's totals add up to (`super::ledger`).
+    #[inline(always)]
+    pub(super) fn span<O: Observer>(
+        &self,
+        cx: &mut Cx<'_, O>,
+        pipe: Pipe,
+        (from, to): (u64, u64),
+        op: OpId,
+        seq: Option<u64>,
+        what: Activity,
+    ) {
+        cx.obs.on_span(&Span {
+            core: self.slot,
+            pipe,
+            from,
+            to,
+            op,
+            seq,
+            what,
+        });
+    }
+
     /// Counts the cycles in [overlap_from, t) with at least two non-S pipes busy. Every busy
     /// interval known so far started at or before `overlap_from`, and the ones that start later
     /// start at or after `t`, so only each pipe's latest interval matters.
@@ -136,15 +160,14 @@ impl<'p, 'c> Core<'p, 'c> {
             };
             add_stall(&mut stalls, reason, stall);
             if stall > 0 {
-                cx.obs.on_span(&Span {
-                    core: self.slot,
-                    pipe: Pipe::S,
-                    from: self.hot.s_time,
-                    to: total,
+                self.span(
+                    cx,
+                    Pipe::S,
+                    (self.hot.s_time, total),
                     op,
-                    seq: None,
-                    what: Activity::Stall(reason),
-                });
+                    None,
+                    Activity::Stall(reason),
+                );
             }
         }
         stalls.sort();
@@ -168,15 +191,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 let reason = self.stall_of(head.arg, false);
                 add_stall(&mut stalls, reason, total - j);
                 if total > j {
-                    cx.obs.on_span(&Span {
-                        core: self.slot,
-                        pipe: Pipe::ALL[p],
-                        from: j,
-                        to: total,
-                        op: OpId(head.op),
-                        seq: Some(head.seq),
-                        what: Activity::Stall(reason),
-                    });
+                    self.span(
+                        cx,
+                        Pipe::ALL[p],
+                        (j, total),
+                        OpId(head.op),
+                        Some(head.seq),
+                        Activity::Stall(reason),
+                    );
                 }
             } else {
                 idle = total - ps.free;

@@ -7,7 +7,7 @@ use super::compiled::{GmSide, NO_MEM};
 use super::context::Cx;
 use super::queue::{chunks_started, Arg, Aux};
 use super::state::{pipes_of, Core, INF};
-use super::{Activity, Observer, Span};
+use super::{Activity, Observer};
 use crate::ids::OpId;
 use crate::types::Pipe;
 
@@ -166,15 +166,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 );
                 let reason = self.stall_of(e.arg, false);
                 self.pipes[p].stalls.add(reason, stall, events);
-                cx.obs.on_span(&Span {
-                    core: self.slot,
-                    pipe: Pipe::ALL[p],
-                    from: j,
-                    to: t,
-                    op: OpId(e.op),
-                    seq: Some(e.seq),
-                    what: Activity::Stall(reason),
-                });
+                self.span(
+                    cx,
+                    Pipe::ALL[p],
+                    (j, t),
+                    OpId(e.op),
+                    Some(e.seq),
+                    Activity::Stall(reason),
+                );
             }
         }
         let ps = &mut self.pipes[p];
@@ -186,15 +185,14 @@ impl<'p, 'c> Core<'p, 'c> {
         let complete = t + e.startup + work; // checked against the limit above
         ps.max_complete = ps.max_complete.max(complete);
         self.hot.dirty |= 1 << p;
-        cx.obs.on_span(&Span {
-            core: self.slot,
-            pipe: Pipe::ALL[p],
-            from: t,
-            to: t + work,
-            op: OpId(e.op),
-            seq: Some(e.seq),
-            what: Activity::Work,
-        });
+        self.span(
+            cx,
+            Pipe::ALL[p],
+            (t, t + work),
+            OpId(e.op),
+            Some(e.seq),
+            Activity::Work,
+        );
         match e.arg {
             Arg::Stage { macro_no } => {
                 let cap = self.macros.len() as u64;

@@ -8,7 +8,7 @@ use super::context::Cx;
 use super::queue::{Arg, Aux, Entry, Wide};
 use super::result::Stall;
 use super::state::{pipes_of, Core, Fail, Outgoing, Pending, INF, R};
-use super::{Activity, Issue, Observer, Span};
+use super::{Activity, Issue, Observer};
 use crate::ids::OpId;
 use crate::program::ForLoop;
 use crate::types::Pipe;
@@ -76,15 +76,14 @@ impl<'p, 'c> Core<'p, 'c> {
         } = out;
         if stall > 0 {
             // the instruction gets the next sequence number
-            cx.obs.on_span(&Span {
-                core: self.slot,
-                pipe: Pipe::S,
-                from: self.hot.s_time,
-                to: t,
-                op: OpId(entry.op),
-                seq: Some(cx.seq),
-                what: Activity::Stall(Stall::QueueFull(pipe)),
-            });
+            self.span(
+                cx,
+                Pipe::S,
+                (self.hot.s_time, t),
+                OpId(entry.op),
+                Some(cx.seq),
+                Activity::Stall(Stall::QueueFull(pipe)),
+            );
         }
         self.s_queue_full[pipe.index()] += stall;
         let seq = cx.next_seq();
@@ -110,15 +109,14 @@ impl<'p, 'c> Core<'p, 'c> {
             slots: &self.slots[..nslots as usize],
             flag_id,
         });
-        cx.obs.on_span(&Span {
-            core: self.slot,
-            pipe: Pipe::S,
-            from: t,
-            to: t + self.hot.issue,
-            op: OpId(entry.op),
-            seq: Some(seq),
-            what: Activity::Issue,
-        });
+        self.span(
+            cx,
+            Pipe::S,
+            (t, t + self.hot.issue),
+            OpId(entry.op),
+            Some(seq),
+            Activity::Issue,
+        );
         self.s_busy += self.hot.issue;
         self.hot.s_time = t + self.hot.issue;
     }
@@ -144,15 +142,14 @@ impl<'p, 'c> Core<'p, 'c> {
             // the pending action's instruction gets the next sequence number
             let reason = self.stall_of(arg, true);
             self.s_stalls.add(reason, stall, self.events);
-            cx.obs.on_span(&Span {
-                core: self.slot,
-                pipe: Pipe::S,
-                from: self.hot.s_time,
-                to: t,
+            self.span(
+                cx,
+                Pipe::S,
+                (self.hot.s_time, t),
                 op,
-                seq: Some(cx.seq),
-                what: Activity::Stall(reason),
-            });
+                Some(cx.seq),
+                Activity::Stall(reason),
+            );
         }
         self.s_instr += 1;
         self.hot.s_time = t;
@@ -186,15 +183,14 @@ impl<'p, 'c> Core<'p, 'c> {
             slots: &self.slots[..nslots],
             flag_id,
         });
-        cx.obs.on_span(&Span {
-            core: self.slot,
-            pipe: Pipe::S,
-            from: start,
-            to: complete,
+        self.span(
+            cx,
+            Pipe::S,
+            (start, complete),
             op,
-            seq: Some(seq),
-            what: Activity::Work,
-        });
+            Some(seq),
+            Activity::Work,
+        );
         cx.obs.on_start(seq, start, complete);
         seq
     }
@@ -231,20 +227,9 @@ impl<'p, 'c> Core<'p, 'c> {
                 if l.i >= l.trips {
                     self.hot.pc = exit;
                 } else {
-                    let at = self.hot.s_time;
-                    if !self.s_advance(self.loop_cycles, cx) {
+                    let op = self.c.loops[lp as usize].op;
+                    if !self.s_control(self.loop_cycles, op, Activity::Loop, cx) {
                         return Ok(());
-                    }
-                    if self.loop_cycles > 0 {
-                        cx.obs.on_span(&Span {
-                            core: self.slot,
-                            pipe: Pipe::S,
-                            from: at,
-                            to: self.hot.s_time,
-                            op: self.c.loops[lp as usize].op,
-                            seq: None,
-                            what: Activity::Loop,
-                        });
                     }
                     // from + i × step lies between from and to (i < trips), so it fits in i64;
                     // the product alone may not
@@ -262,20 +247,8 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             SOp::If { op, cond, els } => {
                 let v = self.eval(op, cond)?;
-                let at = self.hot.s_time;
-                if !self.s_advance(self.branch_cycles, cx) {
+                if !self.s_control(self.branch_cycles, op, Activity::Branch, cx) {
                     return Ok(());
-                }
-                if self.branch_cycles > 0 {
-                    cx.obs.on_span(&Span {
-                        core: self.slot,
-                        pipe: Pipe::S,
-                        from: at,
-                        to: self.hot.s_time,
-                        op,
-                        seq: None,
-                        what: Activity::Branch,
-                    });
                 }
                 self.hot.pc = if v != 0 { self.hot.pc + 1 } else { els };
             }
@@ -398,6 +371,26 @@ impl<'p, 'c> Core<'p, 'c> {
         if sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none() {
             self.fire(sc, cx);
         }
+    }
+
+    /// S spends `n` cycles on a loop iteration or an `if` of `op` ([`Core::s_advance`]), seen
+    /// by the observer as a span of `what`; false when that reaches a limit.
+    #[inline(always)]
+    fn s_control<O: Observer>(
+        &mut self,
+        n: u64,
+        op: OpId,
+        what: Activity,
+        cx: &mut Cx<'_, O>,
+    ) -> bool {
+        let at = self.hot.s_time;
+        if !self.s_advance(n, cx) {
+            return false;
+        }
+        if n > 0 {
+            self.span(cx, Pipe::S, (at, self.hot.s_time), op, None, what);
+        }
+        true
     }
 
     /// S executes one of its own instructions that keeps it busy `n` cycles (a loop
