@@ -309,7 +309,12 @@ impl MinTree {
         self.keys[k] = key;
         let mut i = (k + self.leaves) / 2;
         while i >= 1 {
-            self.win[i] = self.better(self.win[2 * i], self.win[2 * i + 1]);
+            let w = self.better(self.win[2 * i], self.win[2 * i + 1]);
+            // a node won by the same other core as before: nothing above it changes
+            if w == self.win[i] && w as usize != k {
+                break;
+            }
+            self.win[i] = w;
             i /= 2;
         }
     }
@@ -397,13 +402,12 @@ impl<'p, 'c> Core<'p, 'c> {
                 return true;
             }
         }
-        for p in pipes_of(self.hot.mask) {
+        // only the pipes whose head is a cross-core wait (as of the refresh `key` made)
+        for p in pipes_of(self.hot.xheads) {
             let ps = &self.pipes[p];
-            if ps.ring.len > 0 {
-                if let Arg::CrossWait { counter } = ps.ring.front().arg {
-                    if self.xcount[counter as usize] == 0 {
-                        return true;
-                    }
+            if let Arg::CrossWait { counter } = ps.ring.front().arg {
+                if self.xcount[counter as usize] == 0 {
+                    return true;
                 }
             }
         }
