@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use super::clock::{max_of, min_of, Clock, Global};
 use super::fix::{self, End, Ids};
 use super::plan::{plans, AccPlan, Ctl, Elems, Plans};
-use super::ring::Ring;
 use super::region::{first_common, Common, Region, Runs, WALK_BUDGET};
+use super::ring::Ring;
 use super::table::{Rec, Shape, Table, HULL, NO_ALT, PRUNE_MIN, SELECT};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
@@ -490,6 +490,9 @@ pub struct RaceChecker<'p> {
     /// Per (core, counter id): what each outstanding increment carries, oldest first (with
     /// how many increments an entry stands for).
     counters: HashMap<(u32, u32), VecDeque<(Global, u32)>>,
+    /// The oldest instruction pending on the core whose instruction is starting, once an
+    /// access asked (the queues do not change while its accesses are checked).
+    oldest: Option<u64>,
     /// The last signal's sets and clock: one signal reaches several cores in a row.
     last_sets: Vec<u64>,
     last_signal: Option<Global>,
@@ -613,6 +616,7 @@ impl<'p> RaceChecker<'p> {
             pipe_of: vec![u64::MAX; PIPE_OF],
             sets: HashMap::new(),
             counters: HashMap::new(),
+            oldest: None,
             last_sets: Vec::new(),
             last_signal: None,
             take: None,
@@ -749,6 +753,7 @@ impl<'p> RaceChecker<'p> {
 
     /// Checks one access of the instruction `(c, pipe, pd)` started with clock `k` against
     /// the table, records hazards, and records the access.
+    #[inline(always)]
     fn access(&mut self, c: usize, pipe: usize, pd: &Pending, k: &Clock, a: Acc) {
         let t = a.table as usize;
         let table = &self.tables[t];
@@ -767,10 +772,16 @@ impl<'p> RaceChecker<'p> {
         // where the record goes: after every record starting at or before its start
         let mut at = 0;
         let mut i = recs.len();
+        // a record starting before `stop` ends by `a.lo` (`r.lo + max_len <= a.lo`)
+        let stop = if a.lo >= max_len {
+            a.lo - max_len + 1
+        } else {
+            0
+        };
         while i > 0 {
             i -= 1;
             let r = &recs[i];
-            if r.lo.saturating_add(max_len) <= a.lo {
+            if r.lo < stop {
                 // it and every record before it end by `a.lo`
                 at += i + 1;
                 break;
@@ -820,7 +831,10 @@ impl<'p> RaceChecker<'p> {
         if let Some(i) = subsumed {
             if !more_subsumed
                 && self.tables[t].get(i).lo == a.lo
-                && self.cores[c].oldest_pending() > pd.seq
+                && *self
+                    .oldest
+                    .get_or_insert_with(|| self.cores[c].oldest_pending())
+                    > pd.seq
                 && (a.shape.is_exact_range() || covers(&self.regions, &a, self.tables[t].get(i)))
             {
                 let old = self.tables[t].get(i);
@@ -1209,7 +1223,15 @@ impl Observer for RaceChecker<'_> {
             let before = queue.len();
             if h.general {
                 let acc = &part.plans.accs[h.plan as usize];
-                general(&mut self.regions, queue, part, acc, table_of(h.mem), alt, issue);
+                general(
+                    &mut self.regions,
+                    queue,
+                    part,
+                    acc,
+                    table_of(h.mem),
+                    alt,
+                    issue,
+                );
             } else {
                 let (blo, bhi) = if h.fixed {
                     (h.blo, h.bhi)
@@ -1337,6 +1359,7 @@ impl Observer for RaceChecker<'_> {
                 core.joined[p] = pd.sver;
             }
             let k = core.known[p].clone();
+            self.oldest = None;
             for _ in 0..pd.nacc {
                 let Some(a) = self.cores[c].accs[p].pop_front() else {
                     debug_assert!(false, "race checker: accesses not queued at issue");
@@ -1367,6 +1390,7 @@ impl Observer for RaceChecker<'_> {
                 .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
             k.join(&stage);
         }
+        self.oldest = None;
         for _ in 0..pd.nacc {
             let Some(a) = self.cores[c].accs[p].pop_front() else {
                 debug_assert!(false, "race checker: accesses not queued at issue");

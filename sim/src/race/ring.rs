@@ -2,13 +2,16 @@
 //! (instructions issued and not started, their accesses), pushed and popped once per
 //! instruction or access, where `VecDeque`'s general wrap-around costs several times a mask.
 
-/// A FIFO of `T`s; grows by doubling, never shrinks (it holds what one pipe has queued).
+/// A FIFO of `T`s; grows by doubling, never shrinks (it holds what one pipe has queued). As
+/// small as a `VecDeque` (positions in 32 bits: a pipe's queue is the engine's queue depth,
+/// far below that), which keeps the checker's per-core state, and so a launch's budget, as
+/// it was.
 #[derive(Clone, Debug)]
 pub(super) struct Ring<T> {
     buf: Vec<T>,
     /// The front's position (in `buf`, modulo its length).
-    head: usize,
-    len: usize,
+    head: u32,
+    len: u32,
 }
 
 impl<T> Default for Ring<T> {
@@ -24,26 +27,21 @@ impl<T> Default for Ring<T> {
 impl<T: Copy + Default> Ring<T> {
     #[inline(always)]
     pub fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len as usize
     }
 
     #[inline(always)]
     fn at(&self, i: usize) -> usize {
         // the buffer's length is a power of two (or zero, with nothing in it)
-        (self.head + i) & (self.buf.len().wrapping_sub(1))
+        (self.head as usize + i) & (self.buf.len().wrapping_sub(1))
     }
 
     #[inline(always)]
     pub fn push_back(&mut self, v: T) {
-        if self.len == self.buf.len() {
+        if self.len as usize == self.buf.len() {
             self.grow();
         }
-        let at = self.at(self.len);
+        let at = self.at(self.len as usize);
         self.buf[at] = v;
         self.len += 1;
     }
@@ -53,8 +51,8 @@ impl<T: Copy + Default> Ring<T> {
         if self.len == 0 {
             return None;
         }
-        let v = self.buf[self.head];
-        self.head = self.at(1);
+        let v = self.buf[self.head as usize];
+        self.head = self.at(1) as u32;
         self.len -= 1;
         Some(v)
     }
@@ -66,19 +64,19 @@ impl<T: Copy + Default> Ring<T> {
 
     #[inline(always)]
     pub fn back(&self) -> Option<&T> {
-        self.len.checked_sub(1).and_then(|i| self.get(i))
+        (self.len as usize).checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// The `i`th entry from the front.
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<&T> {
-        (i < self.len).then(|| &self.buf[self.at(i)])
+        (i < self.len as usize).then(|| &self.buf[self.at(i)])
     }
 
     /// The `i`th entry from the front, which must exist.
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        assert!(i < self.len, "ring index past its length");
+        assert!(i < self.len as usize, "ring index past its length");
         let at = self.at(i);
         &mut self.buf[at]
     }
@@ -88,8 +86,12 @@ impl<T: Copy + Default> Ring<T> {
     #[inline(never)]
     fn grow(&mut self) {
         let cap = (2 * self.buf.len()).max(8);
+        assert!(
+            cap <= 1 << 31,
+            "race checker: a pipe queue of 2^31 instructions"
+        );
         let mut buf = Vec::with_capacity(cap);
-        buf.extend((0..self.len).map(|i| self.buf[self.at(i)]));
+        buf.extend((0..self.len()).map(|i| self.buf[self.at(i)]));
         buf.resize(cap, T::default());
         self.buf = buf;
         self.head = 0;
@@ -128,7 +130,7 @@ mod tests {
         while let Some(v) = model.pop_front() {
             assert_eq!(ring.pop_front(), Some(v));
         }
-        assert!(ring.is_empty() && ring.pop_front().is_none() && ring.front().is_none());
+        assert!(ring.len() == 0 && ring.pop_front().is_none() && ring.front().is_none());
         assert_eq!(ring.get(0), None);
     }
 }
