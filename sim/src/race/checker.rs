@@ -385,6 +385,23 @@ impl CoreState {
         f
     }
 
+    /// [`CoreState::lower_bound`]'s own-core part (all there is in a one-core launch), without
+    /// copying clocks.
+    fn lower_bound_local(&self, p: usize) -> [u64; NP] {
+        if p == S {
+            return self.s_clock.l;
+        }
+        let mut f = self.known[p].l;
+        let s = match self.pending[p].front() {
+            Some(pd) => self.snap(pd.sver),
+            None => &self.s_clock,
+        };
+        for (a, b) in f.iter_mut().zip(s.l) {
+            *a = (*a).max(b);
+        }
+        f
+    }
+
     /// What S knew at version `ver` of its clock (one a pending instruction was sent under).
     #[inline]
     fn snap(&self, ver: u64) -> &Clock {
@@ -692,18 +709,49 @@ impl<'p> RaceChecker<'p> {
         (floor, own)
     }
 
+    /// [`RaceChecker::floor`] of a one-core launch, without allocating: the lowest of what
+    /// each pipe able to access table `t` knows.
+    fn floor_one(&self, t: usize) -> [u64; NP] {
+        let (mem, _) = self.memory_of(t);
+        let core = &self.cores[0];
+        let mask = self.parts[core.part]
+            .plans
+            .table_pipes
+            .get(mem)
+            .copied()
+            .unwrap_or(0);
+        let mut floor = [u64::MAX; NP];
+        for p in 0..NP {
+            if mask & (1 << p) != 0 {
+                for (f, v) in floor.iter_mut().zip(core.lower_bound_local(p)) {
+                    *f = (*f).min(v);
+                }
+            }
+        }
+        floor
+    }
+
     /// Drops the records of table `t` that every pipe able to access it is known to have
     /// passed. With more than one core, a gm record its own core has passed matters only to
     /// the other cores: of those with the same core, op, pipe, direction and bytes, only the
     /// newest is kept (whoever does not know an older one does not know the newest either).
     fn prune(&mut self, t: usize) {
-        let (floor, own) = self.floor(t);
+        let one: [u64; NP];
+        let flat: Vec<u64>;
+        let mut own = Vec::new();
+        let floor: &[u64] = if self.cores.len() == 1 {
+            one = self.floor_one(t);
+            &one
+        } else {
+            (flat, own) = self.floor(t);
+            &flat
+        };
         let (vars, regions) = (&mut self.vars, &mut self.regions);
         let mut dropped = 0;
         if regions.live == 0 {
             // no strided record anywhere (the common case): nothing else to free
             self.tables[t].retain(
-                |r| !ordered_flat(r, &floor),
+                |r| !ordered_flat(r, floor),
                 |r| {
                     vars.free(r.vars);
                     dropped += 1;
@@ -711,7 +759,7 @@ impl<'p> RaceChecker<'p> {
             );
         } else {
             self.tables[t].retain(
-                |r| !ordered_flat(r, &floor),
+                |r| !ordered_flat(r, floor),
                 |r| {
                     vars.free(r.vars);
                     regions.free(r.shape);
@@ -1730,6 +1778,10 @@ mod tests {
         // the pipe's lower bound is what S knew when it sent its oldest pending instruction
         assert_eq!(core.lower_bound(mte3.index()), super::Clock::ZERO);
         assert_eq!(core.lower_bound(v.index()), s_after(2));
+        // the one-core bound pruning reads is the same, without the copies
+        for p in 0..super::NP {
+            assert_eq!(core.lower_bound_local(p), core.lower_bound(p).l, "pipe {p}");
+        }
         // once MTE3's instruction started, version 0 goes at S's next change
         core.pending[mte3.index()].pop_front();
         core.set_s_clock(s_after(4));
