@@ -14,7 +14,7 @@ use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::engine::{CrossEvent, Issue, Observer};
 use crate::footprint::Selected;
-use crate::ids::OpId;
+use crate::ids::{OpId, VarId};
 use crate::launch::Slot;
 use crate::program::Program;
 use crate::types::{Pipe, Space};
@@ -1076,6 +1076,23 @@ impl<'p> RaceChecker<'p> {
     }
 }
 
+/// The variable snapshot of the instruction being issued for one more of its accesses: the
+/// one taken for an earlier access (shared), or a new one of `values` at `loop_vars`.
+#[inline(always)]
+fn snapshot(vid: &mut Option<u32>, vars: &mut VarSlab, loop_vars: &[VarId], values: &[i64]) -> u32 {
+    match *vid {
+        Some(v) => {
+            vars.share(v);
+            v
+        }
+        None => {
+            let v = vars.alloc(loop_vars.iter().map(|x| values[x.index()]));
+            *vid = Some(v);
+            v
+        }
+    }
+}
+
 /// Queues the accesses of `acc` (through a `select`, strided, or read only at some
 /// iterations) for `issue`, into memory table `table`: one per buffer of a `select` that is
 /// placed, none when it selects nothing (or is a read that `init` skips); their variable
@@ -1267,9 +1284,10 @@ impl Observer for RaceChecker<'_> {
             if mmad_l1 && h.stage != (kind == Kind::Stage) {
                 continue;
             }
-            let queue = &mut self.cores[c].accs[p];
-            let before = queue.len();
+            let loop_vars = &part.plans.ops[op].loop_vars;
             if h.general {
+                let queue = &mut self.cores[c].accs[p];
+                let before = queue.len();
                 let acc = &part.plans.accs[h.plan as usize];
                 general(
                     &mut self.regions,
@@ -1280,66 +1298,55 @@ impl Observer for RaceChecker<'_> {
                     alt,
                     issue,
                 );
-            } else {
-                let (blo, bhi) = if h.fixed {
-                    (h.blo, h.bhi)
-                } else {
-                    let acc = &part.plans.accs[h.plan as usize];
-                    let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
-                        continue;
-                    };
-                    ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8))
-                };
-                let base = if h.root == GM_ROOT {
-                    0
-                } else {
-                    let slot = issue.slots.get(h.k as usize).copied().unwrap_or(0) as usize;
-                    let b = h.root as usize;
-                    let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
-                        continue; // not placed
-                    };
-                    debug_assert!(
-                        part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
-                        "an operand of {} ends past its slot",
-                        part.program.op(issue.op).path
-                    );
-                    base
-                };
-                queue.push_back(Acc {
-                    table: table_of(h.mem),
-                    lo: base + blo,
-                    hi: base + bhi,
-                    write: h.write,
-                    alt,
-                    vars: 0,
-                    shape: Shape::RANGE,
-                });
-            }
-            let added = queue.len() - before;
-            if added == 0 {
+                let added = queue.len() - before;
+                if added == 0 {
+                    continue;
+                }
+                let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+                for i in before..queue.len() {
+                    if i > before {
+                        self.vars.share(v);
+                    }
+                    queue.get_mut(i).vars = v;
+                }
+                nacc += added as u32;
                 continue;
             }
-            let v = match vid {
-                Some(v) => {
-                    self.vars.share(v);
-                    v
-                }
-                None => {
-                    let loop_vars = &part.plans.ops[op].loop_vars;
-                    let v = self
-                        .vars
-                        .alloc(loop_vars.iter().map(|v| issue.vars[v.index()]));
-                    vid = Some(v);
-                    v
-                }
+            let (blo, bhi) = if h.fixed {
+                (h.blo, h.bhi)
+            } else {
+                let acc = &part.plans.accs[h.plan as usize];
+                let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
+                    continue;
+                };
+                ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8))
             };
-            for _ in 1..added {
-                self.vars.share(v);
-            }
-            for i in before..queue.len() {
-                queue.get_mut(i).vars = v;
-            }
-            nacc += added as u32;
+            let base = if h.root == GM_ROOT {
+                0
+            } else {
+                let slot = issue.slots.get(h.k as usize).copied().unwrap_or(0) as usize;
+                let b = h.root as usize;
+                let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
+                    continue; // not placed
+                };
+                debug_assert!(
+                    part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
+                    "an operand of {} ends past its slot",
+                    part.program.op(issue.op).path
+                );
+                base
+            };
+            let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+            self.cores[c].accs[p].push_back(Acc {
+                table: table_of(h.mem),
+                lo: base + blo,
+                hi: base + bhi,
+                write: h.write,
+                alt,
+                vars: v,
+                shape: Shape::RANGE,
+            });
+            nacc += 1;
         }
         let core = &mut self.cores[c];
         core.issued[p] += 1;
