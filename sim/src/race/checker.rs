@@ -1053,6 +1053,88 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
+    /// Starts the instruction `pd` of pipe `p` of core `c` that the fast paths of `on_start`
+    /// do not (an S op, an `mmad_l1` part, a `barrier: all`, a cross-core flag), on a copy of
+    /// its pipe's clock. Kept out of line so that the common starts stay small.
+    #[inline(never)]
+    fn start_general(&mut self, c: usize, p: usize, pd: Pending) {
+        let ncores = self.cores.len();
+        let core = &mut self.cores[c];
+        // S's clock only grows: S knows its snapshot, and a pipe that joined this version or
+        // a later one knows it too (the join would change nothing)
+        let mut k = if p == S {
+            core.s_clock.clone()
+        } else {
+            // (a copy: pruning during the accesses below reads `known[p]` as it was)
+            let mut k = core.known[p].clone();
+            if pd.sver > core.joined[p] {
+                k.join(core.snap(pd.sver));
+                core.joined[p] = pd.sver;
+            }
+            k
+        };
+        if pd.kind == Kind::MacroM {
+            // the M part starts after its MTE1 part has completed
+            let stage = core
+                .stages
+                .pop_front()
+                .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
+            k.join(&stage);
+        }
+        self.oldest = None;
+        for _ in 0..pd.nacc {
+            let Some(a) = self.cores[c].accs[p].pop_front() else {
+                debug_assert!(false, "race checker: accesses not queued at issue");
+                break;
+            };
+            self.access(c, p, &pd, &k, a);
+        }
+        let core = &mut self.cores[c];
+        // Everything known before an instruction starts is known before every later
+        // instruction of its pipe starts (a pipe starts in order).
+        match pd.kind {
+            Kind::Work | Kind::MacroM => {}
+            Kind::Stage => core.stages.push_back(k.clone()),
+            Kind::Barrier => k.advance(p, pd.idx),
+            Kind::BarrierAll => {
+                // every instruction issued so far has completed
+                for q in 0..NP {
+                    k.advance(q, core.issued[q]);
+                }
+            }
+            Kind::SetFlag(f) => {
+                // a set_flag drains its pipe first: a barrier that also tells the waiter
+                k.advance(p, pd.idx);
+                let flag = &mut core.flags[f as usize];
+                // a second set before the wait does not count (engine: double set)
+                if flag.is_none() {
+                    *flag = Some(k.clone());
+                }
+            }
+            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
+                Some(set) => k.join(&set),
+                None => debug_assert!(false, "race checker: a wait started before its set"),
+            },
+            Kind::CrossSet => {
+                // it too drains its pipe first, and tells the cores its signal reaches
+                k.advance(p, pd.idx);
+                self.sets.insert(pd.seq, k.publish(c, ncores));
+            }
+            Kind::CrossWait => match self.take.take() {
+                Some((wait, g)) if wait == pd.seq => k.take(c, &g),
+                _ => debug_assert!(false, "race checker: a cross_wait started without a take"),
+            },
+        }
+        let core = &mut self.cores[c];
+        if p == S {
+            // S's ops are sequential: this one is complete before S does anything else
+            k.advance(S, pd.idx + 1);
+            core.set_s_clock(k);
+        } else {
+            core.known[p].set_to(k);
+        }
+    }
+
     /// The published clock a cross-core signal made of the `cross_set`s `sets` carries.
     fn signal(&mut self, sets: &[u64]) -> Option<Global> {
         if sets == self.last_sets.as_slice() {
@@ -1388,7 +1470,6 @@ impl Observer for RaceChecker<'_> {
             debug_assert!(false, "race checker: start of an instruction never issued");
             return;
         };
-        let ncores = self.cores.len();
         let core = &mut self.cores[c];
         let pd = core.pending[p]
             .pop_front()
@@ -1424,79 +1505,7 @@ impl Observer for RaceChecker<'_> {
             }
             return;
         }
-        // S's clock only grows: S knows its snapshot, and a pipe that joined this version or
-        // a later one knows it too (the join would change nothing)
-        let mut k = if p == S {
-            core.s_clock.clone()
-        } else {
-            // (a copy: pruning during the accesses below reads `known[p]` as it was)
-            let mut k = core.known[p].clone();
-            if pd.sver > core.joined[p] {
-                k.join(core.snap(pd.sver));
-                core.joined[p] = pd.sver;
-            }
-            k
-        };
-        if pd.kind == Kind::MacroM {
-            // the M part starts after its MTE1 part has completed
-            let stage = core
-                .stages
-                .pop_front()
-                .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
-            k.join(&stage);
-        }
-        self.oldest = None;
-        for _ in 0..pd.nacc {
-            let Some(a) = self.cores[c].accs[p].pop_front() else {
-                debug_assert!(false, "race checker: accesses not queued at issue");
-                break;
-            };
-            self.access(c, p, &pd, &k, a);
-        }
-        let core = &mut self.cores[c];
-        // Everything known before an instruction starts is known before every later
-        // instruction of its pipe starts (a pipe starts in order).
-        match pd.kind {
-            Kind::Work | Kind::MacroM => {}
-            Kind::Stage => core.stages.push_back(k.clone()),
-            Kind::Barrier => k.advance(p, pd.idx),
-            Kind::BarrierAll => {
-                // every instruction issued so far has completed
-                for q in 0..NP {
-                    k.advance(q, core.issued[q]);
-                }
-            }
-            Kind::SetFlag(f) => {
-                // a set_flag drains its pipe first: a barrier that also tells the waiter
-                k.advance(p, pd.idx);
-                let flag = &mut core.flags[f as usize];
-                // a second set before the wait does not count (engine: double set)
-                if flag.is_none() {
-                    *flag = Some(k.clone());
-                }
-            }
-            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
-                Some(set) => k.join(&set),
-                None => debug_assert!(false, "race checker: a wait started before its set"),
-            },
-            Kind::CrossSet => {
-                // it too drains its pipe first, and tells the cores its signal reaches
-                k.advance(p, pd.idx);
-                self.sets.insert(pd.seq, k.publish(c, ncores));
-            }
-            Kind::CrossWait => match self.take.take() {
-                Some((wait, g)) if wait == pd.seq => k.take(c, &g),
-                _ => debug_assert!(false, "race checker: a cross_wait started without a take"),
-            },
-        }
-        let core = &mut self.cores[c];
-        if p == S {
-            // S's ops are sequential: this one is complete before S does anything else
-            k.advance(S, pd.idx + 1);
-            core.set_s_clock(k);
-        } else {
-            core.known[p].set_to(k);
-        }
+        self.start_general(c, p, pd);
     }
 
     fn on_cross(&mut self, event: &CrossEvent<'_>) {
