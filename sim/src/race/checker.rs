@@ -5,15 +5,16 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::clock::{max_of, min_of, Clock, Global};
 use super::fix::{self, End, Ids};
-use super::plan::{plans, Ctl, Elems, Plans};
+use super::plan::{plans, AccPlan, Ctl, Elems, Plans};
 use super::region::{first_common, Common, Region, Runs, WALK_BUDGET};
+use super::ring::Ring;
 use super::table::{Rec, Shape, Table, HULL, NO_ALT, PRUNE_MIN, SELECT};
 use super::{Hazard, HazardAccess, HazardKind, Memory};
 use crate::addresses::Addresses;
 use crate::config::Config;
 use crate::engine::{CrossEvent, Issue, Observer};
 use crate::footprint::Selected;
-use crate::ids::OpId;
+use crate::ids::{OpId, VarId};
 use crate::launch::Slot;
 use crate::program::Program;
 use crate::types::{Pipe, Space};
@@ -26,10 +27,14 @@ const SC: usize = Space::COUNT;
 /// The most increments a cross-core counter's queue keeps apart; more are merged into the
 /// newest entry, which then knows what all of them know (conservative).
 const COUNTER_CAP: usize = 64;
+/// Entries of [`RaceChecker::pipe_of`]: more than the instructions a core has pending at once
+/// in any but a pathological run.
+const PIPE_OF: usize = 256;
 
 /// What an instruction does to the clocks when it starts.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 enum Kind {
+    #[default]
     Work,
     Barrier,
     BarrierAll,
@@ -45,7 +50,7 @@ enum Kind {
 }
 
 /// An instruction issued and not yet started.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Pending {
     seq: u64,
     /// Its index on its pipe.
@@ -60,7 +65,7 @@ struct Pending {
 }
 
 /// An access resolved at issue (byte range, runs and variables known), checked at start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Acc {
     table: u32,
     lo: u64,
@@ -70,6 +75,34 @@ struct Acc {
     vars: u32,
     /// What `[lo, hi)` stands for.
     shape: Shape,
+}
+
+/// "No buffer" in [`Hot::root`]: a gm tensor, whose bytes are offsets in the tensor.
+const GM_ROOT: u32 = u32::MAX;
+
+/// An access of an op to a memory something writes, laid out for `on_issue`: the common case
+/// (one buffer or a gm tensor, one run, read whatever the loop variables) resolves from these
+/// few words; anything else (`general`) from its [`super::plan::AccPlan`].
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    /// Its entry in `Plans::accs`.
+    plan: u32,
+    /// Its memory ([`Memory::index`]).
+    mem: u32,
+    /// Its operand's position in `Issue::slots`.
+    k: u32,
+    /// Its buffer (an index into `Part::offsets`), or [`GM_ROOT`].
+    root: u32,
+    /// Its bytes relative to the root, when `fixed` (they do not depend on loop variables).
+    blo: u64,
+    bhi: u64,
+    fixed: bool,
+    write: bool,
+    /// Done by the MTE1 part of an `mmad_l1`.
+    stage: bool,
+    /// Through a `select`, strided, or read only at some iterations: resolved by the general
+    /// path.
+    general: bool,
 }
 
 /// A record that conflicts with the access being checked, with the first bytes both touch.
@@ -149,14 +182,34 @@ fn pattern(regions: &mut Regions, elems: &Elems, vars: &[i64], bits: u64, at: u6
     }
 }
 
-/// Fixed-width snapshots of loop-variable values, recycled through a free list.
+/// What S knew at version `ver` of its clock: `s_clock` (version `s_ver`) or a kept snapshot.
+#[inline]
+fn snap_of<'a>(
+    s_clock: &'a Clock,
+    s_ver: u64,
+    snaps: &'a VecDeque<(u64, Clock)>,
+    ver: u64,
+) -> &'a Clock {
+    if ver == s_ver {
+        return s_clock;
+    }
+    let i = snaps.partition_point(|(v, _)| *v < ver);
+    debug_assert_eq!(snaps.get(i).map(|s| s.0), Some(ver));
+    &snaps[i].1
+}
+
+/// Fixed-width snapshots of loop-variable values, one per instruction with accesses and
+/// shared by its records (counted), recycled through a free list.
 struct VarSlab {
     width: usize,
     data: Vec<i64>,
+    /// Per snapshot, the records (and queued accesses) that refer to it.
+    refs: Vec<u32>,
     free: Vec<u32>,
 }
 
 impl VarSlab {
+    /// A snapshot of `vals` with one reference.
     #[inline]
     fn alloc(&mut self, vals: impl Iterator<Item = i64>) -> u32 {
         if self.width == 0 {
@@ -165,11 +218,13 @@ impl VarSlab {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
-                let id = (self.data.len() / self.width) as u32;
+                let id = self.refs.len() as u32;
                 self.data.resize(self.data.len() + self.width, 0);
+                self.refs.push(0);
                 id
             }
         };
+        self.refs[id as usize] = 1;
         let at = id as usize * self.width;
         for (slot, v) in self.data[at..at + self.width].iter_mut().zip(vals) {
             *slot = v;
@@ -177,10 +232,23 @@ impl VarSlab {
         id
     }
 
+    /// One more reference to snapshot `id`.
+    #[inline(always)]
+    fn share(&mut self, id: u32) {
+        if self.width != 0 {
+            self.refs[id as usize] += 1;
+        }
+    }
+
+    /// Drops a reference to snapshot `id`; the last one frees it.
     #[inline]
     fn free(&mut self, id: u32) {
         if self.width != 0 {
-            self.free.push(id);
+            let r = &mut self.refs[id as usize];
+            *r -= 1;
+            if *r == 0 {
+                self.free.push(id);
+            }
         }
     }
 
@@ -196,6 +264,73 @@ struct Part<'p> {
     plans: Plans<'p>,
     offsets: Vec<Vec<u64>>,
     slot_bytes: Vec<u64>,
+    /// The accesses `on_issue` resolves, to memories something writes (a read-only memory
+    /// has no hazard), per op a range `hot_ops[op]` of them in plan order.
+    hot: Vec<Hot>,
+    hot_ops: Vec<HotOp>,
+}
+
+/// An op as `on_issue` reads it.
+#[derive(Clone, Copy, Debug)]
+struct HotOp {
+    /// Its accesses, `lo..hi` in [`Part::hot`].
+    lo: u32,
+    hi: u32,
+    ctl: Ctl,
+    /// For a `set_flag` / `wait_flag`: the index of its pipes' id 0 among the flags.
+    flag: u32,
+}
+
+/// The accesses of each op of `plans` that `on_issue` resolves: those to a memory something
+/// writes (`written`, by [`Memory::index`]), in plan order, with one run's bytes precomputed
+/// when they do not depend on loop variables. An access that selects nothing is none.
+fn hot_accesses(
+    plans: &Plans<'_>,
+    events: usize,
+    written: impl Fn(usize) -> bool,
+) -> (Vec<Hot>, Vec<HotOp>) {
+    let mut hot = Vec::new();
+    let mut ops = Vec::with_capacity(plans.ops.len());
+    for op in &plans.ops {
+        let lo = hot.len() as u32;
+        for ai in op.lo..op.hi {
+            let acc = &plans.accs[ai as usize];
+            if !written(acc.table as usize) {
+                continue;
+            }
+            let (fixed, blo, bhi) = match acc.elems {
+                Elems::Static(lo, hi) if lo >= hi => continue,
+                Elems::Static(lo, hi) => (true, (lo * acc.bits) / 8, (hi * acc.bits).div_ceil(8)),
+                _ => (false, 0, 0),
+            };
+            let general = acc.roots.len() > 1 || acc.strided || acc.read_if_zero.is_some();
+            hot.push(Hot {
+                plan: ai,
+                mem: acc.table,
+                k: acc.k as u32,
+                root: acc.roots.first().map_or(GM_ROOT, |b| b.index() as u32),
+                blo,
+                bhi,
+                fixed,
+                write: acc.write,
+                stage: acc.stage,
+                general,
+            });
+        }
+        let flag = match op.ctl {
+            Ctl::SetFlag { src, dst } | Ctl::WaitFlag { src, dst } => {
+                ((src.index() * NP + dst.index()) * events) as u32
+            }
+            _ => 0,
+        };
+        ops.push(HotOp {
+            lo,
+            hi: hot.len() as u32,
+            ctl: op.ctl,
+            flag,
+        });
+    }
+    (hot, ops)
 }
 
 /// Bytes the race checker allocates for each core of a launch: its [`CoreState`] with a clock
@@ -218,11 +353,7 @@ struct CoreState {
     /// Per pipe: what is known complete before its next instruction starts (beyond what S
     /// knew when sending it).
     known: [Clock; NP],
-    pending: [VecDeque<Pending>; NP],
-    /// The sequence number at the front of each pipe's `pending` (`u64::MAX`: none), kept
-    /// beside the queues so that finding a started instruction's pipe and the oldest pending
-    /// one reads one array, not seven queues.
-    front: [u64; NP],
+    pending: [Ring<Pending>; NP],
     /// How many times `s_clock` has changed: S's clock only grows, so a pipe that has joined
     /// version `v` knows every snapshot of S up to `v`.
     s_ver: u64,
@@ -231,7 +362,8 @@ struct CoreState {
     /// S's clock at each earlier version some instruction still pending was sent under,
     /// oldest first (the current version's is `s_clock`).
     snaps: VecDeque<(u64, Clock)>,
-    accs: [VecDeque<Acc>; NP],
+    /// Per pipe, the accesses of its pending instructions, in issue order.
+    accs: [Ring<Acc>; NP],
     /// The start clocks of MTE1 parts whose M part has not started.
     stages: VecDeque<Clock>,
     /// The clock of the set_flag that set each flag, until its wait consumes it.
@@ -253,15 +385,55 @@ impl CoreState {
         f
     }
 
+    /// [`CoreState::lower_bound`]'s own-core part (all there is in a one-core launch), without
+    /// copying clocks.
+    fn lower_bound_local(&self, p: usize) -> [u64; NP] {
+        if p == S {
+            return self.s_clock.l;
+        }
+        let mut f = self.known[p].l;
+        let s = match self.pending[p].front() {
+            Some(pd) => self.snap(pd.sver),
+            None => &self.s_clock,
+        };
+        for (a, b) in f.iter_mut().zip(s.l) {
+            *a = (*a).max(b);
+        }
+        f
+    }
+
     /// What S knew at version `ver` of its clock (one a pending instruction was sent under).
     #[inline]
     fn snap(&self, ver: u64) -> &Clock {
-        if ver == self.s_ver {
-            return &self.s_clock;
+        snap_of(&self.s_clock, self.s_ver, &self.snaps, ver)
+    }
+
+    /// Starts pipe `p`'s instruction `pd`, which has no access and only joins or publishes
+    /// clocks (work, a barrier, a set or a wait, not on S): what `on_start` does, on `known[p]`
+    /// itself rather than a copy, since nothing reads it in between.
+    #[inline]
+    fn start_in_place(&mut self, p: usize, pd: &Pending) {
+        if pd.sver > self.joined[p] {
+            let snap = snap_of(&self.s_clock, self.s_ver, &self.snaps, pd.sver);
+            self.known[p].join(snap);
+            self.joined[p] = pd.sver;
         }
-        let i = self.snaps.partition_point(|(v, _)| *v < ver);
-        debug_assert_eq!(self.snaps.get(i).map(|s| s.0), Some(ver));
-        &self.snaps[i].1
+        let k = &mut self.known[p];
+        match pd.kind {
+            Kind::Barrier => k.advance(p, pd.idx),
+            Kind::SetFlag(f) => {
+                k.advance(p, pd.idx);
+                let flag = &mut self.flags[f as usize];
+                if flag.is_none() {
+                    *flag = Some(k.clone());
+                }
+            }
+            Kind::WaitFlag(f) => match self.flags[f as usize].take() {
+                Some(set) => k.join(&set),
+                None => debug_assert!(false, "race checker: a wait started before its set"),
+            },
+            _ => {}
+        }
     }
 
     /// S's clock becomes `k` (a new version): the old one is kept while an instruction sent
@@ -290,7 +462,9 @@ impl CoreState {
     /// The smallest sequence number issued on this core and not started.
     #[inline]
     fn oldest_pending(&self) -> u64 {
-        self.front.iter().copied().fold(u64::MAX, u64::min)
+        self.pending
+            .iter()
+            .fold(u64::MAX, |m, q| q.front().map_or(m, |pd| m.min(pd.seq)))
     }
 }
 
@@ -324,11 +498,18 @@ pub struct RaceChecker<'p> {
     peak_records: usize,
     /// With more than one core: the core and pipe of each instruction issued and not started.
     at: HashMap<u64, (u32, u8)>,
+    /// With one core: `seq << 3 | pipe` of the last instruction issued at each `seq %
+    /// PIPE_OF` (a later one may take an entry before its instruction starts; the pipes'
+    /// queues then tell).
+    pipe_of: Vec<u64>,
     /// The published clock of each `cross_set` started whose signal has not been delivered.
     sets: HashMap<u64, Global>,
     /// Per (core, counter id): what each outstanding increment carries, oldest first (with
     /// how many increments an entry stands for).
     counters: HashMap<(u32, u32), VecDeque<(Global, u32)>>,
+    /// The oldest instruction pending on the core whose instruction is starting, once an
+    /// access asked (the queues do not change while its accesses are checked).
+    oldest: Option<u64>,
     /// The last signal's sets and clock: one signal reaches several cores in a row.
     last_sets: Vec<u64>,
     last_signal: Option<Global>,
@@ -350,13 +531,15 @@ impl<'p> RaceChecker<'p> {
     pub fn for_launch(parts: &[(&'p Program, &Addresses)], config: &Config) -> Self {
         let programs: Vec<&Program> = parts.iter().map(|p| p.0).collect();
         let slots = crate::launch::slots(&programs, config);
-        let parts: Vec<Part<'p>> = parts
+        let mut parts: Vec<Part<'p>> = parts
             .iter()
             .map(|&(program, addresses)| Part {
                 program,
                 plans: plans(program),
                 offsets: addresses.offsets.clone(),
                 slot_bytes: addresses.slot_bytes.clone(),
+                hot: Vec::new(),
+                hot_ops: Vec::new(),
             })
             .collect();
         let ncores = slots.len().max(1);
@@ -390,6 +573,17 @@ impl<'p> RaceChecker<'p> {
             tables.push(table);
         }
         let events = (config.sync.event_ids as usize).max(1);
+        for part in &mut parts {
+            // gm's tables are shared: written when any part writes them
+            let written = |m: usize| {
+                if m < SC {
+                    part.plans.table_written[m]
+                } else {
+                    tables.get(ncores * SC + m - SC).is_some_and(|t| t.written)
+                }
+            };
+            (part.hot, part.hot_ops) = hot_accesses(&part.plans, events, written);
+        }
         let width = parts.iter().map(|p| p.plans.depth).max().unwrap_or(0);
         let cores = (0..ncores)
             .map(|c| CoreState {
@@ -398,7 +592,6 @@ impl<'p> RaceChecker<'p> {
                 s_clock: Clock::ZERO,
                 known: Default::default(),
                 pending: Default::default(),
-                front: [u64::MAX; NP],
                 s_ver: 0,
                 joined: [0; NP],
                 snaps: VecDeque::new(),
@@ -426,6 +619,7 @@ impl<'p> RaceChecker<'p> {
             vars: VarSlab {
                 width,
                 data: Vec::new(),
+                refs: Vec::new(),
                 free: Vec::new(),
             },
             regions: Regions::default(),
@@ -436,8 +630,10 @@ impl<'p> RaceChecker<'p> {
             records: 0,
             peak_records: 0,
             at: HashMap::new(),
+            pipe_of: vec![u64::MAX; PIPE_OF],
             sets: HashMap::new(),
             counters: HashMap::new(),
+            oldest: None,
             last_sets: Vec::new(),
             last_signal: None,
             take: None,
@@ -465,16 +661,6 @@ impl<'p> RaceChecker<'p> {
         self.peak_records
     }
 
-    /// The table of memory `mem` ([`Memory::index`] in a part) for core `c`.
-    #[inline(always)]
-    fn table_of(&self, c: usize, mem: usize) -> usize {
-        if mem < SC {
-            c * SC + mem
-        } else {
-            self.cores.len() * SC + (mem - SC)
-        }
-    }
-
     /// The memory of table `t` and the core owning it (`None`: gm, every core's).
     fn memory_of(&self, t: usize) -> (usize, Option<usize>) {
         let on_chip = self.cores.len() * SC;
@@ -483,11 +669,6 @@ impl<'p> RaceChecker<'p> {
         } else {
             (SC + t - on_chip, None)
         }
-    }
-
-    fn flag_index(&self, src: Pipe, dst: Pipe, id: Option<u32>) -> u32 {
-        let id = (id.unwrap_or(0) as usize).min(self.events - 1);
-        ((src.index() * NP + dst.index()) * self.events + id) as u32
     }
 
     /// A lower bound on the clock of every instruction not started on a pipe able to access
@@ -528,18 +709,49 @@ impl<'p> RaceChecker<'p> {
         (floor, own)
     }
 
+    /// [`RaceChecker::floor`] of a one-core launch, without allocating: the lowest of what
+    /// each pipe able to access table `t` knows.
+    fn floor_one(&self, t: usize) -> [u64; NP] {
+        let (mem, _) = self.memory_of(t);
+        let core = &self.cores[0];
+        let mask = self.parts[core.part]
+            .plans
+            .table_pipes
+            .get(mem)
+            .copied()
+            .unwrap_or(0);
+        let mut floor = [u64::MAX; NP];
+        for p in 0..NP {
+            if mask & (1 << p) != 0 {
+                for (f, v) in floor.iter_mut().zip(core.lower_bound_local(p)) {
+                    *f = (*f).min(v);
+                }
+            }
+        }
+        floor
+    }
+
     /// Drops the records of table `t` that every pipe able to access it is known to have
     /// passed. With more than one core, a gm record its own core has passed matters only to
     /// the other cores: of those with the same core, op, pipe, direction and bytes, only the
     /// newest is kept (whoever does not know an older one does not know the newest either).
     fn prune(&mut self, t: usize) {
-        let (floor, own) = self.floor(t);
+        let one: [u64; NP];
+        let flat: Vec<u64>;
+        let mut own = Vec::new();
+        let floor: &[u64] = if self.cores.len() == 1 {
+            one = self.floor_one(t);
+            &one
+        } else {
+            (flat, own) = self.floor(t);
+            &flat
+        };
         let (vars, regions) = (&mut self.vars, &mut self.regions);
         let mut dropped = 0;
         if regions.live == 0 {
             // no strided record anywhere (the common case): nothing else to free
             self.tables[t].retain(
-                |r| !ordered_flat(r, &floor),
+                |r| !ordered_flat(r, floor),
                 |r| {
                     vars.free(r.vars);
                     dropped += 1;
@@ -547,7 +759,7 @@ impl<'p> RaceChecker<'p> {
             );
         } else {
             self.tables[t].retain(
-                |r| !ordered_flat(r, &floor),
+                |r| !ordered_flat(r, floor),
                 |r| {
                     vars.free(r.vars);
                     regions.free(r.shape);
@@ -589,6 +801,7 @@ impl<'p> RaceChecker<'p> {
 
     /// Checks one access of the instruction `(c, pipe, pd)` started with clock `k` against
     /// the table, records hazards, and records the access.
+    #[inline(always)]
     fn access(&mut self, c: usize, pipe: usize, pd: &Pending, k: &Clock, a: Acc) {
         let t = a.table as usize;
         let table = &self.tables[t];
@@ -596,7 +809,8 @@ impl<'p> RaceChecker<'p> {
         // ends backwards until one starts more than the longest length before it (one pass,
         // no second search: `Table::candidates` is the same rule).
         let (recs, max_len) = table.upto(a.hi);
-        self.found.clear();
+        // (`report` leaves `found` empty)
+        debug_assert!(self.found.is_empty());
         let core = c as u16;
         // the one record this access may replace (same core, op, pipe and direction, inside its
         // range; and its bytes inside this access's, checked once it is chosen): the first
@@ -606,10 +820,16 @@ impl<'p> RaceChecker<'p> {
         // where the record goes: after every record starting at or before its start
         let mut at = 0;
         let mut i = recs.len();
+        // a record starting before `stop` ends by `a.lo` (`r.lo + max_len <= a.lo`)
+        let stop = if a.lo >= max_len {
+            a.lo - max_len + 1
+        } else {
+            0
+        };
         while i > 0 {
             i -= 1;
             let r = &recs[i];
-            if r.lo.saturating_add(max_len) <= a.lo {
+            if r.lo < stop {
                 // it and every record before it end by `a.lo`
                 at += i + 1;
                 break;
@@ -659,7 +879,10 @@ impl<'p> RaceChecker<'p> {
         if let Some(i) = subsumed {
             if !more_subsumed
                 && self.tables[t].get(i).lo == a.lo
-                && self.cores[c].oldest_pending() > pd.seq
+                && *self
+                    .oldest
+                    .get_or_insert_with(|| self.cores[c].oldest_pending())
+                    > pd.seq
                 && (a.shape.is_exact_range() || covers(&self.regions, &a, self.tables[t].get(i)))
             {
                 let old = self.tables[t].get(i);
@@ -830,6 +1053,88 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
+    /// Starts the instruction `pd` of pipe `p` of core `c` that the fast paths of `on_start`
+    /// do not (an S op, an `mmad_l1` part, a `barrier: all`, a cross-core flag), on a copy of
+    /// its pipe's clock. Kept out of line so that the common starts stay small.
+    #[inline(never)]
+    fn start_general(&mut self, c: usize, p: usize, pd: Pending) {
+        let ncores = self.cores.len();
+        let core = &mut self.cores[c];
+        // S's clock only grows: S knows its snapshot, and a pipe that joined this version or
+        // a later one knows it too (the join would change nothing)
+        let mut k = if p == S {
+            core.s_clock.clone()
+        } else {
+            // (a copy: pruning during the accesses below reads `known[p]` as it was)
+            let mut k = core.known[p].clone();
+            if pd.sver > core.joined[p] {
+                k.join(core.snap(pd.sver));
+                core.joined[p] = pd.sver;
+            }
+            k
+        };
+        if pd.kind == Kind::MacroM {
+            // the M part starts after its MTE1 part has completed
+            let stage = core
+                .stages
+                .pop_front()
+                .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
+            k.join(&stage);
+        }
+        self.oldest = None;
+        for _ in 0..pd.nacc {
+            let Some(a) = self.cores[c].accs[p].pop_front() else {
+                debug_assert!(false, "race checker: accesses not queued at issue");
+                break;
+            };
+            self.access(c, p, &pd, &k, a);
+        }
+        let core = &mut self.cores[c];
+        // Everything known before an instruction starts is known before every later
+        // instruction of its pipe starts (a pipe starts in order).
+        match pd.kind {
+            Kind::Work | Kind::MacroM => {}
+            Kind::Stage => core.stages.push_back(k.clone()),
+            Kind::Barrier => k.advance(p, pd.idx),
+            Kind::BarrierAll => {
+                // every instruction issued so far has completed
+                for q in 0..NP {
+                    k.advance(q, core.issued[q]);
+                }
+            }
+            Kind::SetFlag(f) => {
+                // a set_flag drains its pipe first: a barrier that also tells the waiter
+                k.advance(p, pd.idx);
+                let flag = &mut core.flags[f as usize];
+                // a second set before the wait does not count (engine: double set)
+                if flag.is_none() {
+                    *flag = Some(k.clone());
+                }
+            }
+            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
+                Some(set) => k.join(&set),
+                None => debug_assert!(false, "race checker: a wait started before its set"),
+            },
+            Kind::CrossSet => {
+                // it too drains its pipe first, and tells the cores its signal reaches
+                k.advance(p, pd.idx);
+                self.sets.insert(pd.seq, k.publish(c, ncores));
+            }
+            Kind::CrossWait => match self.take.take() {
+                Some((wait, g)) if wait == pd.seq => k.take(c, &g),
+                _ => debug_assert!(false, "race checker: a cross_wait started without a take"),
+            },
+        }
+        let core = &mut self.cores[c];
+        if p == S {
+            // S's ops are sequential: this one is complete before S does anything else
+            k.advance(S, pd.idx + 1);
+            core.set_s_clock(k);
+        } else {
+            core.known[p].set_to(k);
+        }
+    }
+
     /// The published clock a cross-core signal made of the `cross_set`s `sets` carries.
     fn signal(&mut self, sets: &[u64]) -> Option<Global> {
         if sets == self.last_sets.as_slice() {
@@ -850,6 +1155,88 @@ impl<'p> RaceChecker<'p> {
         self.last_sets.extend_from_slice(sets);
         self.last_signal = out.clone();
         out
+    }
+}
+
+/// The variable snapshot of the instruction being issued for one more of its accesses: the
+/// one taken for an earlier access (shared), or a new one of `values` at `loop_vars`.
+#[inline(always)]
+fn snapshot(vid: &mut Option<u32>, vars: &mut VarSlab, loop_vars: &[VarId], values: &[i64]) -> u32 {
+    match *vid {
+        Some(v) => {
+            vars.share(v);
+            v
+        }
+        None => {
+            let v = vars.alloc(loop_vars.iter().map(|x| values[x.index()]));
+            *vid = Some(v);
+            v
+        }
+    }
+}
+
+/// Queues the accesses of `acc` (through a `select`, strided, or read only at some
+/// iterations) for `issue`, into memory table `table`: one per buffer of a `select` that is
+/// placed, none when it selects nothing (or is a read that `init` skips); their variable
+/// snapshots are the caller's to set.
+#[inline(never)]
+fn general(
+    regions: &mut Regions,
+    queue: &mut Ring<Acc>,
+    part: &Part<'_>,
+    acc: &AccPlan<'_>,
+    table: u32,
+    alt: u64,
+    issue: &Issue<'_>,
+) {
+    if let Some(init) = acc.read_if_zero {
+        if init.eval(issue.vars).unwrap_or(0) != 0 {
+            return;
+        }
+    }
+    let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
+        return;
+    };
+    let (blo, bhi) = ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8));
+    let mut a = Acc {
+        table,
+        lo: blo,
+        hi: bhi,
+        write: acc.write,
+        alt,
+        vars: 0,
+        shape: acc.shape,
+    };
+    let new = queue.len();
+    if acc.roots.is_empty() {
+        queue.push_back(a);
+    } else {
+        let slot = issue.slots.get(acc.k).copied().unwrap_or(0) as usize;
+        // a `select` may be any of its buffers: check all (conservative)
+        for root in &acc.roots {
+            let b = root.index();
+            let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
+                continue; // not placed
+            };
+            debug_assert!(
+                part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
+                "an operand of {} ends past its slot",
+                part.program.op(issue.op).path
+            );
+            a.lo = base + blo;
+            a.hi = base + bhi;
+            queue.push_back(a);
+        }
+    }
+    // a selection that may be several runs: its runs, on the accesses just queued
+    if acc.strided {
+        for i in new..queue.len() {
+            let a = queue.get_mut(i);
+            // the root's placed offset: where the bytes of element 0 are
+            let at = a.lo - blo;
+            let approx = a.shape.approx();
+            a.shape = pattern(regions, &acc.elems, issue.vars, acc.bits, at).with(approx);
+        }
     }
 }
 
@@ -935,18 +1322,19 @@ impl Observer for RaceChecker<'_> {
     fn on_issue(&mut self, issue: &Issue<'_>) {
         let c = issue.core as usize;
         let p = issue.pipe.index();
-        let flag_index = |src, dst| self.flag_index(src, dst, issue.flag_id);
         let core = &self.cores[c];
         let part = &self.parts[core.part];
         let idx = core.issued[p];
         let op = issue.op.index();
-        let plan = &part.plans.ops[op];
-        let kind = match plan.ctl {
+        let hop = part.hot_ops[op];
+        // its flag: the pipes' id 0, plus the id (clamped to the config's ids)
+        let flag = || hop.flag + (issue.flag_id.unwrap_or(0) as usize).min(self.events - 1) as u32;
+        let kind = match hop.ctl {
             Ctl::Work => Kind::Work,
             Ctl::Barrier => Kind::Barrier,
             Ctl::BarrierAll => Kind::BarrierAll,
-            Ctl::SetFlag { src, dst } => Kind::SetFlag(flag_index(src, dst)),
-            Ctl::WaitFlag { src, dst } => Kind::WaitFlag(flag_index(src, dst)),
+            Ctl::SetFlag { .. } => Kind::SetFlag(flag()),
+            Ctl::WaitFlag { .. } => Kind::WaitFlag(flag()),
             Ctl::MmadL1 if issue.pipe == Pipe::M => Kind::MacroM,
             Ctl::MmadL1 => Kind::Stage,
             Ctl::CrossSet => Kind::CrossSet,
@@ -958,87 +1346,94 @@ impl Observer for RaceChecker<'_> {
         } else {
             NO_ALT
         };
-        let mut nacc = 0;
-        for ai in plan.lo..plan.hi {
-            let acc = &part.plans.accs[ai as usize];
-            let table = self.table_of(c, acc.table as usize);
-            if !self.tables[table].written {
-                continue;
-            }
+        let ncores = self.cores.len();
+        let table_of = |mem: u32| {
+            let mem = mem as usize;
+            (if mem < SC {
+                c * SC + mem
+            } else {
+                ncores * SC + (mem - SC)
+            }) as u32
+        };
+        let (lo, hi) = (hop.lo, hop.hi);
+        let mmad_l1 = kind == Kind::Stage || kind == Kind::MacroM;
+        // the instruction's loop variables, one snapshot its accesses share (taken at the
+        // first one)
+        let mut vid: Option<u32> = None;
+        let mut nacc = 0u32;
+        for h in &part.hot[lo as usize..hi as usize] {
             // an mmad_l1's MTE1 part reads a and b, its M part the rest
-            if (kind == Kind::Stage || kind == Kind::MacroM) && acc.stage != (kind == Kind::Stage) {
+            if mmad_l1 && h.stage != (kind == Kind::Stage) {
                 continue;
             }
-            if let Some(init) = acc.read_if_zero {
-                if init.eval(issue.vars).unwrap_or(0) != 0 {
+            let loop_vars = &part.plans.ops[op].loop_vars;
+            if h.general {
+                let queue = &mut self.cores[c].accs[p];
+                let before = queue.len();
+                let acc = &part.plans.accs[h.plan as usize];
+                general(
+                    &mut self.regions,
+                    queue,
+                    part,
+                    acc,
+                    table_of(h.mem),
+                    alt,
+                    issue,
+                );
+                let added = queue.len() - before;
+                if added == 0 {
                     continue;
                 }
-            }
-            let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
+                let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+                for i in before..queue.len() {
+                    if i > before {
+                        self.vars.share(v);
+                    }
+                    queue.get_mut(i).vars = v;
+                }
+                nacc += added as u32;
                 continue;
-            };
-            let (blo, bhi) = ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8));
-            let mut a = Acc {
-                table: table as u32,
-                lo: blo,
-                hi: bhi,
-                write: acc.write,
-                alt,
-                vars: 0,
-                shape: acc.shape,
-            };
-            let pushed = nacc;
-            let loop_vars = &plan.loop_vars;
-            let mut push = |a: Acc| {
-                let mut a = a;
-                a.vars = self
-                    .vars
-                    .alloc(loop_vars.iter().map(|v| issue.vars[v.index()]));
-                self.cores[c].accs[p].push_back(a);
-            };
-            if acc.roots.is_empty() {
-                push(a);
-                nacc += 1;
+            }
+            let (blo, bhi) = if h.fixed {
+                (h.blo, h.bhi)
             } else {
-                let slot = issue.slots.get(acc.k).copied().unwrap_or(0) as usize;
-                // a `select` may be any of its buffers: check all (conservative)
-                for root in &acc.roots {
-                    let b = root.index();
-                    let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
-                        continue; // not placed
-                    };
-                    debug_assert!(
-                        part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
-                        "an operand of {} ends past its slot",
-                        part.program.op(issue.op).path
-                    );
-                    a.lo = base + blo;
-                    a.hi = base + bhi;
-                    push(a);
-                    nacc += 1;
-                }
-            }
-            // a selection that may be several runs: its runs, on the accesses just queued (out
-            // of line, so that a contiguous access pays one test)
-            if acc.strided {
-                let queue = &mut self.cores[c].accs[p];
-                let new = queue.len() - (nacc - pushed) as usize;
-                for a in queue.range_mut(new..) {
-                    // the root's placed offset: where the bytes of element 0 are
-                    let at = a.lo - blo;
-                    let approx = a.shape.approx();
-                    a.shape = pattern(&mut self.regions, &acc.elems, issue.vars, acc.bits, at)
-                        .with(approx);
-                }
-            }
+                let acc = &part.plans.accs[h.plan as usize];
+                let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
+                    continue;
+                };
+                ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8))
+            };
+            let base = if h.root == GM_ROOT {
+                0
+            } else {
+                let slot = issue.slots.get(h.k as usize).copied().unwrap_or(0) as usize;
+                let b = h.root as usize;
+                let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
+                    continue; // not placed
+                };
+                debug_assert!(
+                    part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
+                    "an operand of {} ends past its slot",
+                    part.program.op(issue.op).path
+                );
+                base
+            };
+            let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+            self.cores[c].accs[p].push_back(Acc {
+                table: table_of(h.mem),
+                lo: base + blo,
+                hi: base + bhi,
+                write: h.write,
+                alt,
+                vars: v,
+                shape: Shape::RANGE,
+            });
+            nacc += 1;
         }
         let core = &mut self.cores[c];
         core.issued[p] += 1;
         // S's ops are complete before S sends anything after them: `s_clock[S]` counts them,
         // and the instruction keeps the version of `s_clock` it was sent under
-        if core.pending[p].is_empty() {
-            core.front[p] = issue.seq;
-        }
         core.pending[p].push_back(Pending {
             seq: issue.seq,
             idx,
@@ -1049,14 +1444,25 @@ impl Observer for RaceChecker<'_> {
         });
         if self.cores.len() > 1 {
             self.at.insert(issue.seq, (c as u32, p as u8));
+        } else {
+            self.pipe_of[issue.seq as usize % PIPE_OF] = issue.seq << 3 | p as u64;
         }
     }
 
     fn on_start(&mut self, seq: u64, _start: u64, _complete: u64) {
         // pipes start in issue order: the instruction is the head of its pipe's queue
         let found = if self.cores.len() == 1 {
-            let front = &self.cores[0].front;
-            (0..NP).find(|&p| front[p] == seq).map(|p| (0, p))
+            let e = self.pipe_of[seq as usize % PIPE_OF];
+            // (an entry never written says pipe 7, which is none)
+            if e >> 3 == seq && (e & 7) < NP as u64 {
+                Some((0, (e & 7) as usize))
+            } else {
+                // its entry was taken by a later instruction: the head of one pipe's queue
+                let q = &self.cores[0].pending;
+                (0..NP)
+                    .find(|&p| q[p].front().is_some_and(|pd| pd.seq == seq))
+                    .map(|p| (0, p))
+            }
         } else {
             self.at.remove(&seq).map(|(c, p)| (c as usize, p as usize))
         };
@@ -1064,84 +1470,42 @@ impl Observer for RaceChecker<'_> {
             debug_assert!(false, "race checker: start of an instruction never issued");
             return;
         };
-        let ncores = self.cores.len();
         let core = &mut self.cores[c];
         let pd = core.pending[p]
             .pop_front()
             .expect("race checker: a pipe starts in issue order");
         debug_assert_eq!(pd.seq, seq);
-        core.front[p] = core.pending[p].front().map_or(u64::MAX, |n| n.seq);
-        // S's clock only grows: S knows its snapshot, and a pipe that joined this version or
-        // a later one knows it too (the join would change nothing)
-        let mut k = if p == S {
-            core.s_clock.clone()
-        } else {
-            // (a copy: pruning during the accesses below reads `known[p]` as it was)
-            let mut k = core.known[p].clone();
+        if p != S
+            && pd.nacc == 0
+            && matches!(
+                pd.kind,
+                Kind::Work | Kind::Barrier | Kind::SetFlag(_) | Kind::WaitFlag(_)
+            )
+        {
+            core.start_in_place(p, &pd);
+            return;
+        }
+        if p != S && pd.kind == Kind::Work {
+            // Work with accesses: its clock is what the pipe knows (a later instruction of the
+            // pipe was sent under this snapshot or a later one, so pruning's lower bound is the
+            // same with it joined now), and it teaches the pipe nothing more
             if pd.sver > core.joined[p] {
-                k.join(core.snap(pd.sver));
+                let snap = snap_of(&core.s_clock, core.s_ver, &core.snaps, pd.sver);
+                core.known[p].join(snap);
                 core.joined[p] = pd.sver;
             }
-            k
-        };
-        if pd.kind == Kind::MacroM {
-            // the M part starts after its MTE1 part has completed
-            let stage = core
-                .stages
-                .pop_front()
-                .expect("race checker: an mmad_l1 M part starts after its MTE1 part");
-            k.join(&stage);
-        }
-        for _ in 0..pd.nacc {
-            let a = self.cores[c].accs[p]
-                .pop_front()
-                .expect("accesses queued at issue");
-            self.access(c, p, &pd, &k, a);
-        }
-        let core = &mut self.cores[c];
-        // Everything known before an instruction starts is known before every later
-        // instruction of its pipe starts (a pipe starts in order).
-        match pd.kind {
-            Kind::Work | Kind::MacroM => {}
-            Kind::Stage => core.stages.push_back(k.clone()),
-            Kind::Barrier => k.advance(p, pd.idx),
-            Kind::BarrierAll => {
-                // every instruction issued so far has completed
-                for q in 0..NP {
-                    k.advance(q, core.issued[q]);
-                }
+            let k = core.known[p].clone();
+            self.oldest = None;
+            for _ in 0..pd.nacc {
+                let Some(a) = self.cores[c].accs[p].pop_front() else {
+                    debug_assert!(false, "race checker: accesses not queued at issue");
+                    break;
+                };
+                self.access(c, p, &pd, &k, a);
             }
-            Kind::SetFlag(f) => {
-                // a set_flag drains its pipe first: a barrier that also tells the waiter
-                k.advance(p, pd.idx);
-                let flag = &mut core.flags[f as usize];
-                // a second set before the wait does not count (engine: double set)
-                if flag.is_none() {
-                    *flag = Some(k.clone());
-                }
-            }
-            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
-                Some(set) => k.join(&set),
-                None => debug_assert!(false, "race checker: a wait started before its set"),
-            },
-            Kind::CrossSet => {
-                // it too drains its pipe first, and tells the cores its signal reaches
-                k.advance(p, pd.idx);
-                self.sets.insert(pd.seq, k.publish(c, ncores));
-            }
-            Kind::CrossWait => match self.take.take() {
-                Some((wait, g)) if wait == pd.seq => k.take(c, &g),
-                _ => debug_assert!(false, "race checker: a cross_wait started without a take"),
-            },
+            return;
         }
-        let core = &mut self.cores[c];
-        if p == S {
-            // S's ops are sequential: this one is complete before S does anything else
-            k.advance(S, pd.idx + 1);
-            core.set_s_clock(k);
-        } else {
-            core.known[p].set_to(k);
-        }
+        self.start_general(c, p, pd);
     }
 
     fn on_cross(&mut self, event: &CrossEvent<'_>) {
@@ -1385,7 +1749,6 @@ mod tests {
             s_clock: super::Clock::ZERO,
             known: Default::default(),
             pending: Default::default(),
-            front: [u64::MAX; super::NP],
             s_ver: 0,
             joined: [0; super::NP],
             snaps: Default::default(),
@@ -1431,6 +1794,10 @@ mod tests {
         // the pipe's lower bound is what S knew when it sent its oldest pending instruction
         assert_eq!(core.lower_bound(mte3.index()), super::Clock::ZERO);
         assert_eq!(core.lower_bound(v.index()), s_after(2));
+        // the one-core bound pruning reads is the same, without the copies
+        for p in 0..super::NP {
+            assert_eq!(core.lower_bound_local(p), core.lower_bound(p).l, "pipe {p}");
+        }
         // once MTE3's instruction started, version 0 goes at S's next change
         core.pending[mte3.index()].pop_front();
         core.set_s_clock(s_after(4));

@@ -107,6 +107,7 @@ mod clock;
 mod fix;
 mod plan;
 mod region;
+mod ring;
 mod table;
 
 use std::fmt;

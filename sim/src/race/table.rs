@@ -23,6 +23,12 @@ pub(super) const SELECT: u8 = 2;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Shape(u32);
 
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape::RANGE
+    }
+}
+
 impl Shape {
     /// The id bits' value for "no region".
     const NONE: u32 = (1 << 30) - 1;
@@ -97,9 +103,6 @@ const _: () = assert!(
 #[derive(Clone, Debug)]
 pub(super) struct Table {
     recs: Vec<Rec>,
-    /// Each record's `lo`, in the same order: the search for where a range's candidates end
-    /// reads 8 bytes a record, not a 56-byte record each step.
-    los: Vec<u64>,
     /// The longest `hi - lo` of any record present (an upper bound after removals).
     max_len: u64,
     /// Prune when the table reaches this many records (amortised: twice the live size).
@@ -117,7 +120,6 @@ impl Table {
     pub fn new() -> Table {
         Table {
             recs: Vec::new(),
-            los: Vec::new(),
             max_len: 0,
             prune_at: PRUNE_MIN,
             pipes: 0,
@@ -156,9 +158,9 @@ impl Table {
     #[inline]
     pub fn upto(&self, hi: u64) -> (&[Rec], u64) {
         // an access past every record (a stream of tiles, each after the last) needs no search
-        let end = match self.los.last() {
-            Some(&lo) if lo < hi => self.los.len(),
-            _ => self.los.partition_point(|&lo| lo < hi),
+        let end = match self.recs.last() {
+            Some(r) if r.lo < hi => self.recs.len(),
+            _ => self.recs.partition_point(|r| r.lo < hi),
         };
         (&self.recs[..end], self.max_len)
     }
@@ -177,7 +179,6 @@ impl Table {
         debug_assert_eq!(at, self.recs.partition_point(|r| r.lo <= rec.lo));
         self.max_len = self.max_len.max(rec.hi - rec.lo);
         self.recs.insert(at, rec);
-        self.los.insert(at, rec.lo);
     }
 
     /// Replaces record `i` by `rec`, which starts at the same byte.
@@ -199,7 +200,6 @@ impl Table {
             let r = self.recs[i];
             if keep(&r) {
                 self.recs[kept] = r;
-                self.los[kept] = r.lo;
                 kept += 1;
                 max_len = max_len.max(r.hi - r.lo);
             } else {
@@ -207,7 +207,6 @@ impl Table {
             }
         }
         self.recs.truncate(kept);
-        self.los.truncate(kept);
         self.max_len = max_len;
     }
 }
