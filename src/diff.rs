@@ -105,12 +105,14 @@ fn run_program(
     let rows = profiler.map(|p| p.rows(&parts));
     let mut report: reports::Run = (&sim).into();
     report.profile = rows.as_deref();
-    let doc = reports::read_run_document(&reports::run_json(&config, &report))
-        .map_err(|p| {
-            // the document was written by this npusim: not reading it back is a bug
-            err_line!("error: npusim bug: its own run document of {side} does not read back: {}", p.join("; "));
-            Exit(1)
-        })?;
+    let doc = reports::read_run_document(&reports::run_json(&config, &report)).map_err(|p| {
+        // the document was written by this npusim: not reading it back is a bug
+        err_line!(
+            "error: npusim bug: its own run document of {side} does not read back: {}",
+            p.join("; ")
+        );
+        Exit(1)
+    })?;
     let mut problems = report_problems(&config, &sim, &format!("{side}: "));
     for d in &kernel.findings {
         err_line!("finding: {side}: {}: {}", d.location(), d.message);
@@ -123,14 +125,19 @@ fn run_program(
 /// problems (the diff is written, the problems on stderr), else 0 whether or not A and B
 /// differ.
 pub fn diff(args: &DiffArgs) -> Result<(), Exit> {
-    let level = |l: Option<LevelArg>, flag: &str| match l {
+    let level = |l: Option<LevelArg>, flag: &str| {
+        match l {
         None => Ok(None),
         Some(LevelArg::Fixed(n)) => Ok(Some(n)),
         Some(LevelArg::Best) => Err(Exit::input(format!(
             "{flag} best: diff compares two chosen levels; give --level N --vs-level M (N, M among 0, 1, 2)"
         ))),
+    }
     };
-    let (level_a, level_b) = (level(args.level, "--level")?, level(args.vs_level, "--vs-level")?);
+    let (level_a, level_b) = (
+        level(args.level, "--level")?,
+        level(args.vs_level, "--vs-level")?,
+    );
     for (i, (name, _)) in args.vs_params.iter().enumerate() {
         if args.vs_params[..i].iter().any(|(n, _)| n == name) {
             return Err(Exit::input(format!(
@@ -170,7 +177,10 @@ pub fn diff(args: &DiffArgs) -> Result<(), Exit> {
         }
         return Err(Exit(2));
     }
-    let (read_a, read_b) = (read_a.ok().expect("no problems"), read_b.ok().expect("no problems"));
+    let (read_a, read_b) = (
+        read_a.expect("no problems"),
+        read_b.expect("no problems"),
+    );
     refuse_unused(args, &read_a, &read_b)?;
 
     let opts_a = Options {

@@ -241,8 +241,9 @@ impl Reader {
     fn at<'v>(&mut self, base: &'v Value, at: &str, key: &str, want: &str) -> Option<&'v Value> {
         let found = base.pointer(&format!("/{key}"));
         if found.is_none() {
-            self.problems
-                .push(format!("{at}/{key}: missing, where a run document has {want}"));
+            self.problems.push(format!(
+                "{at}/{key}: missing, where a run document has {want}"
+            ));
         }
         found
     }
@@ -289,7 +290,12 @@ impl Reader {
         }
     }
 
-    fn object<'v>(&mut self, base: &'v Value, at: &str, key: &str) -> Option<&'v Map<String, Value>> {
+    fn object<'v>(
+        &mut self,
+        base: &'v Value,
+        at: &str,
+        key: &str,
+    ) -> Option<&'v Map<String, Value>> {
         const WANT: &str = "an object";
         match self.at(base, at, key, WANT)? {
             Value::Object(m) => Some(m),
@@ -346,7 +352,12 @@ impl Reader {
                 for (k, o) in self.list(b, &here, "offsets").iter().enumerate() {
                     match o.as_u64() {
                         Some(o) => offsets.push(o),
-                        None => self.wrong(&format!("{here}/offsets"), &k.to_string(), o, "a whole number"),
+                        None => self.wrong(
+                            &format!("{here}/offsets"),
+                            &k.to_string(),
+                            o,
+                            "a whole number",
+                        ),
                     }
                 }
                 // `level` is a string, or the number of the reuse level that placed it
@@ -358,7 +369,9 @@ impl Reader {
                         String::new()
                     }
                     None => {
-                        self.problems.push(format!("{here}/level: missing, where a run document has a string or a number"));
+                        self.problems.push(format!(
+                            "{here}/level: missing, where a run document has a string or a number"
+                        ));
                         String::new()
                     }
                 };
@@ -547,10 +560,7 @@ pub fn diff(a: &RunDoc, b: &RunDoc) -> Diff {
         ));
     }
     if a.config != b.config {
-        notes.push(format!(
-            "A ran on {} and B on {}",
-            a.config, b.config
-        ));
+        notes.push(format!("A ran on {} and B on {}", a.config, b.config));
     }
     if a.blocks != b.blocks || a.cores.len() != b.cores.len() {
         notes.push(format!(
@@ -567,10 +577,14 @@ pub fn diff(a: &RunDoc, b: &RunDoc) -> Diff {
     }
     for (side, d) in [("A", a), ("B", b)] {
         if d.deadlock {
-            notes.push(format!("{side} deadlocked: its figures cover the cycles until then"));
+            notes.push(format!(
+                "{side} deadlocked: its figures cover the cycles until then"
+            ));
         }
         if d.stopped {
-            notes.push(format!("{side} stopped at a limit: its figures cover the cycles until then"));
+            notes.push(format!(
+                "{side} stopped at a limit: its figures cover the cycles until then"
+            ));
         }
     }
     let ops = match (&a.profile, &b.profile) {
@@ -631,7 +645,11 @@ fn totals(a: &RunDoc, b: &RunDoc) -> Vec<Total> {
     let both = |f: &dyn Fn(&RunDoc) -> Option<u64>| Figure::new(f(a), f(b));
     // bank conflicts: the cores' that count them, `None` when no core does (no claim)
     let bank = |d: &RunDoc| {
-        let counted: Vec<u64> = d.cores.iter().filter_map(|c| c.bank_conflict_cycles).collect();
+        let counted: Vec<u64> = d
+            .cores
+            .iter()
+            .filter_map(|c| c.bank_conflict_cycles)
+            .collect();
         (!counted.is_empty()).then(|| sum(counted.into_iter()))
     };
     vec![
@@ -702,11 +720,9 @@ fn diff_types(a: &RunDoc, b: &RunDoc) -> Vec<TypeChange> {
         }
         let states = || cores.iter().flat_map(|c| &c.pipes).flat_map(|p| &p.states);
         let busy = sum(states().filter(|(s, _)| s == "busy").map(|(_, c)| *c));
-        let stalled = sum(
-            states()
-                .filter(|(s, _)| !matches!(s.as_str(), "busy" | "starved" | "idle"))
-                .map(|(_, c)| *c),
-        );
+        let stalled = sum(states()
+            .filter(|(s, _)| !matches!(s.as_str(), "busy" | "starved" | "idle"))
+            .map(|(_, c)| *c));
         let end = cores.iter().map(|c| c.end_cycle).max().unwrap_or(0);
         Some([cores.len() as u64, end, busy, stalled])
     };
@@ -875,15 +891,17 @@ fn diff_plans(
     let mut index: BTreeMap<(Option<String>, String), usize> = BTreeMap::new();
     for (side, list) in [sa, sb].into_iter().enumerate() {
         for ((part, name), state) in list {
-            let k = *index.entry((part.clone(), name.clone())).or_insert_with(|| {
-                changes.push(BufferChange {
-                    part,
-                    name,
-                    a: None,
-                    b: None,
+            let k = *index
+                .entry((part.clone(), name.clone()))
+                .or_insert_with(|| {
+                    changes.push(BufferChange {
+                        part,
+                        name,
+                        a: None,
+                        b: None,
+                    });
+                    changes.len() - 1
                 });
-                changes.len() - 1
-            });
             if side == 0 {
                 changes[k].a = Some(state);
             } else {
@@ -1080,8 +1098,17 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
     let mut t = Table::new({
         let mut c = vec![("type".to_string(), Align::Left)];
         for h in [
-            "cores A", "cores B", "end A", "end B", "delta", "busy A", "busy B", "delta",
-            "stalled A", "stalled B", "delta",
+            "cores A",
+            "cores B",
+            "end A",
+            "end B",
+            "delta",
+            "busy A",
+            "busy B",
+            "delta",
+            "stalled A",
+            "stalled B",
+            "delta",
         ] {
             c.push((h.into(), Align::Right));
         }
@@ -1179,7 +1206,8 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
             .collect(),
         );
         for c in &d.buffers {
-            let level = |s: &Option<BufferState>| s.as_ref().map_or("-".into(), |s| s.level.clone());
+            let level =
+                |s: &Option<BufferState>| s.as_ref().map_or("-".into(), |s| s.level.clone());
             t.row(vec![
                 part_name(&c.part, &c.name),
                 offsets_text(&c.a),
@@ -1347,9 +1375,15 @@ mod tests {
         assert!(diff.same());
         let (a, b) = sides(&d, &d);
         let text = diff_text(&a, &b, &diff);
-        assert!(text.contains("\nno change: A and B have the same total (1000 cycles)"), "{text}");
+        assert!(
+            text.contains("\nno change: A and B have the same total (1000 cycles)"),
+            "{text}"
+        );
         // the one thing not compared is said, not hidden
-        assert!(text.contains("note: per op: not compared: A and B have no profile"), "{text}");
+        assert!(
+            text.contains("note: per op: not compared: A and B have no profile"),
+            "{text}"
+        );
         let json = diff_json(&a, &b, &diff);
         assert_eq!(json["same"], true);
         assert_eq!(json["critical_path"], Value::Null);
@@ -1410,9 +1444,16 @@ mod tests {
         assert_eq!(moved.b.as_ref().unwrap().level, "2");
         let (sa, sb) = sides(&a, &b);
         let text = diff_text(&sa, &sb, &d);
-        let line = text.lines().find(|l| l.starts_with("total cycles")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("total cycles"))
+            .unwrap();
         let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(words, ["total", "cycles", "1000", "1100", "+100", "1.100x"], "{text}");
+        assert_eq!(
+            words,
+            ["total", "cycles", "1000", "1100", "+100", "1.100x"],
+            "{text}"
+        );
         assert!(!text.contains("no change"), "{text}");
     }
 
@@ -1481,16 +1522,18 @@ mod tests {
 
     #[test]
     fn not_a_run_document_says_what_it_is_and_every_problem() {
-        assert!(read_run_document(&json!([]))
-            .unwrap_err()[0]
-            .contains("a list (a comparison"));
+        assert!(read_run_document(&json!([])).unwrap_err()[0].contains("a list (a comparison"));
         let plan = json!({ "schema": 1, "scopes": {}, "buffers": {} });
         assert!(read_run_document(&plan).unwrap_err()[0].contains("plan document"));
         let mut v = doc_json();
         v["total_cycles"] = json!("many");
         v["launch"]["cores"][0]["end_cycle"] = json!(-1);
-        v["plan"]["buffers"].as_object_mut().unwrap().values_mut().next().unwrap()["bytes"] =
-            Value::Null;
+        v["plan"]["buffers"]
+            .as_object_mut()
+            .unwrap()
+            .values_mut()
+            .next()
+            .unwrap()["bytes"] = Value::Null;
         let problems = read_run_document(&v).unwrap_err();
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert_eq!(
@@ -1501,7 +1544,11 @@ mod tests {
             problems[1],
             "/launch/cores/0/end_cycle: a negative number where a run document has a whole number"
         );
-        assert!(problems[2].starts_with("/plan/buffers/") && problems[2].ends_with("/bytes: null where a run document has a whole number"), "{problems:?}");
+        assert!(
+            problems[2].starts_with("/plan/buffers/")
+                && problems[2].ends_with("/bytes: null where a run document has a whole number"),
+            "{problems:?}"
+        );
     }
 
     #[test]

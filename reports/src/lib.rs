@@ -14,6 +14,7 @@
 //! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
 //! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
 //! | calibration | [`calibration_json`] | `calibrate --check --format json` |
+//! | diff | [`diff_json`] of [`diff`] of two [`read_run_document`]s | `diff --format json` |
 //!
 //! Run document ([`run_json`]), keys in this order (`schema`, then [`RUN_KEYS`]):
 //!
@@ -92,7 +93,9 @@ pub use diff::{
     Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
 };
 pub use explain::plan_explain;
-pub use html::{calibration_html, compare_html, diff_html, run_html, slot_rects, sweep_html, Timeline};
+pub use html::{
+    calibration_html, compare_html, diff_html, run_html, slot_rects, sweep_html, Timeline,
+};
 pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{

@@ -37,7 +37,12 @@ fn readme_bank_cycles() -> (u64, u64) {
         .expect("the README quotes the bank conflicts of reuse_levels.yaml");
     let words: Vec<&str> = flat[at..].split(' ').collect();
     // "colliding bank groups for N cycles of V time, C on A's slots for M"
-    assert_eq!(words[5..8], ["cycles", "of", "V"], "{}", &flat[at..at + 120]);
+    assert_eq!(
+        words[5..8],
+        ["cycles", "of", "V"],
+        "{}",
+        &flat[at..at + 120]
+    );
     (readme_number(words[4]), readme_number(words[14]))
 }
 
@@ -46,7 +51,10 @@ fn a_program_against_itself_is_no_change() {
     let o = npusim(&["diff", REUSE, REUSE]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("\nno change: A and B have the same total"), "{text}");
+    assert!(
+        text.contains("\nno change: A and B have the same total"),
+        "{text}"
+    );
     insta::assert_snapshot!("diff_itself", text);
     // B left out is A again, with the same options: the same diff
     let again = npusim(&["diff", REUSE]);
@@ -100,7 +108,14 @@ fn documents_diff_as_the_runs_made_on_the_spot() {
     let from_files = npusim(&["diff", &a, &b, "--format", "json"]);
     assert_eq!(from_files.status.code(), Some(0), "{}", stderr(&from_files));
     let spot = npusim(&[
-        "diff", REUSE, "--level", "2", "--vs-level", "0", "--format", "json",
+        "diff",
+        REUSE,
+        "--level",
+        "2",
+        "--vs-level",
+        "0",
+        "--format",
+        "json",
     ]);
     let parse = |o: &std::process::Output| -> Value { serde_json::from_slice(&o.stdout).unwrap() };
     let (files, spot) = (parse(&from_files), parse(&spot));
@@ -159,7 +174,14 @@ fn bad_inputs_are_every_one_refused_and_nothing_is_written() {
     let broken = dir.join("broken.json");
     std::fs::write(&broken, "{\n  \"schema\": 1,\n  \"kernel\": \n}\n").unwrap();
     let plan = dir.join("plan.json");
-    let o = npusim(&["plan", REUSE, "--format", "json", "-o", &plan.to_string_lossy()]);
+    let o = npusim(&[
+        "plan",
+        REUSE,
+        "--format",
+        "json",
+        "-o",
+        &plan.to_string_lossy(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = npusim(&[
         "diff",
@@ -172,7 +194,10 @@ fn bad_inputs_are_every_one_refused_and_nothing_is_written() {
     let err = stderr(&o);
     // both sides' problems, the first at its line and column
     assert!(
-        err.contains(&format!("error: {}:4:1: not a JSON document", broken.display())),
+        err.contains(&format!(
+            "error: {}:4:1: not a JSON document",
+            broken.display()
+        )),
         "{err}"
     );
     assert!(
@@ -185,21 +210,36 @@ fn bad_inputs_are_every_one_refused_and_nothing_is_written() {
     let a = document(&dir, "a.json", REUSE, &[]);
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
     v["total_cycles"] = Value::from("many");
-    v["launch"]["cores"][0].as_object_mut().unwrap().remove("end_cycle");
+    v["launch"]["cores"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("end_cycle");
     let damaged = dir.join("damaged.json");
     std::fs::write(&damaged, serde_json::to_string(&v).unwrap()).unwrap();
     let o = npusim(&["diff", &a, &damaged.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("/total_cycles: a string where a run document has a whole number"), "{err}");
-    assert!(err.contains("/launch/cores/0/end_cycle: missing, where a run document has a whole number"), "{err}");
+    assert!(
+        err.contains("/total_cycles: a string where a run document has a whole number"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/launch/cores/0/end_cycle: missing, where a run document has a whole number"),
+        "{err}"
+    );
 
     // options that would run a program, given for documents: refused, not ignored
     let o = npusim(&["diff", &a, &a, "--level", "1", "--vs-param", "tiles=4"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("error: --level: A and B are run documents"), "{err}");
-    assert!(err.contains("error: --vs-param: B is a run document"), "{err}");
+    assert!(
+        err.contains("error: --level: A and B are run documents"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: --vs-param: B is a run document"),
+        "{err}"
+    );
     let o = npusim(&["diff", REUSE, "--level", "best"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--level best: diff compares two chosen levels"));
@@ -220,7 +260,10 @@ fn a_mixed_launch_diffs_by_core_type() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("note: A launched 1 block (3 cores) and B 2 blocks (6 cores)"), "{text}");
+    assert!(
+        text.contains("note: A launched 1 block (3 cores) and B 2 blocks (6 cores)"),
+        "{text}"
+    );
     // a block is one cube and two vector cores
     assert_eq!(row(&text, "aic")[1..3], ["1", "2"], "{text}");
     assert_eq!(row(&text, "aiv")[1..3], ["2", "4"], "{text}");
@@ -231,7 +274,16 @@ fn the_page_is_written_whole_and_loads_in_a_browser() {
     let dir = scratch("diff/html");
     let page = dir.join("diff.html");
     let path = page.to_string_lossy().into_owned();
-    let args = ["diff", REUSE, "--level", "2", "--vs-level", "0", "--html", &path];
+    let args = [
+        "diff",
+        REUSE,
+        "--level",
+        "2",
+        "--vs-level",
+        "0",
+        "--html",
+        &path,
+    ];
     let o = npusim(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
@@ -247,7 +299,10 @@ fn the_page_is_written_whole_and_loads_in_a_browser() {
         );
     }
     // every table is closed, every row too
-    assert_eq!(html.matches("<table").count(), html.matches("</table>").count());
+    assert_eq!(
+        html.matches("<table").count(),
+        html.matches("</table>").count()
+    );
     assert_eq!(html.matches("<tr>").count(), html.matches("</tr>").count());
     assert!(!html.contains("http://") && !html.contains("https://"));
     if let Some(chromium) = browser("the diff page") {

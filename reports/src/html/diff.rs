@@ -42,7 +42,9 @@ const FIGURE_HEAD: &str = "<th>A</th><th>B</th><th>delta</th><th>B/A</th>";
 
 fn buffer_cell(s: &Option<BufferState>) -> String {
     match s {
-        None => "<td class=\"text\">–</td><td class=\"text\">–</td><td class=\"text\">–</td>".into(),
+        None => {
+            "<td class=\"text\">–</td><td class=\"text\">–</td><td class=\"text\">–</td>".into()
+        }
         Some(s) => {
             let offsets: Vec<String> = s.offsets.iter().map(|o| thousands(*o)).collect();
             let shares = match &s.shares {
@@ -70,8 +72,14 @@ pub fn diff_html(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         esc(&b.doc.kernel)
     ));
     let facts = vec![
-        ("A", format!("{} ({}, {})", a.label, a.doc.kernel, a.doc.config)),
-        ("B", format!("{} ({}, {})", b.label, b.doc.kernel, b.doc.config)),
+        (
+            "A",
+            format!("{} ({}, {})", a.label, a.doc.kernel, a.doc.config),
+        ),
+        (
+            "B",
+            format!("{} ({}, {})", b.label, b.doc.kernel, b.doc.config),
+        ),
     ];
     body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n");
@@ -147,7 +155,9 @@ pub fn diff_html(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
 
     body.push_str("<section id=\"ops\">\n<h2>By op</h2>\n");
     match &d.ops {
-        None => body.push_str("<p class=\"note\">Not compared: a side has no profile (run with --profile).</p>\n"),
+        None => body.push_str(
+            "<p class=\"note\">Not compared: a side has no profile (run with --profile).</p>\n",
+        ),
         Some(ops) => {
             let shown = ops.len().min(OPS_ON_PAGE.max(OPS_SHOWN));
             body.push_str(&format!(
