@@ -1558,4 +1558,155 @@ mod tests {
         assert_eq!(Figure::new(Some(0), Some(5)).ratio(), None);
         assert_eq!(sum([u64::MAX, 1].into_iter()), u64::MAX);
     }
+
+    #[test]
+    fn the_page_escapes_what_came_from_input_and_says_no_change() {
+        let d = read(&doc_json());
+        let a = DiffSide {
+            label: "<script>alert(1)</script>.json".into(),
+            doc: &d,
+        };
+        let page = crate::diff_html(&a, &a, &diff(&d, &d));
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;.json"));
+        assert!(page.contains("<p class=\"ok\">No change:"));
+        // one script: the page's own
+        assert_eq!(page.matches("<script>").count(), 1);
+        assert_eq!(page, crate::diff_html(&a, &a, &diff(&d, &d)));
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn pipe() -> impl Strategy<Value = PipeDoc> {
+            (
+                prop::sample::select(vec!["S", "V", "MTE2"]),
+                prop::collection::vec((0u64..3, 0u64..1000), 0..4),
+            )
+                .prop_map(|(pipe, stalls)| {
+                    let mut states = vec![("busy".to_string(), 0)];
+                    for (id, cycles) in stalls {
+                        let reason = format!("wait_flag MTE2#{id}");
+                        if !states.iter().any(|(r, _)| *r == reason) {
+                            states.push((reason, cycles));
+                        }
+                    }
+                    states.push(("starved".into(), 3));
+                    states.push(("idle".into(), 7));
+                    PipeDoc {
+                        pipe: pipe.into(),
+                        states,
+                    }
+                })
+        }
+
+        fn core() -> impl Strategy<Value = CoreDoc> {
+            (
+                prop::sample::select(vec!["aic", "aiv"]),
+                0u64..10_000,
+                prop::collection::vec(pipe(), 1..3),
+            )
+                .prop_map(|(ty, end, mut pipes)| {
+                    pipes.dedup_by(|a, b| a.pipe == b.pipe);
+                    CoreDoc {
+                        ty: ty.into(),
+                        end_cycle: end,
+                        overlap_cycles: end / 3,
+                        bank_conflict_cycles: (ty == "aiv").then_some(end / 5),
+                        pipes,
+                    }
+                })
+        }
+
+        fn doc() -> impl Strategy<Value = RunDoc> {
+            (
+                prop::collection::vec(core(), 1..4),
+                prop::collection::vec((0usize..6, 0u64..500), 0..6),
+                prop::collection::vec((0usize..5, 0u64..4, 1u64..64), 0..5),
+            )
+                .prop_map(|(cores, ops, buffers)| {
+                    let total = cores.iter().map(|c| c.end_cycle).max().unwrap_or(0);
+                    let mut profile: Vec<OpDoc> = Vec::new();
+                    for (k, cost) in ops {
+                        let op = format!("body[{k}]");
+                        if !profile.iter().any(|r| r.op == op) {
+                            profile.push(super::op(&op, cost));
+                        }
+                    }
+                    let mut bufs: Vec<BufferDoc> = Vec::new();
+                    for (k, at, bytes) in buffers {
+                        let name = format!("b{k}");
+                        if !bufs.iter().any(|b| b.name == name) {
+                            bufs.push(BufferDoc {
+                                name,
+                                scope: "ub".into(),
+                                bytes,
+                                offsets: vec![at * 32],
+                                level: "2".into(),
+                            });
+                        }
+                    }
+                    RunDoc {
+                        kernel: "k".into(),
+                        config: "c/aiv".into(),
+                        total_cycles: total,
+                        end_to_end_cycles: None,
+                        syncs: [1, 1, 0],
+                        hazards: Some(0),
+                        findings: 0,
+                        deadlock: false,
+                        stopped: false,
+                        blocks: 1,
+                        cores,
+                        profile: Some(profile),
+                        plans: vec![PlanDoc {
+                            part: None,
+                            scopes: vec![("ub".into(), 128)],
+                            buffers: bufs,
+                        }],
+                    }
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn a_run_against_itself_never_changes(a in doc()) {
+                let d = diff(&a, &a);
+                prop_assert!(d.same(), "{d:?}");
+            }
+
+            #[test]
+            fn swapping_the_sides_negates_every_delta(a in doc(), b in doc()) {
+                let (ab, ba) = (diff(&a, &b), diff(&b, &a));
+                prop_assert_eq!(ab.same(), ba.same());
+                prop_assert_eq!(ab.pipes.len(), ba.pipes.len());
+                let neg = |d: Option<i64>| d.map(|d| -d);
+                for p in &ab.pipes {
+                    let q = ba.pipes.iter().find(|q| (&q.ty, &q.pipe, &q.cause) == (&p.ty, &p.pipe, &p.cause));
+                    prop_assert!(q.is_some(), "{:?} missing after the swap", p);
+                    let q = q.unwrap();
+                    prop_assert_eq!(q.figure, Figure::new(p.figure.b, p.figure.a));
+                    prop_assert_eq!(neg(p.figure.delta()), q.figure.delta());
+                }
+                let names = |d: &Diff| d.buffers.iter().map(|c| c.name.clone()).collect::<BTreeSet<_>>();
+                prop_assert_eq!(names(&ab), names(&ba));
+                let ops = |d: &Diff| d.ops.as_ref().unwrap().iter().map(|o| o.op.clone()).collect::<BTreeSet<_>>();
+                prop_assert_eq!(ops(&ab), ops(&ba));
+            }
+
+            #[test]
+            fn pipe_rows_add_up_to_the_cores_states(a in doc(), b in doc()) {
+                let d = diff(&a, &b);
+                for (side, doc) in [(0, &a), (1, &b)] {
+                    let rows: u64 = d.pipes.iter()
+                        .map(|p| if side == 0 { p.figure.a } else { p.figure.b })
+                        .map(|v| v.unwrap_or(0))
+                        .sum();
+                    let cores: u64 = doc.cores.iter().flat_map(|c| &c.pipes).flat_map(|p| &p.states).map(|(_, c)| c).sum();
+                    prop_assert_eq!(rows, cores);
+                }
+            }
+        }
+    }
 }
