@@ -397,7 +397,7 @@ fn kind(v: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.is_i64() => "a negative number",
-        Value::Number(n) if n.is_f64() => "a fractional number",
+        Value::Number(n) if n.is_f64() => "a number that is not a whole one below 2^64",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
@@ -529,6 +529,13 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// What a diff with no change says is the same, after `total`: the sections compared
+    /// (per op only when both sides have a profile).
+    pub fn same_what(&self, total: &str) -> String {
+        let op = if self.ops.is_some() { " per op," } else { "" };
+        format!("{total}, per core type, per pipe and cause,{op} and plan")
+    }
+
     /// Nothing the two documents both hold differs.
     pub fn same(&self) -> bool {
         self.totals.iter().all(|t| !t.figure.changed())
@@ -1059,8 +1066,8 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
     out.push('\n');
     if d.same() {
         out.push_str(&format!(
-            "no change: A and B have the same total ({} cycles), per core type, per pipe and cause, per op and plan\n",
-            cell(d.totals[0].figure.a)
+            "no change: A and B have the same {}\n",
+            d.same_what(&format!("total ({} cycles)", cell(d.totals[0].figure.a)))
         ));
     }
     for n in &d.notes {

@@ -84,7 +84,10 @@ pub fn diff_html(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
     body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n");
     if d.same() {
-        body.push_str("<p class=\"ok\">No change: A and B have the same total, per core type, per pipe and cause, per op and plan.</p>\n");
+        body.push_str(&format!(
+            "<p class=\"ok\">No change: A and B have the same {}.</p>\n",
+            esc(&d.same_what("total"))
+        ));
     }
     for n in &d.notes {
         body.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
