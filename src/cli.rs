@@ -98,6 +98,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
+    /// What changed from A to B: two run documents (`run --format json`), or programs run on
+    /// the spot (B defaults to A, so `diff P --level 2 --vs-level 1` compares two levels):
+    /// total, per core type, per pipe and cause, per op of the profile, and the plan's
+    /// changes (docs/cli.md, "npusim diff").
+    Diff(DiffArgs),
     /// Place a MiniMalloc CSV instance (`id,lower,upper,size[,alignment][,offset]`) under a
     /// capacity; print the placement as CSV with an `offset` column, and a summary on stderr.
     Pack {
@@ -210,6 +215,55 @@ pub struct SweepArgs {
     /// input that varies).
     #[arg(long, value_name = "COLUMN", requires = "summary")]
     pub by: Option<String>,
+}
+
+/// `npusim diff` (docs/cli.md, "npusim diff"). Each side is a run document or a program; a
+/// program runs with the options below, B's `--vs-*` replacing A's.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// A: a run document (`npusim run ... --format json -o A.json`) or a program.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// B: a run document or a program; without it, A again (with the `--vs-*` options).
+    #[arg(value_name = "B")]
+    pub b: Option<PathBuf>,
+    /// The config a program runs on (a built-in name or a file; default ascend910b).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub config: Option<String>,
+    /// B's config, when it differs from A's.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub vs_config: Option<String>,
+    /// Override a program param: `--param n=4096`. May be repeated.
+    #[arg(long = "param", value_name = "NAME=INT", value_parser = parse_param)]
+    pub params: Vec<(String, i64)>,
+    /// B's params: each replaces A's param of that name (the others stay A's).
+    #[arg(long = "vs-param", value_name = "NAME=INT", value_parser = parse_param)]
+    pub vs_params: Vec<(String, i64)>,
+    /// Launch a program on N blocks.
+    #[arg(long, value_name = "N")]
+    pub blocks: Option<u32>,
+    /// B's blocks, when they differ from A's.
+    #[arg(long, value_name = "N")]
+    pub vs_blocks: Option<u32>,
+    /// The highest reuse level a program is planned at (0, 1 or 2; default 2).
+    #[arg(long, value_name = "0|1|2", value_parser = parse_level)]
+    pub level: Option<LevelArg>,
+    /// B's level, when it differs from A's.
+    #[arg(long, value_name = "0|1|2", value_parser = parse_level)]
+    pub vs_level: Option<LevelArg>,
+    #[command(flatten)]
+    pub plan: PlanCommon,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Output format: the diff as text, or the diff document (JSON).
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// Write the diff to FILE (written once both sides were read or ran; not on bad input).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the diff as one self-contained HTML page to FILE (written when `-o` would be).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `npusim calibrate` (docs/cli.md, "npusim calibrate"; docs/calibration.md).

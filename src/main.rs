@@ -32,6 +32,7 @@ mod calibrate;
 mod check;
 mod cli;
 mod compare;
+mod diff;
 mod input;
 mod opt;
 mod output;
@@ -141,6 +142,7 @@ fn main() -> ExitCode {
             timing,
             output: output.as_deref(),
         }),
+        Command::Diff(args) => diff::diff(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Opt { args } => opt::opt(&args),
@@ -179,6 +181,10 @@ fn refuse_clashes(command: &Command) -> Result<(), Exit> {
             html,
             ..
         } => (input_files(input), vec![("-o", output), ("--html", html)]),
+        Command::Diff(args) => (
+            diff::input_files(args),
+            vec![("-o", &args.output), ("--html", &args.html)],
+        ),
         Command::Pack {
             instance, output, ..
         } => (

@@ -14,6 +14,7 @@
 //! | comparison | [`compare_json`], a list of [`compare_entry`] | `compare --format json` |
 //! | check | [`check_json`], problems by [`diagnostic_json`] | `check --format json` |
 //! | calibration | [`calibration_json`] | `calibrate --check --format json` |
+//! | diff | [`diff_json`] of [`diff`] of two [`read_run_document`]s | `diff --format json` |
 //!
 //! Run document ([`run_json`]), keys in this order (`schema`, then [`RUN_KEYS`]):
 //!
@@ -63,6 +64,7 @@ mod background;
 mod calibrate;
 mod check_doc;
 mod compare;
+mod diff;
 mod explain;
 mod html;
 mod launch;
@@ -85,8 +87,15 @@ pub use compare::{
     compare_entry, compare_json, compare_levels, compare_text, kernel_compare_text, reused_buffers,
     CompareLevel, CompareOutcome,
 };
+pub use diff::{
+    diff, diff_json, diff_text, read_run_document, BufferChange, BufferDoc, BufferState, CoreDoc,
+    Diff, DiffSide, Figure, OpChange, OpDoc, OpFigures, PipeChange, PipeDoc, PlanDoc, RunDoc,
+    Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
+};
 pub use explain::plan_explain;
-pub use html::{calibration_html, compare_html, run_html, slot_rects, sweep_html, Timeline};
+pub use html::{
+    calibration_html, compare_html, diff_html, run_html, slot_rects, sweep_html, Timeline,
+};
 pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{

@@ -5,12 +5,14 @@
 
 mod bars;
 mod calibrate;
+mod diff;
 mod memory;
 mod style;
 mod sweep;
 mod timeline;
 
 pub use calibrate::calibration_html;
+pub use diff::diff_html;
 pub use memory::slot_rects;
 pub use sweep::sweep_html;
 pub use timeline::Timeline;
