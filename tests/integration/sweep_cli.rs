@@ -701,7 +701,10 @@ fn the_summary_and_its_page_show_the_best_points() {
         assert_clean("sweep page", &loaded);
         let expected = plotted(&header, &rows, "../vec_add_db.yaml", "param_n", "level")
             + plotted(&header, &rows, "../matmul.yaml", "param_kt", "level");
-        assert_eq!(loaded.dom.matches("<path class=\"point\"").count(), expected);
+        assert_eq!(
+            loaded.dom.matches("<path class=\"point\"").count(),
+            expected
+        );
         // every point that did not run ok is listed, in the CSV's order, with its message's
         // first line (the example's overflows at ub: 64KiB)
         let m = col(&header, "message");
@@ -714,13 +717,20 @@ fn the_summary_and_its_page_show_the_best_points() {
         let mut at = 0;
         for r in &failed {
             let first = r[m].lines().next().unwrap();
-            let row = format!("<tr class=\"failed\"><td>{}</td><td>{}</td><td class=\"bad\">{}</td>", r[i], r[p], r[s]);
+            let row = format!(
+                "<tr class=\"failed\"><td>{}</td><td>{}</td><td class=\"bad\">{}</td>",
+                r[i], r[p], r[s]
+            );
             let found = loaded.dom[at..]
                 .find(&row)
                 .unwrap_or_else(|| panic!("point {} is not listed (in order)", r[i]));
             at += found;
             let end = at + loaded.dom[at..].find("</tr>").unwrap();
-            assert!(loaded.dom[at..end].contains(first), "point {}: no `{first}`", r[i]);
+            assert!(
+                loaded.dom[at..end].contains(first),
+                "point {}: no `{first}`",
+                r[i]
+            );
         }
         // `#log` opens the plots on the log scale: the script moved every point there
         let log = load_at(&chromium, &page, "#log");

@@ -363,7 +363,11 @@ fn plot(view: &SweepView, p: &Pivot, k: usize) -> String {
         out.push_str("<ul class=\"legend\">");
         for (j, by) in p.bys.iter().enumerate() {
             let note = same[j].map_or(String::new(), |e| {
-                format!(" (the same cycles as {} {})", view.name(c), value(&p.bys[e]))
+                format!(
+                    " (the same cycles as {} {})",
+                    view.name(c),
+                    value(&p.bys[e])
+                )
             });
             out.push_str(&format!(
                 "<li><svg class=\"key\" width=\"36\" height=\"14\" viewBox=\"0 0 36 14\" aria-hidden=\"true\"><line x1=\"1\" x2=\"35\" y1=\"7\" y2=\"7\" stroke-width=\"2\" {}/><path d=\"{}\" transform=\"translate(18,7)\" fill=\"{}\" fill-opacity=\".35\" stroke=\"{1}\" stroke-width=\"1.5\"/></svg>{} {}{}</li>",
@@ -471,7 +475,10 @@ mod tests {
         assert_eq!(s.log(1000), TOP);
         assert!(s.log(400) > s.log(900));
         // wide spans: powers of ten only; 10^20 is past u64 and left out
-        assert_eq!(Scales::new(5, 50_000).log_ticks(), [1, 10, 100, 1000, 10_000, 100_000]);
+        assert_eq!(
+            Scales::new(5, 50_000).log_ticks(),
+            [1, 10, 100, 1000, 10_000, 100_000]
+        );
         assert_eq!(Scales::new(1, u64::MAX).log_ticks().len(), 20);
         // the linear scale's top saturates rather than wraps
         assert_eq!(Scales::new(1, u64::MAX).top, u64::MAX);
@@ -487,7 +494,11 @@ mod tests {
         assert!(page.contains("id=\"plot-0\" data-points=\"3\""));
         assert!(page.contains("id=\"plot-1\" data-points=\"2\""));
         // one log-scale box per plot
-        assert_eq!(page.matches("<input type=\"checkbox\" class=\"logy\"").count(), 2);
+        assert_eq!(
+            page.matches("<input type=\"checkbox\" class=\"logy\"")
+                .count(),
+            2
+        );
         assert_eq!(page, sweep_html(&v), "deterministic");
     }
 
@@ -556,13 +567,19 @@ mod tests {
         let t = crate::sweep::tests::table();
         let v = SweepView::new(&t, None, None).unwrap();
         let html = plot(&v, &p, 0);
-        assert!(html.contains("level 1 (the same cycles as level 2)</li>"), "{html}");
+        assert!(
+            html.contains("level 1 (the same cycles as level 2)</li>"),
+            "{html}"
+        );
         // every series its own dash pattern and marker
         for j in 0..4 {
             assert!(html.contains(MARKERS[j]), "{j}");
         }
         for dash in &DASHES[1..4] {
-            assert!(html.contains(&format!("stroke-dasharray=\"{dash}\"")), "{dash}");
+            assert!(
+                html.contains(&format!("stroke-dasharray=\"{dash}\"")),
+                "{dash}"
+            );
         }
     }
 }

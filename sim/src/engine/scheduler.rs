@@ -221,8 +221,7 @@ impl<'p, 'c, 'o, O: Observer> Machine<'p, 'c, 'o, O> {
                 // a pipe start or S action the global order allows needs no more checks; S
                 // running ahead and any event the order does not allow yet do
                 let waits = (!exact || running_s) && core.waits_on_cross();
-                let ok =
-                    exact || (!core.next_is_global() && (!waits || (t < reach && t < due)));
+                let ok = exact || (!core.next_is_global() && (!waits || (t < reach && t < due)));
                 if !ok {
                     break t;
                 }

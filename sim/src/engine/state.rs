@@ -121,7 +121,11 @@ impl Stalls {
         for (id, &c) in self.cross_wait.iter().enumerate() {
             push(Stall::CrossWait { id: id as u32 }, c);
         }
-        let drain = if on_s { Stall::BarrierAll } else { Stall::Drain };
+        let drain = if on_s {
+            Stall::BarrierAll
+        } else {
+            Stall::Drain
+        };
         push(drain, self.drain);
         push(Stall::WaitMacro { src: Pipe::Mte1 }, self.macro_wait);
         push(Stall::WaitMacro { src: Pipe::M }, self.stage_wait);

@@ -120,9 +120,7 @@ impl<'p, 'c> Core<'p, 'c> {
                     INF
                 }
             }
-            Arg::Work { .. } | Arg::GmMove { .. } | Arg::Stage { .. } | Arg::MacroM { .. } => {
-                base
-            }
+            Arg::Work { .. } | Arg::GmMove { .. } | Arg::Stage { .. } | Arg::MacroM { .. } => base,
         }
     }
 
