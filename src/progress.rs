@@ -156,7 +156,11 @@ pub struct RunProgress {
     cycle: u64,
     /// `issued` at which the clock is read next.
     next: u64,
+    /// When this run began (the rate's).
     start: Instant,
+    /// When the command began (the [`Self::AFTER`] rule's): a `compare`'s levels are shown
+    /// once the comparison has lasted that long, each level short as it may be.
+    began: Instant,
     last_draw: Option<Instant>,
     /// `None` until the line is first shown.
     bar: Option<indicatif::ProgressBar>,
@@ -180,14 +184,23 @@ impl RunProgress {
             .then(|| RunProgress::new(label.into(), max_instructions, true))
     }
 
+    /// The line shows once [`Self::AFTER`] has passed since `began` (rather than since this
+    /// run began).
+    pub fn since(mut self, began: Instant) -> RunProgress {
+        self.began = began;
+        self
+    }
+
     fn new(label: String, max_instructions: u64, draw: bool) -> RunProgress {
+        let now = Instant::now();
         RunProgress {
             label,
             max_instructions,
             issued: 0,
             cycle: 0,
             next: Self::EVERY,
-            start: Instant::now(),
+            start: now,
+            began: now,
             last_draw: None,
             bar: None,
             draw,
@@ -209,10 +222,10 @@ impl RunProgress {
         )
     }
 
-    /// Whether the line is due at `now`: the run has lasted [`Self::AFTER`] and the last
+    /// Whether the line is due at `now`: the command has lasted [`Self::AFTER`] and the last
     /// draw is [`Self::REDRAW`] old.
     fn due(&self, now: Instant) -> bool {
-        now.duration_since(self.start) >= Self::AFTER
+        now.duration_since(self.began) >= Self::AFTER
             && self
                 .last_draw
                 .is_none_or(|t| now.duration_since(t) >= Self::REDRAW)
@@ -365,6 +378,16 @@ mod tests {
             progress.next,
             (count.0 / RunProgress::EVERY + 1) * RunProgress::EVERY
         );
+    }
+
+    #[test]
+    fn a_later_run_of_a_long_command_shows_at_once() {
+        let began = Instant::now();
+        let p = RunProgress::new("compare level 0".into(), 100, false)
+            .since(began - RunProgress::AFTER);
+        // due as soon as it starts: the command has run 2 s already
+        assert!(p.due(p.start));
+        assert!(!RunProgress::new("run".into(), 100, false).due(began));
     }
 
     #[test]
