@@ -228,7 +228,7 @@ impl RunProgress {
         now.duration_since(self.began) >= Self::AFTER
             && self
                 .last_draw
-                .is_none_or(|t| now.duration_since(t) >= Self::REDRAW)
+                .map_or(true, |t| now.duration_since(t) >= Self::REDRAW)
     }
 
     /// The look at the clock every [`Self::EVERY`] instructions; out of line, so the hot path
@@ -294,7 +294,7 @@ fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
             out.push(',');
         }
         out.push(c);

@@ -572,8 +572,8 @@ mod tests {
             "{html}"
         );
         // every series its own dash pattern and marker
-        for j in 0..4 {
-            assert!(html.contains(MARKERS[j]), "{j}");
+        for marker in &MARKERS[..4] {
+            assert!(html.contains(marker), "{marker}");
         }
         for dash in &DASHES[1..4] {
             assert!(
