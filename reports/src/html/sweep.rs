@@ -550,6 +550,24 @@ mod tests {
     }
 
     #[test]
+    fn cycles_at_the_end_of_u64_are_plotted() {
+        let t = crate::sweep::tests::table();
+        let v = SweepView::new(&t, None, None).unwrap();
+        let best = |cycles| Some(Best { cycles, row: 0 });
+        let p = Pivot {
+            x: Some(3),
+            by: None,
+            xs: vec!["64".into(), "128".into()],
+            bys: vec![String::new()],
+            cells: vec![vec![best(1)], vec![best(u64::MAX)]],
+        };
+        let html = plot(&v, &p, 0);
+        assert_eq!(html.matches("<path class=\"point\"").count(), 2);
+        // the linear axis' last tick is below the top; the log axis reaches 10^19
+        assert!(html.contains(">10,000,000,000,000,000,000</text>"));
+    }
+
+    #[test]
     fn equal_lines_are_named_in_the_legend() {
         let best = |cycles| Some(Best { cycles, row: 0 });
         let p = Pivot {
