@@ -36,8 +36,14 @@ pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
         )));
     }
     let opts = args.plan.at_level(2).pipeline(args.run, VALIDATE);
-    let levels = pipeline::compare_kernel(&kernel, &config, args.levels, &opts)
-        .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
+    // each level's run shows its progress line on a terminal, cleared when it ends
+    // (from 2 s into the comparison, however short each level)
+    let (max, began) = (opts.limits.max_instructions, std::time::Instant::now());
+    let levels = pipeline::compare_kernel_observed(&kernel, &config, args.levels, &opts, |l| {
+        crate::progress::RunProgress::on_terminal(format!("compare level {l}"), max)
+            .map(|p| p.since(began))
+    })
+    .map_err(|e| part_failed(&e, &kernel, &config, &src, ""))?;
     let mut views = reports::compare_levels(&levels);
     // a mixed kernel's overflow names its part
     for (view, l) in views.iter_mut().zip(&levels) {

@@ -822,9 +822,14 @@ fn run_loaded(
         best
     } else {
         if unwatched {
-            // no observer beside the race checker: the run pays for nothing it does not show
-            let sim = pipeline::simulate(&program, &config, &opts)
-                .map_err(|f| failed(&f, &program, &config, &src, ""))?;
+            // no observer beside the race checker (and the progress line on a terminal): the
+            // run pays for nothing it does not show
+            let mut progress =
+                progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
+            let sim = pipeline::simulate_observed(&program, &config, &opts, &mut progress);
+            // its line cleared before the report is written
+            drop(progress);
+            let sim = sim.map_err(|f| failed(&f, &program, &config, &src, ""))?;
             return report_run(&config, &sim, None, None, plain, format, out, &src);
         }
         None
@@ -859,9 +864,12 @@ fn run_loaded(
                 .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
-        let mut observers = (trace, (profiler, timeline));
+        let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
+        let mut observers = (trace, (profiler, (timeline, progress)));
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, timeline)) = observers;
+        let (trace, (profiler, (timeline, progress))) = observers;
+        // its line cleared before the report is written
+        drop(progress);
         let written = trace.map(|bg| {
             let t = bg.finish();
             let cut = t.stopped_at();
@@ -969,9 +977,13 @@ fn run_launch(
         .map_err(|e| part_failed(&e, kernel, config, src, ""))?;
     let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
     if views.trace.is_none() && !views.profile {
-        // no observer beside the race checker: the run pays for nothing it does not show
-        let sim =
-            pipeline::run_prepared(prepared, config, &opts, &mut ()).map_err(|f| failed(&f))?;
+        // no observer beside the race checker (and the progress line on a terminal): the run
+        // pays for nothing it does not show
+        let mut progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
+        let sim = pipeline::run_prepared(prepared, config, &opts, &mut progress);
+        // its line cleared before the report is written
+        drop(progress);
+        let sim = sim.map_err(|f| failed(&f))?;
         return report_launch(config, &sim, core, None, format, out, src);
     }
     let mut file = views
@@ -1007,9 +1019,12 @@ fn run_launch(
                 .with_max_bytes(max_bytes);
             reports::Background::spawn(scope, t)
         });
-        let mut observers = (trace, profiler);
+        let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
+        let mut observers = (trace, (profiler, progress));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, profiler) = observers;
+        let (trace, (profiler, progress)) = observers;
+        // its line cleared before the report is written
+        drop(progress);
         let written = trace.map(|bg| {
             let t = bg.finish();
             let cut = t.stopped_at();

@@ -489,13 +489,25 @@ pub fn compare_kernel(
     levels: &[u8],
     opts: &Options,
 ) -> Result<Vec<Level>, PartFailure> {
+    compare_kernel_observed(kernel, config, levels, opts, |_| ())
+}
+
+/// [`compare_kernel`] with `observer(level)` watching that level's run (a progress line),
+/// dropped when the run ends.
+pub fn compare_kernel_observed<O: Observer>(
+    kernel: &Kernel,
+    config: &Config,
+    levels: &[u8],
+    opts: &Options,
+    mut observer: impl FnMut(u8) -> O,
+) -> Result<Vec<Level>, PartFailure> {
     let mut out = Vec::with_capacity(levels.len());
     for &level in levels {
         let mut o = opts.clone();
         o.plan.max_level = level;
         let (part, outcome) = match prepare_kernel(kernel, config, &o) {
             Ok(launch) => {
-                let sim = run_prepared(launch, config, &o, &mut ())
+                let sim = run_prepared(launch, config, &o, &mut observer(level))
                     .map_err(|failure| PartFailure { part: 0, failure })?;
                 (0, LevelOutcome::Ran(Box::new(sim)))
             }

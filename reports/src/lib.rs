@@ -108,7 +108,7 @@ pub use run_report::{
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, Run, Warning,
     RUN_KEYS,
 };
-pub use sweep::{short_name, sweep_summary_text, Best, Pivot, SweepTable, SweepView};
+pub use sweep::{short_name, sweep_summary_text, Best, PipeCycles, Pivot, SweepTable, SweepView};
 pub use trace::{live_bytes, Trace, TraceCut, TracePart, TraceWindow, DEFAULT_TRACE_MAX_BYTES};
 
 /// The version of the layout of every JSON and YAML document npusim prints (run, plan, compare

@@ -29,6 +29,23 @@ pub struct SweepView<'t> {
     by: Option<usize>,
     /// Per program, in order of first appearance: its name and its rows.
     pub programs: Vec<(String, Vec<usize>)>,
+    /// The `program` and `message` columns (`message` may be absent from an older CSV).
+    program: usize,
+    message: Option<usize>,
+    /// Per pipe, in column order: its name as the CSV writes it (`mte2`) and its `_busy`,
+    /// `_top_stall` and `_top_stall_cycles` columns (the last two may be absent).
+    pipes: Vec<(String, usize, Option<usize>, Option<usize>)>,
+}
+
+/// One pipe's part of a point's cycles, as its CSV row has them: busy cycles and its costliest
+/// stall (`None`: the row has no number there, a pipe the point's core lacks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipeCycles {
+    /// `MTE2`.
+    pub pipe: String,
+    pub busy: u64,
+    /// The costliest stall's reason (`wait_flag V#0`) and cycles; `None` when it had none.
+    pub top_stall: Option<(String, u64)>,
 }
 
 /// One cell of a pivot: the fewest cycles of the ok points with those inputs, and the row
@@ -131,6 +148,22 @@ impl<'t> SweepView<'t> {
                 None => programs.push((row[program].clone(), vec![i])),
             }
         }
+        // the pipes' columns follow the cycles: `PIPE_busy`, `PIPE_top_stall`, ..._cycles
+        let pipes = table
+            .columns
+            .iter()
+            .enumerate()
+            .skip(cycles + 1)
+            .filter_map(|(i, c)| {
+                let pipe = c.strip_suffix("_busy")?;
+                Some((
+                    pipe.to_string(),
+                    i,
+                    find(&format!("{pipe}_top_stall")),
+                    find(&format!("{pipe}_top_stall_cycles")),
+                ))
+            })
+            .collect();
         Ok(SweepView {
             table,
             index,
@@ -140,6 +173,9 @@ impl<'t> SweepView<'t> {
             x,
             by,
             programs,
+            program,
+            message: find("message"),
+            pipes,
         })
     }
 
@@ -175,6 +211,50 @@ impl<'t> SweepView<'t> {
             .map(|&c| format!("{}={}", self.name(c), t.rows[row][c]))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The program of a row, as the sweep file names it.
+    pub fn program_of(&self, row: usize) -> &str {
+        self.cell(row, self.program)
+    }
+
+    /// The status of a row (`ok`, `finding`, `error`).
+    pub fn status_of(&self, row: usize) -> &str {
+        self.cell(row, self.status)
+    }
+
+    /// The message of a row (why it failed); empty when it has none.
+    pub fn message_of(&self, row: usize) -> &str {
+        self.message.map_or("", |m| self.cell(row, m))
+    }
+
+    /// The rows of the points that did not run ok (a finding, an error), in the table's order.
+    pub fn failed(&self) -> Vec<usize> {
+        (0..self.table.rows.len())
+            .filter(|&r| self.status_of(r) != "ok")
+            .collect()
+    }
+
+    /// Where a row's cycles went, per pipe with a busy figure (the first core's, as the CSV
+    /// has them), in the CSV's pipe order.
+    pub fn breakdown(&self, row: usize) -> Vec<PipeCycles> {
+        self.pipes
+            .iter()
+            .filter_map(|(pipe, busy, stall, stall_cycles)| {
+                let busy = self.cell(row, *busy).parse().ok()?;
+                let reason = stall.map_or("", |c| self.cell(row, c));
+                let cycles = stall_cycles.and_then(|c| self.cell(row, c).parse().ok());
+                let top_stall = match (reason, cycles) {
+                    ("", _) | (_, None) => None,
+                    (r, Some(c)) => Some((r.to_string(), c)),
+                };
+                Some(PipeCycles {
+                    pipe: pipe.to_uppercase(),
+                    busy,
+                    top_stall,
+                })
+            })
+            .collect()
     }
 
     /// How many points have each status: (ok, finding, error, other).
@@ -360,7 +440,8 @@ pub fn sweep_summary_text(view: &SweepView) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    /// Two programs: `a` varies tiles × level, `b` only level (tiles does not apply).
+    /// Two programs: `a` varies tiles × level, `b` only level (tiles does not apply). V's
+    /// figures of each ok point; point 3 found an overflow.
     pub(crate) fn table() -> SweepTable {
         let row = |cells: &[&str]| cells.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         SweepTable {
@@ -374,17 +455,54 @@ pub(crate) mod tests {
                 "l2",
                 "status",
                 "cycles",
+                "v_busy",
+                "v_top_stall",
+                "v_top_stall_cycles",
                 "message",
             ]),
             rows: vec![
-                row(&["0", "a", "c", "64", "2", "", "cold", "ok", "500", ""]),
-                row(&["1", "a", "c", "64", "0", "", "cold", "ok", "400", ""]),
-                row(&["2", "a", "c", "128", "2", "", "cold", "ok", "900", ""]),
                 row(&[
-                    "3", "a", "c", "128", "0", "", "cold", "finding", "", "overflow",
+                    "0",
+                    "a",
+                    "c",
+                    "64",
+                    "2",
+                    "",
+                    "cold",
+                    "ok",
+                    "500",
+                    "300",
+                    "wait_flag MTE2#0",
+                    "150",
+                    "",
                 ]),
-                row(&["4", "b", "c", "", "2", "", "cold", "ok", "70", ""]),
-                row(&["5", "b", "c", "", "0", "", "cold", "ok", "70", ""]),
+                row(&[
+                    "1", "a", "c", "64", "0", "", "cold", "ok", "400", "300", "", "", "",
+                ]),
+                row(&[
+                    "2", "a", "c", "128", "2", "", "cold", "ok", "900", "600", "drain", "10", "",
+                ]),
+                row(&[
+                    "3",
+                    "a",
+                    "c",
+                    "128",
+                    "0",
+                    "",
+                    "cold",
+                    "finding",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "a.yaml:3:5: ub overflow <needs 2 KiB>",
+                ]),
+                row(&[
+                    "4", "b", "c", "", "2", "", "cold", "ok", "70", "", "", "", "",
+                ]),
+                row(&[
+                    "5", "b", "c", "", "0", "", "cold", "ok", "70", "", "", "", "",
+                ]),
             ],
         }
     }
@@ -433,6 +551,39 @@ pub(crate) mod tests {
         assert_eq!(cycles, [[Some(400), Some(500)], [None, Some(900)]]);
         assert_eq!(v.inputs_of(1), "tiles=64 level=0");
         assert_eq!(v.inputs_of(4), "level=2");
+    }
+
+    #[test]
+    fn failed_points_and_breakdowns_come_from_their_rows() {
+        let t = table();
+        let v = SweepView::new(&t, None, None).unwrap();
+        assert_eq!(v.failed(), [3]);
+        assert_eq!(v.status_of(3), "finding");
+        assert_eq!(v.message_of(3), "a.yaml:3:5: ub overflow <needs 2 KiB>");
+        assert_eq!(v.message_of(0), "");
+        assert_eq!(v.program_of(4), "b");
+        let v_pipe = |busy, top_stall: Option<(&str, u64)>| PipeCycles {
+            pipe: "V".into(),
+            busy,
+            top_stall: top_stall.map(|(r, c)| (r.to_string(), c)),
+        };
+        assert_eq!(
+            v.breakdown(0),
+            [v_pipe(300, Some(("wait_flag MTE2#0", 150)))]
+        );
+        // no stall named: busy only
+        assert_eq!(v.breakdown(1), [v_pipe(300, None)]);
+        // a failed point, and a core without the pipe: nothing
+        assert_eq!(v.breakdown(3), []);
+        assert_eq!(v.breakdown(4), []);
+        // a CSV without a message column (older): no message, still failed
+        let mut old = table();
+        old.columns.pop();
+        for r in &mut old.rows {
+            r.pop();
+        }
+        let v = SweepView::new(&old, None, None).unwrap();
+        assert_eq!((v.failed(), v.message_of(3)), (vec![3], ""));
     }
 
     #[test]

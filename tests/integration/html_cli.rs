@@ -98,7 +98,12 @@ pub(crate) struct Loaded {
 /// Loads `page` in headless Chromium (its own profile directory, a 60 s limit) and dumps the
 /// DOM. Chromium writes console messages to stderr as `...:CONSOLE...] "message", source: ...`.
 pub(crate) fn load(chromium: &Path, page: &Path) -> Loaded {
-    let dir = page.with_extension("chromium");
+    load_at(chromium, page, "")
+}
+
+/// [`load`] of `page` with `fragment` after its URL (`#log`), in a profile of its own.
+pub(crate) fn load_at(chromium: &Path, page: &Path, fragment: &str) -> Loaded {
+    let dir = page.with_extension(format!("{}chromium", fragment.trim_start_matches('#')));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (out, err) = (dir.join("dom.html"), dir.join("stderr.txt"));
@@ -112,7 +117,7 @@ pub(crate) fn load(chromium: &Path, page: &Path) -> Loaded {
             "--no-first-run",
             &format!("--user-data-dir={}", dir.join("profile").display()),
             "--dump-dom",
-            &format!("file://{}", page.display()),
+            &format!("file://{}{fragment}", page.display()),
         ])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())

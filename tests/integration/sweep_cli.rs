@@ -6,7 +6,7 @@
 //! missing, duplicated or foreign part is an error naming it; bad input is refused at its
 //! place with nothing written; the summary and its page (loaded in headless Chromium).
 
-use crate::html_cli::{assert_clean, browser, files_in, load, scratch};
+use crate::html_cli::{assert_clean, browser, files_in, load, load_at, scratch};
 use crate::{default_config, root, stderr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -702,9 +702,53 @@ fn the_summary_and_its_page_show_the_best_points() {
         let expected = plotted(&header, &rows, "../vec_add_db.yaml", "param_n", "level")
             + plotted(&header, &rows, "../matmul.yaml", "param_kt", "level");
         assert_eq!(
-            loaded.dom.matches("<circle class=\"point\"").count(),
+            loaded.dom.matches("<path class=\"point\"").count(),
             expected
         );
+        // every point that did not run ok is listed, in the CSV's order, with its message's
+        // first line (the example's overflows at ub: 64KiB)
+        let m = col(&header, "message");
+        let failed: Vec<&Vec<String>> = rows.iter().filter(|r| r[s] != "ok").collect();
+        assert!(!failed.is_empty(), "the example sweep has failed points");
+        assert_eq!(
+            loaded.dom.matches("<tr class=\"failed\">").count(),
+            failed.len()
+        );
+        let mut at = 0;
+        for r in &failed {
+            let first = r[m].lines().next().unwrap();
+            let row = format!(
+                "<tr class=\"failed\"><td>{}</td><td>{}</td><td class=\"bad\">{}</td>",
+                r[i], r[p], r[s]
+            );
+            let found = loaded.dom[at..]
+                .find(&row)
+                .unwrap_or_else(|| panic!("point {} is not listed (in order)", r[i]));
+            at += found;
+            let end = at + loaded.dom[at..].find("</tr>").unwrap();
+            assert!(
+                loaded.dom[at..end].contains(first),
+                "point {}: no `{first}`",
+                r[i]
+            );
+        }
+        // `#log` opens the plots on the log scale: the script moved every point there
+        let log = load_at(&chromium, &page, "#log");
+        assert_clean("sweep page, log scale", &log);
+        assert_eq!(log.dom.matches(" data-scale=\"log\" viewBox").count(), 2);
+        let moved = log
+            .dom
+            .split("<path class=\"point\"")
+            .skip(1)
+            .filter(|p| {
+                let attr = |name: &str| {
+                    let start = p.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                    &p[start..start + p[start..].find('"').unwrap()]
+                };
+                attr("transform") == format!("translate({})", attr("data-log"))
+            })
+            .count();
+        assert_eq!(moved, expected);
     }
 
     // --x and --by choose the axes; an unknown column is bad input naming the inputs

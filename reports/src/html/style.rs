@@ -197,8 +197,14 @@ ul.findings li{margin:2px 0}
 #profile th,#profile td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
 #profile td.n{text-align:right}
 .plot{margin:0 0 22px}
+svg.sweep{display:block;height:auto}
 svg.sweep polyline.line{fill:none;stroke-width:2}
-svg.sweep circle.point{stroke:#fff;stroke-width:1.2;cursor:help}
+svg.sweep .point{fill-opacity:.35;stroke-width:1.5;cursor:help}
+svg.sweep .point:hover{fill-opacity:1}
+svg.sweep[data-scale="lin"] g.log,svg.sweep[data-scale="log"] g.lin{display:none}
+svg.key{flex:none}
+table.failed td{vertical-align:top}
+table.failed pre{margin:0;max-width:100ch}
 svg.calib rect{cursor:help}
 svg.calib rect.measured{fill:#8c959f}
 svg.calib rect.within{fill:#1a7f37}
@@ -210,7 +216,8 @@ footer{max-width:1400px;margin:30px auto 20px;padding:0 24px;color:#8c959f;font-
 
 /// The page's script: the timeline's zoom, highlighting every slot of the buffer under the
 /// pointer, a check that every memory map drew the slots it announces (and every sweep plot
-/// the points it announces, every calibration chart its cases), and `data-ready="1"` on
+/// the points it announces, each with its hover text, the failed points' table its rows, every
+/// calibration chart its cases), a sweep plot's log-scale box, and `data-ready="1"` on
 /// `<body>` once all of that ran (the browser test waits for it).
 pub(super) const SCRIPT: &str = r#"(function () {
   "use strict";
@@ -238,9 +245,39 @@ pub(super) const SCRIPT: &str = r#"(function () {
     });
   });
   Array.prototype.forEach.call(document.querySelectorAll("svg.sweep"), function (plot) {
-    var points = plot.querySelectorAll("circle.point").length;
-    if (String(points) !== plot.getAttribute("data-points")) {
-      throw new Error("plot " + plot.id + ": " + points + " points, expected " + plot.getAttribute("data-points"));
+    var points = plot.querySelectorAll(".point");
+    if (String(points.length) !== plot.getAttribute("data-points")) {
+      throw new Error("plot " + plot.id + ": " + points.length + " points, expected " + plot.getAttribute("data-points"));
+    }
+    Array.prototype.forEach.call(points, function (p) {
+      var title = p.querySelector("title");
+      if (!title || title.textContent.indexOf(" cycles") < 0) {
+        throw new Error("plot " + plot.id + ": a point without its hover text");
+      }
+    });
+  });
+  // a sweep plot's y scale: every line and point carries its place on both (data-lin, data-log)
+  function scale(plot, log) {
+    var key = log ? "data-log" : "data-lin";
+    plot.setAttribute("data-scale", log ? "log" : "lin");
+    Array.prototype.forEach.call(plot.querySelectorAll("polyline.line"), function (l) {
+      l.setAttribute("points", l.getAttribute(key));
+    });
+    Array.prototype.forEach.call(plot.querySelectorAll(".point"), function (p) {
+      p.setAttribute("transform", "translate(" + p.getAttribute(key) + ")");
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("input.logy"), function (box) {
+    var plot = document.getElementById(box.getAttribute("data-plot"));
+    if (!plot) { throw new Error("log scale box for a missing plot " + box.getAttribute("data-plot")); }
+    box.addEventListener("change", function () { scale(plot, box.checked); });
+    // `page.html#log` opens every plot on the log scale
+    if (window.location.hash.slice(1) === "log") { box.checked = true; scale(plot, true); }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("table.failed"), function (t) {
+    var rows = t.querySelectorAll("tr.failed").length;
+    if (String(rows) !== t.getAttribute("data-failed")) {
+      throw new Error("failed points: " + rows + " rows, expected " + t.getAttribute("data-failed"));
     }
   });
   Array.prototype.forEach.call(document.querySelectorAll("svg.calib"), function (plot) {
