@@ -133,38 +133,54 @@ pub(super) fn banked_work(
     s.reads.resize(groups, 0);
     s.writes.clear();
     s.writes.resize(groups, 0);
-    let addr = |l: &BlockList, starts: &[u64], j: u64| {
-        l.base + starts[l.lo + (j / l.per_run) as usize] + (j % l.per_run) * block
-    };
     let mut work = 0u64;
     for i in 0..n {
-        let (from, to) = (i * per_repeat, (i + 1) * per_repeat);
-        s.reads.iter_mut().for_each(|c| *c = 0);
-        s.writes.iter_mut().for_each(|c| *c = 0);
+        let blocks = (i * per_repeat, (i + 1) * per_repeat);
         s.read_banks.clear();
-        let (mut most_r, mut most_w) = (0u32, 0u32);
-        for l in &s.ins {
-            for j in from..to.min(l.blocks()) {
-                let a = addr(l, &s.starts, j);
-                let g = banks.group(a) as usize;
-                s.reads[g] += 1;
-                most_r = most_r.max(s.reads[g]);
-                s.read_banks.push(banks.bank(a));
-            }
-        }
+        let read_banks = &mut s.read_banks;
+        let most_r = tally(banks, block, &s.starts, &s.ins, blocks, &mut s.reads, |a| {
+            read_banks.push(banks.bank(a))
+        });
         let mut both = false;
-        for l in &s.outs {
-            for j in from..to.min(l.blocks()) {
-                let a = addr(l, &s.starts, j);
-                let g = banks.group(a) as usize;
-                s.writes[g] += 1;
-                most_w = most_w.max(s.writes[g]);
-                both = both || s.read_banks.contains(&banks.bank(a));
-            }
-        }
+        let most_w = tally(
+            banks,
+            block,
+            &s.starts,
+            &s.outs,
+            blocks,
+            &mut s.writes,
+            |a| both = both || s.read_banks.contains(&banks.bank(a)),
+        );
         work += cpr.max(most_r as u64).max(most_w as u64) + both as u64;
     }
     (work, work - n * cpr)
+}
+
+/// Counts blocks `from..to` (in run order: one repeat's) of each of `lists` per bank group into
+/// `count`, zeroed first, handing each block's address to `each`; the most in one group. The
+/// reads and the writes of [`banked_work`] are counted alike.
+#[inline(always)]
+fn tally(
+    banks: &UbBanks,
+    block: u64,
+    starts: &[u64],
+    lists: &[BlockList],
+    (from, to): (u64, u64),
+    count: &mut [u32],
+    mut each: impl FnMut(u64),
+) -> u32 {
+    count.iter_mut().for_each(|c| *c = 0);
+    let mut most = 0u32;
+    for l in lists {
+        for j in from..to.min(l.blocks()) {
+            let a = l.base + starts[l.lo + (j / l.per_run) as usize] + (j % l.per_run) * block;
+            let g = banks.group(a) as usize;
+            count[g] += 1;
+            most = most.max(count[g]);
+            each(a);
+        }
+    }
+    most
 }
 
 /// Blocks of one operand for the loop variables `vars`: Σ over its runs of ceil(run bytes /

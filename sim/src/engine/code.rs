@@ -414,57 +414,25 @@ mod val_tests {
     #[test]
     fn a_count_mod_evaluates_as_its_tree_everywhere() {
         let (t, w) = (Expr::Var(VarId::new(0)), Expr::Var(VarId::new(1)));
+        let c = Expr::Const;
+        let op = |op: BinOp| move |a: Expr, b: Expr| bin(op, a, b);
+        let (add, sub, div, rem) = (
+            op(BinOp::Add),
+            op(BinOp::Sub),
+            op(BinOp::Div),
+            op(BinOp::Rem),
+        );
         let shapes = [
             // (t - w) / 2 % 2, the sync pass's rotating id of a `from: block` loop
-            bin(
-                BinOp::Rem,
-                bin(
-                    BinOp::Div,
-                    bin(BinOp::Sub, t.clone(), w.clone()),
-                    Expr::Const(2),
-                ),
-                Expr::Const(2),
-            ),
+            rem(div(sub(t.clone(), w.clone()), c(2)), c(2)),
             // 3 + (t - 5) / 4 % 3, with a base id
-            bin(
-                BinOp::Add,
-                Expr::Const(3),
-                bin(
-                    BinOp::Rem,
-                    bin(
-                        BinOp::Div,
-                        bin(BinOp::Sub, t.clone(), Expr::Const(5)),
-                        Expr::Const(4),
-                    ),
-                    Expr::Const(3),
-                ),
-            ),
+            add(c(3), rem(div(sub(t.clone(), c(5)), c(4)), c(3))),
             // (t - w) % 3 + 7
-            bin(
-                BinOp::Add,
-                bin(
-                    BinOp::Rem,
-                    bin(BinOp::Sub, t.clone(), w.clone()),
-                    Expr::Const(3),
-                ),
-                Expr::Const(7),
-            ),
+            add(rem(sub(t.clone(), w.clone()), c(3)), c(7)),
             // t / 3 % 2 (no subtraction)
-            bin(
-                BinOp::Rem,
-                bin(BinOp::Div, t.clone(), Expr::Const(3)),
-                Expr::Const(2),
-            ),
+            rem(div(t.clone(), c(3)), c(2)),
             // an added base that overflows
-            bin(
-                BinOp::Add,
-                Expr::Const(i64::MAX),
-                bin(
-                    BinOp::Rem,
-                    bin(BinOp::Sub, t.clone(), w.clone()),
-                    Expr::Const(5),
-                ),
-            ),
+            add(c(i64::MAX), rem(sub(t.clone(), w.clone()), c(5))),
         ];
         let values = [
             i64::MIN,

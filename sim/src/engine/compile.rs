@@ -240,32 +240,9 @@ impl<'p> Compiler<'p, '_> {
                 }
                 Ok(())
             }
-            OpKind::SetFlag { src, dst, id: fid } => {
-                if *src == Pipe::S {
-                    self.need_pipe(id, *dst)?;
-                    self.emit(SOp::SetFlag {
-                        op: id,
-                        dst: *dst,
-                        id: Val::new(fid),
-                    });
-                    Ok(())
-                } else {
-                    self.need_pipe(id, *dst)?;
-                    self.send_sync(id, *src, Kind::SetFlag, Some((*src, *dst, Val::new(fid))))
-                }
-            }
+            OpKind::SetFlag { src, dst, id: fid } => self.flag(id, Kind::SetFlag, *src, *dst, fid),
             OpKind::WaitFlag { src, dst, id: fid } => {
-                self.need_pipe(id, *src)?;
-                if *dst == Pipe::S {
-                    self.emit(SOp::WaitFlag {
-                        op: id,
-                        src: *src,
-                        id: Val::new(fid),
-                    });
-                    Ok(())
-                } else {
-                    self.send_sync(id, *dst, Kind::WaitFlag, Some((*src, *dst, Val::new(fid))))
-                }
+                self.flag(id, Kind::WaitFlag, *src, *dst, fid)
             }
             OpKind::Barrier(BarrierTarget::All) => {
                 self.emit(SOp::BarrierAll { op: id });
@@ -502,6 +479,31 @@ impl<'p> Compiler<'p, '_> {
                 ),
             ))
         }
+    }
+
+    /// A `set_flag` (`kind` SetFlag, on `src`) or `wait_flag` (on `dst`) of flag `fid`: the pipe
+    /// at the other end must be the core's; on S it is bytecode, on a pipe a sent sync.
+    fn flag(
+        &mut self,
+        op: OpId,
+        kind: Kind,
+        src: Pipe,
+        dst: Pipe,
+        fid: &'p Expr,
+    ) -> Result<(), CompileError> {
+        let set = kind == Kind::SetFlag;
+        let (on, other) = if set { (src, dst) } else { (dst, src) };
+        self.need_pipe(op, other)?;
+        let id = Val::new(fid);
+        if on != Pipe::S {
+            return self.send_sync(op, on, kind, Some((src, dst, id)));
+        }
+        self.emit(if set {
+            SOp::SetFlag { op, dst, id }
+        } else {
+            SOp::WaitFlag { op, src, id }
+        });
+        Ok(())
     }
 
     /// Sends a flag or barrier: no work, no startup, no operands.

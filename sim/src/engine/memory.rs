@@ -429,6 +429,16 @@ mod tests {
         }
     }
 
+    /// What a read found: (bytes, lines) of hits and of misses.
+    fn lookup(hits: (u64, u64), misses: (u64, u64)) -> Lookup {
+        Lookup {
+            hit_bytes: hits.0,
+            hit_lines: hits.1,
+            miss_bytes: misses.0,
+            miss_lines: misses.1,
+        }
+    }
+
     fn cfg(lines: u64) -> MemoryConfig {
         MemoryConfig {
             line_bytes: 256,
@@ -506,11 +516,7 @@ mod tests {
     fn moves_share_hbm_and_the_l2_rate_cycle_by_cycle() {
         // cfg: HBM 64 B/cycle, L2 48 B/cycle for the chip, 32 per read, 16 per write
         let mut l2 = L2::new(cfg(64), 64, &[]);
-        let miss = Lookup {
-            miss_bytes: 512,
-            miss_lines: 2,
-            ..Lookup::default()
-        };
+        let miss = lookup((0, 0), (512, 2));
         // alone: 2 whole lines = 512 B at min(P 64, HBM's spare 64): 8 cycles [0, 8);
         // startup + hbm latency 100
         assert_eq!(l2.move_cost(0, 64, Some(&miss), 0), (8, 100));
@@ -523,11 +529,7 @@ mod tests {
         // at 8 it is over: alone again
         assert_eq!(l2.move_cost(8, 64, Some(&miss), 0), (8, 100));
         // hits only: min(64, 32) = 32 of the L2's 48: 16 cycles, l2 latency
-        let hit = Lookup {
-            hit_bytes: 512,
-            hit_lines: 2,
-            ..Lookup::default()
-        };
+        let hit = lookup((512, 2), (0, 0));
         assert_eq!(l2.move_cost(20, 64, Some(&hit), 0), (16, 20));
         l2.reserve();
         // a second hit read at 20 gets what is left of the L2: 16 a cycle for [20, 36), 256
@@ -536,12 +538,7 @@ mod tests {
         // mixed at 40: 100 B of hits: ceil(100 / 32) = 4 cycles; then 2 whole lines (512 B)
         // from HBM at the pace of 300 bytes at 64 (64 × 512 / 300 = 109), HBM's 64 at most:
         // 8 cycles
-        let mixed = Lookup {
-            hit_bytes: 100,
-            hit_lines: 1,
-            miss_bytes: 300,
-            miss_lines: 2,
-        };
+        let mixed = lookup((100, 1), (300, 2));
         assert_eq!(l2.move_cost(40, 64, Some(&mixed), 0), (12, 100));
         // a write of 512 B at min(64, l2 write 16) on HBM and the L2 together: 32 cycles
         assert_eq!(l2.move_cost(40, 64, None, 512), (32, 0));
@@ -599,12 +596,7 @@ mod tests {
             let mut t = 0;
             for (gap, bpc, hits, misses, read, written) in moves {
                 t += gap;
-                let l = Lookup {
-                    hit_bytes: hits,
-                    hit_lines: hits.div_ceil(256),
-                    miss_bytes: misses * 200,
-                    miss_lines: misses,
-                };
+                let l = lookup((hits, hits.div_ceil(256)), (misses * 200, misses));
                 let got = l2.move_cost(t, bpc, read.then_some(&l), written);
                 l2.reserve();
                 let mut at = t;

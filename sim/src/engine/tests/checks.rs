@@ -6,10 +6,8 @@ use super::*;
 #[test]
 fn runtime_errors_name_op_and_iteration() {
     // index t+1 of a 3-row tensor: out of bounds at t = 2
-    let mut b = B::new();
-    let t = b.var("t");
-    let x = b.tensor("x", &[3, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let (mut b, t) = B::with_t();
+    let (x, xb) = b.x_and_xb(3, 64, 1);
     let i = Expr::binary(BinOp::Add, Expr::Var(t), Expr::Const(1)).unwrap();
     let ops = vec![for_(t, 3, vec![load(b.row(x, i), b.b(xb))])];
     let e = run(&b.build(ops), &config()).unwrap_err();
@@ -20,8 +18,7 @@ fn runtime_errors_name_op_and_iteration() {
     assert_eq!(e.cycle, 8);
 
     // a flag id computed out of range
-    let mut b = B::new();
-    let t = b.var("t");
+    let (b, t) = B::with_t();
     let id = Expr::binary(BinOp::Mul, Expr::Var(t), Expr::Const(4)).unwrap();
     let ops = vec![for_(
         t,
@@ -37,8 +34,7 @@ fn runtime_errors_name_op_and_iteration() {
     assert_eq!(e.iteration, ", t=1");
 
     // a negative trip count
-    let mut b = B::new();
-    let t = b.var("t");
+    let (b, t) = B::with_t();
     let ops = vec![for_(t, -2, vec![scalar(1)])];
     let e = run(&b.build(ops), &config()).unwrap_err();
     assert!(
@@ -48,8 +44,7 @@ fn runtime_errors_name_op_and_iteration() {
     );
 
     // division by zero in an expression
-    let mut b = B::new();
-    let t = b.var("t");
+    let (b, t) = B::with_t();
     let c = Expr::Binary(BinOp::Div, Box::new(Expr::Const(4)), Box::new(Expr::Var(t)));
     let ops = vec![for_(t, 1, vec![T::Leaf(OpKind::Scalar { cycles: c })])];
     let e = run(&b.build(ops), &config()).unwrap_err();
@@ -64,11 +59,9 @@ fn runtime_errors_name_op_and_iteration() {
 fn bounds_checks_are_left_out_only_where_they_cannot_fail() {
     use super::compile::compile;
     let big = Expr::Const(1 << 62);
-    let mut b = B::new();
-    let t = b.var("t");
+    let (mut b, t) = B::with_t();
     let u = b.var("u");
-    let x = b.tensor("x", &[4, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(4, 64, 1);
     let t1 = Expr::binary(BinOp::Add, Expr::Var(t), Expr::Const(1)).unwrap();
     // t × 2^62 − t × 2^62: 0 as a linear form, but it overflows at t = 2
     let tb = Expr::binary(BinOp::Mul, Expr::Var(t), big).unwrap();
@@ -114,8 +107,7 @@ fn a_guard_proves_the_checks_of_its_branch() {
     let build = |guard: &Expr| {
         let mut b = B::new();
         let t = Expr::Var(b.var("t"));
-        let x = b.tensor("x", &[4, 64], Dtype::F16);
-        let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+        let (x, xb) = b.x_and_xb(4, 64, 1);
         let next = Expr::binary(BinOp::Add, t.clone(), Expr::Const(1)).unwrap();
         let prev = Expr::binary(BinOp::Sub, t.clone(), Expr::Const(1)).unwrap();
         let Expr::Var(v) = t else { unreachable!() };

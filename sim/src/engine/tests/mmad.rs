@@ -6,23 +6,8 @@ use super::*;
 #[test]
 fn mmad_l1_macro() {
     let mut b = B::new();
-    let a = b.buffer("a", Space::L1, 32 * 32, Dtype::F16, 1); // 2048 B
-    let bb = b.buffer("b", Space::L1, 32 * 32, Dtype::F16, 1); // 2048 B
-    let c = b.buffer("c", Space::L0c, 32 * 32, Dtype::F32, 1);
-    let m = Mmad {
-        a: b.b(a),
-        b: b.b(bb),
-        c: b.b(c),
-        m: Expr::Const(32),
-        n: Expr::Const(32),
-        k: Expr::Const(32),
-        init: Expr::Const(1),
-        bias: None,
-    };
-    let ops = vec![
-        T::Leaf(OpKind::MmadL1(Box::new(m.clone()))),
-        T::Leaf(OpKind::MmadL1(Box::new(m))),
-    ];
+    let m = b.mmad(32, 32, 32); // a and b of 2048 B
+    let ops = vec![mmad_l1(m.clone()), mmad_l1(m)];
     let r = ok(&b.build(ops));
     // Stage: 2048/128 + 2048/64 = 16 + 32 = 48 work, startup max(4,3) = 4.
     // M part: 2 x 2 x ceil(32 / (32/2)) = 8 work, startup 5.
@@ -38,8 +23,7 @@ fn mmad_l1_macro() {
         51 + 40
     );
     assert_eq!((mm.starved, mm.idle, mm.instructions), (2, 5, 2));
-    let m1 = stats(&r, Pipe::Mte1);
-    assert_eq!((m1.busy, m1.starved, m1.idle), (96, 1, 17));
+    assert_eq!(totals(&r, Pipe::Mte1), (2, 96, 1, 17));
     // overlap: MTE1 [49,97) with M [53,61) = 8
     assert_eq!(r.cores[0].overlap_cycles, 8);
 }
@@ -56,24 +40,8 @@ fn mmad_l1_staging_waits_for_m_to_free_a_half() {
         }
     }
     let mut b = B::new();
-    let a = b.buffer("a", Space::L1, 512 * 64, Dtype::F16, 1);
-    let bb = b.buffer("b", Space::L1, 64 * 512, Dtype::F16, 1);
-    let c = b.buffer("c", Space::L0c, 512 * 512, Dtype::F32, 1);
-    let m = Mmad {
-        a: b.b(a),
-        b: b.b(bb),
-        c: b.b(c),
-        m: Expr::Const(512),
-        n: Expr::Const(512),
-        k: Expr::Const(64),
-        init: Expr::Const(1),
-        bias: None,
-    };
-    let p = b.build(vec![T::Leaf(OpKind::MmadL1(Box::new(m)))]);
-    let mut ledger = Ledger::new();
-    let r = run_observed(&p, &config, &mut ledger).expect("runs");
-    r.check_accounting().unwrap();
-    ledger.check(&r).unwrap();
+    let m = b.mmad(512, 512, 64);
+    let r = ok_on(&b.build(vec![mmad_l1(m)]), &config);
     // Stage chunk: 16384 / 128 + 16384 / 64 = 128 + 256 = 384, startup 4.
     // M chunk: 32 x 32 x 1 = 1024, startup 5.
     // MTE1 sent 0 (joins 1), M sent 1 (joins 2).
@@ -84,22 +52,14 @@ fn mmad_l1_staging_waits_for_m_to_free_a_half() {
     // MTE1 c3 waits for M's c1: [1802,2442) = 640; [2442,2826) -> 2830.
     // M c2 [2437,3461) -> 3466 (copied at 1806); c3 [3461,4485) -> 4490 = total.
     assert_eq!(r.total_cycles, 4490);
-    let m1 = stats(&r, Pipe::Mte1);
     // MTE1: starved 1, busy 4 x 384 = 1536, waits 649 + 640, idle [2826,4490) = 1664.
-    assert_eq!(
-        (m1.instructions, m1.busy, m1.starved, m1.idle),
-        (1, 1536, 1, 1664)
-    );
+    assert_eq!(totals(&r, Pipe::Mte1), (1, 1536, 1, 1664));
     assert_eq!(
         stall(&r, Pipe::Mte1, Stall::WaitMacro { src: Pipe::M }),
         1289
     );
-    let mm = stats(&r, Pipe::M);
     // M: starved [0,2), waits [2,389) = 387, busy 4 x 1024, idle [4485,4490) = 5.
-    assert_eq!(
-        (mm.instructions, mm.busy, mm.starved, mm.idle),
-        (1, 4096, 2, 5)
-    );
+    assert_eq!(totals(&r, Pipe::M), (1, 4096, 2, 5));
     assert_eq!(
         stall(&r, Pipe::M, Stall::WaitMacro { src: Pipe::Mte1 }),
         387

@@ -152,6 +152,13 @@ impl B {
         }
     }
 
+    /// A builder with one loop variable, `t`: most loops' tests start here.
+    fn with_t() -> (B, VarId) {
+        let mut b = B::new();
+        let t = b.var("t");
+        (b, t)
+    }
+
     fn tensor(&mut self, name: &str, shape: &[u64], dtype: Dtype) -> TensorId {
         let elements = shape.iter().product();
         self.p.tensors.push(Tensor {
@@ -199,6 +206,33 @@ impl B {
             loop_op: Some(OpId(0)),
         });
         VarId::new(self.p.vars.len() - 1)
+    }
+
+    /// A gm tensor `x` of `rows` × `cols` f16 and a UB buffer `xb` of one row in `multi`
+    /// slots: what most tests load and store.
+    fn x_and_xb(&mut self, rows: u64, cols: u64, multi: u32) -> (TensorId, BufferId) {
+        let x = self.tensor("x", &[rows, cols], Dtype::F16);
+        let xb = self.buffer("xb", Space::Ub, cols, Dtype::F16, multi);
+        (x, xb)
+    }
+
+    /// An `mmad_l1` of `c = a × b`, m × k by k × n of f16 into f32, initialising `c`, on new
+    /// whole buffers `a` and `b` in L1 and `c` in L0C, each of exactly its matrix.
+    fn mmad(&mut self, m: u64, n: u64, k: u64) -> Mmad {
+        let a = self.buffer("a", Space::L1, m * k, Dtype::F16, 1);
+        let b = self.buffer("b", Space::L1, k * n, Dtype::F16, 1);
+        let c = self.buffer("c", Space::L0c, m * n, Dtype::F32, 1);
+        let dim = |d: u64| Expr::Const(d as i64);
+        Mmad {
+            a: self.b(a),
+            b: self.b(b),
+            c: self.b(c),
+            m: dim(m),
+            n: dim(n),
+            k: dim(k),
+            init: Expr::Const(1),
+            bias: None,
+        }
     }
 
     /// The whole buffer.
@@ -354,6 +388,10 @@ fn scalar(c: i64) -> T {
     })
 }
 
+fn mmad_l1(m: Mmad) -> T {
+    T::Leaf(OpKind::MmadL1(Box::new(m)))
+}
+
 fn for_(var: VarId, to: i64, body: Vec<T>) -> T {
     T::For {
         var,
@@ -375,11 +413,27 @@ fn stall(r: &RunResult, p: Pipe, s: Stall) -> u64 {
         .map_or(0, |(_, c)| *c)
 }
 
-/// Runs `p`, checking the accounting identity and that the spans the observer saw add up to
-/// the accounting.
+/// (instructions, busy, starved, idle) of pipe `p`.
+fn totals(r: &RunResult, p: Pipe) -> (u64, u64, u64, u64) {
+    let s = stats(r, p);
+    (s.instructions, s.busy, s.starved, s.idle)
+}
+
+/// The cycles `p` waited for flag `id` from `src`.
+fn flag_stall(r: &RunResult, p: Pipe, src: Pipe, id: u32) -> u64 {
+    stall(r, p, Stall::WaitFlag { src, id })
+}
+
+/// Runs `p` on the test [`config`], checking the accounting identity and that the spans the
+/// observer saw add up to the accounting.
 fn ok(p: &Program) -> RunResult {
+    ok_on(p, &config())
+}
+
+/// [`ok`] on another config.
+fn ok_on(p: &Program, config: &Config) -> RunResult {
     let mut ledger = Ledger::new();
-    let r = run_observed(p, &config(), &mut ledger).expect("runs");
+    let r = run_observed(p, config, &mut ledger).expect("runs");
     r.check_accounting().unwrap();
     ledger.check(&r).unwrap();
     r

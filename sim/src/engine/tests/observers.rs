@@ -8,26 +8,14 @@ fn observer_sees_every_instruction_in_time_order() {
     // The flag chain plus an mmad_l1: every started instruction is issued once and started
     // once, flag ids are reported, and the event cycles never go backwards.
     let mut b = B::new();
-    let x = b.tensor("x", &[1, 512], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 1);
-    let a = b.buffer("a", Space::L1, 256, Dtype::F16, 1);
-    let c = b.buffer("c", Space::L0c, 256, Dtype::F32, 1);
-    let m = Mmad {
-        a: b.b(a),
-        b: b.b(a),
-        c: b.b(c),
-        m: Expr::Const(16),
-        n: Expr::Const(16),
-        k: Expr::Const(16),
-        init: Expr::Const(1),
-        bias: None,
-    };
+    let (x, xb) = b.x_and_xb(1, 512, 1);
+    let m = b.mmad(16, 16, 16);
     let ops = vec![
         load(b.row(x, Expr::Const(0)), b.b(xb)),
         set(Pipe::Mte2, Pipe::V, 3),
         wait(Pipe::Mte2, Pipe::V, 3),
         vop(VecOp::Vexp, vec![b.b(xb)], b.b(xb)),
-        T::Leaf(OpKind::MmadL1(Box::new(m))),
+        mmad_l1(m),
         scalar(3),
     ];
     let p = b.build(ops);
@@ -74,10 +62,8 @@ fn observer_sees_every_instruction_in_time_order() {
 fn composed_observers_each_see_every_call_in_order() {
     // (&mut A, (&mut B, ())): each part sees exactly the calls a lone observer sees, in the
     // same order, and watching does not change the run.
-    let mut b = B::new();
-    let t = b.var("t");
-    let x = b.tensor("x", &[4, 512], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 2);
+    let (mut b, t) = B::with_t();
+    let (x, xb) = b.x_and_xb(4, 512, 2);
     let ops = vec![for_(
         t,
         4,

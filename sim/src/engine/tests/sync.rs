@@ -7,8 +7,7 @@ use super::*;
 #[test]
 fn unmatched_wait_deadlocks() {
     let mut b = B::new();
-    let x = b.tensor("x", &[1, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(1, 64, 1);
     let ops = vec![
         load(b.row(x, Expr::Const(0)), b.b(xb)),
         wait(Pipe::Mte2, Pipe::V, 3),
@@ -35,17 +34,7 @@ fn unmatched_wait_deadlocks() {
     assert_eq!(r.total_cycles, 13);
     // V: starved [0,2), waits [2,13)
     assert_eq!(stats(&r, Pipe::V).starved, 2);
-    assert_eq!(
-        stall(
-            &r,
-            Pipe::V,
-            Stall::WaitFlag {
-                src: Pipe::Mte2,
-                id: 3
-            }
-        ),
-        11
-    );
+    assert_eq!(flag_stall(&r, Pipe::V, Pipe::Mte2, 3), 11);
     assert!(r.has_findings());
 }
 
@@ -113,8 +102,7 @@ fn double_and_unpaired_set() {
 /// `for t in 0..n: set_flag S->V #1` with no wait: iteration t's set is at 2t + 2 (two loop
 /// cycles, a set costs none); the first sets the flag and each later one is a double set.
 fn repeated_sets(n: i64) -> RunResult {
-    let mut b = B::new();
-    let t = b.var("t");
+    let (b, t) = B::with_t();
     let ops = vec![for_(t, n, vec![set(Pipe::S, Pipe::V, 1)])];
     ok(&b.build(ops))
 }
@@ -170,8 +158,7 @@ fn double_sets_are_kept_up_to_a_bound_and_the_rest_counted() {
 #[test]
 fn scalar_side_flags_and_barrier_all() {
     let mut b = B::new();
-    let x = b.tensor("x", &[1, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(1, 64, 1);
     let ops = vec![
         set(Pipe::S, Pipe::Mte2, 0),                  // S at 0, visible 2
         wait(Pipe::S, Pipe::Mte2, 0),                 // sent 0, joins 1, starts 2
@@ -183,17 +170,7 @@ fn scalar_side_flags_and_barrier_all() {
     ];
     let r = ok(&b.build(ops));
     assert_eq!(r.total_cycles, 17);
-    assert_eq!(
-        stall(
-            &r,
-            Pipe::S,
-            Stall::WaitFlag {
-                src: Pipe::Mte2,
-                id: 2
-            }
-        ),
-        13
-    );
+    assert_eq!(flag_stall(&r, Pipe::S, Pipe::Mte2, 2), 13);
     assert_eq!(stall(&r, Pipe::S, Stall::BarrierAll), 0);
     let s = stats(&r, Pipe::S);
     // set, wait, barrier, scalar
@@ -201,17 +178,7 @@ fn scalar_side_flags_and_barrier_all() {
     let m = stats(&r, Pipe::Mte2);
     // starved [0,1), wait_flag S#0 [1,2), busy [2,4), drain [4,14), idle [14,17)
     assert_eq!((m.starved, m.busy, m.idle, m.instructions), (1, 2, 3, 3));
-    assert_eq!(
-        stall(
-            &r,
-            Pipe::Mte2,
-            Stall::WaitFlag {
-                src: Pipe::S,
-                id: 0
-            }
-        ),
-        1
-    );
+    assert_eq!(flag_stall(&r, Pipe::Mte2, Pipe::S, 0), 1);
     assert_eq!(stall(&r, Pipe::Mte2, Stall::Drain), 10);
     assert!(r.findings.is_empty());
 }
@@ -219,8 +186,7 @@ fn scalar_side_flags_and_barrier_all() {
 #[test]
 fn barrier_all_waits_for_completion() {
     let mut b = B::new();
-    let x = b.tensor("x", &[1, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(1, 64, 1);
     let ops = vec![
         load(b.row(x, Expr::Const(0)), b.b(xb)), // [1,3) completes 13
         T::Leaf(OpKind::Barrier(BarrierTarget::All)), // S at 1 waits to 13

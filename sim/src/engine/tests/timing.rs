@@ -7,15 +7,13 @@ use super::*;
 #[test]
 fn single_load() {
     let mut b = B::new();
-    let x = b.tensor("x", &[1, 512], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(1, 512, 1);
     let ops = vec![load(b.row(x, Expr::Const(0)), b.b(xb))];
     let r = ok(&b.build(ops));
     // S sends at 0 (busy [0,1)); it joins MTE2 at 1; 1024 B / 64 = 16 cycles of work, busy
     // [1,17), completes at 1 + 10 + 16 = 27.
     assert_eq!(r.total_cycles, 27);
-    let m = stats(&r, Pipe::Mte2);
-    assert_eq!((m.busy, m.starved, m.idle, m.instructions), (16, 1, 10, 1));
+    assert_eq!(totals(&r, Pipe::Mte2), (1, 16, 1, 10));
     let s = stats(&r, Pipe::S);
     assert_eq!((s.busy, s.idle, s.instructions), (1, 26, 0));
     assert_eq!(stats(&r, Pipe::V).idle, 27);
@@ -61,40 +59,15 @@ fn flag_chain_and_overlap() {
     let s = stats(&r, Pipe::S);
     assert_eq!((s.busy, s.idle, s.instructions), (8, 75 - 32, 0));
     assert_eq!(stall(&r, Pipe::S, Stall::QueueFull(Pipe::V)), 24);
-    let m2 = stats(&r, Pipe::Mte2);
-    assert_eq!((m2.busy, m2.starved, m2.idle), (32, 1, 75 - 43));
+    // MTE2: load0, set, load1
+    assert_eq!(totals(&r, Pipe::Mte2), (3, 32, 1, 75 - 43));
     assert_eq!(stall(&r, Pipe::Mte2, Stall::Drain), 10);
-    assert_eq!(m2.instructions, 3);
-    let v = stats(&r, Pipe::V);
-    assert_eq!(
-        (v.busy, v.starved, v.idle, v.instructions),
-        (4, 3, 75 - 36, 3)
-    );
-    assert_eq!(
-        stall(
-            &r,
-            Pipe::V,
-            Stall::WaitFlag {
-                src: Pipe::Mte2,
-                id: 0
-            }
-        ),
-        26
-    );
+    assert_eq!(totals(&r, Pipe::V), (3, 4, 3, 75 - 36));
+    assert_eq!(flag_stall(&r, Pipe::V, Pipe::Mte2, 0), 26);
     assert_eq!(stall(&r, Pipe::V, Stall::Drain), 3);
-    let m3 = stats(&r, Pipe::Mte3);
-    assert_eq!((m3.busy, m3.starved, m3.idle), (32, 31, 5));
-    assert_eq!(
-        stall(
-            &r,
-            Pipe::Mte3,
-            Stall::WaitFlag {
-                src: Pipe::V,
-                id: 1
-            }
-        ),
-        7
-    );
+    // MTE3: wait, store
+    assert_eq!(totals(&r, Pipe::Mte3), (2, 32, 31, 5));
+    assert_eq!(flag_stall(&r, Pipe::Mte3, Pipe::V, 1), 7);
     // Overlap: MTE2 [27,43) with V [29,33) = 4 and with MTE3 [38,43) = 5 -> 9.
     assert_eq!(r.cores[0].overlap_cycles, 9);
     assert!(r.findings.is_empty() && r.deadlock.is_none());
@@ -104,8 +77,7 @@ fn flag_chain_and_overlap() {
 fn queue_full_stalls_scalar() {
     // Four loads of 1024 B on MTE2 with queue_depth 2.
     let mut b = B::new();
-    let x = b.tensor("x", &[4, 512], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 1);
+    let (x, xb) = b.x_and_xb(4, 512, 1);
     let ops = (0..4)
         .map(|i| load(b.row(x, Expr::Const(i)), b.b(xb)))
         .collect();
@@ -117,17 +89,14 @@ fn queue_full_stalls_scalar() {
     let s = stats(&r, Pipe::S);
     assert_eq!(stall(&r, Pipe::S, Stall::QueueFull(Pipe::Mte2)), 14);
     assert_eq!((s.busy, s.idle), (4, 75 - 18));
-    let m = stats(&r, Pipe::Mte2);
-    assert_eq!((m.busy, m.starved, m.idle), (64, 1, 10));
+    assert_eq!(totals(&r, Pipe::Mte2), (4, 64, 1, 10));
 }
 
 #[test]
 fn loop_costs_and_slots() {
     // for t in 0..3: load x[t] -> xb (multi 2); S: 2 loop cycles + 1 issue per iteration.
-    let mut b = B::new();
-    let t = b.var("t");
-    let x = b.tensor("x", &[3, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 2);
+    let (mut b, t) = B::with_t();
+    let (x, xb) = b.x_and_xb(3, 64, 2);
     let ops = vec![for_(t, 3, vec![load(b.row(x, Expr::Var(t)), b.b(xb))])];
     let p = b.build(ops);
     #[derive(Default)]
@@ -151,8 +120,7 @@ fn loop_costs_and_slots() {
     assert_eq!(r.total_cycles, 21);
     let s = stats(&r, Pipe::S);
     assert_eq!((s.busy, s.instructions, s.idle), (9, 3, 12));
-    let m = stats(&r, Pipe::Mte2);
-    assert_eq!((m.busy, m.starved, m.idle), (6, 3 + 1 + 1, 10));
+    assert_eq!(totals(&r, Pipe::Mte2), (3, 6, 3 + 1 + 1, 10));
     // operands: src (gm, slot 0), dst (xb: iterations completed mod 2)
     let slots: Vec<_> = rec.issues.iter().map(|i| i.3.clone()).collect();
     assert_eq!(slots, vec![vec![0, 0], vec![0, 1], vec![0, 0]]);
@@ -163,10 +131,8 @@ fn loop_costs_and_slots() {
 
 #[test]
 fn explicit_slot_and_if() {
-    let mut b = B::new();
-    let t = b.var("t");
-    let x = b.tensor("x", &[2, 64], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 64, Dtype::F16, 2);
+    let (mut b, t) = B::with_t();
+    let (x, xb) = b.x_and_xb(2, 64, 2);
     let cond = Expr::binary(BinOp::Eq, Expr::Var(t), Expr::Const(1)).unwrap();
     let ops = vec![for_(
         t,
@@ -188,8 +154,7 @@ fn explicit_slot_and_if() {
 
 #[test]
 fn zero_trip_loop_costs_nothing() {
-    let mut b = B::new();
-    let t = b.var("t");
+    let (b, t) = B::with_t();
     let ops = vec![for_(t, 0, vec![scalar(7)]), scalar(1)];
     let r = ok(&b.build(ops));
     assert_eq!(r.total_cycles, 1);
@@ -208,10 +173,8 @@ fn long_loop_is_streamed() {
     // 100k loads of 1024 B: S (3 cycles per iteration) keeps MTE2's queue full, so after the
     // first load joins at 3 (loop [0,2), send [2,3)) MTE2 is busy without a gap for
     // 100k x 16 cycles; the last load completes 10 cycles after its work ends.
-    let mut b = B::new();
-    let t = b.var("t");
-    let x = b.tensor("x", &[1, 512], Dtype::F16);
-    let xb = b.buffer("xb", Space::Ub, 512, Dtype::F16, 2);
+    let (mut b, t) = B::with_t();
+    let (x, xb) = b.x_and_xb(1, 512, 2);
     let ops = vec![for_(
         t,
         100_000,
@@ -219,10 +182,6 @@ fn long_loop_is_streamed() {
     )];
     let r = ok(&b.build(ops));
     assert_eq!(r.total_cycles, 3 + 1_600_000 + 10);
-    let m = stats(&r, Pipe::Mte2);
-    assert_eq!(
-        (m.instructions, m.busy, m.starved, m.idle),
-        (100_000, 1_600_000, 3, 10)
-    );
+    assert_eq!(totals(&r, Pipe::Mte2), (100_000, 1_600_000, 3, 10));
     assert_eq!(stats(&r, Pipe::S).instructions, 100_000);
 }
