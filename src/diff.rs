@@ -177,10 +177,7 @@ pub fn diff(args: &DiffArgs) -> Result<(), Exit> {
         }
         return Err(Exit(2));
     }
-    let (read_a, read_b) = (
-        read_a.expect("no problems"),
-        read_b.expect("no problems"),
-    );
+    let (read_a, read_b) = (read_a.expect("no problems"), read_b.expect("no problems"));
     refuse_unused(args, &read_a, &read_b)?;
 
     let opts_a = Options {

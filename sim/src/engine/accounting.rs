@@ -4,6 +4,7 @@
 //! core's state; changes only its accounting (and empties what a stopped run never started).
 
 use super::context::Cx;
+use super::queue::Entry;
 use super::result::{CoreRun, PipeStats, Stall, SyncFinding, WaitOn, Waiter};
 use super::state::{pipes_of, Core, Outgoing, Pending, NP};
 use super::{Activity, Observer, Span};
@@ -29,6 +30,20 @@ fn add_stall(stalls: &mut Vec<(Stall, u64)>, s: Stall, c: u64) {
 }
 
 impl<'p, 'c> Core<'p, 'c> {
+    /// Reports the head `e` of pipe `p` waiting over `from..to` for `reason`.
+    #[inline]
+    pub(super) fn head_stall<O: Observer>(
+        &self,
+        cx: &mut Cx<'_, O>,
+        p: usize,
+        span: (u64, u64),
+        e: &Entry,
+        reason: Stall,
+    ) {
+        let what = Activity::Stall(reason);
+        self.span(cx, Pipe::ALL[p], span, OpId(e.op), Some(e.seq), what);
+    }
+
     /// Reports a span of this core's unit `pipe` over `from..to` to the observer ([`Span`]:
     /// work, S's own cycles, or a stall with its cause): the one place the core's spans are
     /// made, which the accounting's totals add up to (`super::ledger`).
@@ -191,14 +206,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 let reason = self.stall_of(head.arg, false);
                 add_stall(&mut stalls, reason, total - j);
                 if total > j {
-                    self.span(
-                        cx,
-                        Pipe::ALL[p],
-                        (j, total),
-                        OpId(head.op),
-                        Some(head.seq),
-                        Activity::Stall(reason),
-                    );
+                    self.head_stall(cx, p, (j, total), head, reason);
                 }
             } else {
                 idle = total - ps.free;

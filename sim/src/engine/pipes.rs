@@ -166,14 +166,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 );
                 let reason = self.stall_of(e.arg, false);
                 self.pipes[p].stalls.add(reason, stall, events);
-                self.span(
-                    cx,
-                    Pipe::ALL[p],
-                    (j, t),
-                    OpId(e.op),
-                    Some(e.seq),
-                    Activity::Stall(reason),
-                );
+                self.head_stall(cx, p, (j, t), &e, reason);
             }
         }
         let ps = &mut self.pipes[p];

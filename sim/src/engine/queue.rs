@@ -20,6 +20,22 @@ pub(super) struct Entry {
     pub(super) arg: Arg,
 }
 
+impl Entry {
+    /// The entry of op `op` as S makes it: its work, startup and argument; the cycle it joins
+    /// its queue and its sequence number are set when S sends it.
+    #[inline(always)]
+    pub(super) fn unsent(op: u32, work: u64, startup: u64, arg: Arg) -> Entry {
+        Entry {
+            join: 0,
+            work,
+            startup,
+            seq: 0,
+            op,
+            arg,
+        }
+    }
+}
+
 /// A `u64` stored at 4-byte alignment, so that [`Arg`] packs its tag and a `u32` in the first
 /// 8 bytes and [`Entry`] stays 48 bytes (an 8-aligned `u64` would make it 56).
 #[derive(Clone, Copy, Default, PartialEq, Eq)]

@@ -475,14 +475,7 @@ impl<'p, 'c> Core<'p, 'c> {
         };
         Ok(Outgoing {
             pipe: sp.pipe,
-            entry: Entry {
-                join: 0,
-                work,
-                startup,
-                seq: 0,
-                op: sp.op.0,
-                arg,
-            },
+            entry: Entry::unsent(sp.op.0, work, startup, arg),
             aux: Aux::None,
             flag_id,
             nslots: 0,
@@ -576,14 +569,7 @@ impl<'p, 'c> Core<'p, 'c> {
         };
         Ok(Outgoing {
             pipe: sp.pipe,
-            entry: Entry {
-                join: 0,
-                work,
-                startup,
-                seq: 0,
-                op: op.0,
-                arg,
-            },
+            entry: Entry::unsent(op.0, work, startup, arg),
             aux,
             flag_id,
             nslots,
