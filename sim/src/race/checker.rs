@@ -49,6 +49,27 @@ enum Kind {
     CrossWait,
 }
 
+/// A `set_flag`, pipe `p`'s instruction `idx`, starts with its pipe's clock `k`: it drains its
+/// pipe first (a barrier that also tells the waiter), and publishes what it knows in `flag`
+/// unless an earlier set is still unwaited (a second set before the wait does not count; the
+/// engine reports a double set).
+#[inline]
+fn start_set(k: &mut Clock, flag: &mut Option<Clock>, p: usize, idx: u64) {
+    k.advance(p, idx);
+    if flag.is_none() {
+        *flag = Some(k.clone());
+    }
+}
+
+/// A `wait_flag` starts with its pipe's clock `k`: it learns what its set knew.
+#[inline]
+fn start_wait(k: &mut Clock, flag: &mut Option<Clock>) {
+    match flag.take() {
+        Some(set) => k.join(&set),
+        None => debug_assert!(false, "race checker: a wait started before its set"),
+    }
+}
+
 /// An instruction issued and not yet started.
 #[derive(Clone, Copy, Debug, Default)]
 struct Pending {
@@ -421,17 +442,8 @@ impl CoreState {
         let k = &mut self.known[p];
         match pd.kind {
             Kind::Barrier => k.advance(p, pd.idx),
-            Kind::SetFlag(f) => {
-                k.advance(p, pd.idx);
-                let flag = &mut self.flags[f as usize];
-                if flag.is_none() {
-                    *flag = Some(k.clone());
-                }
-            }
-            Kind::WaitFlag(f) => match self.flags[f as usize].take() {
-                Some(set) => k.join(&set),
-                None => debug_assert!(false, "race checker: a wait started before its set"),
-            },
+            Kind::SetFlag(f) => start_set(k, &mut self.flags[f as usize], p, pd.idx),
+            Kind::WaitFlag(f) => start_wait(k, &mut self.flags[f as usize]),
             _ => {}
         }
     }
@@ -1102,19 +1114,8 @@ impl<'p> RaceChecker<'p> {
                     k.advance(q, core.issued[q]);
                 }
             }
-            Kind::SetFlag(f) => {
-                // a set_flag drains its pipe first: a barrier that also tells the waiter
-                k.advance(p, pd.idx);
-                let flag = &mut core.flags[f as usize];
-                // a second set before the wait does not count (engine: double set)
-                if flag.is_none() {
-                    *flag = Some(k.clone());
-                }
-            }
-            Kind::WaitFlag(f) => match core.flags[f as usize].take() {
-                Some(set) => k.join(&set),
-                None => debug_assert!(false, "race checker: a wait started before its set"),
-            },
+            Kind::SetFlag(f) => start_set(&mut k, &mut core.flags[f as usize], p, pd.idx),
+            Kind::WaitFlag(f) => start_wait(&mut k, &mut core.flags[f as usize]),
             Kind::CrossSet => {
                 // it too drains its pipe first, and tells the cores its signal reaches
                 k.advance(p, pd.idx);
