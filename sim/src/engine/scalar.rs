@@ -338,7 +338,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 } else {
                     INF
                 };
-                if sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none() {
+                if self.goes_first(sc, cx) {
                     self.send(sc, out, cx);
                 } else {
                     self.pending = Pending::Send(out);
@@ -368,9 +368,18 @@ impl<'p, 'c> Core<'p, 'c> {
         self.pending = Pending::Sync { op, arg, id };
         self.hot.pc += 1;
         let sc = self.s_cand(cx.now);
-        if sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none() {
+        if self.goes_first(sc, cx) {
             self.fire(sc, cx);
         }
+    }
+
+    /// Whether S, running ahead, may carry out at `sc` what it has just reached instead of
+    /// leaving it to the next turn of the event loop: nothing has changed the pipes since their
+    /// starts were refreshed, so it may when it is still before every pipe's next start and
+    /// within its horizon, and the run has not stopped.
+    #[inline(always)]
+    fn goes_first<O: Observer>(&self, sc: u64, cx: &Cx<'_, O>) -> bool {
+        sc < self.hot.pmin && sc < self.hot.horizon && cx.stopped.is_none()
     }
 
     /// S spends `n` cycles on a loop iteration or an `if` of `op` ([`Core::s_advance`]), seen
@@ -460,12 +469,10 @@ impl<'p, 'c> Core<'p, 'c> {
         };
         let (mut flag_id, mut flag) = (None, 0);
         if let Some((src, dst, id)) = sp.flag {
-            let v = self.eval(sp.op, id)?;
-            if v < 0 || v as u64 >= self.events as u64 {
-                return Err(self.bad_flag(sp.op, src, dst, v));
-            }
-            flag = (sp.flag_base + v as u64) as u32;
-            flag_id = Some(v as u32);
+            let v = self.event_id(sp.op, src, dst, id)?;
+            // below NP² × MAX_EVENT_IDS, far inside u32
+            flag = sp.flag_base as u32 + v;
+            flag_id = Some(v);
         }
         let arg = match sp.kind {
             Kind::SetFlag => Arg::SetFlag { flag },
@@ -508,13 +515,10 @@ impl<'p, 'c> Core<'p, 'c> {
             if matches!(sp.kind, Kind::CrossSet | Kind::CrossWait) {
                 flag_id = Some(self.cross_id(op, id)?);
             } else {
-                let v = self.eval(op, id)?;
-                if v < 0 || v as u64 >= self.events as u64 {
-                    return Err(self.bad_flag(op, src, dst, v));
-                }
+                let v = self.event_id(op, src, dst, id)?;
                 // below NP² × MAX_EVENT_IDS, far inside u32
-                flag = (sp.flag_base + v as u64) as u32;
-                flag_id = Some(v as u32);
+                flag = sp.flag_base as u32 + v;
+                flag_id = Some(v);
             }
         }
         let arg = match sp.kind {
