@@ -76,6 +76,35 @@ impl<'p, 'c> Core<'p, 'c> {
         if t <= self.overlap_from {
             return;
         }
+        debug_assert_eq!(self.free_top, self.free_top_scan());
+        let b = self.free_top[1];
+        let second = b.min(t);
+        if second > self.overlap_from {
+            self.overlap += second - self.overlap_from;
+        }
+        self.overlap_from = t;
+    }
+
+    /// Pipe `p`'s work now ends at `free`, no earlier than before: the two latest ends
+    /// ([`Core::free_top`]) follow.
+    #[inline(always)]
+    pub(super) fn set_free(&mut self, p: usize, free: u64) {
+        debug_assert!(free >= self.pipes[p].free, "a pipe's free only grows");
+        self.pipes[p].free = free;
+        let [a, b] = self.free_top;
+        if p == self.free_top_pipe as usize {
+            self.free_top[0] = free;
+        } else if free > a {
+            // the old latest is now another pipe's: the latest of the others
+            self.free_top = [free, a];
+            self.free_top_pipe = p as u8;
+        } else if free > b {
+            self.free_top[1] = free;
+        }
+    }
+
+    /// [`Core::free_top`] found by reading every pipe (what it must always equal).
+    fn free_top_scan(&self) -> [u64; 2] {
         let (mut a, mut b) = (0u64, 0u64);
         for p in pipes_of(self.hot.mask) {
             let w = self.pipes[p].free;
@@ -86,11 +115,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 b = w;
             }
         }
-        let second = b.min(t);
-        if second > self.overlap_from {
-            self.overlap += second - self.overlap_from;
-        }
-        self.overlap_from = t;
+        [a, b]
     }
 
     /// The cycle this core is done (or, deadlocked, stood still): the latest of S's stop,

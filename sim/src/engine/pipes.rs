@@ -169,8 +169,8 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.head_stall(cx, p, (j, t), &e, reason);
             }
         }
+        self.set_free(p, t + work);
         let ps = &mut self.pipes[p];
-        ps.free = t + work;
         ps.busy += work;
         if last {
             ps.instructions += 1;

@@ -261,7 +261,8 @@ pub(super) struct Core<'p, 'c> {
     pub(super) events: usize,
     pub(super) vars: Vec<i64>,
     pub(super) loops: Vec<LoopRt>,
-    pub(super) pipes: Vec<PipeState>,
+    /// Indexed by [`Pipe::index`]; a fixed length, so an index below [`NP`] needs no check.
+    pub(super) pipes: Box<[PipeState; NP]>,
     pub(super) flags: Vec<Flag>,
     /// Staging state per macro number, modulo its length.
     pub(super) macros: Vec<MacroSlot>,
@@ -284,6 +285,11 @@ pub(super) struct Core<'p, 'c> {
     pub(super) slots: Vec<u32>,
     pub(super) overlap: u64,
     pub(super) overlap_from: u64,
+    /// The latest `free` of the core's pipes and the latest of the others' (a pipe's `free`
+    /// only grows): what [`Core::sweep_overlap`] needs, kept as they change
+    /// ([`Core::set_free`]) rather than found by reading every pipe at every start.
+    pub(super) free_top: [u64; 2],
+    pub(super) free_top_pipe: u8,
     /// The double sets while the core runs, at most [`super::result::DOUBLE_SETS_KEPT`] and
     /// then one [`SyncFinding::DoubleSetsOmitted`] counting the rest (so its length is the
     /// count kept); the unpaired sets join at the end.
@@ -320,17 +326,15 @@ impl<'p, 'c> Core<'p, 'c> {
             vars[v.index()] = i64::from(slot.subblock);
         }
         let depth = config.queue_depth as usize;
-        let pipes = (0..NP)
-            .map(|_| PipeState {
-                ring: Ring::new(depth),
-                free: 0,
-                max_complete: 0,
-                busy: 0,
-                starved: 0,
-                instructions: 0,
-                stalls: Stalls::new(events, xids),
-            })
-            .collect();
+        let pipes = Box::new(std::array::from_fn(|_| PipeState {
+            ring: Ring::new(depth),
+            free: 0,
+            max_complete: 0,
+            busy: 0,
+            starved: 0,
+            instructions: 0,
+            stalls: Stalls::new(events, xids),
+        }));
         Core {
             hot: Hot {
                 cand: [INF; NP],
@@ -385,6 +389,8 @@ impl<'p, 'c> Core<'p, 'c> {
             slots: vec![0; c.max_operands],
             overlap: 0,
             overlap_from: 0,
+            free_top: [0; 2],
+            free_top_pipe: 0,
             findings: Vec::new(),
             pool: Vec::new(),
             pool_free: Vec::new(),
@@ -455,15 +461,25 @@ impl<'p, 'c> Core<'p, 'c> {
 
 /// The pipe indices set in `mask` (a core's pipe mask or dirty bits), lowest first.
 #[inline]
-pub(super) fn pipes_of(mask: u8) -> impl Iterator<Item = usize> {
-    let mut bits = mask;
-    std::iter::from_fn(move || {
-        (bits != 0).then(|| {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            p
-        })
-    })
+pub(super) fn pipes_of(mask: u8) -> Bits {
+    Bits(mask)
+}
+
+/// The set bits of a pipe mask, lowest first ([`pipes_of`]); each below 8.
+pub(super) struct Bits(u8);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let p = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(p)
+    }
 }
 
 #[cfg(test)]
