@@ -227,8 +227,8 @@ impl<'p> Val<'p> {
     }
 
     #[inline(always)]
-    pub fn eval(self, vars: &[i64]) -> Result<i64, (EvalError, &'p Expr)> {
-        match self {
+    pub fn eval(&self, vars: &[i64]) -> Result<i64, (EvalError, &'p Expr)> {
+        match *self {
             Val::Const(c) => Ok(c),
             Val::Var(v) => Ok(vars[v as usize]),
             Val::RemPow2 { var, mask } => Ok(vars[var as usize] & mask),

@@ -53,7 +53,7 @@ impl<'p, 'c> Core<'p, 'c> {
         let opnds = &c.opnds[lo as usize..hi as usize];
         for (k, o) in opnds.iter().enumerate() {
             let slot = if let Some(s) = o.slot {
-                let v = self.eval(op, s)?;
+                let v = self.eval(op, &s)?;
                 if v < 0 || v >= o.multi as i64 {
                     return Err(Box::new(Fail {
                         op,
@@ -119,7 +119,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
         }
         for w in &o.windows {
-            let off = self.eval(op, w.offset)?;
+            let off = self.eval(op, &w.offset)?;
             if off < 0 || (off as u64).saturating_add(w.len) > w.of_len {
                 return Err(Box::new(Fail {
                     op,
@@ -252,7 +252,7 @@ impl<'p, 'c> Core<'p, 'c> {
             } => {
                 let mut dims = [0u64; 3];
                 for (slot, (name, v)) in dims.iter_mut().zip([("m", m), ("n", n), ("k", k)]) {
-                    let x = self.eval(op, v)?;
+                    let x = self.eval(op, &v)?;
                     if x < 0 {
                         return Err(Box::new(Fail {
                             op,
@@ -270,7 +270,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 for (slot, (name, v)) in
                     dims.iter_mut().zip([("m", mc.m), ("n", mc.n), ("k", mc.k)])
                 {
-                    let x = self.eval(op, v)?;
+                    let x = self.eval(op, &v)?;
                     if x < 0 {
                         return Err(Box::new(Fail {
                             op,

@@ -246,7 +246,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.hot.pc = head;
             }
             SOp::If { op, cond, els } => {
-                let v = self.eval(op, cond)?;
+                let v = self.eval(op, &cond)?;
                 if !self.s_control(self.branch_cycles, op, Activity::Branch, cx) {
                     return Ok(());
                 }
@@ -254,7 +254,7 @@ impl<'p, 'c> Core<'p, 'c> {
             }
             SOp::Jump { to } => self.hot.pc = to,
             SOp::Scalar { op, cycles } => {
-                let n = self.eval(op, cycles)?;
+                let n = self.eval(op, &cycles)?;
                 if n < 0 {
                     return Err(Box::new(Fail {
                         op,
@@ -285,14 +285,14 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                let (flag, id) = self.flag_index(op, Pipe::S, dst, id)?;
+                let (flag, id) = self.flag_index(op, Pipe::S, dst, &id)?;
                 self.reach_local_sync(op, Arg::SetFlag { flag }, Some(id), cx);
             }
             SOp::WaitFlag { op, src, id } => {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                let (flag, id) = self.flag_index(op, src, Pipe::S, id)?;
+                let (flag, id) = self.flag_index(op, src, Pipe::S, &id)?;
                 self.reach_local_sync(op, Arg::WaitFlag { flag }, Some(id), cx);
             }
             SOp::BarrierAll { op } => {
@@ -305,7 +305,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                let id = self.cross_id(op, id)?;
+                let id = self.cross_id(op, &id)?;
                 self.pending = Pending::Sync {
                     op,
                     arg: Arg::CrossSet { mode, id },
@@ -317,7 +317,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 if !cx.count(self.hot.s_time) {
                     return Ok(());
                 }
-                let id = self.cross_id(op, id)?;
+                let id = self.cross_id(op, &id)?;
                 self.pending = Pending::Sync {
                     op,
                     arg: Arg::CrossWait { counter: id },
@@ -423,9 +423,9 @@ impl<'p, 'c> Core<'p, 'c> {
         let op = spec.op;
         let (from, step, trips) = match spec.bounds {
             super::compiled::Bounds::For { from, to, step } => {
-                let f = self.eval(op, from)?;
-                let t = self.eval(op, to)?;
-                let s = self.eval(op, step)?;
+                let f = self.eval(op, &from)?;
+                let t = self.eval(op, &to)?;
+                let s = self.eval(op, &step)?;
                 let Some(q) = ForLoop::trips(f, t, s) else {
                     return Err(Box::new(Fail {
                         op,
@@ -442,7 +442,7 @@ impl<'p, 'c> Core<'p, 'c> {
                 (f, s, q as u64)
             }
             super::compiled::Bounds::While { trips } => {
-                let n = self.eval(op, trips)?;
+                let n = self.eval(op, &trips)?;
                 if n < 0 {
                     return Err(Box::new(Fail {
                         op,
@@ -468,7 +468,7 @@ impl<'p, 'c> Core<'p, 'c> {
             unreachable!("a fast spec has a fixed cost")
         };
         let (mut flag_id, mut flag) = (None, 0);
-        if let Some((src, dst, id)) = sp.flag {
+        if let Some((src, dst, ref id)) = sp.flag {
             let v = self.event_id(sp.op, src, dst, id)?;
             // below NP² × MAX_EVENT_IDS, far inside u32
             flag = sp.flag_base as u32 + v;
@@ -511,7 +511,7 @@ impl<'p, 'c> Core<'p, 'c> {
         // a flag's or counter's id: only the sync kinds have `flag`
         let mut flag_id = None;
         let mut flag = 0;
-        if let Some((src, dst, id)) = sp.flag {
+        if let Some((src, dst, ref id)) = sp.flag {
             if matches!(sp.kind, Kind::CrossSet | Kind::CrossWait) {
                 flag_id = Some(self.cross_id(op, id)?);
             } else {

@@ -406,7 +406,7 @@ impl<'p, 'c> Core<'p, 'c> {
     }
 
     #[inline(always)]
-    pub(super) fn eval(&self, op: OpId, v: Val<'p>) -> R<i64> {
+    pub(super) fn eval(&self, op: OpId, v: &Val<'p>) -> R<i64> {
         v.eval(&self.vars)
             .map_err(|(e, expr)| self.eval_fail(op, e, expr))
     }

@@ -284,7 +284,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// The evaluated id of a `src`→`dst` flag op, checked against `sync.event_ids`.
     #[inline(always)]
-    pub(super) fn event_id(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<u32> {
+    pub(super) fn event_id(&self, op: OpId, src: Pipe, dst: Pipe, id: &Val<'p>) -> R<u32> {
         let v = self.eval(op, id)?;
         if v < 0 || v as u64 >= self.events as u64 {
             return Err(self.bad_flag(op, src, dst, v));
@@ -294,7 +294,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// A `src`→`dst` flag op's flag index and evaluated id.
     #[inline]
-    pub(super) fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: Val<'p>) -> R<(u32, u32)> {
+    pub(super) fn flag_index(&self, op: OpId, src: Pipe, dst: Pipe, id: &Val<'p>) -> R<(u32, u32)> {
         let v = self.event_id(op, src, dst, id)?;
         // below NP² × MAX_EVENT_IDS, far inside u32
         let idx = ((src.index() * NP + dst.index()) * self.events) as u32 + v;
@@ -303,7 +303,7 @@ impl<'p, 'c> Core<'p, 'c> {
 
     /// The evaluated id of a cross-core op, checked against `cross_core.flag_ids`.
     #[inline]
-    pub(super) fn cross_id(&self, op: OpId, id: Val<'p>) -> R<u32> {
+    pub(super) fn cross_id(&self, op: OpId, id: &Val<'p>) -> R<u32> {
         let v = self.eval(op, id)?;
         let ids = self.xcount.len();
         if v < 0 || v as u64 >= ids as u64 {
