@@ -99,16 +99,19 @@ impl<'p, 'c> Core<'p, 'c> {
             self.hot.dirty |= 1 << pipe.index();
         }
         ring.push(entry, aux);
-        cx.obs.on_issue(&Issue {
-            core: self.slot,
-            seq,
-            op: OpId(entry.op),
-            pipe,
-            cycle: t,
-            vars: &self.vars,
-            slots: &self.slots[..nslots as usize],
-            flag_id,
-        });
+        // (the guard spares the slots' bounds check when nothing watches)
+        if cx.obs.watches_issues() {
+            cx.obs.on_issue(&Issue {
+                core: self.slot,
+                seq,
+                op: OpId(entry.op),
+                pipe,
+                cycle: t,
+                vars: &self.vars,
+                slots: &self.slots[..nslots as usize],
+                flag_id,
+            });
+        }
         self.span(
             cx,
             Pipe::S,
@@ -173,16 +176,18 @@ impl<'p, 'c> Core<'p, 'c> {
         flag_id: Option<u32>,
     ) -> u64 {
         let seq = cx.next_seq();
-        cx.obs.on_issue(&Issue {
-            core: self.slot,
-            seq,
-            op,
-            pipe: Pipe::S,
-            cycle: start,
-            vars: &self.vars,
-            slots: &self.slots[..nslots],
-            flag_id,
-        });
+        if cx.obs.watches_issues() {
+            cx.obs.on_issue(&Issue {
+                core: self.slot,
+                seq,
+                op,
+                pipe: Pipe::S,
+                cycle: start,
+                vars: &self.vars,
+                slots: &self.slots[..nslots],
+                flag_id,
+            });
+        }
         self.span(
             cx,
             Pipe::S,
