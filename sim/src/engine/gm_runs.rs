@@ -93,13 +93,13 @@ impl<'p> OneRun<'p> {
     pub fn at(&self, vars: &[i64], base: u64) -> Option<Option<(u64, u64)>> {
         let last = self.terms.len() - 1;
         let (mut start, mut empty, mut first) = (0u64, false, 0i64);
-        for (i, &(v, stride)) in self.terms.iter().enumerate() {
+        for (i, (v, stride)) in self.terms.iter().enumerate() {
             first = v.eval(vars).ok()?;
             // an index at i64::MAX selects [MAX, MAX) (`Sel::at` saturates): nothing
             empty |= first == i64::MAX && (i < last || self.end.is_none());
-            start = start.wrapping_add((first as u64).wrapping_mul(stride));
+            start = start.wrapping_add((first as u64).wrapping_mul(*stride));
         }
-        let end = match self.end {
+        let end = match &self.end {
             Some(e) => e.eval(vars).ok()?,
             None => first.saturating_add(1),
         };
