@@ -806,10 +806,14 @@ fn run_loaded(
         .next()
         .expect("a kernel has a part");
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched = views.trace.is_none() && !views.profile && views.html.is_none();
+    let unwatched = views.trace.is_none()
+        && !views.profile
+        && views.html.is_none()
+        && !views.critical_path;
     let plain = Views {
         args: views,
         timeline: None,
+        critical: None,
     };
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(&program, &config, &opts, &src)?;
@@ -852,7 +856,10 @@ fn run_loaded(
         .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = views.html.as_ref().map(|_| reports::Timeline::default());
-    let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
+    let critical = views
+        .critical_path
+        .then(|| sim::critical::Critical::for_launch(&[&ran], &config));
+    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let part = reports::TracePart {
@@ -865,9 +872,9 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, progress)));
+        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, progress))) = observers;
+        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -875,14 +882,16 @@ fn run_loaded(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline)
+        (sim, written, profiler, timeline, critical)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&[&ran]));
+    let critical = critical.map(|c| c.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
+        critical: critical.as_ref(),
     };
     report_run(
         &config,
@@ -976,7 +985,7 @@ fn run_launch(
     let prepared = pipeline::prepare_kernel(kernel, config, &opts)
         .map_err(|e| part_failed(&e, kernel, config, src, ""))?;
     let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
-    if views.trace.is_none() && !views.profile {
+    if views.trace.is_none() && !views.profile && !views.critical_path {
         // no observer beside the race checker (and the progress line on a terminal): the run
         // pays for nothing it does not show
         let mut progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
@@ -984,7 +993,7 @@ fn run_launch(
         // its line cleared before the report is written
         drop(progress);
         let sim = sim.map_err(|f| failed(&f))?;
-        return report_launch(config, &sim, core, None, format, out, src);
+        return report_launch(config, &sim, core, None, None, format, out, src);
     }
     let mut file = views
         .trace
@@ -1001,7 +1010,10 @@ fn run_launch(
     let profiler = views
         .profile
         .then(|| reports::Profiler::for_launch(&ran_parts, config));
-    let (sim, written, profiler) = std::thread::scope(|scope| {
+    let critical = views
+        .critical_path
+        .then(|| sim::critical::Critical::for_launch(&ran_parts, config));
+    let (sim, written, profiler, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1020,9 +1032,9 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, progress));
+        let mut observers = (trace, (profiler, (critical, progress)));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, progress)) = observers;
+        let (trace, (profiler, (critical, progress))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1030,21 +1042,33 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler)
+        (sim, written, profiler, critical)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran_parts));
-    report_launch(config, &sim, core, rows.as_deref(), format, out, src)
+    let critical = critical.map(|c| c.finish(&sim.result));
+    report_launch(
+        config,
+        &sim,
+        core,
+        rows.as_deref(),
+        critical.as_ref(),
+        format,
+        out,
+        src,
+    )
 }
 
-/// Prints a launch's report (with `--core`'s detail and the profile rows, if any) and its
-/// problems.
+/// Prints a launch's report (with `--core`'s detail, the profile rows and the critical path,
+/// if any) and its problems.
+#[allow(clippy::too_many_arguments)]
 fn report_launch(
     config: &Config,
     sim: &Simulation,
     core: Option<usize>,
     profile: Option<&[reports::ProfileRow]>,
+    critical: Option<&sim::critical::CriticalPath>,
     format: RunFormat,
     out: Option<&Path>,
     src: &input::Source,
@@ -1052,6 +1076,7 @@ fn report_launch(
     let mut report: reports::Run = sim.into();
     report.core = core;
     report.profile = profile;
+    report.critical = critical;
     output::emit(out, &format.render(config, &report))?;
     problems_exit(config, sim, src)
 }
@@ -1115,6 +1140,8 @@ fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Resu
 struct Views<'a> {
     args: &'a ViewArgs,
     timeline: Option<&'a reports::Timeline>,
+    /// `--critical-path`'s, walked after the run.
+    critical: Option<&'a sim::critical::CriticalPath>,
 }
 
 /// Prints a run's report (with the profile rows, if any), writes its HTML page when asked,
@@ -1133,6 +1160,7 @@ fn report_run(
     let mut report: reports::Run = sim.into();
     report.best = best;
     report.profile = profile;
+    report.critical = views.critical;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())

@@ -21,7 +21,7 @@
 //! `[0, total]`: their cycles add up to the run's total (tested, and checked by
 //! [`CriticalPath::tiles`]).
 //!
-//! Memory: 56 bytes per dynamic instruction and 32 per span of S (an issue, a loop, a stall),
+//! Memory: 72 bytes per dynamic instruction and 32 per span of S (an issue, a loop, a stall),
 //! both bounded by the run's `max_instructions`; nothing per cycle.
 
 #[cfg(test)]
@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::engine::{Activity, CrossEvent, Issue, Observer, Release, RunResult, Span, Stall};
 use crate::ids::OpId;
 use crate::program::{BarrierTarget, OpKind, Program};
-use crate::types::Pipe;
+use crate::types::{Pipe, Space};
 
 /// No instruction / no time.
 const NONE: u64 = u64::MAX;
@@ -53,7 +53,7 @@ enum Class {
     Macro,
 }
 
-/// One dynamic instruction: 56 bytes.
+/// One dynamic instruction: 72 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Rec {
     /// The cycle S sent it (or, for S's own ops, executed it).
@@ -67,10 +67,14 @@ struct Rec {
     prev: u64,
     /// A `wait_flag`: the `set_flag` it consumed; a `cross_wait`: the signal it took (an index
     /// into `signals`); a drain or `barrier: all`: the instruction with the latest completion
-    /// when it started.
+    /// when it started; an `mmad_l1`'s M part: its MTE1 part; its MTE1 part: the cycle its
+    /// first chunk's work ended.
     link: u64,
     core: u32,
     op: u32,
+    /// An `mmad_l1` part's work (its chunks'), the rest of its segment being waits between
+    /// chunks; saturates (then all of it counts as work).
+    busy: u32,
     pipe: u8,
 }
 
@@ -173,6 +177,8 @@ pub enum Wait {
     BarrierAll,
     /// S, to send this op to a full queue of this pipe.
     QueueFull(Pipe),
+    /// An `mmad_l1`'s M part, for its first chunk's copies on MTE1.
+    Staging,
 }
 
 impl fmt::Display for Wait {
@@ -183,6 +189,7 @@ impl fmt::Display for Wait {
             Wait::Drain => f.write_str("drain"),
             Wait::BarrierAll => f.write_str("barrier_all"),
             Wait::QueueFull(p) => write!(f, "queue_full {p}"),
+            Wait::Staging => f.write_str("mmad_l1 staging"),
         }
     }
 }
@@ -282,6 +289,11 @@ pub struct Critical {
     flag_latency: u64,
     cross_latency: u64,
     queue_depth: u64,
+    /// The larger startup of the L1 -> L0A and L1 -> L0B paths: an `mmad_l1` chunk's copies
+    /// complete that long after their work.
+    stage_startup: u64,
+    /// Per core, the MTE1 part of the `mmad_l1` sent last.
+    last_macro: Vec<u64>,
     recs: Vec<Rec>,
     /// Per core, S's spans in time order.
     s_spans: Vec<Vec<SSpan>>,
@@ -332,6 +344,13 @@ impl Critical {
             flag_latency: u64::from(config.sync.flag_latency),
             cross_latency: config.cross_core.map_or(0, |c| u64::from(c.latency)),
             queue_depth: u64::from(config.queue_depth),
+            stage_startup: [Space::L0a, Space::L0b]
+                .iter()
+                .filter_map(|&to| config.path(Space::L1, to))
+                .map(|p| u64::from(p.startup))
+                .max()
+                .unwrap_or(0),
+            last_macro: vec![NONE; cores],
             recs: Vec::new(),
             s_spans: vec![Vec::new(); cores],
             last_on_pipe: vec![[NONE; 7]; cores],
@@ -400,6 +419,7 @@ impl Critical {
             self.last_on_pipe.resize(c + 1, [NONE; 7]);
             self.latest_on_pipe.resize(c + 1, [NONE; 7]);
             self.latest_on_core.resize(c + 1, NONE);
+            self.last_macro.resize(c + 1, NONE);
         }
         &mut self.s_spans[c]
     }
@@ -421,10 +441,16 @@ impl Observer for Critical {
         let p = issue.pipe.index();
         let prev = self.last_on_pipe[c][p];
         self.last_on_pipe[c][p] = issue.seq;
-        let link = match self.early.take() {
+        let mut link = match self.early.take() {
             Some((seq, link)) if seq == issue.seq => link,
             _ => NONE,
         };
+        if self.class.get(self.at(issue.core, issue.op.0)) == Some(&Class::Macro) {
+            match issue.pipe {
+                Pipe::M => link = self.last_macro[c],
+                _ => self.last_macro[c] = issue.seq,
+            }
+        }
         let rec = Rec {
             issue: issue.cycle,
             start: NONE,
@@ -434,6 +460,7 @@ impl Observer for Critical {
             link,
             core: issue.core,
             op: issue.op.0,
+            busy: 0,
             pipe: p as u8,
         };
         // sequence numbers are dense; a gap (never seen) is filled with empty records
@@ -484,9 +511,20 @@ impl Observer for Critical {
     fn on_span(&mut self, span: &Span) {
         let what = match span.what {
             Activity::Work => {
-                if let Some(r) = span.seq.and_then(|s| self.rec_mut(s)) {
-                    r.start = r.start.min(span.from);
-                    r.work_end = r.work_end.max(span.to);
+                if let Some(seq) = span.seq {
+                    let macro_part = span.pipe != Pipe::S
+                        && self.class.get(self.at(span.core, span.op.0)) == Some(&Class::Macro);
+                    if let Some(r) = self.rec_mut(seq) {
+                        r.start = r.start.min(span.from);
+                        r.work_end = r.work_end.max(span.to);
+                        if macro_part {
+                            let len = u32::try_from(span.to - span.from).unwrap_or(u32::MAX);
+                            r.busy = r.busy.saturating_add(len);
+                            if span.pipe != Pipe::M && r.link == NONE {
+                                r.link = span.to;
+                            }
+                        }
+                    }
                 }
                 SWhat::Work
             }
@@ -553,6 +591,8 @@ enum At {
     Start(u64),
     /// The end of an instruction's work.
     WorkEnd(u64),
+    /// The end of the first chunk's work of an `mmad_l1`'s MTE1 part.
+    ChunkEnd(u64),
 }
 
 /// The walk's running sums.
@@ -652,7 +692,20 @@ impl Critical {
                 } else {
                     Cause::Work
                 };
-                self.seg(sums, r.start, r.core, r.pipe(), cause, Some(r.op));
+                if self.class_of(&r) == Class::Macro && r.busy < u32::MAX {
+                    // the part's chunks' work, then the waits between them (staging)
+                    let len = r.work_end - r.start;
+                    let busy = u64::from(r.busy).min(len);
+                    self.seg(sums, r.work_end - busy, r.core, r.pipe(), cause, Some(r.op));
+                    self.seg(sums, r.start, r.core, r.pipe(), Cause::Staging, Some(r.op));
+                } else {
+                    self.seg(sums, r.start, r.core, r.pipe(), cause, Some(r.op));
+                }
+                Some(At::Start(seq))
+            }
+            At::ChunkEnd(seq) => {
+                let r = *self.rec(seq)?;
+                self.seg(sums, r.start, r.core, r.pipe(), Cause::Work, Some(r.op));
                 Some(At::Start(seq))
             }
             At::Start(seq) => {
@@ -690,6 +743,20 @@ impl Critical {
                 let s = self.recs[set as usize];
                 (cycle, s.start, Cause::Cross, Some(r.op), At::Start(set), Wait::Cross)
             }),
+            // an mmad_l1's M part: its first chunk's copies (the MTE1 part's first chunk)
+            Class::Macro if r.pipe() == Pipe::M => self
+                .rec(r.link)
+                .filter(|m| m.start != NONE && m.link != NONE)
+                .map(|m| {
+                    (
+                        m.link + self.stage_startup,
+                        m.link,
+                        Cause::Startup,
+                        Some(m.op),
+                        At::ChunkEnd(r.link),
+                        Wait::Staging,
+                    )
+                }),
             Class::Drain => self.rec(r.link).filter(|d| d.start != NONE).map(|d| {
                 (
                     d.complete,
