@@ -25,7 +25,7 @@ const LEGEND: [(Cause, &str); 8] = [
     (Cause::Startup, "an instruction's latency from its work's end to its completion, waited for"),
     (Cause::Flag, "a flag's latency, set_flag to wait_flag"),
     (Cause::Cross, "a cross-core flag's latency, cross_set to cross_wait"),
-    (Cause::Staging, "an mmad_l1 part waiting for its staging (not walked into the other pipe)"),
+    (Cause::Staging, "an mmad_l1 part's waits between its chunks, for the other part's chunks"),
     (Cause::Unexplained, "no timing rule explains it (an engine rule the walk does not know)"),
 ];
 

@@ -108,8 +108,7 @@ struct Signal {
 /// Why a segment of the path is there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cause {
-    /// A pipe's instruction doing its work (an `mmad_l1` part: from its first chunk to the end
-    /// of its last, the staging waits between chunks included). The work of a gm move under
+    /// A pipe's instruction doing its work (an `mmad_l1` part: its chunks' work). The work of a gm move under
     /// a `memory` config includes its share of the chip's bandwidth (not separated).
     Work,
     /// S's own cycles: loops, branches, `scalar`, `sload`, `sstore`.
@@ -123,7 +122,8 @@ pub enum Cause {
     Flag,
     /// A cross-core flag's latency, from the `cross_set` to the `cross_wait` that took it.
     Cross,
-    /// The M part of an `mmad_l1` waiting for its first chunk's copies (not walked into MTE1).
+    /// An `mmad_l1` part's waits between its chunks, for the other part's chunks (the part's
+    /// segment beyond its chunks' work; the wait before its first chunk is walked into MTE1).
     Staging,
     /// A wait the walk could not explain by the rules (an engine rule it does not know);
     /// tests require none.
