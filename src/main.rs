@@ -806,10 +806,8 @@ fn run_loaded(
         .next()
         .expect("a kernel has a part");
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched = views.trace.is_none()
-        && !views.profile
-        && views.html.is_none()
-        && !views.critical_path;
+    let unwatched =
+        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
     let plain = Views {
         args: views,
         timeline: None,

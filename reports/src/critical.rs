@@ -19,14 +19,32 @@ pub const JSON_ROWS: usize = 50;
 
 /// What each cause means, for the text's legend and the HTML section.
 const LEGEND: [(Cause, &str); 8] = [
-    (Cause::Work, "a pipe's instruction at work (a gm move's includes its share of the chip's bandwidth)"),
-    (Cause::Scalar, "S's own cycles: loops, branches, scalar, sload, sstore"),
+    (
+        Cause::Work,
+        "a pipe's instruction at work (a gm move's includes its share of the chip's bandwidth)",
+    ),
+    (
+        Cause::Scalar,
+        "S's own cycles: loops, branches, scalar, sload, sstore",
+    ),
     (Cause::Issue, "S sending the instruction (issue_cycles)"),
-    (Cause::Startup, "an instruction's latency from its work's end to its completion, waited for"),
+    (
+        Cause::Startup,
+        "an instruction's latency from its work's end to its completion, waited for",
+    ),
     (Cause::Flag, "a flag's latency, set_flag to wait_flag"),
-    (Cause::Cross, "a cross-core flag's latency, cross_set to cross_wait"),
-    (Cause::Staging, "an mmad_l1 part's waits between its chunks, for the other part's chunks"),
-    (Cause::Unexplained, "no timing rule explains it (an engine rule the walk does not know)"),
+    (
+        Cause::Cross,
+        "a cross-core flag's latency, cross_set to cross_wait",
+    ),
+    (
+        Cause::Staging,
+        "an mmad_l1 part's waits between its chunks, for the other part's chunks",
+    ),
+    (
+        Cause::Unexplained,
+        "no timing rule explains it (an engine rule the walk does not know)",
+    ),
 ];
 
 /// `op` of `program` as findings name it: `file:line:column text`, or for an op without a
@@ -40,10 +58,7 @@ fn op_label(program: &Program, op: OpId) -> String {
 }
 
 fn program_of<'a>(run: &Run<'a>, part: u32) -> &'a Program {
-    run.parts
-        .get(part as usize)
-        .unwrap_or(run.first())
-        .program
+    run.parts.get(part as usize).unwrap_or(run.first()).program
 }
 
 /// What a wait waited for: the wait's kind (the text of a `wait_flag`, `cross_wait` or
@@ -99,7 +114,10 @@ pub fn critical_summary(config: &Config, run: &Run<'_>, path: &CriticalPath) -> 
     }
     if run.result.cores.len() > 1 {
         let types = by_type(config, run, path);
-        if let Some((name, _)) = types.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))) {
+        if let Some((name, _)) = types
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        {
             s.push_str(&format!(" on {name} cores"));
         }
     }
@@ -132,24 +150,44 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
         path.steps
     );
     out.push_str(&format!("  {}\n", critical_summary(config, run, path)));
-    let mut t = Table::new(vec![col("by pipe", Align::Left), col("cycles", Align::Right), col("%", Align::Right)]);
+    let mut t = Table::new(vec![
+        col("by pipe", Align::Left),
+        col("cycles", Align::Right),
+        col("%", Align::Right),
+    ]);
     for p in Pipe::ALL {
         let c = path.by_pipe[p.index()];
         if c > 0 {
-            t.row(vec![p.report_name().into(), c.to_string(), crate::percent(c, total)]);
+            t.row(vec![
+                p.report_name().into(),
+                c.to_string(),
+                crate::percent(c, total),
+            ]);
         }
     }
     out.push_str(&t.render("  "));
-    let mut t = Table::new(vec![col("by cause", Align::Left), col("cycles", Align::Right), col("%", Align::Right)]);
+    let mut t = Table::new(vec![
+        col("by cause", Align::Left),
+        col("cycles", Align::Right),
+        col("%", Align::Right),
+    ]);
     for (k, c) in Cause::ALL.iter().enumerate() {
         let n = path.by_cause[k];
         if n > 0 {
-            t.row(vec![c.name().into(), n.to_string(), crate::percent(n, total)]);
+            t.row(vec![
+                c.name().into(),
+                n.to_string(),
+                crate::percent(n, total),
+            ]);
         }
     }
     out.push_str(&t.render("  "));
     if run.result.cores.len() > 1 {
-        let mut t = Table::new(vec![col("by core", Align::Left), col("cycles", Align::Right), col("%", Align::Right)]);
+        let mut t = Table::new(vec![
+            col("by core", Align::Left),
+            col("cycles", Align::Right),
+            col("%", Align::Right),
+        ]);
         let mut cores: Vec<(usize, u64)> = path
             .by_core
             .iter()
@@ -160,7 +198,11 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
         cores.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         for (k, c) in cores.iter().take(TEXT_ROWS) {
             if let Some(core) = run.result.cores.get(*k) {
-                t.row(vec![crate::core_name(config, core), c.to_string(), crate::percent(*c, total)]);
+                t.row(vec![
+                    crate::core_name(config, core),
+                    c.to_string(),
+                    crate::percent(*c, total),
+                ]);
             }
         }
         out.push_str(&t.render("  "));
@@ -184,7 +226,10 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
     }
     out.push_str(&t.render("  "));
     if path.ops.len() > TEXT_ROWS {
-        out.push_str(&format!("  ... {} more ops (run --format json for more)\n", path.ops.len() - TEXT_ROWS));
+        out.push_str(&format!(
+            "  ... {} more ops (run --format json for more)\n",
+            path.ops.len() - TEXT_ROWS
+        ));
     }
     if path.waits.is_empty() {
         out.push_str("  no waits on the path\n");
@@ -207,7 +252,10 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
         }
         out.push_str(&t.render("  "));
         if path.waits.len() > TEXT_ROWS {
-            out.push_str(&format!("  ... {} more waits\n", path.waits.len() - TEXT_ROWS));
+            out.push_str(&format!(
+                "  ... {} more waits\n",
+                path.waits.len() - TEXT_ROWS
+            ));
         }
     }
     out.push_str("  legend:\n");
@@ -261,7 +309,12 @@ pub fn critical_json(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Val
         .map(|o| {
             let mut d = op_doc(o.part, o.op);
             d["cycles"] = json!(o.cycles);
-            d["causes"] = Value::Object(o.causes.iter().map(|(c, n)| (c.name().to_string(), json!(n))).collect());
+            d["causes"] = Value::Object(
+                o.causes
+                    .iter()
+                    .map(|(c, n)| (c.name().to_string(), json!(n)))
+                    .collect(),
+            );
             d
         })
         .collect();

@@ -68,7 +68,10 @@ fn the_worked_example_s_path_is_its_load_add_and_store_through_both_flags() {
     );
     // V's wait_flag (line 14) joined at 3 and started at 29: the longest wait, 26 of 75
     let w = &c["waits"][0];
-    assert_eq!((w["line"].as_u64(), w["wait"].as_str()), (Some(14), Some("wait_flag")));
+    assert_eq!(
+        (w["line"].as_u64(), w["wait"].as_str()),
+        (Some(14), Some("wait_flag"))
+    );
     assert_eq!(w["cycles"], 26);
     assert_eq!(
         c["summary"],
@@ -98,7 +101,10 @@ fn the_text_report_has_the_summary_line_and_the_section_only_when_asked() {
     let section = text.find("critical path: 75 cycles").unwrap();
     assert!(line < section, "{text}");
     assert!(text[section..].contains("  legend:\n"), "{text}");
-    assert!(text[section..].contains("    flag         a flag's latency"), "{text}");
+    assert!(
+        text[section..].contains("    flag         a flag's latency"),
+        "{text}"
+    );
     // without the flag, the document's key is null
     let d = json_of("run", &GOLDEN);
     assert!(d["critical_path"].is_null());
@@ -207,7 +213,13 @@ fn the_html_page_has_the_section_with_the_summary() {
 fn a_run_stopped_by_max_instructions_has_a_path_up_to_where_it_stopped() {
     let mut args = vec!["run"];
     args.extend_from_slice(&GOLDEN);
-    args.extend_from_slice(&["--max-instructions", "3", "--critical-path", "--format", "json"]);
+    args.extend_from_slice(&[
+        "--max-instructions",
+        "3",
+        "--critical-path",
+        "--format",
+        "json",
+    ]);
     // a stopped run is a finding (exit 1); its report is still written
     let o = npusim(&args);
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();

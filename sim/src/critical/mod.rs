@@ -431,6 +431,13 @@ impl Observer for Critical {
         false
     }
 
+    /// Every record is per core or per instruction, and a cross-core increment is taken after
+    /// it is made in any order the engine runs the cores in: a launch's cores may run ahead.
+    #[inline]
+    fn ordered(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn on_issue(&mut self, issue: &Issue<'_>) {
         let Ok(i) = usize::try_from(issue.seq) else {
@@ -569,7 +576,9 @@ impl Observer for Critical {
                 });
                 self.pending.entry((core, id)).or_default().push_back(k);
             }
-            CrossEvent::Take { core, id, wait_seq, .. } => {
+            CrossEvent::Take {
+                core, id, wait_seq, ..
+            } => {
                 let k = self
                     .pending
                     .get_mut(&(core, id))
@@ -619,7 +628,10 @@ impl Critical {
         self.spans_of(cores.saturating_sub(1) as u32);
         for v in &mut self.s_spans {
             // spans come in time order per core; sorted in case they ever do not
-            if !v.windows(2).all(|w| (w[0].to, w[0].from) <= (w[1].to, w[1].from)) {
+            if !v
+                .windows(2)
+                .all(|w| (w[0].to, w[0].from) <= (w[1].to, w[1].from))
+            {
                 v.sort_by_key(|s| (s.to, s.from));
             }
         }
@@ -651,16 +663,29 @@ impl Critical {
         let mut at = match last {
             Some(seq) => {
                 let r = self.recs[seq as usize];
-                self.seg(&mut sums, r.work_end, r.core, r.pipe(), Cause::Startup, Some(r.op));
+                self.seg(
+                    &mut sums,
+                    r.work_end,
+                    r.core,
+                    r.pipe(),
+                    Cause::Startup,
+                    Some(r.op),
+                );
                 Some(At::WorkEnd(seq))
             }
             None => (0..cores as u32)
-                .find(|&c| self.s_spans[c as usize].last().is_some_and(|s| s.to == total))
+                .find(|&c| {
+                    self.s_spans[c as usize]
+                        .last()
+                        .is_some_and(|s| s.to == total)
+                })
                 .map(|c| At::S(c, total)),
         };
         // every step either moves back in time or to an earlier instruction; the bound only
         // guards against an engine rule the walk does not know
-        let budget = 4 * (self.recs.len() as u64 + self.s_spans.iter().map(|v| v.len() as u64).sum::<u64>()) + 16;
+        let budget = 4
+            * (self.recs.len() as u64 + self.s_spans.iter().map(|v| v.len() as u64).sum::<u64>())
+            + 16;
         while let Some(a) = at {
             if sums.t == 0 {
                 break;
@@ -741,7 +766,14 @@ impl Critical {
             }),
             Class::CrossWait => self.cross_cond(r.link).map(|(cycle, set)| {
                 let s = self.recs[set as usize];
-                (cycle, s.start, Cause::Cross, Some(r.op), At::Start(set), Wait::Cross)
+                (
+                    cycle,
+                    s.start,
+                    Cause::Cross,
+                    Some(r.op),
+                    At::Start(set),
+                    Wait::Cross,
+                )
             }),
             // an mmad_l1's M part: its first chunk's copies (the MTE1 part's first chunk)
             Class::Macro if r.pipe() == Pipe::M => self
@@ -823,7 +855,14 @@ impl Critical {
                 Some(next)
             }
             _ => {
-                self.seg(sums, r.issue.min(sums.t), r.core, Pipe::S, Cause::Issue, Some(r.op));
+                self.seg(
+                    sums,
+                    r.issue.min(sums.t),
+                    r.core,
+                    Pipe::S,
+                    Cause::Issue,
+                    Some(r.op),
+                );
                 Some(At::S(r.core, sums.t))
             }
         }
@@ -833,7 +872,9 @@ impl Critical {
     /// last among those that made it (the lowest seq of a tie), if its latency explains it.
     fn cross_cond(&self, k: u64) -> Option<(u64, u64)> {
         let sig = self.signals.get(usize::try_from(k).ok()?)?;
-        let sets = self.signal_sets.get(sig.sets.0 as usize..sig.sets.1 as usize)?;
+        let sets = self
+            .signal_sets
+            .get(sig.sets.0 as usize..sig.sets.1 as usize)?;
         let set = sets
             .iter()
             .copied()
@@ -868,7 +909,14 @@ impl Critical {
                 Some(At::S(core, s.from))
             }
             SWhat::Control => {
-                self.seg(sums, s.from, core, Pipe::S, Cause::Scalar, Some(s.key as u32));
+                self.seg(
+                    sums,
+                    s.from,
+                    core,
+                    Pipe::S,
+                    Cause::Scalar,
+                    Some(s.key as u32),
+                );
                 Some(At::S(core, s.from))
             }
             SWhat::Work => {
@@ -939,7 +987,14 @@ impl Critical {
                 let d = *self.rec(w.link).filter(|r| r.start != NONE)?;
                 (d.complete == t).then_some(())?;
                 self.waited(sums, w, Wait::BarrierAll, waited);
-                self.seg(sums, d.work_end, d.core, d.pipe(), Cause::Startup, Some(d.op));
+                self.seg(
+                    sums,
+                    d.work_end,
+                    d.core,
+                    d.pipe(),
+                    Cause::Startup,
+                    Some(d.op),
+                );
                 Some(At::WorkEnd(w.link))
             }
             Stall::WaitMacro { .. } | Stall::Drain => None,
@@ -997,7 +1052,10 @@ impl Critical {
     fn sum_up(&self, sums: Sums, total: u64) -> CriticalPath {
         let locate = |k: usize| {
             let part = self.base.partition_point(|&b| b <= k).saturating_sub(1);
-            (part as u32, OpId((k - self.base.get(part).copied().unwrap_or(0)) as u32))
+            (
+                part as u32,
+                OpId((k - self.base.get(part).copied().unwrap_or(0)) as u32),
+            )
         };
         let mut ops: BTreeMap<usize, Vec<(Cause, u64)>> = BTreeMap::new();
         for ((k, cause), c) in sums.ops {
@@ -1015,7 +1073,11 @@ impl Critical {
                 }
             })
             .collect();
-        ops.sort_by(|a, b| b.cycles.cmp(&a.cycles).then((a.part, a.op).cmp(&(b.part, b.op))));
+        ops.sort_by(|a, b| {
+            b.cycles
+                .cmp(&a.cycles)
+                .then((a.part, a.op).cmp(&(b.part, b.op)))
+        });
         let mut waits: Vec<WaitShare> = sums
             .waits
             .into_iter()

@@ -858,7 +858,7 @@ proptest! {
 /// a mode-2 cross_set; every `every` tiles it waits for the vector cores' reverse flag. The
 /// vector cores may also meet at a mode-0 or mode-1 barrier each tile.
 #[derive(Clone, Debug)]
-struct Mixed {
+pub(crate) struct Mixed {
     blocks: u32,
     tiles: u32,
     tm: u32,
@@ -884,7 +884,7 @@ struct Mixed {
     slow: u32,
 }
 
-fn mixed() -> impl Strategy<Value = Mixed> {
+pub(crate) fn mixed() -> impl Strategy<Value = Mixed> {
     (
         (
             1u32..=6,
@@ -935,7 +935,7 @@ fn mixed() -> impl Strategy<Value = Mixed> {
         )
 }
 
-fn render_mixed(m: &Mixed) -> String {
+pub(crate) fn render_mixed(m: &Mixed) -> String {
     let Mixed {
         blocks,
         tiles,
