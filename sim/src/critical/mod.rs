@@ -651,15 +651,16 @@ impl Critical {
             t: total,
             segments: self.keep.then(Vec::new),
         };
-        // the end: the instruction that completed last (the lowest seq of a tie), else the S
-        // that ended last (the lowest core)
+        // the end: the instruction that completed last (of a tie, the lowest core's first: the
+        // order of sequence numbers across cores depends on how the engine interleaved them),
+        // else the S that ended last (the lowest core)
         let last = self
             .recs
             .iter()
             .enumerate()
             .filter(|(_, r)| r.complete != NONE && r.start != NONE && r.complete == total)
-            .map(|(i, _)| i as u64)
-            .next();
+            .min_by_key(|(i, r)| (r.core, *i))
+            .map(|(i, _)| i as u64);
         let mut at = match last {
             Some(seq) => {
                 let r = self.recs[seq as usize];
@@ -869,7 +870,7 @@ impl Critical {
     }
 
     /// A `cross_wait`'s increment (signal `k`): when it arrived and the `cross_set` that came
-    /// last among those that made it (the lowest seq of a tie), if its latency explains it.
+    /// last among those that made it (of a tie, the lowest core's), if its latency explains it.
     fn cross_cond(&self, k: u64) -> Option<(u64, u64)> {
         let sig = self.signals.get(usize::try_from(k).ok()?)?;
         let sets = self
@@ -879,7 +880,10 @@ impl Critical {
             .iter()
             .copied()
             .filter(|&s| self.rec(s).is_some_and(|r| r.start != NONE))
-            .max_by_key(|&s| (self.recs[s as usize].start, std::cmp::Reverse(s)))?;
+            .max_by_key(|&s| {
+                let r = &self.recs[s as usize];
+                (r.start, std::cmp::Reverse((r.core, s)))
+            })?;
         let start = self.recs[set as usize].start;
         (start + self.cross_latency == sig.cycle).then_some((sig.cycle, set))
     }
