@@ -226,3 +226,48 @@ fn a_run_stopped_by_max_instructions_has_a_path_up_to_where_it_stopped() {
     assert!(!d["stopped"].is_null());
     assert_adds_up(&d, "stopped");
 }
+
+#[test]
+fn diff_of_two_programs_compares_their_critical_paths_by_cause() {
+    // both sides run on the spot with the walker: each side's causes add up to its total
+    let d = json_of(
+        "diff",
+        &[
+            "programs/flash_attention.yaml",
+            "programs/flash_attention_serial.yaml",
+        ],
+    );
+    let c = &d["critical_path"];
+    let (a, b): (u64, u64) = c["by_cause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .fold((0, 0), |(a, b), f| {
+            (a + f["a"].as_u64().unwrap(), b + f["b"].as_u64().unwrap())
+        });
+    let serial = doc(&["programs/flash_attention_serial.yaml"]);
+    let shipped = doc(&["programs/flash_attention.yaml"]);
+    assert_eq!(Some(a), shipped["total_cycles"].as_u64());
+    assert_eq!(Some(b), serial["total_cycles"].as_u64());
+    assert_eq!(c["summary"]["b"], serial["critical_path"]["summary"]);
+    // two run documents without --critical-path: not compared, and said so
+    let dir = scratch("critical_diff");
+    let one = dir.join("a.json");
+    let o = npusim(&[
+        "run",
+        GOLDEN[0],
+        GOLDEN[1],
+        GOLDEN[2],
+        "--format",
+        "json",
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = npusim(&["diff", one.to_str().unwrap(), one.to_str().unwrap()]);
+    assert!(
+        stdout(&o).contains("critical path: not compared: a side has none"),
+        "{}",
+        stdout(&o)
+    );
+}
