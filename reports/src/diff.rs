@@ -1496,6 +1496,45 @@ mod tests {
     }
 
     #[test]
+    fn critical_paths_are_compared_by_cause_when_both_sides_have_one() {
+        let path = |work: u64, flag: Option<u64>, summary: &str| {
+            let mut v = doc_json();
+            let mut by_cause = serde_json::Map::new();
+            by_cause.insert("work".into(), json!(work));
+            if let Some(f) = flag {
+                by_cause.insert("flag".into(), json!(f));
+            }
+            v["critical_path"] = json!({"by_cause": by_cause, "summary": summary});
+            read(&v)
+        };
+        let (a, b) = (path(900, Some(100), "paced by: V"), path(1000, None, "paced by: MTE2"));
+        let d = diff(&a, &b);
+        // A's causes first, then B's others; a cause a side lacks counts 0 there
+        let c = d.critical.as_ref().expect("both have a path");
+        assert_eq!(
+            c.by_cause,
+            vec![
+                ("work".to_string(), Figure::new(Some(900), Some(1000))),
+                ("flag".to_string(), Figure::new(Some(100), Some(0))),
+            ]
+        );
+        assert!(!d.same());
+        let (sa, sb) = sides(&a, &b);
+        let text = diff_text(&sa, &sb, &d);
+        assert!(text.contains("A paced by: V\nB paced by: MTE2\n"), "{text}");
+        let j = diff_json(&sa, &sb, &d);
+        assert_eq!(j["critical_path"]["by_cause"][1]["delta"], -100);
+        // one side without a path: not compared, and said so
+        let none = read(&doc_json());
+        assert_eq!(diff(&a, &none).critical, None);
+        // a mistyped cause is named by its pointer
+        let mut bad = doc_json();
+        bad["critical_path"] = json!({"by_cause": {"work": "x"}, "summary": "s"});
+        let e = read_run_document(&bad).unwrap_err();
+        assert!(e.iter().any(|p| p.contains("/critical_path/by_cause/work")), "{e:?}");
+    }
+
+    #[test]
     fn changed_stalls_and_plan_are_reported_with_their_deltas() {
         let va = doc_json();
         let mut vb = va.clone();
@@ -1770,6 +1809,7 @@ mod tests {
                             scopes: vec![("ub".into(), 128)],
                             buffers: bufs,
                         }],
+                        critical: None,
                     }
                 })
         }

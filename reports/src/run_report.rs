@@ -1621,6 +1621,7 @@ mod tests {
                 "best_level",
                 "warnings",
                 "profile",
+                "critical_path",
                 "plan",
                 "launch",
             ]
