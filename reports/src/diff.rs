@@ -585,12 +585,11 @@ impl Diff {
     /// (per op only when both sides have a profile).
     pub fn same_what(&self, total: &str) -> String {
         let op = if self.ops.is_some() { " per op," } else { "" };
-        let path = if self.critical.is_some() {
-            ", and critical path"
+        if self.critical.is_some() {
+            format!("{total}, per core type, per pipe and cause,{op} plan and critical path")
         } else {
-            ""
-        };
-        format!("{total}, per core type, per pipe and cause,{op} and plan{path}")
+            format!("{total}, per core type, per pipe and cause,{op} and plan")
+        }
     }
 
     /// Nothing the two documents both hold differs.
