@@ -94,13 +94,15 @@ fn by_type(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Vec<(String, 
     out
 }
 
-/// The wait the summary names: the cross-core wait the path ran through longest, if it ran
-/// through any (what paces a launch's cores against each other), else the longest wait.
+/// The wait the summary names: the longest wait the path ran through, or the longest
+/// cross-core wait when it waited at least half as long (what couples a launch's cores sets
+/// their pace, and a wait on the same core around it waits for it too).
 pub fn pace_setter(path: &CriticalPath) -> Option<&WaitShare> {
-    path.waits
-        .iter()
-        .find(|w| w.wait == Wait::Cross)
-        .or(path.waits.first())
+    let top = path.waits.first()?;
+    match path.waits.iter().find(|w| w.wait == Wait::Cross) {
+        Some(c) if c.cycles.saturating_mul(2) >= top.cycles => Some(c),
+        _ => Some(top),
+    }
 }
 
 /// The one-line summary: the pipe (and, in a launch, the core type) with the most cycles on

@@ -370,15 +370,6 @@ impl Critical {
         self
     }
 
-    /// The bytes this walker holds now (its records and spans), for the memory budget.
-    pub fn bytes(&self) -> u64 {
-        let spans: usize = self.s_spans.iter().map(|v| v.capacity()).sum();
-        (self.recs.capacity() * std::mem::size_of::<Rec>()
-            + spans * std::mem::size_of::<SSpan>()
-            + self.signal_sets.capacity() * 8
-            + self.signals.capacity() * std::mem::size_of::<Signal>()) as u64
-    }
-
     fn part(&self, core: u32) -> u32 {
         self.part_of.get(core as usize).copied().unwrap_or(0)
     }
