@@ -1506,7 +1506,10 @@ mod tests {
             v["critical_path"] = json!({"by_cause": by_cause, "summary": summary});
             read(&v)
         };
-        let (a, b) = (path(900, Some(100), "paced by: V"), path(1000, None, "paced by: MTE2"));
+        let (a, b) = (
+            path(900, Some(100), "paced by: V"),
+            path(1000, None, "paced by: MTE2"),
+        );
         let d = diff(&a, &b);
         // A's causes first, then B's others; a cause a side lacks counts 0 there
         let c = d.critical.as_ref().expect("both have a path");
@@ -1530,7 +1533,10 @@ mod tests {
         let mut bad = doc_json();
         bad["critical_path"] = json!({"by_cause": {"work": "x"}, "summary": "s"});
         let e = read_run_document(&bad).unwrap_err();
-        assert!(e.iter().any(|p| p.contains("/critical_path/by_cause/work")), "{e:?}");
+        assert!(
+            e.iter().any(|p| p.contains("/critical_path/by_cause/work")),
+            "{e:?}"
+        );
     }
 
     #[test]

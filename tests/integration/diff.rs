@@ -67,7 +67,10 @@ fn a_program_against_itself_is_no_change() {
     // two programs' paths are compared: the same path, cause by cause
     let causes = v["critical_path"]["by_cause"].as_array().unwrap();
     assert!(!causes.is_empty());
-    assert!(causes.iter().all(|c| c["delta"] == 0 && c["a"] == c["b"]), "{causes:?}");
+    assert!(
+        causes.iter().all(|c| c["delta"] == 0 && c["a"] == c["b"]),
+        "{causes:?}"
+    );
 }
 
 #[test]
@@ -107,8 +110,18 @@ fn without_sources(mut v: Value) -> Value {
 fn documents_diff_as_the_runs_made_on_the_spot() {
     let dir = scratch("diff/documents");
     // a program side runs with --profile's and --critical-path's observers
-    let a = document(&dir, "a.json", REUSE, &["--level", "2", "--profile", "--critical-path"]);
-    let b = document(&dir, "b.json", REUSE, &["--level", "0", "--profile", "--critical-path"]);
+    let a = document(
+        &dir,
+        "a.json",
+        REUSE,
+        &["--level", "2", "--profile", "--critical-path"],
+    );
+    let b = document(
+        &dir,
+        "b.json",
+        REUSE,
+        &["--level", "0", "--profile", "--critical-path"],
+    );
     let from_files = npusim(&["diff", &a, &b, "--format", "json"]);
     assert_eq!(from_files.status.code(), Some(0), "{}", stderr(&from_files));
     let spot = npusim(&[

@@ -21,7 +21,8 @@
 //! `[0, total]`: their cycles add up to the run's total (tested, and checked by
 //! [`CriticalPath::tiles`]).
 //!
-//! Memory: 72 bytes per dynamic instruction and 32 per span of S (an issue, a loop, a stall),
+//! Memory: 80 bytes per dynamic instruction (its record, and its place among its core's sends)
+//! and 32 per span of S but its sends (a loop, a branch, a stall, S's own op),
 //! both bounded by the run's `max_instructions`; nothing per cycle.
 
 #[cfg(test)]
@@ -78,7 +79,8 @@ struct Rec {
     pipe: u8,
 }
 
-/// A span of S (an issue, a loop, a branch, S's own work, a stall): 32 bytes.
+/// A span of S (a loop, a branch, S's own work, a stall; its sends are the instructions'
+/// records): 32 bytes.
 #[derive(Clone, Copy, Debug)]
 struct SSpan {
     from: u64,
@@ -90,7 +92,6 @@ struct SSpan {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SWhat {
-    Issue,
     /// loop, branch: `key` is an op id
     Control,
     /// S's own work (`scalar`, `sload`, ...)
@@ -295,8 +296,11 @@ pub struct Critical {
     /// Per core, the MTE1 part of the `mmad_l1` sent last.
     last_macro: Vec<u64>,
     recs: Vec<Rec>,
-    /// Per core, S's spans in time order.
+    /// Per core, S's spans in time order, but its sends.
     s_spans: Vec<Vec<SSpan>>,
+    /// Per core, the instructions S sent to a pipe, in order (their sends are S's spans
+    /// `[issue, issue + issue_cycles)`).
+    sent: Vec<Vec<u64>>,
     /// Per core and pipe, the last instruction sent.
     last_on_pipe: Vec<[u64; 7]>,
     /// Per core and pipe, the started instruction with the latest completion.
@@ -353,6 +357,7 @@ impl Critical {
             last_macro: vec![NONE; cores],
             recs: Vec::new(),
             s_spans: vec![Vec::new(); cores],
+            sent: vec![Vec::new(); cores],
             last_on_pipe: vec![[NONE; 7]; cores],
             latest_on_pipe: vec![[NONE; 7]; cores],
             latest_on_core: vec![NONE; cores],
@@ -407,6 +412,7 @@ impl Critical {
         let c = core as usize;
         if c >= self.s_spans.len() {
             self.s_spans.resize(c + 1, Vec::new());
+            self.sent.resize(c + 1, Vec::new());
             self.last_on_pipe.resize(c + 1, [NONE; 7]);
             self.latest_on_pipe.resize(c + 1, [NONE; 7]);
             self.latest_on_core.resize(c + 1, NONE);
@@ -439,6 +445,9 @@ impl Observer for Critical {
         let p = issue.pipe.index();
         let prev = self.last_on_pipe[c][p];
         self.last_on_pipe[c][p] = issue.seq;
+        if issue.pipe != Pipe::S {
+            self.sent[c].push(issue.seq);
+        }
         let mut link = match self.early.take() {
             Some((seq, link)) if seq == issue.seq => link,
             _ => NONE,
@@ -526,7 +535,8 @@ impl Observer for Critical {
                 }
                 SWhat::Work
             }
-            Activity::Issue => SWhat::Issue,
+            // a send is its instruction's record (`sent`)
+            Activity::Issue => return,
             Activity::Loop | Activity::Branch => SWhat::Control,
             Activity::Stall(s) => SWhat::Stall(s),
         };
@@ -667,9 +677,12 @@ impl Critical {
             }
             None => (0..cores as u32)
                 .find(|&c| {
-                    self.s_spans[c as usize]
+                    let span = self.s_spans[c as usize].last().map_or(0, |s| s.to);
+                    let send = self.sent[c as usize]
                         .last()
-                        .is_some_and(|s| s.to == total)
+                        .and_then(|&q| self.rec(q))
+                        .map_or(0, |r| r.issue + self.issue_cycles);
+                    span.max(send) == total
                 })
                 .map(|c| At::S(c, total)),
         };
@@ -887,22 +900,39 @@ impl Critical {
         while i > 0 && spans[i - 1].from == spans[i - 1].to {
             i -= 1;
         }
-        if i == 0 {
-            self.seg(sums, 0, core, Pipe::S, Cause::Unexplained, None);
-            return None;
-        }
-        let s = spans[i - 1];
+        let span = i.checked_sub(1).map(|k| spans[k]);
+        // the last send that ends by t (sends of no cycles are no span)
+        let sent = self.sent.get(core as usize)?;
+        let join = |seq: u64| self.rec(seq).map_or(0, |r| r.issue) + self.issue_cycles;
+        let k = sent.partition_point(|&q| join(q) <= t);
+        let send = k
+            .checked_sub(1)
+            .map(|k| sent[k])
+            .filter(|_| self.issue_cycles > 0);
+        let s = match (span, send) {
+            (None, None) => {
+                self.seg(sums, 0, core, Pipe::S, Cause::Unexplained, None);
+                return None;
+            }
+            // S does one thing at a time: of a send and a span, the later one ends here
+            (Some(s), Some(q)) if s.to > join(q) => s,
+            (_, Some(q)) => {
+                let r = *self.rec(q)?;
+                let (from, to) = (r.issue, join(q));
+                if to < t {
+                    self.seg(sums, to, core, Pipe::S, Cause::Unexplained, None);
+                }
+                self.seg(sums, from, core, Pipe::S, Cause::Issue, Some(r.op));
+                return Some(At::S(core, from));
+            }
+            (Some(s), None) => s,
+        };
         if s.to < t {
             // S did nothing here that it reported: not a rule of the timing model
             self.seg(sums, s.to, core, Pipe::S, Cause::Unexplained, None);
         }
         let t = sums.t;
         match s.what {
-            SWhat::Issue => {
-                let op = self.rec(s.key).map(|r| r.op);
-                self.seg(sums, s.from, core, Pipe::S, Cause::Issue, op);
-                Some(At::S(core, s.from))
-            }
             SWhat::Control => {
                 self.seg(
                     sums,
