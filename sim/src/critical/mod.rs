@@ -21,7 +21,7 @@
 //! `[0, total]`: their cycles add up to the run's total (tested, and checked by
 //! [`CriticalPath::tiles`]).
 //!
-//! Memory: 80 bytes per dynamic instruction (its record, and its place among its core's sends)
+//! Memory: 72 bytes per dynamic instruction (its 64-byte record, and its place among its core's sends)
 //! and 32 per span of S but its sends (a loop, a branch, a stall, S's own op),
 //! both bounded by the run's `max_instructions`; nothing per cycle.
 
@@ -54,7 +54,7 @@ enum Class {
     Macro,
 }
 
-/// One dynamic instruction: 72 bytes.
+/// One dynamic instruction: 64 bytes (a test checks).
 #[derive(Clone, Copy, Debug)]
 struct Rec {
     /// The cycle S sent it (or, for S's own ops, executed it).

@@ -291,3 +291,10 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_record_is_64_bytes_and_a_span_32() {
+    // the walker's memory per dynamic instruction (docs/critical-path.md, "Cost")
+    assert_eq!(std::mem::size_of::<Rec>(), 64);
+    assert_eq!(std::mem::size_of::<SSpan>(), 32);
+}
