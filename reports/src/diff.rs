@@ -33,9 +33,18 @@ pub struct RunDoc {
     pub profile: Option<Vec<OpDoc>>,
     /// The plan of every part (a mixed kernel's, from `launch.parts`; else the one `plan`).
     pub plans: Vec<PlanDoc>,
-    /// The critical path's cycles by cause, in the document's order, and its summary line;
-    /// `None` when the run had no `--critical-path` (or the document is older than it).
-    pub critical: Option<(Vec<(String, u64)>, String)>,
+    /// The critical path; `None` when the run had no `--critical-path` (or the document is
+    /// older than it). Boxed: most documents have none.
+    pub critical: Option<Box<CriticalDoc>>,
+}
+
+/// A run document's critical path, as a diff reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CriticalDoc {
+    /// Its cycles by cause, in the document's order.
+    pub by_cause: Vec<(String, u64)>,
+    /// Its `paced by` line.
+    pub summary: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,7 +219,10 @@ pub fn read_run_document(v: &Value) -> Result<RunDoc, Vec<String>> {
                     .collect(),
                 None => Vec::new(),
             };
-            Some((by_cause, r.string(c, "/critical_path", "summary")))
+            Some(Box::new(CriticalDoc {
+                by_cause,
+                summary: r.string(c, "/critical_path", "summary"),
+            }))
         }
     };
     let mut plans = Vec::new();
@@ -562,7 +574,8 @@ pub struct CriticalChange {
 
 /// The critical paths' change, when both sides have one.
 fn diff_critical(a: &RunDoc, b: &RunDoc) -> Option<CriticalChange> {
-    let ((ca, sa), (cb, sb)) = (a.critical.as_ref()?, b.critical.as_ref()?);
+    let (a, b) = (a.critical.as_ref()?, b.critical.as_ref()?);
+    let (ca, sa, cb, sb) = (&a.by_cause, &a.summary, &b.by_cause, &b.summary);
     let mut causes: Vec<&String> = ca.iter().map(|c| &c.0).collect();
     for (c, _) in cb {
         if !causes.contains(&c) {

@@ -92,8 +92,8 @@ pub use compare::{
 pub use critical::{critical_html, critical_json, critical_summary, critical_text, pace_setter};
 pub use diff::{
     diff, diff_json, diff_text, read_run_document, BufferChange, BufferDoc, BufferState, CoreDoc,
-    CriticalChange, Diff, DiffSide, Figure, OpChange, OpDoc, OpFigures, PipeChange, PipeDoc,
-    PlanDoc, RunDoc, Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
+    CriticalChange, CriticalDoc, Diff, DiffSide, Figure, OpChange, OpDoc, OpFigures, PipeChange,
+    PipeDoc, PlanDoc, RunDoc, Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
 };
 pub use explain::plan_explain;
 pub use html::{

@@ -25,8 +25,11 @@
 //! and 32 per span of S but its sends (a loop, a branch, a stall, S's own op),
 //! both bounded by the run's `max_instructions`; nothing per cycle.
 
+mod pages;
 #[cfg(test)]
 mod tests;
+
+use pages::Pages;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -295,7 +298,7 @@ pub struct Critical {
     stage_startup: u64,
     /// Per core, the MTE1 part of the `mmad_l1` sent last.
     last_macro: Vec<u64>,
-    recs: Vec<Rec>,
+    recs: Pages<Rec>,
     /// Per core, S's spans in time order, but its sends.
     s_spans: Vec<Vec<SSpan>>,
     /// Per core, the instructions S sent to a pipe, in order (their sends are S's spans
@@ -355,7 +358,18 @@ impl Critical {
                 .max()
                 .unwrap_or(0),
             last_macro: vec![NONE; cores],
-            recs: Vec::new(),
+            recs: Pages::new(Rec {
+                issue: 0,
+                start: NONE,
+                work_end: 0,
+                complete: NONE,
+                prev: NONE,
+                link: NONE,
+                core: u32::MAX,
+                op: 0,
+                busy: 0,
+                pipe: 0,
+            }),
             s_spans: vec![Vec::new(); cores],
             sent: vec![Vec::new(); cores],
             last_on_pipe: vec![[NONE; 7]; cores],
@@ -480,8 +494,8 @@ impl Observer for Critical {
                 },
             );
             self.recs.push(rec);
-        } else {
-            self.recs[i] = rec;
+        } else if let Some(r) = self.recs.get_mut(i) {
+            *r = rec;
         }
     }
 
@@ -497,7 +511,7 @@ impl Observer for Critical {
             Class::BarrierAll => self.latest_on_core[c],
             _ => r.link,
         };
-        let later = |k: u64, recs: &[Rec]| {
+        let later = |k: u64, recs: &Pages<Rec>| {
             k == NONE || recs.get(k as usize).is_none_or(|o| complete > o.complete)
         };
         if later(self.latest_on_pipe[c][p], &self.recs) {
@@ -636,7 +650,7 @@ impl Critical {
                 v.sort_by_key(|s| (s.to, s.from));
             }
         }
-        for r in &mut self.recs {
+        for r in self.recs.iter_mut() {
             if r.work_end < r.start || r.start == NONE {
                 r.work_end = r.start;
             }
