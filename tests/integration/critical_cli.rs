@@ -188,6 +188,18 @@ fn flash_attention_is_paced_by_the_wait_for_o_only_in_the_naive_order() {
     let (line, _) = top_cross_wait(&e);
     assert_ne!(line, deferred_read, "{}", e["critical_path"]["summary"]);
     assert!(e["total_cycles"].as_u64().unwrap() < total);
+    // and the summary names another wait than the read of O
+    let shipped_summary = e["critical_path"]["summary"].as_str().unwrap();
+    assert!(
+        !shipped_summary.contains(&format!("flash_attention.yaml:{deferred_read}:")),
+        "{shipped_summary}"
+    );
+    // a launch's text section has the path by core, named as the report names cores
+    let o = npusim(&["run", serial, "--critical-path"]);
+    let text = stdout(&o);
+    let at = text.find("critical path: ").unwrap();
+    assert!(text[at..].contains("\n  by core "), "{text}");
+    assert!(text[at..].contains("\n  block 0 aiv 0 "), "{text}");
 }
 
 #[test]
