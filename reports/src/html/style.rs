@@ -488,6 +488,7 @@ pub(super) const SCRIPT: &str = r##"(function () {
         if (pct > 97) { break; }
         var lab = document.createElement("span");
         lab.style.left = pct.toFixed(2) + "%";
+        if (pct < 3) { lab.style.transform = "none"; }
         lab.textContent = t.toLocaleString("en-US");
         axis.appendChild(lab);
       }
