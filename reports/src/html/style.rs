@@ -189,7 +189,7 @@ dd{margin:0;font-weight:600}
 table.summary{border-collapse:collapse;margin:6px 0}
 table.summary th,table.summary td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:right;white-space:nowrap}
 table.summary th:first-child,table.summary td:first-child{text-align:left}
-table.summary td.text{text-align:left;white-space:normal}
+table.summary td.text,table.summary th.text{text-align:left;white-space:normal}
 ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 16px;padding:0;margin:6px 0 10px;font-size:13px}
 ul.legend li{display:flex;align-items:center;gap:5px;cursor:help}
 .sw{display:inline-block;width:14px;height:14px;border:1px solid rgba(0,0,0,.25);border-radius:2px}
@@ -332,7 +332,7 @@ pub(super) const SCRIPT: &str = r##"(function () {
     var stick = canvas.parentNode, plot = stick.parentNode;
     var axis = document.getElementById("tl-axis"), tip = document.getElementById("tl-tip");
     var status = document.getElementById("tl-status");
-    var S = d.spans, A = d.arrows, nl = d.lanes.length, n = S.length / 5;
+    var A = d.arrows, nl = d.lanes.length, R = d.spans, n = R.length / 4;
     var span0 = Math.max(1, d.to - d.from);
     var cutRel = d.cut === null ? span0 : d.cut - d.from;
     // the page's own checks: what the Rust side announced is what the data holds
@@ -341,19 +341,24 @@ pub(super) const SCRIPT: &str = r##"(function () {
     }
     check("lane groups", tlv.querySelectorAll(".lane-group").length, tlv.getAttribute("data-groups"));
     check("lanes", tlv.querySelectorAll(".lane").length, nl);
+    check("lane counts", d.counts.length, nl);
     check("spans", n, tlv.getAttribute("data-spans"));
     check("arrows", A.length / 4, tlv.getAttribute("data-arrows"));
-    // per lane, its spans' index range (the spans are sorted by lane, then start)
-    var lo = new Array(nl + 1), i, lane = 0;
-    lo[0] = 0;
-    for (i = 0; i < n; i++) {
-      if (S[5 * i] < lane) { throw new Error("timeline: spans out of order at " + i); }
-      while (lane < S[5 * i]) { lane++; lo[lane] = i; }
-      if (i > 0 && S[5 * i] === S[5 * i - 5] && S[5 * i + 1] < S[5 * i - 4] + S[5 * i - 3]) {
-        throw new Error("timeline: overlapping spans at " + i);
+    // the spans as lane, start, cycles, kind, op (each written as its gap after the previous
+    // span of its lane); lo[lane]: its first span, in start order
+    var S = new Array(5 * n), lo = new Array(nl + 1), i = 0, lane;
+    for (lane = 0; lane < nl; lane++) {
+      lo[lane] = i;
+      for (var j = 0, end = 0; j < d.counts[lane]; j++, i++) {
+        if (i >= n) { throw new Error("timeline: the lane counts exceed the spans"); }
+        if (R[4 * i] < 0 || R[4 * i + 1] <= 0) { throw new Error("timeline: overlapping or empty span at " + i); }
+        S[5 * i] = lane; S[5 * i + 1] = end + R[4 * i]; S[5 * i + 2] = R[4 * i + 1];
+        S[5 * i + 3] = R[4 * i + 2]; S[5 * i + 4] = R[4 * i + 3];
+        end = S[5 * i + 1] + S[5 * i + 2];
       }
     }
-    while (lane < nl) { lane++; lo[lane] = n; }
+    lo[nl] = i;
+    check("spans in the lane counts", i, n);
     // the first span of `lane` ending after t, and the first starting at or after t
     function endsAfter(lane, t) {
       var a = lo[lane], b = lo[lane + 1];

@@ -108,7 +108,8 @@ fn tl_data(page: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("the timeline's data is JSON")
 }
 
-/// The spans of the data as (lane name, from, cycles, what, op).
+/// The spans of the data as (lane name, from, cycles, what, op): per lane (`counts`), each
+/// span's gap after the previous one of its lane, its cycles, kind and op.
 fn tl_spans(d: &serde_json::Value) -> Vec<(String, u64, u64, String, String)> {
     let s: Vec<u64> = d["spans"]
         .as_array()
@@ -116,17 +117,25 @@ fn tl_spans(d: &serde_json::Value) -> Vec<(String, u64, u64, String, String)> {
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect();
-    s.chunks(5)
-        .map(|r| {
-            (
-                d["lanes"][r[0] as usize][0].as_str().unwrap().to_string(),
+    let mut rows = s.chunks(4);
+    let mut out = Vec::new();
+    for (lane, count) in d["counts"].as_array().unwrap().iter().enumerate() {
+        let mut end = 0;
+        for _ in 0..count.as_u64().unwrap() {
+            let r = rows.next().unwrap();
+            let from = end + r[0];
+            end = from + r[1];
+            out.push((
+                d["lanes"][lane][0].as_str().unwrap().to_string(),
+                from,
                 r[1],
-                r[2],
-                d["kinds"][r[3] as usize][1].as_str().unwrap().to_string(),
-                d["ops"][r[4] as usize][0].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+                d["kinds"][r[2] as usize][1].as_str().unwrap().to_string(),
+                d["ops"][r[3] as usize][0].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    assert!(rows.next().is_none(), "spans past the lane counts");
+    out
 }
 
 #[test]
@@ -175,8 +184,9 @@ fn a_timeline_past_its_budget_summarises_the_rest_per_column() {
         });
     }
     let page = run_page(&program_db(), &plan_db(), Some(&t));
-    assert!(page.contains("<b>Summarised:</b> the window had 3 spans; the page keeps the first 2"));
-    assert!(page.contains("cover cycles 0 to 20 completely"));
+    assert!(page.contains(
+        "<b>Summarised:</b> the window had 3 spans; the page draws the 2 that start before cycle 20 one by one (0 to 20 is complete)"
+    ));
     let d = tl_data(&page);
     assert_eq!(d["cut"], 20);
     // the spans before the cut, MTE2's clipped to it
@@ -334,4 +344,53 @@ fn the_policy_allows_exactly_the_pages_own_script() {
         )
     );
     assert!(!policy.contains("script-src 'unsafe-inline'"));
+}
+
+#[test]
+fn a_page_past_its_byte_budget_draws_fewer_spans_and_summarises_the_rest() {
+    // every span kept by the timeline (no span budget), far more than the page's data may
+    // hold: V busy 5 cycles of every 10
+    let mut t = Timeline::new(usize::MAX);
+    let n = 600_000u64;
+    for i in 0..n {
+        t.on_span(&Span {
+            core: 0,
+            pipe: Pipe::V,
+            from: 10 * i,
+            to: 10 * i + 5,
+            op: OpId::new(3),
+            seq: Some(i),
+            what: Activity::Work,
+        });
+    }
+    assert_eq!(t.cut(), None);
+    let page = run_page(&program_db(), &plan_db(), Some(&t));
+    let data = page
+        .split("<pre id=\"tl-data\" hidden>")
+        .nth(1)
+        .unwrap()
+        .split("</pre>")
+        .next()
+        .unwrap();
+    assert!(data.len() <= 4_000_000, "{} bytes", data.len());
+    let d = tl_data(&page);
+    let cut = d["cut"].as_u64().expect("the page cut the spans");
+    let spans = tl_spans(&d);
+    // the spans drawn are exactly those that start before the cut
+    assert_eq!(spans.len() as u64, cut.div_ceil(10));
+    assert!(spans.len() as u64 >= n / 8, "{} spans", spans.len());
+    // past the cut, V's columns are half busy (31 or 32 of 63), never stalled
+    let k = d["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|l| l[0] == "V")
+        .unwrap();
+    let cols = d["summary"]["lanes"][k].as_str().unwrap().as_bytes();
+    let w = d["summary"]["width"].as_u64().unwrap();
+    assert!(w >= 10 && (cols.len() as u64 / 2) * w >= 10 * n - cut);
+    // the first column (the cut's) and the last (the run's end) may be partial
+    for c in cols.chunks(2).skip(1).take(cols.len() / 2 - 2) {
+        assert!(matches!(c, b"V0" | b"W0"), "{}", String::from_utf8_lossy(c));
+    }
 }

@@ -490,6 +490,271 @@ struct Shown {
     pipes: Vec<Pipe>,
 }
 
+/// The most bytes of the timeline's data on the page: past it, fewer spans are drawn one by one
+/// (the cut moves earlier) and the rest is summarised, so the page stays under 5 MB.
+const DATA_BUDGET: usize = 4_000_000;
+
+/// The most characters of an op's text in the page's data (its tooltip).
+const OP_TEXT: usize = 200;
+
+/// The page's view of a timeline: the shown cores' lanes and the window's cycles.
+struct PageView<'a> {
+    tl: &'a Timeline,
+    parts: &'a [&'a Program],
+    slots: Vec<sim::launch::Slot>,
+    shown: Vec<Shown>,
+    /// (core, pipe) → the page's lane.
+    page_lane: HashMap<(usize, Pipe), usize>,
+    lanes: Vec<Pipe>,
+    from: u64,
+    to: u64,
+}
+
+/// The data of the page's timeline and what it holds.
+struct Built {
+    data: String,
+    spans: usize,
+    arrows: usize,
+    /// Where the drawn spans end and the summary starts.
+    cut: Option<u64>,
+    /// The summary's columns per lane and their width in cycles.
+    columns: usize,
+    width: u64,
+}
+
+impl PageView<'_> {
+    /// The data with at most `keep` spans drawn one by one: when the window has more (kept by
+    /// the timeline), the cut moves to the start of the first span past `keep` in start order,
+    /// and the rest is summarised.
+    fn build(&self, keep: usize) -> Built {
+        let tl = self.tl;
+        let (from, to) = (self.from, self.to);
+        let window: Vec<(usize, Span)> = tl
+            .window()
+            .filter_map(|s| {
+                self.page_lane
+                    .get(&(s.core as usize, s.pipe))
+                    .map(|&l| (l, s))
+            })
+            .collect();
+        let mut cut = tl.cut().map(|c| c.max(from));
+        if window.len() > keep {
+            let mut starts: Vec<u64> = window.iter().map(|(_, s)| s.from).collect();
+            starts.sort_unstable();
+            let c = starts[keep];
+            cut = Some(cut.map_or(c, |x| x.min(c)));
+        }
+        let end = cut.unwrap_or(u64::MAX);
+
+        // kinds (a span's colour and what it did) and ops, numbered as they first appear
+        let mut kinds: Vec<(&'static str, String)> = Vec::new();
+        let mut kind_ix: HashMap<(&'static str, String), usize> = HashMap::new();
+        let mut ops: Vec<(&'static str, String)> = Vec::new();
+        let mut op_ix: HashMap<(usize, u32), usize> = HashMap::new();
+        let mut rows: Vec<(usize, u64, u64, usize, usize)> = Vec::new();
+        for (lane, s) in window.iter().filter(|(_, s)| s.from < end) {
+            let part = self
+                .slots
+                .get(s.core as usize)
+                .map_or(0, |x| x.part as usize);
+            let program = self.parts.get(part).copied().unwrap_or(self.parts[0]);
+            let kind = match s.what {
+                Activity::Stall(st) => Kind::of_stall(st),
+                _ => Kind::Busy(s.pipe),
+            };
+            let what = match s.what {
+                Activity::Work => "busy".to_string(),
+                Activity::Issue => {
+                    let to = program
+                        .ops
+                        .get(s.op.index())
+                        .and_then(|o| o.pipe)
+                        .map_or(String::new(), |p| format!(" to {p}"));
+                    format!("busy sending{to}")
+                }
+                Activity::Loop => "busy starting a loop iteration".into(),
+                Activity::Branch => "busy evaluating an if".into(),
+                Activity::Stall(st) => st.to_string(),
+            };
+            let key = (kind.colour(), what);
+            let k = *kind_ix.entry(key.clone()).or_insert_with(|| {
+                kinds.push(key);
+                kinds.len() - 1
+            });
+            let o = *op_ix.entry((part, s.op.index() as u32)).or_insert_with(|| {
+                let short = program
+                    .ops
+                    .get(s.op.index())
+                    .map_or("?", |op| op.kind.name());
+                let mut full = crate::op_ref(program, s.op);
+                if full.chars().count() > OP_TEXT {
+                    full = full.chars().take(OP_TEXT).collect::<String>() + "…";
+                }
+                ops.push((short, full));
+                ops.len() - 1
+            });
+            rows.push((*lane, s.from, s.to.min(end), k, o));
+        }
+        rows.sort_unstable();
+
+        let mut data = String::with_capacity(rows.len() * 16 + 4096);
+        let _ = write!(
+            data,
+            "{{\"from\":{from},\"to\":{to},\"cut\":{},\"lanes\":[",
+            cut.map_or("null".to_string(), |c| c.to_string())
+        );
+        for (i, p) in self.lanes.iter().enumerate() {
+            let _ = write!(
+                data,
+                "{}[\"{}\",\"{}\"]",
+                if i > 0 { "," } else { "" },
+                p,
+                Kind::Busy(*p).colour()
+            );
+        }
+        data.push_str("],\"kinds\":[");
+        for (i, (colour, what)) in kinds.iter().enumerate() {
+            let _ = write!(
+                data,
+                "{}[\"{colour}\",{}]",
+                if i > 0 { "," } else { "" },
+                json_str(what)
+            );
+        }
+        data.push_str("],\"ops\":[");
+        for (i, (short, full)) in ops.iter().enumerate() {
+            let _ = write!(
+                data,
+                "{}[{},{}]",
+                if i > 0 { "," } else { "" },
+                json_str(short),
+                json_str(full)
+            );
+        }
+        // per lane, how many spans; then the spans by lane and start, each as its gap after
+        // the previous span of its lane (the first: after the window's start), its cycles,
+        // kind and op: small numbers, so a span costs about 15 bytes
+        data.push_str("],\"counts\":[");
+        let mut counts = vec![0usize; self.lanes.len()];
+        for r in &rows {
+            counts[r.0] += 1;
+        }
+        for (i, c) in counts.iter().enumerate() {
+            let _ = write!(data, "{}{c}", if i > 0 { "," } else { "" });
+        }
+        data.push_str("],\"spans\":[");
+        let mut prev = (usize::MAX, 0u64);
+        for (i, (lane, f, t, k, o)) in rows.iter().enumerate() {
+            let after = if prev.0 == *lane { prev.1 } else { from };
+            let _ = write!(
+                data,
+                "{}{},{},{k},{o}",
+                if i > 0 { "," } else { "" },
+                *f as i128 - after as i128,
+                t - f
+            );
+            prev = (*lane, *t);
+        }
+        data.push_str("],\"arrows\":[");
+        let mut arrows = 0usize;
+        for a in tl.arrows() {
+            let (Some(&l0), Some(&l1)) = (
+                self.page_lane.get(&(a.set_core as usize, a.set_pipe)),
+                self.page_lane.get(&(a.wait_core as usize, a.wait_pipe)),
+            ) else {
+                continue;
+            };
+            let _ = write!(
+                data,
+                "{}{l0},{},{l1},{}",
+                if arrows > 0 { "," } else { "" },
+                a.set_cycle as i128 - from as i128,
+                a.wait_cycle - from
+            );
+            arrows += 1;
+        }
+        data.push(']');
+        // the summary of [cut, to): per lane, the columns from the one holding the cut
+        let (mut columns, mut width) = (0usize, 0u64);
+        if let Some(cut) = cut {
+            // every span of the window is in the timeline's columns once it dropped one; when
+            // it kept them all, they are added up here
+            let made;
+            let cols = match &tl.columns {
+                Some(c) => c,
+                None => {
+                    let mut c = Columns::new(tl.lanes);
+                    for s in &tl.spans {
+                        if let Some(l) = tl.lane(s.core, s.pipe) {
+                            c.add(l, s.from - tl.spec.from, s.to - tl.spec.from, stalled(s));
+                        }
+                    }
+                    made = c;
+                    &made
+                }
+            };
+            let w = cols.width;
+            let first = (cut - tl.spec.from) / w;
+            let last = (to - tl.spec.from)
+                .div_ceil(w)
+                .min(cols.per_lane as u64)
+                .max(first);
+            // cycles of the column holding the cut that are drawn one by one
+            let c0 = tl.spec.from + first * w;
+            let mut before: HashMap<usize, [u64; 2]> = HashMap::new();
+            for s in tl.window().filter(|s| s.from < cut && s.to.min(cut) > c0) {
+                if let Some(l) = tl.lane(s.core, s.pipe) {
+                    before.entry(l).or_default()[stalled(&s)] += s.to.min(cut) - s.from.max(c0);
+                }
+            }
+            let _ = write!(
+                data,
+                ",\"summary\":{{\"width\":{w},\"first\":{},\"lanes\":[",
+                c0 as i128 - from as i128
+            );
+            let page_lanes = self
+                .shown
+                .iter()
+                .flat_map(|s| s.pipes.iter().map(move |p| (s.core, *p)));
+            for (i, (core, pipe)) in page_lanes.enumerate() {
+                data.push_str(if i > 0 { ",\"" } else { "\"" });
+                let internal = tl.lane(core as u32, pipe);
+                for c in first..last {
+                    let (b, st) = match internal {
+                        Some(l) => {
+                            let mut cell = cols.cells[l * cols.per_lane + c as usize];
+                            let start = tl.spec.from + c * w;
+                            if c == first {
+                                let e = before.get(&l).copied().unwrap_or_default();
+                                cell[0] = cell[0].saturating_sub(e[0]);
+                                cell[1] = cell[1].saturating_sub(e[1]);
+                            }
+                            let len = (start + w).min(to).saturating_sub(start.max(cut));
+                            shares(cell[0], cell[1], len)
+                        }
+                        None => (0, 0),
+                    };
+                    data.push(DIGITS[b] as char);
+                    data.push(DIGITS[st] as char);
+                }
+                data.push('"');
+            }
+            data.push_str("]}");
+            columns = (last - first) as usize;
+            width = w;
+        }
+        data.push('}');
+        Built {
+            data,
+            spans: rows.len(),
+            arrows,
+            cut,
+            columns,
+            width,
+        }
+    }
+}
+
 /// The timeline section's body: the controls, the lane groups, the canvas the script draws on
 /// and the data it draws (`<pre id="tl-data">`, JSON), or a note when nothing was collected.
 /// `parts` are the kernel's programs in launch order (the ops the spans name).
@@ -503,7 +768,6 @@ pub(super) fn timeline_html(
         return "<p class=\"note\">Not collected for this report.</p>\n".into();
     };
     let total = result.total_cycles;
-    let slots = sim::launch::slots(parts, config);
     let one = result.cores.len() == 1;
     let shown: Vec<Shown> = result
         .cores
@@ -523,189 +787,34 @@ pub(super) fn timeline_html(
                 .collect(),
         })
         .collect();
-    let from = tl.spec.from.min(total);
-    let to = tl.spec.to.min(total.max(tl.end)).max(from + 1);
-    // the page's lanes: per shown core, its pipes; the spans' (core, pipe) → lane
-    let mut page_lane: HashMap<(usize, Pipe), usize> = HashMap::new();
-    let mut lane_names = Vec::new();
+    let mut page_lane = HashMap::new();
+    let mut lanes = Vec::new();
     for s in &shown {
         for &p in &s.pipes {
-            page_lane.insert((s.core, p), lane_names.len());
-            lane_names.push(p);
+            page_lane.insert((s.core, p), lanes.len());
+            lanes.push(p);
         }
     }
-    let cut = tl.cut().map(|c| c.max(from));
-
-    // kinds (a span's colour and what it did) and ops, numbered as they first appear
-    let mut kinds: Vec<(String, String)> = Vec::new();
-    let mut kind_ix: HashMap<(String, String), usize> = HashMap::new();
-    let mut ops: Vec<(String, String)> = Vec::new();
-    let mut op_ix: HashMap<(usize, u32), usize> = HashMap::new();
-    let part_of = |core: u32| slots.get(core as usize).map_or(0, |s| s.part as usize);
-    let mut rows: Vec<(usize, u64, u64, usize, usize)> = Vec::new();
-    for s in tl.window() {
-        let Some(&lane) = page_lane.get(&(s.core as usize, s.pipe)) else {
-            continue;
-        };
-        let part = part_of(s.core);
-        let program = parts.get(part).copied().unwrap_or(parts[0]);
-        let kind = match s.what {
-            Activity::Stall(st) => Kind::of_stall(st),
-            _ => Kind::Busy(s.pipe),
-        };
-        let what = match s.what {
-            Activity::Work => "busy".to_string(),
-            Activity::Issue => {
-                let to = program
-                    .ops
-                    .get(s.op.index())
-                    .and_then(|o| o.pipe)
-                    .map_or(String::new(), |p| format!(" to {p}"));
-                format!("busy sending{to}")
-            }
-            Activity::Loop => "busy starting a loop iteration".into(),
-            Activity::Branch => "busy evaluating an if".into(),
-            Activity::Stall(st) => st.to_string(),
-        };
-        let key = (kind.colour().to_string(), what);
-        let k = *kind_ix.entry(key.clone()).or_insert_with(|| {
-            kinds.push(key);
-            kinds.len() - 1
-        });
-        let o = *op_ix.entry((part, s.op.index() as u32)).or_insert_with(|| {
-            let short = program
-                .ops
-                .get(s.op.index())
-                .map_or("?", |op| op.kind.name());
-            ops.push((short.to_string(), crate::op_ref(program, s.op)));
-            ops.len() - 1
-        });
-        rows.push((lane, s.from, s.to, k, o));
+    let from = tl.spec.from.min(total);
+    let view = PageView {
+        tl,
+        parts,
+        slots: sim::launch::slots(parts, config),
+        shown,
+        page_lane,
+        lanes,
+        from,
+        to: tl.spec.to.min(total.max(tl.end)).max(from + 1),
+    };
+    let to = view.to;
+    let mut built = view.build(usize::MAX);
+    while esc_len(&built.data) > DATA_BUDGET && built.spans > 0 {
+        built = view.build(built.spans / 2);
     }
-    rows.sort_unstable();
-
-    let mut data = String::with_capacity(rows.len() * 24 + 4096);
-    let _ = write!(
-        data,
-        "{{\"from\":{from},\"to\":{to},\"total\":{total},\"cut\":{},\"lanes\":[",
-        cut.map_or("null".to_string(), |c| c.to_string())
-    );
-    for (i, p) in lane_names.iter().enumerate() {
-        let _ = write!(
-            data,
-            "{}[\"{}\",\"{}\"]",
-            if i > 0 { "," } else { "" },
-            p,
-            Kind::Busy(*p).colour()
-        );
-    }
-    data.push_str("],\"kinds\":[");
-    for (i, (colour, what)) in kinds.iter().enumerate() {
-        let _ = write!(
-            data,
-            "{}[\"{colour}\",{}]",
-            if i > 0 { "," } else { "" },
-            json_str(what)
-        );
-    }
-    data.push_str("],\"ops\":[");
-    for (i, (short, full)) in ops.iter().enumerate() {
-        let _ = write!(
-            data,
-            "{}[{},{}]",
-            if i > 0 { "," } else { "" },
-            json_str(short),
-            json_str(full)
-        );
-    }
-    // spans: lane, start (from the window's start), cycles, kind, op; by lane, then start
-    data.push_str("],\"spans\":[");
-    for (i, (lane, f, t, k, o)) in rows.iter().enumerate() {
-        let _ = write!(
-            data,
-            "{}{lane},{},{},{k},{o}",
-            if i > 0 { "," } else { "" },
-            f - from,
-            t - f
-        );
-    }
-    data.push_str("],\"arrows\":[");
-    let mut arrows = 0usize;
-    for a in tl.arrows() {
-        let (Some(&l0), Some(&l1)) = (
-            page_lane.get(&(a.set_core as usize, a.set_pipe)),
-            page_lane.get(&(a.wait_core as usize, a.wait_pipe)),
-        ) else {
-            continue;
-        };
-        let _ = write!(
-            data,
-            "{}{l0},{},{l1},{}",
-            if arrows > 0 { "," } else { "" },
-            a.set_cycle as i128 - from as i128,
-            a.wait_cycle - from
-        );
-        arrows += 1;
-    }
-    data.push(']');
-    // the summary of [cut, to): per lane, the columns from the one holding the cut
-    let mut summary_cols = 0usize;
-    if let (Some(cut), Some(cols)) = (cut, &tl.columns) {
-        let w = cols.width;
-        let first = (cut - tl.spec.from) / w;
-        let last = ((to - tl.spec.from).div_ceil(w)).min(cols.per_lane as u64);
-        // cycles of the column holding the cut that were kept (and are drawn one by one)
-        let mut before: HashMap<usize, [u64; 2]> = HashMap::new();
-        let c0 = tl.spec.from + first * w;
-        for s in tl.window() {
-            if s.to > c0 {
-                if let Some(l) = tl.lane(s.core, s.pipe) {
-                    let e = before.entry(l).or_default();
-                    e[stalled(&s)] += s.to - s.from.max(c0);
-                }
-            }
-        }
-        let _ = write!(
-            data,
-            ",\"summary\":{{\"width\":{w},\"first\":{},\"lanes\":[",
-            c0 as i128 - from as i128
-        );
-        let page_lanes = shown
-            .iter()
-            .flat_map(|s| s.pipes.iter().map(move |p| (s.core, *p)));
-        for (i, (core, pipe)) in page_lanes.enumerate() {
-            data.push_str(if i > 0 { ",\"" } else { "\"" });
-            let internal = tl.lane(core as u32, pipe);
-            for c in first..last.max(first) {
-                let (b, st) = match internal {
-                    Some(l) => {
-                        let mut cell = cols.cells[l * cols.per_lane + c as usize];
-                        let start = tl.spec.from + c * w;
-                        let mut len = w;
-                        if c == first {
-                            let e = before.get(&l).copied().unwrap_or_default();
-                            cell[0] = cell[0].saturating_sub(e[0]);
-                            cell[1] = cell[1].saturating_sub(e[1]);
-                            len = (start + w).saturating_sub(cut);
-                        }
-                        let len = len.min(to.saturating_sub(start.max(cut)));
-                        shares(cell[0], cell[1], len)
-                    }
-                    None => (0, 0),
-                };
-                data.push(DIGITS[b] as char);
-                data.push(DIGITS[st] as char);
-            }
-            data.push('"');
-            summary_cols = (last.max(first) - first) as usize;
-        }
-        data.push_str("]}");
-    }
-    data.push('}');
 
     let mut out = String::new();
-    let spans = rows.len();
-    out.push_str(&match cut {
+    let spans = built.spans;
+    out.push_str(&match built.cut {
         None => format!(
             "<p class=\"note\">Every busy and stall span of cycles {} to {}{}: {} spans. Colours as in the legend above; gaps are starved or idle time. Wheel over the lanes to zoom, drag to pan; hover a span for its op and cycles.</p>\n",
             thousands(from),
@@ -714,20 +823,21 @@ pub(super) fn timeline_html(
             thousands(spans as u64),
         ),
         Some(c) => format!(
-            "<p class=\"note\"><b>Summarised:</b> the window had {} spans; the page keeps the first {} the engine reported, which cover cycles {} to {} completely: those are drawn one by one. From cycle {} on, each column of {} shows the share of its cycles each pipe was busy (the pipe's colour) and stalled (dark red). Choose a narrower window with <code>--html-window A:B</code> to see its spans.</p>\n",
+            "<p class=\"note\"><b>Summarised:</b> the window had {} spans; the page draws the {} that start before cycle {} one by one ({} to {} is complete). From cycle {} on, each column of {} shows the share of its cycles each pipe was busy (the pipe's colour) and stalled (dark red). Choose a narrower window with <code>--html-window A:B</code> to see its spans.</p>\n",
             thousands(tl.seen()),
-            thousands(tl.spec.max_spans as u64),
+            thousands(spans as u64),
+            thousands(c),
             thousands(from),
             thousands(c),
             thousands(c),
-            tl.columns.as_ref().map_or(String::new(), |cols| super::cycles(cols.width)),
+            super::cycles(built.width),
         ),
     });
-    if tl.arrows_seen() > arrows as u64 {
+    if tl.arrows_seen() > built.arrows as u64 {
         out.push_str(&format!(
             "<p class=\"note\">{} cross-core flags were consumed in the window; the page draws the first {}.</p>\n",
             thousands(tl.arrows_seen()),
-            thousands(arrows as u64)
+            thousands(built.arrows as u64)
         ));
     }
     out.push_str(
@@ -740,11 +850,13 @@ pub(super) fn timeline_html(
          <button id=\"tl-next\" type=\"button\">next</button>\
          <span id=\"tl-status\" class=\"dim\"></span></div>\n",
     );
-    let groups = shown.len();
     out.push_str(&format!(
-        "<div class=\"tlv\" id=\"tlv\" data-from=\"{from}\" data-to=\"{to}\" data-spans=\"{spans}\" data-arrows=\"{arrows}\" data-groups=\"{groups}\" data-summary-columns=\"{summary_cols}\">\n<div class=\"tl-body\">\n<div class=\"tl-lanes\">"
+        "<div class=\"tlv\" id=\"tlv\" data-from=\"{from}\" data-to=\"{to}\" data-spans=\"{spans}\" data-arrows=\"{}\" data-groups=\"{}\" data-summary-columns=\"{}\">\n<div class=\"tl-body\">\n<div class=\"tl-lanes\">",
+        built.arrows,
+        view.shown.len(),
+        built.columns,
     ));
-    for s in &shown {
+    for s in &view.shown {
         out.push_str(&format!(
             "<div class=\"lane-group\" data-core=\"{}\"><div class=\"lg-name\">{}</div><div class=\"lg-pipes\">",
             s.core,
@@ -759,9 +871,23 @@ pub(super) fn timeline_html(
     out.push_str("<div class=\"tl-axis\" id=\"tl-axis\"></div>\n<div id=\"tl-tip\" class=\"tl-tip\" hidden></div>\n");
     out.push_str(&format!(
         "<pre id=\"tl-data\" hidden>{}</pre>\n",
-        esc(&data)
+        esc(&built.data)
     ));
     out
+}
+
+/// The length of `s` escaped for HTML.
+fn esc_len(s: &str) -> usize {
+    s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'&' => 4,
+                b'<' | b'>' => 3,
+                b'"' => 5,
+                b'\'' => 4,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 /// `s` as a JSON string.
