@@ -100,7 +100,8 @@ fn a_24_block_mixed_kernel_page_has_a_lane_group_per_core_and_an_arrow_per_flag(
     // matmul_add.yaml: 48 tiles of 128 rows, tile t on block t % blocks. With 24 blocks each
     // block has one cube core and the 910B's 2 vector cores (72 cores), and each vector core
     // takes one cross-core flag per tile of its block (2 tiles): 24 x 2 x 2 = 96 flags, all
-    // consumed (the cube core is never more than 16 tiles ahead, so there is no reverse flag)
+    // consumed (2 tiles per block are fewer than the 16 pending sets a counter holds, so the
+    // sync pass adds no reverse flag)
     let c = count(MIXED, 24, 2);
     assert_eq!(c.cores.len(), 24 * 3);
     assert_eq!(c.takes.len(), 24 * 2 * 2);
@@ -347,4 +348,75 @@ fn a_bad_core_list_is_refused_with_what_the_launch_has() {
     // --html-window without --html is a usage error
     let o = npusim(&["run", MIXED, "--html-window", "0:100"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_long_launch_page_is_summarised_past_its_budgets_and_stays_under_5_mb() {
+    let dir = scratch("launch/long");
+    // 10,800 tiles on 24 blocks: 450 tiles per block, each vector core taking one flag per
+    // tile (2 x 450); and since 450 tiles are more than the 16 pending sets a counter holds,
+    // the sync pass adds the reverse flag (matmul_add.yaml's header): the block's two vector
+    // cores' mode-2 sets together release one flag of the cube core's, which it takes once per
+    // tile and 16 times at its end (450 + 16). 24 x (900 + 466) = 32,784 flags, past the page's
+    // 20,000 arrows; and far more spans than the 100,000 it draws one by one
+    let tiles = 10_800;
+    let per_block = tiles / 24;
+    let flags = 24 * (2 * per_block + per_block + 16);
+    let param = format!("tiles={tiles}");
+    let page = run_page(
+        &dir,
+        "long.html",
+        &[MIXED, "--blocks", "24", "--param", &param],
+    );
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.len() < 5 << 20, "{} bytes", text.len());
+    assert!(text.contains("<b>Summarised:</b>"));
+    assert!(text.contains(&format!(
+        "{} cross-core flags were consumed in the window; the page draws the first 20,000.",
+        thousands(flags)
+    )));
+    assert_eq!(tlv_attr(&text, "data-arrows"), "20000");
+    assert_eq!(tlv_attr(&text, "data-groups"), "72");
+    let spans: usize = tlv_attr(&text, "data-spans").parse().unwrap();
+    assert!(spans > 0 && spans <= 100_000, "{spans}");
+    let columns: usize = tlv_attr(&text, "data-summary-columns").parse().unwrap();
+    assert!(columns > 0);
+
+    let Some(chromium) = browser(
+        "launch_html::a_long_launch_page_is_summarised_past_its_budgets_and_stays_under_5_mb",
+    ) else {
+        return;
+    };
+    let to: u64 = tlv_attr(&text, "data-to").parse().unwrap();
+    // the last tenth of the run lies past the cut: summarised, no span drawn one by one
+    let tail = format!("#window={}:{to}", to - to / 10);
+    let loaded: Vec<Loaded> = std::thread::scope(|s| {
+        let a = s.spawn(|| load(&chromium, &page));
+        let b = s.spawn(|| load_at(&chromium, &page, &tail));
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    assert_clean("long", &loaded[0]);
+    assert_clean("long, its last tenth", &loaded[1]);
+    assert_eq!(
+        tlv_attr(&loaded[0].dom, "data-visible-spans"),
+        spans.to_string()
+    );
+    assert_eq!(
+        loaded[0].dom.matches("<line class=\"arrow\"").count(),
+        20_000
+    );
+    assert_eq!(tlv_attr(&loaded[1].dom, "data-visible-spans"), "0");
+}
+
+/// `21,600`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
