@@ -67,6 +67,10 @@ const MIN_COLUMNS: usize = 64;
 /// A cross-core set in flight: its core, pipe and start.
 type SetAt = (u32, Pipe, u64);
 
+/// A counter's increments not taken yet, oldest first: the set behind each (`None`: not
+/// remembered), with a count for runs of the same.
+type Pending = VecDeque<(Option<SetAt>, u32)>;
+
 /// The summary of the spans past the budget: per lane, per column of `width` cycles from the
 /// window's start, the busy and the stalled cycles. `width` doubles (neighbouring columns
 /// merged) whenever a span reaches past the last column, so the memory is fixed whatever the
@@ -140,7 +144,7 @@ fn columns_per_lane(lanes: usize) -> usize {
 /// span it did not keep: the *cut*. The engine does not report spans in start order, but every
 /// span that starts before the cut was kept (one not kept starts at the cut or later), so the
 /// spans of `[from, cut)` are complete. From the first span not kept on, every span of the
-/// window (the kept ones too) is also added up per lane and column ([`Columns`]), so the page
+/// window (the kept ones too) is also added up per lane and column, so the page
 /// draws `[cut, to)` as the share of each column's cycles each pipe was busy and stalled,
 /// rather than dropping it.
 #[derive(Clone, Debug)]
@@ -164,9 +168,8 @@ pub struct Timeline {
     arrows_seen: u64,
     sets: BTreeMap<u64, SetAt>,
     waits: BTreeMap<u64, (u32, Pipe)>,
-    /// Per (core, counter): the set behind each increment not taken yet, oldest first (`None`:
-    /// not remembered), with a count for runs of the same.
-    increments: HashMap<(u32, u32), VecDeque<(Option<SetAt>, u32)>>,
+    /// Per (core, counter): its increments not taken yet.
+    increments: HashMap<(u32, u32), Pending>,
 }
 
 impl Timeline {
