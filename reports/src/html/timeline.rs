@@ -1024,6 +1024,131 @@ mod tests {
         assert_eq!(shares(1, 1, 0), (0, 0));
     }
 
+    /// Two cores of one part whose op 0 is a `cross_set` and op 1 a `cross_wait`; `shown`:
+    /// whether core 1 is shown.
+    fn two_cores(spec: TimelineSpec, shown: bool) -> Timeline {
+        let row = |base: u32| std::array::from_fn(|i| base + i as u32);
+        let lane_of = vec![row(0), if shown { row(7) } else { [NO_LANE; 7] }];
+        Timeline::build(
+            lane_of,
+            if shown { 14 } else { 7 },
+            vec![0, 0],
+            vec![vec![CROSS_SET, CROSS_WAIT]],
+            spec,
+        )
+    }
+
+    fn issue(t: &mut Timeline, seq: u64, core: u32, op: usize, pipe: Pipe) {
+        t.on_issue(&Issue {
+            seq,
+            core,
+            op: OpId::new(op),
+            pipe,
+            cycle: 1,
+            vars: &[],
+            slots: &[],
+            flag_id: Some(0),
+        });
+    }
+
+    /// Core 0 sets twice (seq 10 starting at 8, seq 11 at 12), one signal of counter 0 of core
+    /// 1 lists both, and core 1's wait (seq 20) takes it at `take`.
+    fn handoff(t: &mut Timeline, take: u64) {
+        issue(t, 10, 0, 0, Pipe::Fix);
+        t.on_start(10, 8, 9);
+        issue(t, 11, 0, 0, Pipe::Fix);
+        t.on_start(11, 12, 13);
+        issue(t, 20, 1, 1, Pipe::Mte2);
+        t.on_cross(&CrossEvent::Signal {
+            core: 1,
+            id: 0,
+            cycle: 15,
+            sets: &[10, 11],
+        });
+        t.on_cross(&CrossEvent::Take {
+            core: 1,
+            id: 0,
+            cycle: take,
+            wait_seq: 20,
+        });
+    }
+
+    #[test]
+    fn an_arrow_joins_the_last_set_of_a_signal_to_the_wait_that_took_it() {
+        let mut t = two_cores(TimelineSpec::default(), true);
+        assert!(t.watches_issues() && !t.watches_slots());
+        handoff(&mut t, 30);
+        assert_eq!(
+            t.arrows(),
+            [Arrow {
+                set_core: 0,
+                set_pipe: Pipe::Fix,
+                set_cycle: 12,
+                wait_core: 1,
+                wait_pipe: Pipe::Mte2,
+                wait_cycle: 30,
+            }]
+        );
+        assert_eq!(t.arrows_seen(), 1);
+        // a take with no increment left (a malformed sequence) draws nothing and does not panic
+        t.on_cross(&CrossEvent::Take {
+            core: 1,
+            id: 0,
+            cycle: 40,
+            wait_seq: 21,
+        });
+        assert_eq!(t.arrows().len(), 1);
+        assert!(t.waits.is_empty(), "a taken wait is forgotten");
+    }
+
+    #[test]
+    fn arrows_need_their_take_in_the_window_and_both_cores_shown() {
+        let mut t = two_cores(
+            TimelineSpec {
+                to: 25,
+                ..TimelineSpec::default()
+            },
+            true,
+        );
+        handoff(&mut t, 30);
+        assert_eq!((t.arrows().len(), t.arrows_seen()), (0, 0));
+        let mut t = two_cores(TimelineSpec::default(), false);
+        handoff(&mut t, 30);
+        assert_eq!((t.arrows().len(), t.arrows_seen()), (0, 0));
+        // past the arrow budget they are counted, not kept
+        let mut t = two_cores(
+            TimelineSpec {
+                max_arrows: 0,
+                ..TimelineSpec::default()
+            },
+            true,
+        );
+        handoff(&mut t, 30);
+        assert_eq!((t.arrows().len(), t.arrows_seen()), (0, 1));
+    }
+
+    #[test]
+    fn a_runaway_counter_keeps_its_memory_bounded() {
+        let mut t = two_cores(TimelineSpec::default(), true);
+        issue(&mut t, 10, 0, 0, Pipe::Fix);
+        for cycle in 0..(MAX_PENDING as u64 + 100) {
+            t.on_cross(&CrossEvent::Signal {
+                core: 1,
+                id: 0,
+                cycle,
+                sets: &[10],
+            });
+        }
+        let q = &t.increments[&(1, 0)];
+        // the increments past the cap are one run of "not remembered"
+        assert_eq!(q.len(), MAX_PENDING + 1);
+        assert_eq!(q.back(), Some(&(None, 100)));
+        for seq in 0..(MAX_PENDING as u64 + 10) {
+            issue(&mut t, 1000 + seq, 0, 0, Pipe::Fix);
+        }
+        assert_eq!(t.sets.len(), MAX_PENDING);
+    }
+
     #[test]
     fn steps_are_round() {
         assert_eq!(nice_step(83_496, 10), 10_000);
