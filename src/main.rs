@@ -1519,4 +1519,46 @@ mod tests {
         );
         assert_eq!(run_failed(&e, &src).0, 2);
     }
+
+    #[test]
+    fn html_cores_name_types_blocks_and_ranges() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "<built-in>",
+        )
+        .unwrap();
+        let text = "kernel: k\nlaunch: { blocks: 4 }\naic:\n  body:\n    - scalar: { cycles: 1 }\naiv:\n  body:\n    - scalar: { cycles: 1 }\n";
+        let kernel = sim::load_kernel(text, "k.yaml", &config, &[], None).unwrap();
+        let parts: Vec<&Program> = kernel.parts.iter().collect();
+        let slots = sim::launch::slots(&parts, &config);
+        // (block, type) of each chosen core, in launch order
+        let pick = |list: &str| -> Vec<(u32, String)> {
+            select_cores(list, &slots, &config)
+                .unwrap()
+                .into_iter()
+                .map(|k| (slots[k].block, config.core(slots[k].core).name.clone()))
+                .collect()
+        };
+        let cores = |v: &[(u32, &str)]| -> Vec<(u32, String)> {
+            v.iter().map(|(b, t)| (*b, t.to_string())).collect()
+        };
+        assert_eq!(pick("aic0"), cores(&[(0, "aic")]));
+        assert_eq!(
+            pick("aiv1-2, aic3"),
+            cores(&[(1, "aiv"), (1, "aiv"), (2, "aiv"), (2, "aiv"), (3, "aic")])
+        );
+        assert_eq!(pick("aic").len(), 4);
+        assert_eq!(pick("all").len(), slots.len());
+        // listed twice: once
+        assert_eq!(pick("aic0,aic0-1").len(), 2);
+        // every bad item at once
+        let e = select_cores("aix,aiv4,aiv2-1,aic-", &slots, &config).unwrap_err();
+        assert_eq!(
+            e,
+            "`aix` names no core type of the launch (aic, aiv); \
+             `aiv4`: the launch has blocks 0..4 (0 to 3); \
+             `aiv2-1` is not TYPE, TYPE<B> or TYPE<B>-<C> (e.g. aiv0-3); \
+             `aic-` is not TYPE, TYPE<B> or TYPE<B>-<C> (e.g. aiv0-3)"
+        );
+    }
 }
