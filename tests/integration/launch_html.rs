@@ -122,6 +122,16 @@ fn a_24_block_mixed_kernel_page_has_a_lane_group_per_core_and_an_arrow_per_flag(
     );
     let text = std::fs::read_to_string(&full).unwrap();
     assert!(text.len() < 5 << 20, "{} bytes", text.len());
+    let of = |ty: &str| c.cores.iter().filter(|(_, t)| t == ty).count();
+    assert!(text.contains(&format!(
+        "<dt>launch</dt><dd>24 blocks, {} aic + {} aiv cores</dd>",
+        of("aic"),
+        of("aiv")
+    )));
+    // one summary per core type, with its cores counted
+    for ty in ["aic", "aiv"] {
+        assert!(text.contains(&format!("data-type=\"{ty}\" data-cores=\"{}\"", of(ty))));
+    }
     // every span is kept (far below the budget) and none is summarised
     assert_eq!(tlv_attr(&text, "data-spans"), c.spans.len().to_string());
     assert_eq!(tlv_attr(&text, "data-summary-columns"), "0");
@@ -279,6 +289,19 @@ fn compare_html_of_a_launch_draws_every_part_at_every_level() {
         ..Default::default()
     };
     let levels = pipeline::compare_kernel(&kernel, &config, &[2, 1, 0], &opts).unwrap();
+    let parts: Vec<&sim::Program> = kernel.parts.iter().collect();
+    let slots = sim::launch::slots(&parts, &config);
+    let of = |ty: &str| {
+        slots
+            .iter()
+            .filter(|s| config.core(s.core).name == ty)
+            .count()
+    };
+    assert!(text.contains(&format!(
+        "<dt>launch</dt><dd>24 blocks, {} aic + {} aiv cores</dd>",
+        of("aic"),
+        of("aiv")
+    )));
     let columns: Vec<&str> = text
         .split("<div class=\"level\" data-level=\"")
         .skip(1)

@@ -311,11 +311,33 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
         esc(&program.kernel)
     ));
     let order: Vec<String> = levels.iter().map(|l| l.level.to_string()).collect();
-    body.push_str(&facts_html(&[
-        ("config", config_label(program, config)),
-        ("sync", program.sync.name().to_string()),
-        ("levels", order.join(", ")),
-    ]));
+    // a launch: the chip's name (its parts run on more than one core type) and its cores
+    let launch = runs
+        .iter()
+        .find(|(_, r)| r.result.cores.len() > 1 || r.parts.len() > 1)
+        .map(|(_, r)| r.result);
+    let mut facts = vec![(
+        "config",
+        if launch.is_some() {
+            format!("{} · {} MHz", config.name, config.clock_mhz)
+        } else {
+            config_label(program, config)
+        },
+    )];
+    if let Some(result) = launch {
+        let blocks = program.launch.blocks;
+        facts.push((
+            "launch",
+            format!(
+                "{blocks} block{}, {}",
+                if blocks == 1 { "" } else { "s" },
+                core_counts(config, result)
+            ),
+        ));
+    }
+    facts.push(("sync", program.sync.name().to_string()));
+    facts.push(("levels", order.join(", ")));
+    body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n</header>\n<main>\n");
 
     body.push_str("<section id=\"summary\">\n<h2>Levels</h2>\n<table class=\"summary\"><thead><tr><th>level</th>");
