@@ -169,6 +169,8 @@ fn a_24_block_mixed_kernel_page_has_a_lane_group_per_core_and_an_arrow_per_flag(
     let pages: Vec<(String, &Path, &str)> = vec![
         ("full".into(), &full, ""),
         ("zoomed".into(), &full, &zoom),
+        // the page drives its wheel, a drag and the op search and checks each
+        ("interaction".into(), &full, "#check-interaction"),
         ("window".into(), &windowed, ""),
         ("subset".into(), &subset, ""),
     ];
@@ -192,7 +194,11 @@ fn a_24_block_mixed_kernel_page_has_a_lane_group_per_core_and_an_arrow_per_flag(
             .parse::<usize>()
             .unwrap()
     };
-    let (f, z, w, s) = (&loaded[0], &loaded[1], &loaded[2], &loaded[3]);
+    let (f, z, w, s) = (&loaded[0], &loaded[1], &loaded[3], &loaded[4]);
+    assert_eq!(
+        tlv_attr(&loaded[2].dom, "data-checked"),
+        "wheel drag search"
+    );
     // one lane group per core, one arrow per consumed flag, every span in view
     assert_eq!(groups(f), c.cores.len());
     assert_eq!(arrows(f), c.takes.len());

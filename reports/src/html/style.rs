@@ -574,6 +574,32 @@ pub(super) const SCRIPT: &str = r##"(function () {
     // `page.html#window=A:B` opens the timeline on cycles [A, B)
     var m = /^#window=(\d+):(\d+)$/.exec(window.location.hash);
     if (m) { view(Number(m[1]) - d.from, Number(m[2]) - d.from); } else { draw(); }
+    // `page.html#check-interaction`: the page drives its own controls as a reader would (the
+    // wheel, a drag, the op search) and checks what each did (the browser test loads it)
+    if (window.location.hash === "#check-interaction") {
+      var now = function () { return tlv.getAttribute("data-view").split(":").map(Number); };
+      var shown = function () { return Number(tlv.getAttribute("data-visible-spans")); };
+      var r = plot.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + 4;
+      var v = now(), before = shown();
+      plot.dispatchEvent(new WheelEvent("wheel", { deltaY: -500, clientX: x, clientY: y, bubbles: true, cancelable: true }));
+      var z = now();
+      if (!(z[1] - z[0] < v[1] - v[0])) { throw new Error("check: the wheel did not zoom in: " + z); }
+      if (!(shown() < before)) { throw new Error("check: zooming in left " + shown() + " of " + before + " spans in view"); }
+      plot.dispatchEvent(new MouseEvent("mousedown", { clientX: x, clientY: y, bubbles: true }));
+      window.dispatchEvent(new MouseEvent("mousemove", { clientX: x + 100, clientY: y }));
+      window.dispatchEvent(new MouseEvent("mouseup", {}));
+      var p = now();
+      if (!(p[0] < z[0]) || Math.abs((p[1] - p[0]) - (z[1] - z[0])) > 1e-6) { throw new Error("check: dragging right did not move the view left: " + z + " to " + p); }
+      if (n > 0) {
+        search.value = d.ops[S[4]][0];
+        search.dispatchEvent(new Event("input"));
+        if (!(Number(tlv.getAttribute("data-matches")) > 0)) { throw new Error("check: the search for " + search.value + " matched nothing"); }
+        document.getElementById("tl-next").click();
+        var q = now();
+        if (Math.abs((q[1] - q[0]) - (p[1] - p[0])) > 1e-6 && q[1] - q[0] < p[1] - p[0]) { throw new Error("check: next changed the zoom"); }
+      }
+      tlv.setAttribute("data-checked", "wheel drag search");
+    }
   }
 })();
 "##;
