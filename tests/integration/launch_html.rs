@@ -449,3 +449,42 @@ fn thousands(n: u64) -> String {
     }
     out
 }
+
+#[test]
+fn a_launch_of_more_cores_than_the_default_shows_the_first_and_says_so() {
+    let dir = scratch("launch/many");
+    // vec_add_blocks.yaml: one vector core per block, so 300 blocks are 300 cores (on the
+    // largest chip a config may describe: the 910B has 48 AI cores)
+    let program = "programs/vec_add_blocks.yaml";
+    let chip = "tests/fixtures/bad/support/chip_4096x8.yaml";
+    let page = run_page(
+        &dir,
+        "many.html",
+        &[program, "--config", chip, "--blocks", "300"],
+    );
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(tlv_attr(&text, "data-groups"), "256");
+    assert!(text.contains(
+        "The timeline shows 256 of the launch's 300 cores (by default, the first 256 in launch order)"
+    ));
+    // the last core's lane group is block 255's
+    assert!(text.contains("<div class=\"lane-group\" data-core=\"255\">"));
+    assert!(!text.contains("data-core=\"256\""));
+    // a list chooses any of them
+    let page = run_page(
+        &dir,
+        "chosen.html",
+        &[
+            program,
+            "--config",
+            chip,
+            "--blocks",
+            "300",
+            "--html-cores",
+            "aiv290-299",
+        ],
+    );
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(tlv_attr(&text, "data-groups"), "10");
+    assert!(text.contains("The timeline shows 10 of the launch's 300 cores;"));
+}

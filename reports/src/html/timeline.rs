@@ -61,8 +61,9 @@ const MAX_PENDING: usize = 1 << 14;
 const SUMMARY_CELLS: usize = 1 << 19;
 /// The most columns per lane (about a wide screen's pixels).
 const MAX_COLUMNS: usize = 2048;
-/// The fewest columns per lane, however many lanes.
-const MIN_COLUMNS: usize = 64;
+/// The fewest columns per lane, however many lanes (a launch's 4,096 blocks of 3 cores, every
+/// core shown, have about 61,000 lanes: 8 columns each).
+const MIN_COLUMNS: usize = 8;
 
 /// A cross-core set in flight: its core, pipe and start.
 type SetAt = (u32, Pipe, u64);
@@ -178,6 +179,9 @@ impl Timeline {
     pub const DEFAULT_MAX_SPANS: usize = 100_000;
     /// How many cross-core arrows the page draws at most.
     pub const DEFAULT_MAX_ARROWS: usize = 20_000;
+    /// How many cores the timeline shows when the spec names none: a larger launch shows its
+    /// first cores in launch order, so that its lanes stay readable and the page small.
+    pub const DEFAULT_MAX_CORES: usize = 256;
 
     /// A one-core timeline of the whole run that keeps at most `max_spans` spans (every pipe
     /// a lane; no cross-core arrows).
@@ -195,10 +199,25 @@ impl Timeline {
     }
 
     /// The timeline of a launch of `parts` (the programs that run, in kernel order) on
-    /// `config`: a lane per pipe of every shown core.
+    /// `config`: a lane per pipe of every shown core (with no cores in `spec`, the first
+    /// [`Timeline::DEFAULT_MAX_CORES`]).
     pub fn for_launch(parts: &[&Program], config: &Config, spec: TimelineSpec) -> Self {
         let slots = sim::launch::slots(parts, config);
-        let shown = |k: usize| spec.cores.as_ref().is_none_or(|c| c.contains(&k));
+        let chosen: Vec<bool> = match &spec.cores {
+            Some(c) => {
+                let mut v = vec![false; slots.len()];
+                for &k in c {
+                    if let Some(x) = v.get_mut(k) {
+                        *x = true;
+                    }
+                }
+                v
+            }
+            None => (0..slots.len())
+                .map(|k| k < Timeline::DEFAULT_MAX_CORES)
+                .collect(),
+        };
+        let shown = |k: usize| chosen[k];
         let mut lanes = 0u32;
         let lane_of = slots
             .iter()
@@ -836,6 +855,21 @@ pub(super) fn timeline_html(
             super::cycles(built.width),
         ),
     });
+    if view.shown.len() < result.cores.len() {
+        out.push_str(&format!(
+            "<p class=\"note\">The timeline shows {} of the launch's {} cores{}; <code>--html-cores</code> chooses them (the summary above and the memory maps below cover every core).</p>\n",
+            thousands(view.shown.len() as u64),
+            thousands(result.cores.len() as u64),
+            if tl.spec.cores.is_none() {
+                format!(
+                    " (by default, the first {} in launch order)",
+                    Timeline::DEFAULT_MAX_CORES
+                )
+            } else {
+                String::new()
+            },
+        ));
+    }
     if tl.arrows_seen() > built.arrows as u64 {
         out.push_str(&format!(
             "<p class=\"note\">{} cross-core flags were consumed in the window; the page draws the first {}.</p>\n",
@@ -996,7 +1030,9 @@ mod tests {
     fn the_summary_fits_its_cells_whatever_the_lanes() {
         assert_eq!(columns_per_lane(1), MAX_COLUMNS);
         assert_eq!(columns_per_lane(360), 1024);
-        assert_eq!(columns_per_lane(100_000), MIN_COLUMNS);
+        assert_eq!(columns_per_lane(1_000_000), MIN_COLUMNS);
+        // the largest launch, every core shown: 4,096 blocks of 3 cores of at most 5 pipes
+        assert_eq!(columns_per_lane(4096 * 3 * 5), 8);
         for lanes in [1, 7, 100, 360, 5000] {
             assert!(columns_per_lane(lanes) * lanes <= SUMMARY_CELLS.max(lanes * MIN_COLUMNS));
         }
