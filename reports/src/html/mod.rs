@@ -23,6 +23,33 @@ use sim::{Config, Program, RunResult, Space};
 use std::collections::BTreeSet;
 use style::Kind;
 
+/// The header's first facts: the config (with a launch, the chip's name: its parts may run
+/// on more than one core type) and, for a launch (`result`), its blocks and cores.
+fn chip_facts(
+    program: &Program,
+    config: &Config,
+    launch: Option<&RunResult>,
+) -> Vec<(&'static str, String)> {
+    let Some(result) = launch else {
+        return vec![("config", config_label(program, config))];
+    };
+    let blocks = program.launch.blocks;
+    vec![
+        (
+            "config",
+            format!("{} · {} MHz", config.name, config.clock_mhz),
+        ),
+        (
+            "launch",
+            format!(
+                "{blocks} block{}, {}",
+                if blocks == 1 { "" } else { "s" },
+                core_counts(config, result)
+            ),
+        ),
+    ]
+}
+
 /// The run page: header, stall bars (a launch of many cores: per core type, the spread over
 /// its cores and the bars of its last core), timeline (`None`: not collected), memory maps
 /// (per part), the per-op profile (`profile`: a pre-rendered HTML fragment, placed as is in
@@ -47,25 +74,7 @@ pub fn run_html(
     if let Some(best) = run.best {
         level = format!("{} (the fastest of --level best)", best.chosen);
     }
-    let mut facts = vec![(
-        "config",
-        if launch {
-            format!("{} · {} MHz", config.name, config.clock_mhz)
-        } else {
-            config_label(program, config)
-        },
-    )];
-    if launch {
-        let blocks = program.launch.blocks;
-        facts.push((
-            "launch",
-            format!(
-                "{blocks} block{}, {}",
-                if blocks == 1 { "" } else { "s" },
-                core_counts(config, result)
-            ),
-        ));
-    }
+    let mut facts = chip_facts(program, config, launch.then_some(result));
     facts.extend([
         ("sync", sync_name(program, first.auto_sync).to_string()),
         ("level", level),
@@ -316,25 +325,7 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
         .iter()
         .find(|(_, r)| r.result.cores.len() > 1 || r.parts.len() > 1)
         .map(|(_, r)| r.result);
-    let mut facts = vec![(
-        "config",
-        if launch.is_some() {
-            format!("{} · {} MHz", config.name, config.clock_mhz)
-        } else {
-            config_label(program, config)
-        },
-    )];
-    if let Some(result) = launch {
-        let blocks = program.launch.blocks;
-        facts.push((
-            "launch",
-            format!(
-                "{blocks} block{}, {}",
-                if blocks == 1 { "" } else { "s" },
-                core_counts(config, result)
-            ),
-        ));
-    }
+    let mut facts = chip_facts(program, config, launch);
     facts.push(("sync", program.sync.name().to_string()));
     facts.push(("levels", order.join(", ")));
     body.push_str(&facts_html(&facts));
