@@ -76,6 +76,7 @@ mod run_report;
 mod sweep;
 pub mod table;
 mod trace;
+mod untaken;
 
 pub use background::Background;
 pub use calibrate::{

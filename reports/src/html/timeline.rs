@@ -5,10 +5,11 @@
 
 use super::style::Kind;
 use super::{esc, thousands};
+use crate::untaken::Untaken;
 use sim::engine::{Activity, CrossEvent, Issue, Observer, Span};
 use sim::program::OpKind;
 use sim::{Config, Pipe, Program, RunResult};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// What the page's timeline keeps: a window of cycles, the cores it shows and its budgets.
@@ -68,9 +69,8 @@ const MIN_COLUMNS: usize = 8;
 /// A cross-core set in flight: its core, pipe and start.
 type SetAt = (u32, Pipe, u64);
 
-/// A counter's increments not taken yet, oldest first: the set behind each (`None`: not
-/// remembered), with a count for runs of the same.
-type Pending = VecDeque<(Option<SetAt>, u32)>;
+/// A counter's increments not taken yet, oldest first, with the set behind each.
+type Pending = Untaken<SetAt>;
 
 /// The summary of the spans past the budget: per lane, per column of `width` cycles from the
 /// window's start, the busy and the stalled cycles. `width` doubles (neighbouring columns
@@ -442,12 +442,10 @@ impl Observer for Timeline {
                     .filter_map(|s| self.sets.get(s).map(|x| (x.2, *s, *x)))
                     .max_by_key(|(start, seq, _)| (*start, *seq))
                     .map(|(_, _, x)| x);
-                let q = self.increments.entry((core, id)).or_default();
-                let set = if q.len() < MAX_PENDING { set } else { None };
-                match q.back_mut() {
-                    Some((None, n)) if set.is_none() => *n = n.saturating_add(1),
-                    _ => q.push_back((set, 1)),
-                }
+                self.increments
+                    .entry((core, id))
+                    .or_default()
+                    .push(set, MAX_PENDING);
             }
             CrossEvent::Take {
                 core,
@@ -456,17 +454,11 @@ impl Observer for Timeline {
                 wait_seq,
             } => {
                 let wait = self.waits.remove(&wait_seq);
-                let Some(q) = self.increments.get_mut(&(core, id)) else {
-                    return;
-                };
-                let Some(front) = q.front_mut() else {
-                    return;
-                };
-                let set = front.0;
-                front.1 -= 1;
-                if front.1 == 0 {
-                    q.pop_front();
-                }
+                let set = self
+                    .increments
+                    .get_mut(&(core, id))
+                    .and_then(|q| q.take())
+                    .flatten();
                 let (Some(set), Some(wait)) = (set, wait) else {
                     return;
                 };
@@ -1177,8 +1169,8 @@ mod tests {
         }
         let q = &t.increments[&(1, 0)];
         // the increments past the cap are one run of "not remembered"
-        assert_eq!(q.len(), MAX_PENDING + 1);
-        assert_eq!(q.back(), Some(&(None, 100)));
+        assert_eq!(q.entries(), MAX_PENDING + 1);
+        assert_eq!(q.newest(), Some(&(None, 100)));
         for seq in 0..(MAX_PENDING as u64 + 10) {
             issue(&mut t, 1000 + seq, 0, 0, Pipe::Fix);
         }
