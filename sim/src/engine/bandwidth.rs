@@ -39,6 +39,10 @@ pub(super) struct Channel {
     /// vector searched from the end, where new moves start, beats a tree or a deque here.
     steps: Vec<(u64, u64)>,
     head: usize,
+    /// While stepped: at least what any live step holds (the most held since the channel last
+    /// became stepped), so that a move with `cap - peak` to spare is known to fit without a
+    /// walk.
+    peak: u64,
     /// Scratch for turning pieces into steps.
     events: Vec<(u64, i64)>,
 }
@@ -65,6 +69,7 @@ impl Channel {
             first_end: u64::MAX,
             steps: vec![(0, 0)],
             head: 0,
+            peak: 0,
             events: Vec::new(),
         }
     }
@@ -104,22 +109,19 @@ impl Channel {
             self.steps.clear();
             self.steps.push((t, 0));
             self.head = 0;
+            self.peak = 0;
         } else if self.head >= 64 && 2 * self.head >= n {
             self.steps.drain(..self.head);
             self.head = 0;
         }
     }
 
-    /// Whether `cap` bytes per cycle are to spare in every cycle from `start` on.
+    /// Whether `cap` bytes per cycle are known to be to spare in every cycle to come, without
+    /// a walk (else the steps must be walked).
     #[inline(always)]
-    fn fits(&self, start: u64, cap: u64) -> bool {
-        if !self.stepped {
-            return self.loose + cap <= self.cap;
-        }
-        let i = self.at(start);
-        self.steps[i..]
-            .iter()
-            .all(|&(_, used)| self.cap - used >= cap)
+    fn roomy(&self, cap: u64) -> bool {
+        let held = if self.stepped { self.peak } else { self.loose };
+        held + cap <= self.cap
     }
 
     /// The pieces as steps, from the latest start on.
@@ -147,6 +149,7 @@ impl Channel {
             }
         }
         self.steps.dedup_by(|b, a| a.1 == b.1);
+        self.peak = self.steps.iter().map(|s| s.1).max().unwrap_or(0);
         self.head = 0;
         self.stepped = true;
         self.pieces.clear();
@@ -165,26 +168,31 @@ impl Channel {
         }
     }
 
-    /// The index of the step holding cycle `t` (not before the first live step).
-    #[inline]
-    fn at(&self, t: u64) -> usize {
-        let mut i = self.steps.len() - 1;
-        while i > self.head && self.steps[i].0 > t {
-            i -= 1;
+    /// The index of the step holding cycle `t`, searched forward from step `i` (at or before
+    /// it): the cycles asked for lie a step or two past the first live one (a move starts
+    /// where the channel is full, or just after), where a search from the end would walk the
+    /// whole staircase the moves under way leave behind.
+    #[inline(always)]
+    fn at_from(&self, mut i: usize, t: u64) -> usize {
+        while let Some(&(from, _)) = self.steps.get(i + 1) {
+            if from > t {
+                break;
+            }
+            i += 1;
         }
         i
     }
 
-    /// The first cycle after step `i` (`u64::MAX` for the last).
-    #[inline]
-    fn end_of(&self, i: usize) -> u64 {
-        self.steps.get(i + 1).map_or(u64::MAX, |&(from, _)| from)
+    /// [`Channel::at_from`] the first live step.
+    #[cfg(test)]
+    fn at(&self, t: u64) -> usize {
+        self.at_from(self.head, t)
     }
 
-    /// A step boundary at `t`: its index.
+    /// A step boundary at `t` (at or after step `i`'s start): its index.
     #[inline]
-    fn split(&mut self, t: u64) -> usize {
-        let i = self.at(t);
+    fn split(&mut self, i: usize, t: u64) -> usize {
+        let i = self.at_from(i, t);
         let (from, used) = self.steps[i];
         if from == t {
             return i;
@@ -223,12 +231,14 @@ impl Channel {
             if n - 2 > self.head && self.steps[n - 3].1 == rate {
                 self.steps.remove(n - 2);
             }
+            self.peak = self.peak.max(rate);
             return;
         }
-        let a = self.split(from);
-        let b = self.split(to);
+        let a = self.split(self.head, from);
+        let b = self.split(a, to);
         for k in a..b {
             self.steps[k].1 += rate;
+            self.peak = self.peak.max(self.steps[k].1);
             debug_assert!(self.steps[k].1 <= self.cap, "a channel over its rate");
         }
         // steps that now hold the same as their neighbour join it
@@ -284,8 +294,8 @@ pub(super) fn l2_demand(
 /// phase ends (its last cycle may not be full: the rate stays held for the whole cycle).
 #[inline(always)]
 pub(super) fn plan_phase(
-    mut hbm: Option<&mut Channel>,
-    mut l2: Option<&mut Channel>,
+    hbm: Option<&mut Channel>,
+    l2: Option<&mut Channel>,
     start: u64,
     bytes: u64,
     cap: u64,
@@ -294,84 +304,109 @@ pub(super) fn plan_phase(
     if bytes == 0 {
         return start;
     }
-    // the common case: every channel has `cap` to spare from `start` on; one piece
-    let fits = |c: &Option<&mut Channel>| c.as_ref().is_none_or(|c| c.fits(start, cap));
-    if fits(&hbm) && fits(&l2) {
-        let to = start + bytes.div_ceil(cap);
-        out.push(Piece {
-            from: start,
-            to,
-            rate: cap,
-            hbm: hbm.is_some(),
-            l2: l2.is_some(),
-        });
-        return to;
-    }
-    for c in [hbm.as_deref_mut(), l2.as_deref_mut()]
-        .into_iter()
-        .flatten()
-    {
+    let on = Piece {
+        from: start,
+        to: start,
+        rate: cap,
+        hbm: hbm.is_some(),
+        l2: l2.is_some(),
+    };
+    // a channel with `cap` to spare in every cycle to come never bounds the phase: only the
+    // others are walked (the common case: none, and the phase is one piece)
+    fn binding(c: Option<&mut Channel>, cap: u64) -> Option<&Channel> {
+        let c = c.filter(|c| !c.roomy(cap))?;
         c.step_up();
+        Some(c)
     }
-    plan_shared(hbm.as_deref(), l2.as_deref(), start, bytes, cap, out)
+    match (binding(hbm, cap), binding(l2, cap)) {
+        (None, None) => {
+            let to = start + bytes.div_ceil(cap);
+            out.push(Piece { to, ..on });
+            to
+        }
+        (Some(c), None) | (None, Some(c)) => plan_one(c, on, bytes, out),
+        (Some(h), Some(l)) => plan_two(h, l, on, bytes, out),
+    }
 }
 
-/// [`plan_phase`] when a channel has less than `cap` to spare somewhere from `start` on: the
-/// phase walks the steps of both.
-fn plan_shared(
-    hbm: Option<&Channel>,
-    l2: Option<&Channel>,
-    start: u64,
-    bytes: u64,
-    cap: u64,
+/// Appends a piece of the phase `on` (its channels and cap), at `rate` over `a..to`: it
+/// continues the last one when that ends at `a` at the same rate on the same channels.
+#[inline(always)]
+fn put(out: &mut Vec<Piece>, on: Piece, a: u64, to: u64, rate: u64) {
+    match out.last_mut() {
+        Some(p) if (p.to, p.rate, p.hbm, p.l2) == (a, rate, on.hbm, on.l2) => p.to = to,
+        _ => out.push(Piece {
+            from: a,
+            to,
+            rate,
+            ..on
+        }),
+    }
+}
+
+/// The phase `on` over a stretch `a..b` with `spare` a cycle and `left` bytes to go: the end
+/// of the phase when it ends within the stretch, else what is left after it. A multiplication
+/// rather than a division per stretch: `ceil(left / spare) <= b - a` is `left <= spare * (b -
+/// a)`.
+#[inline(always)]
+fn stretch(
     out: &mut Vec<Piece>,
-) -> u64 {
-    let chans = [hbm, l2];
-    let mut at = [0usize; 2];
-    for (k, c) in chans.iter().enumerate() {
-        if let Some(c) = c {
-            at[k] = c.at(start);
+    on: Piece,
+    a: u64,
+    b: u64,
+    spare: u64,
+    left: u64,
+) -> Result<u64, u64> {
+    if spare == 0 {
+        return Err(left);
+    }
+    match spare.checked_mul(b - a) {
+        Some(all) if all < left => {
+            put(out, on, a, b, spare);
+            Err(left - all)
+        }
+        _ => {
+            let to = a + left.div_ceil(spare);
+            put(out, on, a, to, spare);
+            Ok(to)
         }
     }
-    let (mut a, mut left) = (start, bytes);
+}
+
+/// [`plan_phase`] when one channel, `c`, may have less than `cap` to spare from `start` on:
+/// the phase walks its steps.
+fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
+    let steps = &c.steps[..];
+    let mut i = c.at_from(c.head, on.from);
+    let (mut a, mut left) = (on.from, bytes);
     loop {
-        let (mut b, mut spare) = (u64::MAX, cap);
-        for (k, c) in chans.iter().enumerate() {
-            if let Some(c) = c {
-                b = b.min(c.end_of(at[k]));
-                spare = spare.min(c.cap - c.steps[at[k]].1);
-            }
+        let b = steps.get(i + 1).map_or(u64::MAX, |s| s.0);
+        let spare = on.rate.min(c.cap - steps[i].1);
+        match stretch(out, on, a, b, spare, left) {
+            Ok(to) => return to,
+            Err(rest) => left = rest,
         }
-        if spare > 0 {
-            let need = left.div_ceil(spare);
-            let to = if need <= b - a { a + need } else { b };
-            match out.last_mut() {
-                Some(p)
-                    if (p.to, p.rate, p.hbm, p.l2) == (a, spare, hbm.is_some(), l2.is_some()) =>
-                {
-                    p.to = to
-                }
-                _ => out.push(Piece {
-                    from: a,
-                    to,
-                    rate: spare,
-                    hbm: hbm.is_some(),
-                    l2: l2.is_some(),
-                }),
-            }
-            if need <= b - a {
-                return to;
-            }
-            // b - a < need, so this is below `left`
-            left -= spare * (b - a);
+        (a, i) = (b, i + 1);
+    }
+}
+
+/// [`plan_phase`] when both channels may have less than `cap` to spare from `start` on: the
+/// phase walks the steps of both.
+fn plan_two(h: &Channel, l: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
+    let (hs, ls) = (&h.steps[..], &l.steps[..]);
+    let (mut i, mut j) = (h.at_from(h.head, on.from), l.at_from(l.head, on.from));
+    let (mut a, mut left) = (on.from, bytes);
+    loop {
+        let hb = hs.get(i + 1).map_or(u64::MAX, |s| s.0);
+        let lb = ls.get(j + 1).map_or(u64::MAX, |s| s.0);
+        let b = hb.min(lb);
+        let spare = on.rate.min(h.cap - hs[i].1).min(l.cap - ls[j].1);
+        match stretch(out, on, a, b, spare, left) {
+            Ok(to) => return to,
+            Err(rest) => left = rest,
         }
         a = b;
-        for (k, c) in chans.iter().enumerate() {
-            if let Some(c) = c {
-                if c.end_of(at[k]) == b {
-                    at[k] += 1;
-                }
-            }
-        }
+        i += usize::from(hb == b);
+        j += usize::from(lb == b);
     }
 }
