@@ -329,65 +329,79 @@ pub(super) fn plan_phase(
     }
 }
 
-/// Appends a piece of the phase `on` (its channels and cap), at `rate` over `a..to`: it
-/// continues the last one when that ends at `a` at the same rate on the same channels.
-#[inline(always)]
-fn put(out: &mut Vec<Piece>, on: Piece, a: u64, to: u64, rate: u64) {
-    match out.last_mut() {
-        Some(p) if (p.to, p.rate, p.hbm, p.l2) == (a, rate, on.hbm, on.l2) => p.to = to,
-        _ => out.push(Piece {
-            from: a,
-            to,
-            rate,
-            ..on
-        }),
-    }
+/// A phase's walk over the steps: the piece being built (from `from` at `rate`, none while
+/// 0), where the walk is and the bytes left.
+struct Walk {
+    on: Piece,
+    from: u64,
+    rate: u64,
+    a: u64,
+    left: u64,
 }
 
-/// The phase `on` over a stretch `a..b` with `spare` a cycle and `left` bytes to go: the end
-/// of the phase when it ends within the stretch, else what is left after it. A multiplication
-/// rather than a division per stretch: `ceil(left / spare) <= b - a` is `left <= spare * (b -
-/// a)`.
-#[inline(always)]
-fn stretch(
-    out: &mut Vec<Piece>,
-    on: Piece,
-    a: u64,
-    b: u64,
-    spare: u64,
-    left: u64,
-) -> Result<u64, u64> {
-    if spare == 0 {
-        return Err(left);
+impl Walk {
+    fn new(on: Piece, bytes: u64) -> Walk {
+        Walk {
+            on,
+            from: on.from,
+            rate: 0,
+            a: on.from,
+            left: bytes,
+        }
     }
-    match spare.checked_mul(b - a) {
-        Some(all) if all < left => {
-            put(out, on, a, b, spare);
-            Err(left - all)
+
+    /// The stretch from where the walk is to `b` (`u64::MAX`: for ever) has `spare` a cycle:
+    /// the phase takes it, and `Some(end)` when it ends there (its last piece appended to
+    /// `out`). A piece goes to `out` when the rate changes. A multiplication rather than a
+    /// division per stretch: `ceil(left / spare) <= b - a` is `left <= spare * (b - a)`.
+    #[inline(always)]
+    fn stretch(&mut self, b: u64, spare: u64, out: &mut Vec<Piece>) -> Option<u64> {
+        if spare != self.rate {
+            if self.rate > 0 {
+                out.push(Piece {
+                    from: self.from,
+                    to: self.a,
+                    rate: self.rate,
+                    ..self.on
+                });
+            }
+            (self.from, self.rate) = (self.a, spare);
         }
-        _ => {
-            let to = a + left.div_ceil(spare);
-            put(out, on, a, to, spare);
-            Ok(to)
+        if spare > 0 {
+            match spare.checked_mul(b - self.a) {
+                Some(all) if all < self.left && b != u64::MAX => self.left -= all,
+                _ => {
+                    let to = self.a + self.left.div_ceil(spare);
+                    out.push(Piece {
+                        from: self.from,
+                        to,
+                        rate: spare,
+                        ..self.on
+                    });
+                    return Some(to);
+                }
+            }
         }
+        self.a = b;
+        None
     }
 }
 
 /// [`plan_phase`] when one channel, `c`, may have less than `cap` to spare from `start` on:
 /// the phase walks its steps.
 fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
-    let steps = &c.steps[..];
-    let mut i = c.at_from(c.head, on.from);
-    let (mut a, mut left) = (on.from, bytes);
-    loop {
-        let b = steps.get(i + 1).map_or(u64::MAX, |s| s.0);
-        let spare = on.rate.min(c.cap - steps[i].1);
-        match stretch(out, on, a, b, spare, left) {
-            Ok(to) => return to,
-            Err(rest) => left = rest,
+    let steps = &c.steps[c.at_from(c.head, on.from)..];
+    let mut w = Walk::new(on, bytes);
+    for s in steps.windows(2) {
+        let spare = on.rate.min(c.cap - s[0].1);
+        if let Some(to) = w.stretch(s[1].0, spare, out) {
+            return to;
         }
-        (a, i) = (b, i + 1);
     }
+    // the last step, for ever (it holds 0)
+    let spare = on.rate.min(c.cap - steps[steps.len() - 1].1);
+    let to = w.stretch(u64::MAX, spare, out);
+    to.expect("a phase ends in the last step")
 }
 
 /// [`plan_phase`] when both channels may have less than `cap` to spare from `start` on: the
@@ -395,17 +409,15 @@ fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
 fn plan_two(h: &Channel, l: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
     let (hs, ls) = (&h.steps[..], &l.steps[..]);
     let (mut i, mut j) = (h.at_from(h.head, on.from), l.at_from(l.head, on.from));
-    let (mut a, mut left) = (on.from, bytes);
+    let mut w = Walk::new(on, bytes);
     loop {
         let hb = hs.get(i + 1).map_or(u64::MAX, |s| s.0);
         let lb = ls.get(j + 1).map_or(u64::MAX, |s| s.0);
         let b = hb.min(lb);
         let spare = on.rate.min(h.cap - hs[i].1).min(l.cap - ls[j].1);
-        match stretch(out, on, a, b, spare, left) {
-            Ok(to) => return to,
-            Err(rest) => left = rest,
+        if let Some(to) = w.stretch(b, spare, out) {
+            return to;
         }
-        a = b;
         i += usize::from(hb == b);
         j += usize::from(lb == b);
     }
