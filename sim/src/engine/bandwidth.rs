@@ -125,10 +125,16 @@ impl Channel {
     }
 
     /// The pieces as steps, from the latest start on.
+    #[inline(always)]
     fn step_up(&mut self) {
-        if self.stepped {
-            return;
+        if !self.stepped {
+            self.step_up_pieces();
         }
+    }
+
+    /// [`Channel::step_up`] when not stepped.
+    #[cold]
+    fn step_up_pieces(&mut self) {
         let t = self.now;
         self.events.clear();
         for &(from, to, rate) in &self.pieces {
@@ -236,10 +242,10 @@ impl Channel {
         }
         let a = self.split(self.head, from);
         let b = self.split(a, to);
-        for k in a..b {
-            self.steps[k].1 += rate;
-            self.peak = self.peak.max(self.steps[k].1);
-            debug_assert!(self.steps[k].1 <= self.cap, "a channel over its rate");
+        for s in &mut self.steps[a..b] {
+            s.1 += rate;
+            self.peak = self.peak.max(s.1);
+            debug_assert!(s.1 <= self.cap, "a channel over its rate");
         }
         // steps that now hold the same as their neighbour join it
         if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
@@ -392,14 +398,16 @@ impl Walk {
 fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
     let steps = &c.steps[c.at_from(c.head, on.from)..];
     let mut w = Walk::new(on, bytes);
-    for s in steps.windows(2) {
-        let spare = on.rate.min(c.cap - s[0].1);
-        if let Some(to) = w.stretch(s[1].0, spare, out) {
+    let mut used = steps[0].1;
+    for &(next, next_used) in &steps[1..] {
+        let spare = on.rate.min(c.cap - used);
+        if let Some(to) = w.stretch(next, spare, out) {
             return to;
         }
+        used = next_used;
     }
     // the last step, for ever (it holds 0)
-    let spare = on.rate.min(c.cap - steps[steps.len() - 1].1);
+    let spare = on.rate.min(c.cap - used);
     let to = w.stretch(u64::MAX, spare, out);
     to.expect("a phase ends in the last step")
 }
