@@ -43,6 +43,10 @@ pub(super) struct Channel {
     /// became stepped), so that a move with `cap - peak` to spare is known to fit without a
     /// walk.
     peak: u64,
+    /// While stepped: a cycle from which what is held never grows (the staircase the moves
+    /// under way leave as they end one by one), so that a walk that finds its whole rate to
+    /// spare there has it for ever after.
+    calm: u64,
     /// Scratch for turning pieces into steps.
     events: Vec<(u64, i64)>,
 }
@@ -70,6 +74,7 @@ impl Channel {
             steps: vec![(0, 0)],
             head: 0,
             peak: 0,
+            calm: 0,
             events: Vec::new(),
         }
     }
@@ -156,6 +161,11 @@ impl Channel {
         }
         self.steps.dedup_by(|b, a| a.1 == b.1);
         self.peak = self.steps.iter().map(|s| s.1).max().unwrap_or(0);
+        let mut k = self.steps.len() - 1;
+        while k > 0 && self.steps[k - 1].1 >= self.steps[k].1 {
+            k -= 1;
+        }
+        self.calm = self.steps[k].0;
         self.head = 0;
         self.stepped = true;
         self.pieces.clear();
@@ -224,6 +234,9 @@ impl Channel {
 
     /// [`Channel::hold`] on the steps.
     fn hold_stepped(&mut self, from: u64, to: u64, rate: u64) {
+        // what is held rises at `from` and falls back at `to`: it never grows from `from` on
+        // when it did not from `calm` on
+        self.calm = self.calm.max(from);
         let last = self.steps.len() - 1;
         if self.steps[last].0 <= from {
             // after everything held (the last step holds 0): a step of `rate`, then 0 again
@@ -401,12 +414,16 @@ fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
     let mut used = steps[0].1;
     for &(next, next_used) in &steps[1..] {
         let spare = on.rate.min(c.cap - used);
+        if spare == on.rate && w.a >= c.calm {
+            // what is held never grows from here: the whole rate to spare for ever
+            break;
+        }
         if let Some(to) = w.stretch(next, spare, out) {
             return to;
         }
         used = next_used;
     }
-    // the last step, for ever (it holds 0)
+    // the last step, for ever (it holds 0), or the whole rate from here on
     let spare = on.rate.min(c.cap - used);
     let to = w.stretch(u64::MAX, spare, out);
     to.expect("a phase ends in the last step")
