@@ -217,23 +217,25 @@ impl Channel {
         i + 1
     }
 
-    /// `rate` more bytes per cycle held over `from..to`.
+    /// `rate` more bytes per cycle held over `from..to`. `hint`: a step index at or before
+    /// the one holding `from` (0 will do); returns one for a hold starting at `to` or later (a
+    /// move's next piece).
     #[inline(always)]
-    pub(super) fn hold(&mut self, from: u64, to: u64, rate: u64) {
+    pub(super) fn hold(&mut self, from: u64, to: u64, rate: u64, hint: usize) -> usize {
         if from >= to || rate == 0 {
-            return;
+            return hint;
         }
         if !self.stepped {
             self.pieces.push((from, to, rate));
             self.loose += rate;
             self.first_end = self.first_end.min(to);
-            return;
+            return 0;
         }
-        self.hold_stepped(from, to, rate);
+        self.hold_stepped(from, to, rate, hint)
     }
 
     /// [`Channel::hold`] on the steps.
-    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64) {
+    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64, hint: usize) -> usize {
         // what is held rises at `from` and falls back at `to`: it never grows from `from` on
         // when it did not from `calm` on
         self.calm = self.calm.max(from);
@@ -251,14 +253,25 @@ impl Channel {
                 self.steps.remove(n - 2);
             }
             self.peak = self.peak.max(rate);
-            return;
+            return self.head;
         }
-        let a = self.split(self.head, from);
-        let b = self.split(a, to);
-        for s in &mut self.steps[a..b] {
+        let a = self.split(hint.max(self.head), from);
+        // the steps from `from` up to `to` hold `rate` more, in the walk that finds `to`
+        let (mut b, mut peak) = (a, self.peak);
+        for s in &mut self.steps[a..] {
+            if s.0 >= to {
+                break;
+            }
             s.1 += rate;
-            self.peak = self.peak.max(s.1);
+            peak = peak.max(s.1);
             debug_assert!(s.1 <= self.cap, "a channel over its rate");
+            b += 1;
+        }
+        self.peak = peak;
+        // a boundary at `to`: the step before it held `rate` less there
+        if self.steps.get(b).is_none_or(|s| s.0 > to) {
+            let used = self.steps[b - 1].1 - rate;
+            self.steps.insert(b, (to, used));
         }
         // steps that now hold the same as their neighbour join it
         if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
@@ -267,6 +280,8 @@ impl Channel {
         if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
             self.steps.remove(a);
         }
+        // the step holding `to` is at `a - 1` or after, whatever joined
+        a.saturating_sub(1).max(self.head)
     }
 }
 
