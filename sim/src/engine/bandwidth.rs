@@ -35,8 +35,9 @@ pub(super) struct Channel {
     first_end: u64,
     /// `(from, used)`: bytes per cycle held from cycle `from` until the next step's `from`, in
     /// increasing `from`, from index `head` on (the ones before are past); the last step holds
-    /// 0 and lasts for ever (so there is always one). A handful are live at a time: a plain
-    /// vector searched from the end, where new moves start, beats a tree or a deque here.
+    /// 0 and lasts for ever (so there is always one). A handful are live at a time (a full
+    /// step, then the staircase the moves under way leave as they end): a plain vector
+    /// searched forward from `head`, where new moves start, beats a tree or a deque here.
     steps: Vec<(u64, u64)>,
     head: usize,
     /// While stepped: at least what any live step holds (the most held since the channel last
