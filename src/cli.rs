@@ -520,6 +520,15 @@ pub struct ViewArgs {
     /// timeline, the memory maps, the profile with --profile (written only if the program ran).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// The cycles [A, B) the HTML page's timeline keeps (default: the whole run); its spans
+    /// are clipped to the window, and the page opens on it.
+    #[arg(long, value_name = "A:B", requires = "html", value_parser = parse_window)]
+    pub html_window: Option<reports::TraceWindow>,
+    /// The cores the HTML page's timeline shows (default: every core): a comma-separated list
+    /// of `all`, a core type (`aiv`: its cores in every block) or a core type with a block or
+    /// a range of blocks (`aic0`, `aiv0-3`), e.g. `aic0,aiv0-3`.
+    #[arg(long, value_name = "CORES", requires = "html")]
+    pub html_cores: Option<String>,
     /// For a launch of many cores, add one core's detail to the text report: `B:TYPE:I`
     /// (block, core type, index among the block's cores of that type), e.g. `3:aiv:1`.
     #[arg(long, value_name = "B:TYPE:I", value_parser = parse_core)]

@@ -27,14 +27,6 @@ pub struct CompareArgs<'a> {
 pub fn compare(args: &CompareArgs) -> Result<(), Exit> {
     let (config, kernel, src) = load(args.input)?;
     let parts: Vec<&sim::Program> = kernel.parts.iter().collect();
-    let cores = sim::launch::slots(&parts, &config).len();
-    if args.html.is_some() && cores > 1 {
-        return Err(Exit::input(format!(
-            "--html: {} launches more than one core, and the HTML page shows one core's runs; \
-             compare it with --blocks 1 (a single-type kernel), or drop --html",
-            src.name
-        )));
-    }
     let opts = args.plan.at_level(2).pipeline(args.run, VALIDATE);
     // each level's run shows its progress line on a terminal, cleared when it ends
     // (from 2 s into the comparison, however short each level)

@@ -795,16 +795,12 @@ fn run_loaded(
         None => None,
         Some((b, t, i)) => Some(find_core(&config, &cores, *b, t, *i, &src)?),
     };
+    let spec = html_spec(views, &cores, &config, &src)?;
     if cores.len() > 1 || kernel.is_mixed() {
         return run_launch(
-            &config, &kernel, args, run_args, views, core, format, out, &src,
+            &config, &kernel, args, run_args, views, spec, core, format, out, &src,
         );
     }
-    let program = kernel
-        .parts
-        .into_iter()
-        .next()
-        .expect("a kernel has a part");
     let mut opts = args.pipeline(run_args, VALIDATE);
     let unwatched =
         views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
@@ -814,28 +810,32 @@ fn run_loaded(
         critical: None,
     };
     let best = if args.level == LevelArg::Best {
-        let (sim, best) = best_level(&program, &config, &opts, &src)?;
+        let (sim, best) = best_level(&kernel, &config, &opts, &src)?;
         if unwatched {
-            return report_run(&config, &sim, best.as_ref(), None, plain, format, out, &src);
+            return report_run(&config, &sim, Some(&best), None, plain, format, out, &src);
         }
         // the views watch the chosen level's run, made again
         // (the one part's: --level best runs one program)
         opts.plan.max_level = sim.parts[0].planned.plan.level;
-        best
+        Some(best)
     } else {
-        if unwatched {
-            // no observer beside the race checker (and the progress line on a terminal): the
-            // run pays for nothing it does not show
-            let mut progress =
-                progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-            let sim = pipeline::simulate_observed(&program, &config, &opts, &mut progress);
-            // its line cleared before the report is written
-            drop(progress);
-            let sim = sim.map_err(|f| failed(&f, &program, &config, &src, ""))?;
-            return report_run(&config, &sim, None, None, plain, format, out, &src);
-        }
         None
     };
+    let program = kernel
+        .parts
+        .into_iter()
+        .next()
+        .expect("a kernel has a part");
+    if unwatched {
+        // no observer beside the race checker (and the progress line on a terminal): the
+        // run pays for nothing it does not show
+        let mut progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
+        let sim = pipeline::simulate_observed(&program, &config, &opts, &mut progress);
+        // its line cleared before the report is written
+        drop(progress);
+        let sim = sim.map_err(|f| failed(&f, &program, &config, &src, ""))?;
+        return report_run(&config, &sim, None, None, plain, format, out, &src);
+    }
     let failed = |f: &Failure| failed(f, &program, &config, &src, "");
     let prepared = pipeline::prepare(&program, &config, &opts).map_err(|f| failed(&f))?;
     let mut file = views
@@ -853,7 +853,7 @@ fn run_loaded(
         .profile
         .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
-    let timeline = views.html.as_ref().map(|_| reports::Timeline::default());
+    let timeline = spec.map(|spec| reports::Timeline::for_launch(&[&ran], &config, spec));
     let critical = views
         .critical_path
         .then(|| sim::critical::Critical::for_launch(&[&ran], &config));
@@ -903,6 +903,103 @@ fn run_loaded(
     )
 }
 
+/// What the HTML page's timeline keeps (`--html-window`, `--html-cores` resolved against the
+/// launch's cores), or `None` without `--html`.
+fn html_spec(
+    views: &ViewArgs,
+    cores: &[sim::launch::Slot],
+    config: &Config,
+    src: &input::Source,
+) -> Result<Option<reports::TimelineSpec>, Exit> {
+    if views.html.is_none() {
+        return Ok(None);
+    }
+    let window = views.html_window.unwrap_or(reports::TraceWindow::ALL);
+    let shown = match &views.html_cores {
+        None => None,
+        Some(list) => Some(
+            select_cores(list, cores, config)
+                .map_err(|e| Exit::input(format!("--html-cores {list}: {}: {e}", src.name)))?,
+        ),
+    };
+    Ok(Some(reports::TimelineSpec {
+        from: window.from,
+        to: window.to,
+        cores: shown,
+        ..Default::default()
+    }))
+}
+
+/// `--html-cores`: the launch's cores a list names (docs/cli.md): `all`, `TYPE`, `TYPE<B>` or
+/// `TYPE<B>-<C>`, comma-separated; the indices in launch order. Every item that names nothing
+/// is reported.
+fn select_cores(
+    list: &str,
+    cores: &[sim::launch::Slot],
+    config: &Config,
+) -> Result<Vec<usize>, String> {
+    let blocks = cores.last().map_or(0, |s| s.block + 1);
+    let mut types: Vec<&str> = Vec::new();
+    for s in cores {
+        let t = config.core(s.core).name.as_str();
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    let mut chosen = vec![false; cores.len()];
+    let mut problems = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if item == "all" {
+            chosen.iter_mut().for_each(|c| *c = true);
+            continue;
+        }
+        // the longest core type the item starts with, then its blocks
+        let Some(ty) = types
+            .iter()
+            .filter(|t| item.starts_with(**t))
+            .max_by_key(|t| t.len())
+        else {
+            problems.push(format!(
+                "`{item}` names no core type of the launch ({})",
+                types.join(", ")
+            ));
+            continue;
+        };
+        let rest = &item[ty.len()..];
+        let range = if rest.is_empty() {
+            Some((0, blocks.saturating_sub(1)))
+        } else {
+            let (a, b) = rest.split_once('-').unwrap_or((rest, rest));
+            match (a.parse::<u32>(), b.parse::<u32>()) {
+                (Ok(a), Ok(b)) if a <= b => Some((a, b)),
+                _ => None,
+            }
+        };
+        let Some((a, b)) = range else {
+            problems.push(format!(
+                "`{item}` is not TYPE, TYPE<B> or TYPE<B>-<C> (e.g. aiv0-3)"
+            ));
+            continue;
+        };
+        if b >= blocks {
+            problems.push(format!(
+                "`{item}`: the launch has blocks 0..{blocks} (0 to {})",
+                blocks.saturating_sub(1)
+            ));
+            continue;
+        }
+        for (k, s) in cores.iter().enumerate() {
+            if config.core(s.core).name == *ty && (a..=b).contains(&s.block) {
+                chosen[k] = true;
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    Ok((0..cores.len()).filter(|&k| chosen[k]).collect())
+}
+
 /// `--core B:TYPE:I`: the index of that core in the launch, or an error naming the range.
 fn find_core(
     config: &Config,
@@ -939,8 +1036,8 @@ fn find_core(
 
 /// `run` of a launch of more than one core (many blocks, or a mixed kernel): every part
 /// planned and synchronised on its own, all cores in one run. The trace has a process per
-/// core, the profile sums over the cores; the HTML page and `--level best` are one-core
-/// views, refused here.
+/// core, the profile sums over the cores, the HTML page has a lane group per shown core, and
+/// `--level best` runs every level of the whole launch.
 #[allow(clippy::too_many_arguments)]
 fn run_launch(
     config: &Config,
@@ -948,42 +1045,46 @@ fn run_launch(
     args: &PlanArgs,
     run_args: &RunArgs,
     views: &ViewArgs,
+    spec: Option<reports::TimelineSpec>,
     core: Option<usize>,
     format: RunFormat,
     out: Option<&Path>,
     src: &input::Source,
 ) -> Result<(), Exit> {
-    let refused = [
-        (
-            views.html.is_some(),
-            "--html",
-            "the HTML page shows one core's run",
-        ),
-        (
-            args.level == LevelArg::Best,
-            "--level best",
-            "--level best compares one core's runs level by level",
-        ),
-    ];
-    if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
-        // a mixed kernel has a cube and a vector core in every block
-        let one = if kernel.is_mixed() {
-            ""
-        } else {
-            "run it with --blocks 1, or "
-        };
-        return Err(Exit::input(format!(
-            "{flag}: {} launches more than one core, and {why}; {one}drop {flag} \
-             (--trace and --profile show every core of a launch)",
-            src.name
-        )));
-    }
-    let opts = args.pipeline(run_args, VALIDATE);
+    let mut opts = args.pipeline(run_args, VALIDATE);
+    let unwatched =
+        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
+    let plain = Views {
+        args: views,
+        timeline: None,
+        critical: None,
+    };
+    let best = if args.level == LevelArg::Best {
+        let (sim, best) = best_level(kernel, config, &opts, src)?;
+        if unwatched {
+            return report_launch(
+                config,
+                &sim,
+                core,
+                Some(&best),
+                None,
+                plain,
+                format,
+                out,
+                src,
+            );
+        }
+        // the views watch the chosen level's run, made again
+        opts.plan.max_level = best.chosen;
+        Some(best)
+    } else {
+        None
+    };
     // a part that cannot be planned is reported against its own ops
     let prepared = pipeline::prepare_kernel(kernel, config, &opts)
         .map_err(|e| part_failed(&e, kernel, config, src, ""))?;
     let failed = |f: &Failure| failed(f, kernel.first(), config, src, "");
-    if views.trace.is_none() && !views.profile && !views.critical_path {
+    if unwatched {
         // no observer beside the race checker (and the progress line on a terminal): the run
         // pays for nothing it does not show
         let mut progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
@@ -991,7 +1092,7 @@ fn run_launch(
         // its line cleared before the report is written
         drop(progress);
         let sim = sim.map_err(|f| failed(&f))?;
-        return report_launch(config, &sim, core, None, None, format, out, src);
+        return report_launch(config, &sim, core, None, None, plain, format, out, src);
     }
     let mut file = views
         .trace
@@ -1008,10 +1109,12 @@ fn run_launch(
     let profiler = views
         .profile
         .then(|| reports::Profiler::for_launch(&ran_parts, config));
+    // the HTML page's timeline watches the run; its memory is bounded
+    let timeline = spec.map(|spec| reports::Timeline::for_launch(&ran_parts, config, spec));
     let critical = views
         .critical_path
         .then(|| sim::critical::Critical::for_launch(&ran_parts, config));
-    let (sim, written, profiler, critical) = std::thread::scope(|scope| {
+    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1030,9 +1133,9 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (critical, progress)));
+        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, (critical, progress))) = observers;
+        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1040,42 +1143,57 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, critical)
+        (sim, written, profiler, timeline, critical)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran_parts));
     let critical = critical.map(|c| c.finish(&sim.result));
+    let views = Views {
+        args: views,
+        timeline: timeline.as_ref(),
+        critical: critical.as_ref(),
+    };
     report_launch(
         config,
         &sim,
         core,
+        best.as_ref(),
         rows.as_deref(),
-        critical.as_ref(),
+        views,
         format,
         out,
         src,
     )
 }
 
-/// Prints a launch's report (with `--core`'s detail, the profile rows and the critical path,
-/// if any) and its problems.
+/// Prints a launch's report (with `--core`'s detail, `--level best`'s levels and the profile
+/// rows, if any), writes its HTML page when asked, and prints its problems.
 #[allow(clippy::too_many_arguments)]
 fn report_launch(
     config: &Config,
     sim: &Simulation,
     core: Option<usize>,
+    best: Option<&reports::BestLevel>,
     profile: Option<&[reports::ProfileRow]>,
-    critical: Option<&sim::critical::CriticalPath>,
+    views: Views<'_>,
     format: RunFormat,
     out: Option<&Path>,
     src: &input::Source,
 ) -> Result<(), Exit> {
     let mut report: reports::Run = sim.into();
     report.core = core;
+    report.best = best;
     report.profile = profile;
-    report.critical = critical;
+    report.critical = views.critical;
+    let page = views.args.html.as_ref().map(|_| {
+        let table = profile.map(reports::profile_html);
+        reports::run_html(config, &report, views.timeline, table.as_deref())
+    });
     output::emit(out, &format.render(config, &report))?;
+    if let (Some(path), Some(page)) = (views.args.html.as_deref(), &page) {
+        output::emit(Some(path), page)?;
+    }
     problems_exit(config, sim, src)
 }
 
@@ -1170,16 +1288,17 @@ fn report_run(
     problems_exit(config, sim, src)
 }
 
-/// `run --level best`: every level, the fastest kept (the highest among equals). Fails like a
-/// single run when no level fits (with level 0's overflow) or a level fails otherwise.
+/// `run --level best`: every level of the whole kernel (every part at that level, all cores
+/// in one run), the fastest kept (the highest among equals). Fails like a single run when no
+/// level fits (with level 0's overflow) or a level fails otherwise.
 fn best_level(
-    program: &Program,
+    kernel: &Kernel,
     config: &Config,
     opts: &pipeline::Options,
     src: &input::Source,
-) -> Result<(Simulation, Option<reports::BestLevel>), Exit> {
-    let levels = pipeline::compare(program, config, &[2, 1, 0], opts)
-        .map_err(|f| failed(&f, program, config, src, ""))?;
+) -> Result<(Simulation, reports::BestLevel), Exit> {
+    let levels = pipeline::compare_kernel(kernel, config, &[2, 1, 0], opts)
+        .map_err(|e| part_failed(&e, kernel, config, src, ""))?;
     let mut tried = Vec::new();
     let mut best: Option<(u8, Box<Simulation>)> = None;
     let mut last_overflow = None;
@@ -1196,24 +1315,28 @@ fn best_level(
                 }
             }
             pipeline::LevelOutcome::Overflow(e) => {
-                tried.push((l.level, Err(e.to_string())));
-                last_overflow = Some(e);
+                let part = part_prefix(config, kernel, l.part);
+                tried.push((l.level, Err(format!("{part}{e}"))));
+                last_overflow = Some((l.part, e));
             }
         }
     }
     match best {
         Some((chosen, sim)) => Ok((
             *sim,
-            Some(reports::BestLevel {
+            reports::BestLevel {
                 chosen,
                 levels: tried,
-            }),
+            },
         )),
         None => {
-            let e = last_overflow.expect("every level ran or overflowed");
-            Err(failed(
-                &pipeline::Failure::Overflow(e),
-                program,
+            let (part, e) = last_overflow.expect("every level ran or overflowed");
+            Err(part_failed(
+                &pipeline::PartFailure {
+                    part,
+                    failure: pipeline::Failure::Overflow(e),
+                },
+                kernel,
                 config,
                 src,
                 "level 0: ",
@@ -1413,5 +1536,47 @@ mod tests {
             "k.yaml:5:9: error: body[0].for.body[0]: cycles must not be negative (cycle 12, t=3)"
         );
         assert_eq!(run_failed(&e, &src).0, 2);
+    }
+
+    #[test]
+    fn html_cores_name_types_blocks_and_ranges() {
+        let config = sim::load_config(
+            sim::builtin::builtin(sim::builtin::DEFAULT).unwrap(),
+            "<built-in>",
+        )
+        .unwrap();
+        let text = "kernel: k\nlaunch: { blocks: 4 }\naic:\n  body:\n    - scalar: { cycles: 1 }\naiv:\n  body:\n    - scalar: { cycles: 1 }\n";
+        let kernel = sim::load_kernel(text, "k.yaml", &config, &[], None).unwrap();
+        let parts: Vec<&Program> = kernel.parts.iter().collect();
+        let slots = sim::launch::slots(&parts, &config);
+        // (block, type) of each chosen core, in launch order
+        let pick = |list: &str| -> Vec<(u32, String)> {
+            select_cores(list, &slots, &config)
+                .unwrap()
+                .into_iter()
+                .map(|k| (slots[k].block, config.core(slots[k].core).name.clone()))
+                .collect()
+        };
+        let cores = |v: &[(u32, &str)]| -> Vec<(u32, String)> {
+            v.iter().map(|(b, t)| (*b, t.to_string())).collect()
+        };
+        assert_eq!(pick("aic0"), cores(&[(0, "aic")]));
+        assert_eq!(
+            pick("aiv1-2, aic3"),
+            cores(&[(1, "aiv"), (1, "aiv"), (2, "aiv"), (2, "aiv"), (3, "aic")])
+        );
+        assert_eq!(pick("aic").len(), 4);
+        assert_eq!(pick("all").len(), slots.len());
+        // listed twice: once
+        assert_eq!(pick("aic0,aic0-1").len(), 2);
+        // every bad item at once
+        let e = select_cores("aix,aiv4,aiv2-1,aic-", &slots, &config).unwrap_err();
+        assert_eq!(
+            e,
+            "`aix` names no core type of the launch (aic, aiv); \
+             `aiv4`: the launch has blocks 0..4 (0 to 3); \
+             `aiv2-1` is not TYPE, TYPE<B> or TYPE<B>-<C> (e.g. aiv0-3); \
+             `aic-` is not TYPE, TYPE<B> or TYPE<B>-<C> (e.g. aiv0-3)"
+        );
     }
 }

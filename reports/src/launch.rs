@@ -15,13 +15,13 @@ pub fn core_name(config: &Config, c: &CoreRun) -> String {
 
 /// Min, max and mean of some values (none: zeros).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Spread {
-    min: u64,
-    max: u64,
-    mean: f64,
+pub(crate) struct Spread {
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) mean: f64,
 }
 
-fn spread(values: impl Iterator<Item = u64>) -> Spread {
+pub(crate) fn spread(values: impl Iterator<Item = u64>) -> Spread {
     let (mut min, mut max, mut sum, mut n) = (u64::MAX, 0, 0u128, 0u64);
     for v in values {
         min = min.min(v);
@@ -44,7 +44,7 @@ fn spread(values: impl Iterator<Item = u64>) -> Spread {
 }
 
 /// The core types of a launch in the order their first core appears.
-fn types(result: &RunResult) -> Vec<CoreId> {
+pub(crate) fn types(result: &RunResult) -> Vec<CoreId> {
     let mut out: Vec<CoreId> = Vec::new();
     for c in &result.cores {
         if !out.contains(&c.core) {
@@ -54,7 +54,7 @@ fn types(result: &RunResult) -> Vec<CoreId> {
     out
 }
 
-fn pipe_of(c: &CoreRun, pipe: Pipe) -> Option<&PipeStats> {
+pub(crate) fn pipe_of(c: &CoreRun, pipe: Pipe) -> Option<&PipeStats> {
     c.pipes.iter().find(|p| p.pipe == pipe)
 }
 

@@ -78,6 +78,7 @@ mod run_report;
 mod sweep;
 pub mod table;
 mod trace;
+mod untaken;
 
 pub use background::Background;
 pub use calibrate::{
@@ -97,7 +98,8 @@ pub use diff::{
 };
 pub use explain::plan_explain;
 pub use html::{
-    calibration_html, compare_html, diff_html, run_html, slot_rects, sweep_html, Timeline,
+    calibration_html, compare_html, diff_html, run_html, slot_rects, sweep_html, Arrow, Timeline,
+    TimelineSpec,
 };
 pub use launch::{core_name, core_view, launch_json, launch_text};
 pub use mlir::{hivm_space, kernel_mlir, MlirPart};

@@ -33,6 +33,7 @@
 //! Writing is the only IO here, into the writer the caller gives; the first write error is
 //! kept and returned by [`Trace::finish`].
 
+use crate::untaken::Untaken;
 use planner::liveness::{Interval, OpPos};
 use planner::{PlacedBy, Planned};
 use sim::engine::{Activity, CrossEvent, Issue, Observer, Release, Span, Stall};
@@ -240,9 +241,6 @@ pub struct TraceCut {
     pub cycle: u64,
 }
 
-/// The set of increments past [`CROSS_CAP`]: none, no arrow.
-const NO_SET: u64 = u64::MAX;
-
 /// The observer that writes the trace.
 pub struct Trace<'p, W: Write> {
     out: W,
@@ -275,7 +273,7 @@ pub struct Trace<'p, W: Write> {
     cross_sets: BTreeMap<u64, CrossSet>,
     /// Per (core, counter id): the set behind each increment not yet taken, oldest first, and
     /// how many increments the entry stands for (more than one only past [`CROSS_CAP`]).
-    increments: BTreeMap<(u32, u32), VecDeque<(u64, u32)>>,
+    increments: BTreeMap<(u32, u32), Untaken<u64>>,
 }
 
 /// Contiguous busy cycles of S that are not its own instructions.
@@ -1108,18 +1106,13 @@ impl<W: Write> Observer for Trace<'_, W> {
                     self.cross_sets.remove(&s);
                 }
                 let q = self.increments.entry((core, id)).or_default();
-                if q.len() < CROSS_CAP {
-                    q.push_back((last, 1));
+                if q.push(Some(last), CROSS_CAP) {
                     if let Some(x) = self.cross_sets.get_mut(&last) {
                         x.outstanding += 1;
                     }
                     return;
                 }
                 // a runaway counter: its increments past the cap get no arrow
-                match q.back_mut() {
-                    Some((NO_SET, n)) => *n = n.saturating_add(1),
-                    _ => q.push_back((NO_SET, 1)),
-                }
                 if self
                     .cross_sets
                     .get(&last)
@@ -1135,17 +1128,11 @@ impl<W: Write> Observer for Trace<'_, W> {
                 cycle,
                 wait_seq,
             } => {
-                let Some(q) = self.increments.get_mut(&(core, id)) else {
+                // an increment past the cap has no set: no arrow
+                let Some(Some(set)) = self.increments.get_mut(&(core, id)).and_then(|q| q.take())
+                else {
                     return;
                 };
-                let Some(front) = q.front_mut() else {
-                    return;
-                };
-                let set = front.0;
-                front.1 -= 1;
-                if front.1 == 0 {
-                    q.pop_front();
-                }
                 let inside = self.window.clip(cycle, cycle).is_some();
                 if self.cross_sets.get(&set).is_some_and(|x| !x.written) {
                     self.write_cross_set(set, inside);
@@ -1329,8 +1316,8 @@ mod tests {
             });
         }
         let q = &t.increments[&(1, 0)];
-        assert_eq!(q.len(), CROSS_CAP + 1);
-        assert_eq!(q.back(), Some(&(NO_SET, (n as usize - CROSS_CAP) as u32)));
+        assert_eq!(q.entries(), CROSS_CAP + 1);
+        assert_eq!(q.newest(), Some(&(None, (n as usize - CROSS_CAP) as u32)));
         // every take is of a known increment, in order; the late ones draw nothing
         for k in 0..n {
             t.on_cross(&CrossEvent::Take {

@@ -390,5 +390,5 @@ fn level_best_shows_the_chosen_level_with_its_timeline() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = std::fs::read_to_string(&page).unwrap();
     assert!(text.contains("(the fastest of --level best)"));
-    assert!(text.contains("Every busy and stall span of the run"));
+    assert!(text.contains("(the whole run): "));
 }

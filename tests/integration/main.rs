@@ -17,6 +17,7 @@ mod hostile;
 mod html_cli;
 mod injection;
 mod kernel_cli;
+mod launch_html;
 mod limits;
 mod mlir_cli;
 mod mlir_kernels;

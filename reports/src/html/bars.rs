@@ -3,13 +3,13 @@
 
 use super::style::Kind;
 use super::{esc, f2, thousands};
+use sim::engine::CoreRun;
 use sim::RunResult;
 
 const ROW: f64 = 24.0;
 const BAR: f64 = 16.0;
 
-/// Every kind the bars of `result` show, in legend order (the page is one core's: a launch
-/// of more than one is refused).
+/// Every kind the bars of `result`'s cores show, in legend order.
 pub(super) fn kinds(result: &RunResult) -> Vec<Kind> {
     let mut kinds = Vec::new();
     for p in result
@@ -37,13 +37,11 @@ pub(super) fn kinds(result: &RunResult) -> Vec<Kind> {
     kinds
 }
 
-/// The bars as one SVG `width` pixels wide. A bar's full length stands for `scale` cycles
-/// (the run's total, or the longest level's on the comparison page), so bars of runs drawn
-/// with the same scale compare by length.
-pub(super) fn stall_bars(result: &RunResult, scale: u64, width: f64) -> String {
-    // one core's page: its only core
-    let pipes = crate::run_report::sorted_pipes(&result.cores[0]);
-    let total = result.total_cycles;
+/// The bars of `core` (of a run of `total` cycles) as one SVG `width` pixels wide. A bar's
+/// full length stands for `scale` cycles (the run's total, or the longest level's on the
+/// comparison page), so bars of runs drawn with the same scale compare by length.
+pub(super) fn stall_bars(core: &CoreRun, total: u64, scale: u64, width: f64) -> String {
+    let pipes = crate::run_report::sorted_pipes(core);
     let (label, note) = (44.0, 84.0);
     let bar = width - label - note;
     let height = ROW * pipes.len() as f64 + 4.0;

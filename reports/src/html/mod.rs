@@ -15,7 +15,7 @@ pub use calibrate::calibration_html;
 pub use diff::diff_html;
 pub use memory::slot_rects;
 pub use sweep::sweep_html;
-pub use timeline::Timeline;
+pub use timeline::{Arrow, Timeline, TimelineSpec};
 
 use crate::compare::{CompareLevel, CompareOutcome};
 use crate::run_report::{fmt_micros, sync_name, Run};
@@ -23,8 +23,36 @@ use sim::{Config, Program, RunResult, Space};
 use std::collections::BTreeSet;
 use style::Kind;
 
-/// The run page: header, stall bars, timeline (`None`: not collected), memory maps, the
-/// per-op profile (`profile`: a pre-rendered HTML fragment, placed as is in
+/// The header's first facts: the config (with a launch, the chip's name: its parts may run
+/// on more than one core type) and, for a launch (`result`), its blocks and cores.
+fn chip_facts(
+    program: &Program,
+    config: &Config,
+    launch: Option<&RunResult>,
+) -> Vec<(&'static str, String)> {
+    let Some(result) = launch else {
+        return vec![("config", config_label(program, config))];
+    };
+    let blocks = program.launch.blocks;
+    vec![
+        (
+            "config",
+            format!("{} · {} MHz", config.name, config.clock_mhz),
+        ),
+        (
+            "launch",
+            format!(
+                "{blocks} block{}, {}",
+                if blocks == 1 { "" } else { "s" },
+                core_counts(config, result)
+            ),
+        ),
+    ]
+}
+
+/// The run page: header, stall bars (a launch of many cores: per core type, the spread over
+/// its cores and the bars of its last core), timeline (`None`: not collected), memory maps
+/// (per part), the per-op profile (`profile`: a pre-rendered HTML fragment, placed as is in
 /// `<section id="profile">`; `None` leaves the section empty and hidden), and the findings.
 pub fn run_html(
     config: &Config,
@@ -32,10 +60,9 @@ pub fn run_html(
     timeline: Option<&Timeline>,
     profile: Option<&str>,
 ) -> String {
-    // the page is one core's (a launch of more than one is refused): its only part and core
     let first = run.first();
     let (program, plan, result) = (first.program, first.plan, run.result);
-    let core = &result.cores[0];
+    let launch = result.cores.len() > 1 || run.parts.len() > 1;
     let total = result.total_cycles;
     let mut body = String::new();
     body.push_str("<header>\n");
@@ -47,8 +74,8 @@ pub fn run_html(
     if let Some(best) = run.best {
         level = format!("{} (the fastest of --level best)", best.chosen);
     }
-    let mut facts = vec![
-        ("config", config_label(program, config)),
+    let mut facts = chip_facts(program, config, launch.then_some(result));
+    facts.extend([
         ("sync", sync_name(program, first.auto_sync).to_string()),
         ("level", level),
         ("total", format!("{} cycles", thousands(total))),
@@ -56,14 +83,17 @@ pub fn run_html(
             "time",
             format!("{} µs", fmt_micros(total, config.clock_mhz)),
         ),
-        (
+    ]);
+    if !launch {
+        let core = &result.cores[0];
+        facts.push((
             "overlap",
             format!("{} %", crate::percent(core.overlap_cycles, total)),
-        ),
-    ];
-    if let Some((pipe, cycles)) = core.pipe_bound() {
-        facts.push(("pipe bound", format!("{pipe} {} cycles", thousands(cycles))));
-        facts.push(("efficiency", format!("{} %", crate::percent(cycles, total))));
+        ));
+        if let Some((pipe, cycles)) = core.pipe_bound() {
+            facts.push(("pipe bound", format!("{pipe} {} cycles", thousands(cycles))));
+            facts.push(("efficiency", format!("{} %", crate::percent(cycles, total))));
+        }
     }
     // the launch's start, apart from the cores' cycles, as the text report's two lines
     if config.launch_cost.is_some() {
@@ -83,29 +113,62 @@ pub fn run_html(
     }
     body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n");
-    if let Some(stats) = first.auto_sync {
-        body.push_str(&format!(
-            "<p class=\"note\">sync pass: {}</p>\n",
-            esc(&crate::syncs_summary(stats))
-        ));
+    for (k, part) in run.parts.iter().enumerate() {
+        if let Some(stats) = part.auto_sync {
+            let who = if run.parts.len() > 1 {
+                format!("{}: ", config.core(run.parts[k].program.core).name)
+            } else {
+                String::new()
+            };
+            body.push_str(&format!(
+                "<p class=\"note\">{}sync pass: {}</p>\n",
+                esc(&who),
+                esc(&crate::syncs_summary(stats))
+            ));
+        }
     }
     body.push_str("</header>\n<main>\n");
 
     body.push_str("<section id=\"stalls\">\n<h2>Where the cycles went</h2>\n");
-    body.push_str(
-        "<p class=\"note\">Every cycle of every pipe is in one state; each bar is the whole run. Hover a segment for its exact cycles.</p>\n",
-    );
-    body.push_str(&style::legend(&bars::kinds(result)));
-    body.push_str(&bars::stall_bars(result, total, 1100.0));
+    if launch {
+        body.push_str(&launch_summary(config, result));
+    } else {
+        body.push_str(
+            "<p class=\"note\">Every cycle of every pipe is in one state; each bar is the whole run. Hover a segment for its exact cycles.</p>\n",
+        );
+        body.push_str(&style::legend(&bars::kinds(result)));
+        body.push_str(&bars::stall_bars(&result.cores[0], total, total, 1100.0));
+    }
     body.push_str("</section>\n");
 
     body.push_str("<section id=\"timeline\">\n<h2>Pipe timeline</h2>\n");
-    body.push_str(&timeline::timeline_html(program, result, timeline));
+    let parts: Vec<&Program> = run.parts.iter().map(|p| p.program).collect();
+    body.push_str(&timeline::timeline_html(config, &parts, result, timeline));
     body.push_str("</section>\n");
 
     body.push_str("<section id=\"memory\">\n<h2>Memory map</h2>\n");
     body.push_str(MEMORY_NOTE);
-    body.push_str(&memory::memory_maps(program, plan, 660.0, 300.0, ""));
+    for (k, part) in run.parts.iter().enumerate() {
+        if run.parts.len() > 1 {
+            body.push_str(&format!(
+                "<h3>{} (every {} core)</h3>\n",
+                esc(&config.core(part.program.core).name),
+                esc(&config.core(part.program.core).name)
+            ));
+        }
+        let id = if run.parts.len() > 1 {
+            format!("p{k}-")
+        } else {
+            String::new()
+        };
+        body.push_str(&memory::memory_maps(
+            part.program,
+            part.plan,
+            660.0,
+            300.0,
+            &id,
+        ));
+    }
     body.push_str("</section>\n");
 
     body.push_str(&profile_section(profile));
@@ -115,9 +178,100 @@ pub fn run_html(
     }
 
     body.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n");
-    body.push_str(&findings_html(run));
+    body.push_str(&findings_html(config, run));
     body.push_str("</section>\n</main>\n");
     page(&format!("npusim run: {}", program.kernel), &body)
+}
+
+/// `24 aic + 48 aiv cores`.
+fn core_counts(config: &Config, result: &RunResult) -> String {
+    let counts: Vec<String> = crate::launch::types(result)
+        .into_iter()
+        .map(|ty| {
+            let n = result.cores.iter().filter(|c| c.core == ty).count();
+            format!("{n} {}", config.core(ty).name)
+        })
+        .collect();
+    format!(
+        "{} core{}",
+        counts.join(" + "),
+        if result.cores.len() == 1 { "" } else { "s" }
+    )
+}
+
+/// A launch's stall section: per core type, the min / mean / max over its cores of their end
+/// cycle and of each pipe's busy and stalled cycles (with the stall reasons' means), then the
+/// stall bars of the type's last core to end.
+fn launch_summary(config: &Config, result: &RunResult) -> String {
+    use crate::launch::{pipe_of, spread, types};
+    let total = result.total_cycles;
+    let mut out = String::from(
+        "<p class=\"note\">Per core type, over its cores (one per block, or a block's vector cores): min / mean / max of the cycle each core ended and of each pipe's busy and stalled cycles; then the bars of the type's last core to end, where every cycle of each of its pipes is in one state.</p>\n",
+    );
+    out.push_str(&style::legend(&bars::kinds(result)));
+    for ty in types(result) {
+        let cores: Vec<&sim::engine::CoreRun> =
+            result.cores.iter().filter(|c| c.core == ty).collect();
+        let name = &config.core(ty).name;
+        let end = spread(cores.iter().map(|c| c.end_cycle));
+        out.push_str(&format!(
+            "<div class=\"core-type\" data-type=\"{0}\" data-cores=\"{1}\">\n<h3>{1} × {0}</h3>\n<p>end cycle: min {2} / mean {3:.1} / max {4}</p>\n",
+            esc(name),
+            cores.len(),
+            thousands(end.min),
+            end.mean,
+            thousands(end.max)
+        ));
+        out.push_str("<table class=\"summary\"><thead><tr><th>pipe</th><th>busy min</th><th>mean</th><th>max</th><th>stalled min</th><th>mean</th><th>max</th><th>busy % mean</th><th class=\"text\">stalls, mean cycles per core</th></tr></thead><tbody>\n");
+        let mut pipes: Vec<sim::Pipe> = cores[0].pipes.iter().map(|p| p.pipe).collect();
+        pipes.sort();
+        for pipe in pipes {
+            let of = || cores.iter().filter_map(move |c| pipe_of(c, pipe));
+            let busy = spread(of().map(|p| p.busy));
+            let stalled = spread(of().map(sim::engine::PipeStats::stalled));
+            let mut reasons: std::collections::BTreeMap<sim::engine::Stall, u64> =
+                std::collections::BTreeMap::new();
+            for p in of() {
+                for (s, c) in &p.stalls {
+                    *reasons.entry(*s).or_default() += c;
+                }
+            }
+            let reasons: Vec<String> = reasons
+                .iter()
+                .filter(|(_, c)| **c > 0)
+                .map(|(s, c)| format!("{s} {:.1}", *c as f64 / cores.len() as f64))
+                .collect();
+            let util = if total == 0 {
+                0.0
+            } else {
+                100.0 * busy.mean / total as f64
+            };
+            out.push_str(&format!(
+                "<tr><td>{pipe}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{util:.1}</td><td class=\"text\">{}</td></tr>\n",
+                thousands(busy.min),
+                busy.mean,
+                thousands(busy.max),
+                thousands(stalled.min),
+                stalled.mean,
+                thousands(stalled.max),
+                esc(&reasons.join(", ")),
+            ));
+        }
+        out.push_str("</tbody></table>\n");
+        let last = cores
+            .iter()
+            .max_by_key(|c| (c.end_cycle, std::cmp::Reverse((c.block, c.index))));
+        if let Some(c) = last {
+            out.push_str(&format!(
+                "<h4>{}, the last {name} to end (cycle {})</h4>\n",
+                esc(&crate::core_name(config, c)),
+                thousands(c.end_cycle)
+            ));
+            out.push_str(&bars::stall_bars(c, total, total, 1100.0));
+        }
+        out.push_str("</div>\n");
+    }
+    out
 }
 
 /// The comparison page: one column per level (its cycles, stall bars and memory maps; an
@@ -140,15 +294,29 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
         .map(|(_, r)| r.result.total_cycles)
         .max()
         .unwrap_or(0);
-    let scopes: Vec<Space> = runs
+    // (part, scope) with bytes at some level: a mixed kernel's parts plan their own scopes
+    let scopes: Vec<(usize, Space)> = runs
         .iter()
         .flat_map(|(_, r)| {
-            let plan = r.first().plan;
-            plan.scopes.iter().filter(|s| s.used > 0).map(|s| s.space)
+            r.parts.iter().enumerate().flat_map(|(k, part)| {
+                part.plan
+                    .scopes
+                    .iter()
+                    .filter(|s| s.used > 0)
+                    .map(move |s| (k, s.space))
+            })
         })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    let mixed = runs.iter().any(|(_, r)| r.parts.len() > 1);
+    let part_name = |k: usize| -> String {
+        runs.iter()
+            .find_map(|(_, r)| r.parts.get(k))
+            .map_or(String::new(), |p| {
+                format!("{} ", config.core(p.program.core).name)
+            })
+    };
 
     let mut body = String::from("<header>\n");
     body.push_str(&format!(
@@ -156,16 +324,21 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
         esc(&program.kernel)
     ));
     let order: Vec<String> = levels.iter().map(|l| l.level.to_string()).collect();
-    body.push_str(&facts_html(&[
-        ("config", config_label(program, config)),
-        ("sync", program.sync.name().to_string()),
-        ("levels", order.join(", ")),
-    ]));
+    // a launch: the chip's name (its parts run on more than one core type) and its cores
+    let launch = runs
+        .iter()
+        .find(|(_, r)| r.result.cores.len() > 1 || r.parts.len() > 1)
+        .map(|(_, r)| r.result);
+    let mut facts = chip_facts(program, config, launch);
+    facts.push(("sync", program.sync.name().to_string()));
+    facts.push(("levels", order.join(", ")));
+    body.push_str(&facts_html(&facts));
     body.push_str("</dl>\n</header>\n<main>\n");
 
     body.push_str("<section id=\"summary\">\n<h2>Levels</h2>\n<table class=\"summary\"><thead><tr><th>level</th>");
-    for s in &scopes {
-        body.push_str(&format!("<th>{} bytes</th>", s.report_name()));
+    for (k, s) in &scopes {
+        let who = if mixed { part_name(*k) } else { String::new() };
+        body.push_str(&format!("<th>{}{} bytes</th>", esc(&who), s.report_name()));
     }
     body.push_str("<th>reused</th><th>set/wait</th><th>barriers</th><th>cycles</th><th>vs best</th><th>overlap %</th><th>note</th></tr></thead><tbody>\n");
     for l in levels {
@@ -181,25 +354,36 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                 ));
             }
             CompareOutcome::Ran(r) => {
-                // the page compares one core's runs: the only part and core of each
-                let (first, core) = (r.first(), &r.result.cores[0]);
-                for s in &scopes {
-                    body.push_str(&format!(
-                        "<td>{}</td>",
-                        thousands(first.plan.scope(*s).map_or(0, |sp| sp.used))
-                    ));
+                for (k, s) in &scopes {
+                    let used = r
+                        .parts
+                        .get(*k)
+                        .and_then(|p| p.plan.scope(*s))
+                        .map_or(0, |sp| sp.used);
+                    body.push_str(&format!("<td>{}</td>", thousands(used)));
                 }
-                let stats = first.auto_sync.copied().unwrap_or_default();
+                // every part's inserted flags together
+                let mut stats = sim_sync_stats();
+                for p in &r.parts {
+                    let s = p.auto_sync.copied().unwrap_or_default();
+                    stats.set_flags += s.set_flags;
+                    stats.wait_flags += s.wait_flags;
+                    stats.barriers += s.barriers;
+                    stats.barrier_alls += s.barrier_alls;
+                }
                 let total = r.result.total_cycles;
                 body.push_str(&format!(
                     "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td>",
-                    crate::reused_buffers(first.plan),
+                    r.parts
+                        .iter()
+                        .map(|p| crate::reused_buffers(p.plan))
+                        .sum::<usize>(),
                     stats.set_flags,
                     stats.wait_flags,
                     stats.barriers + stats.barrier_alls,
                     thousands(total),
                     vs_best(r.result, best),
-                    crate::percent(core.overlap_cycles, total),
+                    overlap(r.result),
                     esc(&crate::compare::note(r)),
                 ));
             }
@@ -231,7 +415,6 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                 ));
             }
             CompareOutcome::Ran(r) => {
-                let (first, core) = (r.first(), &r.result.cores[0]);
                 let total = r.result.total_cycles;
                 body.push_str(&format!(
                     "<div class=\"level\" data-level=\"{0}\">\n<h3>level {0}</h3>\n<dl class=\"facts\">",
@@ -244,10 +427,7 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                         format!("{} µs", fmt_micros(total, config.clock_mhz)),
                     ),
                     ("vs best", vs_best(r.result, best)),
-                    (
-                        "overlap",
-                        format!("{} %", crate::percent(core.overlap_cycles, total)),
-                    ),
+                    ("overlap", format!("{} %", overlap(r.result))),
                 ]));
                 body.push_str("</dl>\n");
                 let note = crate::compare::note(r);
@@ -255,20 +435,65 @@ pub fn compare_html(program: &Program, config: &Config, levels: &[CompareLevel])
                     body.push_str(&format!("<p class=\"bad\">{}</p>\n", esc(&note)));
                 }
                 body.push_str("<h4>Where the cycles went</h4>\n");
-                body.push_str(&bars::stall_bars(r.result, longest, 440.0));
-                body.push_str(&memory::memory_maps(
-                    first.program,
-                    first.plan,
-                    440.0,
-                    270.0,
-                    &format!("l{}-", l.level),
-                ));
+                if r.result.cores.len() == 1 {
+                    body.push_str(&bars::stall_bars(&r.result.cores[0], total, longest, 440.0));
+                } else {
+                    // a launch: per core type, its last core to end
+                    for ty in crate::launch::types(r.result) {
+                        let last = r
+                            .result
+                            .cores
+                            .iter()
+                            .filter(|c| c.core == ty)
+                            .max_by_key(|c| (c.end_cycle, std::cmp::Reverse((c.block, c.index))));
+                        if let Some(c) = last {
+                            body.push_str(&format!(
+                                "<p class=\"note\">{}, the last {} to end (cycle {})</p>\n",
+                                esc(&crate::core_name(config, c)),
+                                esc(&config.core(ty).name),
+                                thousands(c.end_cycle)
+                            ));
+                            body.push_str(&bars::stall_bars(c, total, longest, 440.0));
+                        }
+                    }
+                }
+                for (k, part) in r.parts.iter().enumerate() {
+                    if r.parts.len() > 1 {
+                        body.push_str(&format!(
+                            "<h4>{} memory</h4>\n",
+                            esc(&config.core(part.program.core).name)
+                        ));
+                    }
+                    body.push_str(&memory::memory_maps(
+                        part.program,
+                        part.plan,
+                        440.0,
+                        270.0,
+                        &if r.parts.len() > 1 {
+                            format!("l{}-p{k}-", l.level)
+                        } else {
+                            format!("l{}-", l.level)
+                        },
+                    ));
+                }
                 body.push_str("</div>\n");
             }
         }
     }
     body.push_str("</div>\n</section>\n</main>\n");
     page(&format!("npusim compare: {}", program.kernel), &body)
+}
+
+/// What the sync pass inserted, none yet.
+fn sim_sync_stats() -> planner::SyncStats {
+    planner::SyncStats::default()
+}
+
+/// The overlap share of the first core, as the text comparison's `overlap %` (a launch's
+/// block 0 core of its first part).
+fn overlap(result: &RunResult) -> String {
+    let first = result.cores.first().map_or(0, |c| c.overlap_cycles);
+    crate::percent(first, result.total_cycles)
 }
 
 const MEMORY_NOTE: &str = "<p class=\"note\">x = program position (the planner's linear op order, in which lifetimes are computed), y = address. One rect per buffer slot per live interval: rects of different buffers at the same addresses at different positions are reuse or inplace sharing. Hover a slot for its bytes and addresses; the buffer's other slots light up.</p>\n";
@@ -312,7 +537,7 @@ fn profile_section(profile: Option<&str>) -> String {
 /// How many hazards the page lists (the text report lists them all).
 const HAZARDS_SHOWN: usize = 100;
 
-fn findings_html(run: &Run) -> String {
+fn findings_html(config: &Config, run: &Run) -> String {
     let (program, result) = (run.first().program, run.result);
     let mut out = String::new();
     match run.hazards {
@@ -342,9 +567,15 @@ fn findings_html(run: &Run) -> String {
             result.findings.len()
         ));
         for f in &result.findings {
+            // a launch's finding names its core and that core's part's op
+            let who = match result.cores.get(f.core() as usize) {
+                Some(c) if result.cores.len() > 1 => format!("{}: ", crate::core_name(config, c)),
+                _ => String::new(),
+            };
             out.push_str(&format!(
-                "<li>{}</li>",
-                esc(&crate::finding_text(program, f))
+                "<li>{}{}</li>",
+                esc(&who),
+                esc(&crate::finding_text(run.program_of(config, f.core()), f))
             ));
         }
         out.push_str("</ul>\n");

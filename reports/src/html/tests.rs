@@ -92,23 +92,85 @@ fn pages_are_self_contained_and_deterministic() {
     assert!(page.contains("default-src 'none'"));
 }
 
+/// The timeline's data, as the page's script reads it (the text of `<pre id="tl-data">`).
+fn tl_data(page: &str) -> serde_json::Value {
+    let text = page
+        .split("<pre id=\"tl-data\" hidden>")
+        .nth(1)
+        .and_then(|t| t.split("</pre>").next())
+        .expect("the page has the timeline's data");
+    let text = text
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).expect("the timeline's data is JSON")
+}
+
+/// The spans of the data as (lane name, from, cycles, what, op): per lane (`counts`), each
+/// span's gap after the previous one of its lane, its cycles, kind and op.
+fn tl_spans(d: &serde_json::Value) -> Vec<(String, u64, u64, String, String)> {
+    let s: Vec<u64> = d["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let mut rows = s.chunks(4);
+    let mut out = Vec::new();
+    for (lane, count) in d["counts"].as_array().unwrap().iter().enumerate() {
+        let mut end = 0;
+        for _ in 0..count.as_u64().unwrap() {
+            let r = rows.next().unwrap();
+            let from = end + r[0];
+            end = from + r[1];
+            out.push((
+                d["lanes"][lane][0].as_str().unwrap().to_string(),
+                from,
+                r[1],
+                d["kinds"][r[2] as usize][1].as_str().unwrap().to_string(),
+                d["ops"][r[3] as usize][0].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    assert!(rows.next().is_none(), "spans past the lane counts");
+    out
+}
+
 #[test]
-fn timeline_draws_every_kept_span_in_its_row() {
+fn timeline_hands_every_kept_span_to_the_page_in_its_lane() {
     let program = program_db();
     let page = run_page(&program, &plan_db(), Some(&timeline()));
     assert!(page.contains("data-spans=\"4\""));
-    // V's wait on MTE2 in MTE2's tint, in V's row (the second)
-    assert!(page.contains(
-        "<rect class=\"k-wmte2\" x=\"2\" y=\"28\" width=\"298\" height=\"16\"><title>V wait_flag MTE2#0: 298 cycles [2, 300)"
-    ));
-    assert!(page.contains("<title>S busy sending to MTE2: 1 cycle [0, 1)"));
-    assert!(page.contains("Every busy and stall span of the run: 4 spans"));
+    assert!(page.contains("data-groups=\"1\""));
+    let d = tl_data(&page);
+    // one lane per pipe of the core, in report order
+    let lanes: Vec<&str> = d["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l[0].as_str().unwrap())
+        .collect();
+    let pipes: Vec<String> = crate::run_report::sorted_pipes(&result_clean().cores[0])
+        .iter()
+        .map(|p| p.pipe.to_string())
+        .collect();
+    assert_eq!(lanes, pipes);
+    let op = program.ops[3].kind.name().to_string();
+    let spans = tl_spans(&d);
+    // by lane, then start; V's wait on MTE2 with its reason
+    assert!(spans.contains(&("V".into(), 2, 298, "wait_flag MTE2#0".into(), op.clone())));
+    assert!(spans.contains(&("S".into(), 0, 1, "busy sending to MTE2".into(), op)));
+    assert_eq!(spans.len(), 4);
+    assert!(page.contains("the whole run): 4 spans"));
+    assert!(d["summary"].is_null());
     let none = run_page(&program, &plan_db(), None);
     assert!(none.contains("Not collected"));
 }
 
 #[test]
-fn a_cut_timeline_says_what_it_shows() {
+fn a_timeline_past_its_budget_summarises_the_rest_per_column() {
     let mut t = Timeline::new(2);
     for (pipe, from, to) in [(Pipe::V, 0, 10), (Pipe::Mte2, 0, 50), (Pipe::V, 20, 30)] {
         t.on_span(&Span {
@@ -122,17 +184,47 @@ fn a_cut_timeline_says_what_it_shows() {
         });
     }
     let page = run_page(&program_db(), &plan_db(), Some(&t));
-    assert!(page.contains("<b>Cut:</b> the run reported 3 spans; the page keeps the first 2"));
-    assert!(page.contains("cover cycles 0 to 20 completely (of 1,000 cycles, 2.0 %)"));
-    assert!(page.contains("viewBox=\"0 0 20 "));
-    // MTE2's span is clipped to the window
-    assert!(page.contains("x=\"0\" y=\"52\" width=\"20\""));
+    assert!(page.contains(
+        "<b>Summarised:</b> the window had 3 spans; the page draws the 2 that start before cycle 20 one by one (0 to 20 is complete)"
+    ));
+    let d = tl_data(&page);
+    assert_eq!(d["cut"], 20);
+    // the spans before the cut, MTE2's clipped to it
+    let spans = tl_spans(&d);
+    assert_eq!(spans.len(), 2);
+    assert!(spans.iter().any(|s| s.0 == "MTE2" && s.1 == 0 && s.2 == 20));
+    // from the cut to the run's end (1,000 cycles), one-cycle columns: MTE2 busy in [20, 50),
+    // V busy in [20, 30), nothing stalled
+    let sum = &d["summary"];
+    assert_eq!(sum["width"], 1);
+    assert_eq!(sum["first"], 20);
+    let lane = |name: &str| {
+        let k = d["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|l| l[0] == name)
+            .unwrap();
+        sum["lanes"][k].as_str().unwrap().to_string()
+    };
+    let (mte2, v) = (lane("MTE2"), lane("V"));
+    assert_eq!(mte2.len(), 2 * 980);
+    assert_eq!(&mte2[..60], "_0".repeat(30));
+    assert_eq!(&mte2[60..62], "00");
+    assert_eq!(&v[..20], "_0".repeat(10));
+    assert_eq!(&v[20..22], "00");
+    assert!(page.contains("data-summary-columns=\"980\""));
 }
 
 #[test]
 fn stall_bars_add_up_to_the_run() {
     let result = result_clean();
-    let bars = bars::stall_bars(&result, result.total_cycles, 1100.0);
+    let bars = bars::stall_bars(
+        &result.cores[0],
+        result.total_cycles,
+        result.total_cycles,
+        1100.0,
+    );
     // one segment per non-zero state: S busy, idle; V busy, 2 waits, starved, idle; MTE2 busy,
     // starved, idle; MTE3 busy, wait, starved, idle
     assert_eq!(count(&bars, "<rect class=\"seg"), 2 + 5 + 3 + 4);
@@ -252,4 +344,53 @@ fn the_policy_allows_exactly_the_pages_own_script() {
         )
     );
     assert!(!policy.contains("script-src 'unsafe-inline'"));
+}
+
+#[test]
+fn a_page_past_its_byte_budget_draws_fewer_spans_and_summarises_the_rest() {
+    // every span kept by the timeline (no span budget), far more than the page's data may
+    // hold: V busy 5 cycles of every 10
+    let mut t = Timeline::new(usize::MAX);
+    let n = 600_000u64;
+    for i in 0..n {
+        t.on_span(&Span {
+            core: 0,
+            pipe: Pipe::V,
+            from: 10 * i,
+            to: 10 * i + 5,
+            op: OpId::new(3),
+            seq: Some(i),
+            what: Activity::Work,
+        });
+    }
+    assert_eq!(t.cut(), None);
+    let page = run_page(&program_db(), &plan_db(), Some(&t));
+    let data = page
+        .split("<pre id=\"tl-data\" hidden>")
+        .nth(1)
+        .unwrap()
+        .split("</pre>")
+        .next()
+        .unwrap();
+    assert!(data.len() <= 4_000_000, "{} bytes", data.len());
+    let d = tl_data(&page);
+    let cut = d["cut"].as_u64().expect("the page cut the spans");
+    let spans = tl_spans(&d);
+    // the spans drawn are exactly those that start before the cut
+    assert_eq!(spans.len() as u64, cut.div_ceil(10));
+    assert!(spans.len() as u64 >= n / 8, "{} spans", spans.len());
+    // past the cut, V's columns are half busy (31 or 32 of 63), never stalled
+    let k = d["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|l| l[0] == "V")
+        .unwrap();
+    let cols = d["summary"]["lanes"][k].as_str().unwrap().as_bytes();
+    let w = d["summary"]["width"].as_u64().unwrap();
+    assert!(w >= 10 && (cols.len() as u64 / 2) * w >= 10 * n - cut);
+    // the first column (the cut's) and the last (the run's end) may be partial
+    for c in cols.chunks(2).skip(1).take(cols.len() / 2 - 2) {
+        assert!(matches!(c, b"V0" | b"W0"), "{}", String::from_utf8_lossy(c));
+    }
 }

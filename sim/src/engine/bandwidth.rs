@@ -35,10 +35,19 @@ pub(super) struct Channel {
     first_end: u64,
     /// `(from, used)`: bytes per cycle held from cycle `from` until the next step's `from`, in
     /// increasing `from`, from index `head` on (the ones before are past); the last step holds
-    /// 0 and lasts for ever (so there is always one). A handful are live at a time: a plain
-    /// vector searched from the end, where new moves start, beats a tree or a deque here.
+    /// 0 and lasts for ever (so there is always one). A handful are live at a time (a full
+    /// step, then the staircase the moves under way leave as they end): a plain vector
+    /// searched forward from `head`, where new moves start, beats a tree or a deque here.
     steps: Vec<(u64, u64)>,
     head: usize,
+    /// While stepped: at least what any live step holds (the most held since the channel last
+    /// became stepped), so that a move with `cap - peak` to spare is known to fit without a
+    /// walk.
+    peak: u64,
+    /// While stepped: a cycle from which what is held never grows (the staircase the moves
+    /// under way leave as they end one by one), so that a walk that finds its whole rate to
+    /// spare there has it for ever after.
+    calm: u64,
     /// Scratch for turning pieces into steps.
     events: Vec<(u64, i64)>,
 }
@@ -65,6 +74,8 @@ impl Channel {
             first_end: u64::MAX,
             steps: vec![(0, 0)],
             head: 0,
+            peak: 0,
+            calm: 0,
             events: Vec::new(),
         }
     }
@@ -104,29 +115,32 @@ impl Channel {
             self.steps.clear();
             self.steps.push((t, 0));
             self.head = 0;
+            self.peak = 0;
         } else if self.head >= 64 && 2 * self.head >= n {
             self.steps.drain(..self.head);
             self.head = 0;
         }
     }
 
-    /// Whether `cap` bytes per cycle are to spare in every cycle from `start` on.
+    /// Whether `cap` bytes per cycle are known to be to spare in every cycle to come, without
+    /// a walk (else the steps must be walked).
     #[inline(always)]
-    fn fits(&self, start: u64, cap: u64) -> bool {
-        if !self.stepped {
-            return self.loose + cap <= self.cap;
-        }
-        let i = self.at(start);
-        self.steps[i..]
-            .iter()
-            .all(|&(_, used)| self.cap - used >= cap)
+    fn roomy(&self, cap: u64) -> bool {
+        let held = if self.stepped { self.peak } else { self.loose };
+        held + cap <= self.cap
     }
 
     /// The pieces as steps, from the latest start on.
+    #[inline(always)]
     fn step_up(&mut self) {
-        if self.stepped {
-            return;
+        if !self.stepped {
+            self.step_up_pieces();
         }
+    }
+
+    /// [`Channel::step_up`] when not stepped.
+    #[cold]
+    fn step_up_pieces(&mut self) {
         let t = self.now;
         self.events.clear();
         for &(from, to, rate) in &self.pieces {
@@ -147,6 +161,12 @@ impl Channel {
             }
         }
         self.steps.dedup_by(|b, a| a.1 == b.1);
+        self.peak = self.steps.iter().map(|s| s.1).max().unwrap_or(0);
+        let mut k = self.steps.len() - 1;
+        while k > 0 && self.steps[k - 1].1 >= self.steps[k].1 {
+            k -= 1;
+        }
+        self.calm = self.steps[k].0;
         self.head = 0;
         self.stepped = true;
         self.pieces.clear();
@@ -165,26 +185,31 @@ impl Channel {
         }
     }
 
-    /// The index of the step holding cycle `t` (not before the first live step).
-    #[inline]
-    fn at(&self, t: u64) -> usize {
-        let mut i = self.steps.len() - 1;
-        while i > self.head && self.steps[i].0 > t {
-            i -= 1;
+    /// The index of the step holding cycle `t`, searched forward from step `i` (at or before
+    /// it): the cycles asked for lie a step or two past the first live one (a move starts
+    /// where the channel is full, or just after), where a search from the end would walk the
+    /// whole staircase the moves under way leave behind.
+    #[inline(always)]
+    fn at_from(&self, mut i: usize, t: u64) -> usize {
+        while let Some(&(from, _)) = self.steps.get(i + 1) {
+            if from > t {
+                break;
+            }
+            i += 1;
         }
         i
     }
 
-    /// The first cycle after step `i` (`u64::MAX` for the last).
-    #[inline]
-    fn end_of(&self, i: usize) -> u64 {
-        self.steps.get(i + 1).map_or(u64::MAX, |&(from, _)| from)
+    /// [`Channel::at_from`] the first live step.
+    #[cfg(test)]
+    fn at(&self, t: u64) -> usize {
+        self.at_from(self.head, t)
     }
 
-    /// A step boundary at `t`: its index.
+    /// A step boundary at `t` (at or after step `i`'s start): its index.
     #[inline]
-    fn split(&mut self, t: u64) -> usize {
-        let i = self.at(t);
+    fn split(&mut self, i: usize, t: u64) -> usize {
+        let i = self.at_from(i, t);
         let (from, used) = self.steps[i];
         if from == t {
             return i;
@@ -193,23 +218,28 @@ impl Channel {
         i + 1
     }
 
-    /// `rate` more bytes per cycle held over `from..to`.
+    /// `rate` more bytes per cycle held over `from..to`. `hint`: a step index at or before
+    /// the one holding `from` (0 will do); returns one for a hold starting at `to` or later (a
+    /// move's next piece).
     #[inline(always)]
-    pub(super) fn hold(&mut self, from: u64, to: u64, rate: u64) {
+    pub(super) fn hold(&mut self, from: u64, to: u64, rate: u64, hint: usize) -> usize {
         if from >= to || rate == 0 {
-            return;
+            return hint;
         }
         if !self.stepped {
             self.pieces.push((from, to, rate));
             self.loose += rate;
             self.first_end = self.first_end.min(to);
-            return;
+            return 0;
         }
-        self.hold_stepped(from, to, rate);
+        self.hold_stepped(from, to, rate, hint)
     }
 
     /// [`Channel::hold`] on the steps.
-    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64) {
+    fn hold_stepped(&mut self, from: u64, to: u64, rate: u64, hint: usize) -> usize {
+        // what is held rises at `from` and falls back at `to`: it never grows from `from` on
+        // when it did not from `calm` on
+        self.calm = self.calm.max(from);
         let last = self.steps.len() - 1;
         if self.steps[last].0 <= from {
             // after everything held (the last step holds 0): a step of `rate`, then 0 again
@@ -223,13 +253,26 @@ impl Channel {
             if n - 2 > self.head && self.steps[n - 3].1 == rate {
                 self.steps.remove(n - 2);
             }
-            return;
+            self.peak = self.peak.max(rate);
+            return self.head;
         }
-        let a = self.split(from);
-        let b = self.split(to);
-        for k in a..b {
-            self.steps[k].1 += rate;
-            debug_assert!(self.steps[k].1 <= self.cap, "a channel over its rate");
+        let a = self.split(hint.max(self.head), from);
+        // the steps from `from` up to `to` hold `rate` more, in the walk that finds `to`
+        let (mut b, mut peak) = (a, self.peak);
+        for s in &mut self.steps[a..] {
+            if s.0 >= to {
+                break;
+            }
+            s.1 += rate;
+            peak = peak.max(s.1);
+            debug_assert!(s.1 <= self.cap, "a channel over its rate");
+            b += 1;
+        }
+        self.peak = peak;
+        // a boundary at `to`: the step before it held `rate` less there
+        if self.steps.get(b).is_none_or(|s| s.0 > to) {
+            let used = self.steps[b - 1].1 - rate;
+            self.steps.insert(b, (to, used));
         }
         // steps that now hold the same as their neighbour join it
         if b < self.steps.len() && self.steps[b].1 == self.steps[b - 1].1 {
@@ -238,6 +281,8 @@ impl Channel {
         if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
             self.steps.remove(a);
         }
+        // the step holding `to` is at `a - 1` or after, whatever joined
+        a.saturating_sub(1).max(self.head)
     }
 }
 
@@ -284,8 +329,8 @@ pub(super) fn l2_demand(
 /// phase ends (its last cycle may not be full: the rate stays held for the whole cycle).
 #[inline(always)]
 pub(super) fn plan_phase(
-    mut hbm: Option<&mut Channel>,
-    mut l2: Option<&mut Channel>,
+    hbm: Option<&mut Channel>,
+    l2: Option<&mut Channel>,
     start: u64,
     bytes: u64,
     cap: u64,
@@ -294,84 +339,127 @@ pub(super) fn plan_phase(
     if bytes == 0 {
         return start;
     }
-    // the common case: every channel has `cap` to spare from `start` on; one piece
-    let fits = |c: &Option<&mut Channel>| c.as_ref().is_none_or(|c| c.fits(start, cap));
-    if fits(&hbm) && fits(&l2) {
-        let to = start + bytes.div_ceil(cap);
-        out.push(Piece {
-            from: start,
-            to,
-            rate: cap,
-            hbm: hbm.is_some(),
-            l2: l2.is_some(),
-        });
-        return to;
-    }
-    for c in [hbm.as_deref_mut(), l2.as_deref_mut()]
-        .into_iter()
-        .flatten()
-    {
+    let on = Piece {
+        from: start,
+        to: start,
+        rate: cap,
+        hbm: hbm.is_some(),
+        l2: l2.is_some(),
+    };
+    // a channel with `cap` to spare in every cycle to come never bounds the phase: only the
+    // others are walked (the common case: none, and the phase is one piece)
+    fn binding(c: Option<&mut Channel>, cap: u64) -> Option<&Channel> {
+        let c = c.filter(|c| !c.roomy(cap))?;
         c.step_up();
+        Some(c)
     }
-    plan_shared(hbm.as_deref(), l2.as_deref(), start, bytes, cap, out)
+    match (binding(hbm, cap), binding(l2, cap)) {
+        (None, None) => {
+            let to = start + bytes.div_ceil(cap);
+            out.push(Piece { to, ..on });
+            to
+        }
+        (Some(c), None) | (None, Some(c)) => plan_one(c, on, bytes, out),
+        (Some(h), Some(l)) => plan_two(h, l, on, bytes, out),
+    }
 }
 
-/// [`plan_phase`] when a channel has less than `cap` to spare somewhere from `start` on: the
-/// phase walks the steps of both.
-fn plan_shared(
-    hbm: Option<&Channel>,
-    l2: Option<&Channel>,
-    start: u64,
-    bytes: u64,
-    cap: u64,
-    out: &mut Vec<Piece>,
-) -> u64 {
-    let chans = [hbm, l2];
-    let mut at = [0usize; 2];
-    for (k, c) in chans.iter().enumerate() {
-        if let Some(c) = c {
-            at[k] = c.at(start);
+/// A phase's walk over the steps: the piece being built (from `from` at `rate`, none while
+/// 0), where the walk is and the bytes left.
+struct Walk {
+    on: Piece,
+    from: u64,
+    rate: u64,
+    a: u64,
+    left: u64,
+}
+
+impl Walk {
+    fn new(on: Piece, bytes: u64) -> Walk {
+        Walk {
+            on,
+            from: on.from,
+            rate: 0,
+            a: on.from,
+            left: bytes,
         }
     }
-    let (mut a, mut left) = (start, bytes);
-    loop {
-        let (mut b, mut spare) = (u64::MAX, cap);
-        for (k, c) in chans.iter().enumerate() {
-            if let Some(c) = c {
-                b = b.min(c.end_of(at[k]));
-                spare = spare.min(c.cap - c.steps[at[k]].1);
+
+    /// The stretch from where the walk is to `b` (`u64::MAX`: for ever) has `spare` a cycle:
+    /// the phase takes it, and `Some(end)` when it ends there (its last piece appended to
+    /// `out`). A piece goes to `out` when the rate changes. A multiplication rather than a
+    /// division per stretch: `ceil(left / spare) <= b - a` is `left <= spare * (b - a)`.
+    #[inline(always)]
+    fn stretch(&mut self, b: u64, spare: u64, out: &mut Vec<Piece>) -> Option<u64> {
+        if spare != self.rate {
+            if self.rate > 0 {
+                out.push(Piece {
+                    from: self.from,
+                    to: self.a,
+                    rate: self.rate,
+                    ..self.on
+                });
             }
+            (self.from, self.rate) = (self.a, spare);
         }
         if spare > 0 {
-            let need = left.div_ceil(spare);
-            let to = if need <= b - a { a + need } else { b };
-            match out.last_mut() {
-                Some(p)
-                    if (p.to, p.rate, p.hbm, p.l2) == (a, spare, hbm.is_some(), l2.is_some()) =>
-                {
-                    p.to = to
-                }
-                _ => out.push(Piece {
-                    from: a,
-                    to,
-                    rate: spare,
-                    hbm: hbm.is_some(),
-                    l2: l2.is_some(),
-                }),
-            }
-            if need <= b - a {
-                return to;
-            }
-            // b - a < need, so this is below `left`
-            left -= spare * (b - a);
-        }
-        a = b;
-        for (k, c) in chans.iter().enumerate() {
-            if let Some(c) = c {
-                if c.end_of(at[k]) == b {
-                    at[k] += 1;
+            match spare.checked_mul(b - self.a) {
+                Some(all) if all < self.left && b != u64::MAX => self.left -= all,
+                _ => {
+                    let to = self.a + self.left.div_ceil(spare);
+                    out.push(Piece {
+                        from: self.from,
+                        to,
+                        rate: spare,
+                        ..self.on
+                    });
+                    return Some(to);
                 }
             }
         }
+        self.a = b;
+        None
+    }
+}
+
+/// [`plan_phase`] when one channel, `c`, may have less than `cap` to spare from `start` on:
+/// the phase walks its steps.
+fn plan_one(c: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
+    let steps = &c.steps[c.at_from(c.head, on.from)..];
+    let mut w = Walk::new(on, bytes);
+    let mut used = steps[0].1;
+    for &(next, next_used) in &steps[1..] {
+        let spare = on.rate.min(c.cap - used);
+        if spare == on.rate && w.a >= c.calm {
+            // what is held never grows from here: the whole rate to spare for ever
+            break;
+        }
+        if let Some(to) = w.stretch(next, spare, out) {
+            return to;
+        }
+        used = next_used;
+    }
+    // the last step, for ever (it holds 0), or the whole rate from here on
+    let spare = on.rate.min(c.cap - used);
+    let to = w.stretch(u64::MAX, spare, out);
+    to.expect("a phase ends in the last step")
+}
+
+/// [`plan_phase`] when both channels may have less than `cap` to spare from `start` on: the
+/// phase walks the steps of both.
+fn plan_two(h: &Channel, l: &Channel, on: Piece, bytes: u64, out: &mut Vec<Piece>) -> u64 {
+    let (hs, ls) = (&h.steps[..], &l.steps[..]);
+    let (mut i, mut j) = (h.at_from(h.head, on.from), l.at_from(l.head, on.from));
+    let mut w = Walk::new(on, bytes);
+    loop {
+        let hb = hs.get(i + 1).map_or(u64::MAX, |s| s.0);
+        let lb = ls.get(j + 1).map_or(u64::MAX, |s| s.0);
+        let b = hb.min(lb);
+        let spare = on.rate.min(h.cap - hs[i].1).min(l.cap - ls[j].1);
+        if let Some(to) = w.stretch(b, spare, out) {
+            return to;
+        }
+        i += usize::from(hb == b);
+        j += usize::from(lb == b);
     }
 }

@@ -241,12 +241,14 @@ impl<'p> Val<'p> {
                     Sub::Var(w) => vars[w as usize],
                     Sub::Const(c) => c,
                 };
-                // the tree's steps, each as BinOp::apply does it
+                // the tree's steps as BinOp::apply does them: with d, m > 0 its floor division
+                // and remainder are the Euclidean ones; its remainder's product q / m × m can
+                // overflow only for q below MIN + m, which is left to the tree
                 let x = vars[v as usize]
                     .checked_sub(w)
-                    .and_then(|x| BinOp::Div.apply(x, d))
-                    .and_then(|x| BinOp::Rem.apply(x, m))
-                    .and_then(|x| BinOp::Add.apply(b, x));
+                    .map(|x| x.div_euclid(d))
+                    .filter(|&q| q >= i64::MIN + m)
+                    .and_then(|q| b.checked_add(q.rem_euclid(m)));
                 match x {
                     Some(x) => Ok(x),
                     None => e.eval(vars).map_err(|err| (err, e)),

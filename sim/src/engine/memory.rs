@@ -198,12 +198,15 @@ impl L2 {
 
     /// The move [`L2::move_cost`] planned last starts: it holds its share of the channels.
     pub fn reserve(&mut self) {
+        // a move's pieces on a channel come in increasing order (its phases one after the
+        // other): each hold's search for its start begins where the last one ended
+        let (mut h, mut l) = (0, 0);
         for p in &self.planned {
             if p.hbm {
-                self.hbm.hold(p.from, p.to, p.rate);
+                h = self.hbm.hold(p.from, p.to, p.rate, h);
             }
             if p.l2 {
-                self.l2_rate.hold(p.from, p.to, p.rate);
+                l = self.l2_rate.hold(p.from, p.to, p.rate, l);
             }
         }
     }

@@ -499,7 +499,8 @@ impl<'p, 'c> Core<'p, 'c> {
         let c = self.c;
         let sp = &c.specs[spec];
         let op = sp.op;
-        if sp.fast && !watched {
+        // an op without operands (a flag, a barrier) has no slots for an observer to watch
+        if sp.fast && (!watched || sp.lo == sp.hi) {
             return self.prepare_fast(sp);
         }
         // the slots only matter to an observer and to a bank cost; choosing them can fail only

@@ -64,8 +64,12 @@ fn start_set(k: &mut Clock, flag: &mut Option<Clock>, p: usize, idx: u64) {
 /// A `wait_flag` starts with its pipe's clock `k`: it learns what its set knew.
 #[inline]
 fn start_wait(k: &mut Clock, flag: &mut Option<Clock>) {
-    match flag.take() {
-        Some(set) => k.join(&set),
+    // (joined in place, then emptied: no copy of the set's clock)
+    match flag {
+        Some(set) => {
+            k.join(set);
+            *flag = None;
+        }
         None => debug_assert!(false, "race checker: a wait started before its set"),
     }
 }
@@ -114,6 +118,10 @@ struct Hot {
     k: u32,
     /// Its buffer (an index into `Part::offsets`), or [`GM_ROOT`].
     root: u32,
+    /// Where its buffer's slot offsets start in `Part::flat`, and how many there are (0: not
+    /// placed): one lookup instead of two.
+    off: u32,
+    nslots: u32,
     /// Its bytes relative to the root, when `fixed` (they do not depend on loop variables).
     blo: u64,
     bhi: u64,
@@ -230,9 +238,10 @@ struct VarSlab {
 }
 
 impl VarSlab {
-    /// A snapshot of `vals` with one reference.
-    #[inline]
-    fn alloc(&mut self, vals: impl Iterator<Item = i64>) -> u32 {
+    /// A snapshot of the values of `loop_vars` in `values` (indexed by variable) with one
+    /// reference.
+    #[inline(always)]
+    fn alloc(&mut self, loop_vars: &[VarId], values: &[i64]) -> u32 {
         if self.width == 0 {
             return 0;
         }
@@ -247,8 +256,8 @@ impl VarSlab {
         };
         self.refs[id as usize] = 1;
         let at = id as usize * self.width;
-        for (slot, v) in self.data[at..at + self.width].iter_mut().zip(vals) {
-            *slot = v;
+        for (slot, x) in self.data[at..at + self.width].iter_mut().zip(loop_vars) {
+            *slot = values[x.index()];
         }
         id
     }
@@ -284,6 +293,8 @@ struct Part<'p> {
     program: &'p Program,
     plans: Plans<'p>,
     offsets: Vec<Vec<u64>>,
+    /// `offsets` end to end (see [`Hot::off`]).
+    flat: Vec<u64>,
     slot_bytes: Vec<u64>,
     /// The accesses `on_issue` resolves, to memories something writes (a read-only memory
     /// has no hazard), per op a range `hot_ops[op]` of them in plan order.
@@ -330,6 +341,8 @@ fn hot_accesses(
                 mem: acc.table,
                 k: acc.k as u32,
                 root: acc.roots.first().map_or(GM_ROOT, |b| b.index() as u32),
+                off: 0,
+                nslots: 0,
                 blo,
                 bhi,
                 fixed,
@@ -549,6 +562,7 @@ impl<'p> RaceChecker<'p> {
                 program,
                 plans: plans(program),
                 offsets: addresses.offsets.clone(),
+                flat: addresses.offsets.concat(),
                 slot_bytes: addresses.slot_bytes.clone(),
                 hot: Vec::new(),
                 hot_ops: Vec::new(),
@@ -595,6 +609,18 @@ impl<'p> RaceChecker<'p> {
                 }
             };
             (part.hot, part.hot_ops) = hot_accesses(&part.plans, events, written);
+            let mut starts = Vec::with_capacity(part.offsets.len());
+            let mut at = 0usize;
+            for o in &part.offsets {
+                starts.push(u32::try_from(at).expect("race checker: fewer than 2^32 slots"));
+                at += o.len();
+            }
+            for h in &mut part.hot {
+                let b = h.root as usize;
+                if let (Some(&off), Some(o)) = (starts.get(b), part.offsets.get(b)) {
+                    (h.off, h.nslots) = (off, o.len() as u32);
+                }
+            }
         }
         let width = parts.iter().map(|p| p.plans.depth).max().unwrap_or(0);
         let cores = (0..ncores)
@@ -1136,6 +1162,109 @@ impl<'p> RaceChecker<'p> {
         }
     }
 
+    /// Queues the accesses of the instruction `issue` (of `kind`, on pipe `p` of core `c`,
+    /// its op's accesses `hop`) on its pipe's access queue; returns how many.
+    #[inline(always)]
+    fn queue_accesses(
+        &mut self,
+        c: usize,
+        p: usize,
+        kind: Kind,
+        alt: u64,
+        hop: HotOp,
+        issue: &Issue<'_>,
+    ) -> u32 {
+        let core = &self.cores[c];
+        let part = &self.parts[core.part];
+        let ncores = self.cores.len();
+        let table_of = |mem: u32| {
+            let mem = mem as usize;
+            (if mem < SC {
+                c * SC + mem
+            } else {
+                ncores * SC + (mem - SC)
+            }) as u32
+        };
+        let (lo, hi) = (hop.lo, hop.hi);
+        let loop_vars = &part.plans.ops[issue.op.index()].loop_vars;
+        let mmad_l1 = kind == Kind::Stage || kind == Kind::MacroM;
+        // the instruction's loop variables, one snapshot its accesses share (taken at the
+        // first one)
+        let mut vid: Option<u32> = None;
+        let mut nacc = 0u32;
+        for h in &part.hot[lo as usize..hi as usize] {
+            // an mmad_l1's MTE1 part reads a and b, its M part the rest
+            if mmad_l1 && h.stage != (kind == Kind::Stage) {
+                continue;
+            }
+            if h.general {
+                let queue = &mut self.cores[c].accs[p];
+                let before = queue.len();
+                let acc = &part.plans.accs[h.plan as usize];
+                general(
+                    &mut self.regions,
+                    queue,
+                    part,
+                    acc,
+                    table_of(h.mem),
+                    alt,
+                    issue,
+                );
+                let added = queue.len() - before;
+                if added == 0 {
+                    continue;
+                }
+                let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+                for i in before..queue.len() {
+                    if i > before {
+                        self.vars.share(v);
+                    }
+                    queue.get_mut(i).vars = v;
+                }
+                nacc += added as u32;
+                continue;
+            }
+            let (blo, bhi) = if h.fixed {
+                (h.blo, h.bhi)
+            } else {
+                let acc = &part.plans.accs[h.plan as usize];
+                let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
+                    continue;
+                };
+                ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8))
+            };
+            let base = if h.root == GM_ROOT {
+                0
+            } else {
+                let slot = issue.slots.get(h.k as usize).copied().unwrap_or(0);
+                if slot >= h.nslots {
+                    continue; // not placed
+                }
+                let base = part.flat[(h.off + slot) as usize];
+                debug_assert!(
+                    part.slot_bytes
+                        .get(h.root as usize)
+                        .is_none_or(|&s| bhi <= s),
+                    "an operand of {} ends past its slot",
+                    part.program.op(issue.op).path
+                );
+                base
+            };
+            let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
+            self.cores[c].accs[p].push_back(Acc {
+                table: table_of(h.mem),
+                lo: base + blo,
+                hi: base + bhi,
+                write: h.write,
+                alt,
+                vars: v,
+                shape: Shape::RANGE,
+            });
+            nacc += 1;
+        }
+        nacc
+    }
+
     /// The published clock a cross-core signal made of the `cross_set`s `sets` carries.
     fn signal(&mut self, sets: &[u64]) -> Option<Global> {
         if sets == self.last_sets.as_slice() {
@@ -1169,7 +1298,7 @@ fn snapshot(vid: &mut Option<u32>, vars: &mut VarSlab, loop_vars: &[VarId], valu
             v
         }
         None => {
-            let v = vars.alloc(loop_vars.iter().map(|x| values[x.index()]));
+            let v = vars.alloc(loop_vars, values);
             *vid = Some(v);
             v
         }
@@ -1347,90 +1476,12 @@ impl Observer for RaceChecker<'_> {
         } else {
             NO_ALT
         };
-        let ncores = self.cores.len();
-        let table_of = |mem: u32| {
-            let mem = mem as usize;
-            (if mem < SC {
-                c * SC + mem
-            } else {
-                ncores * SC + (mem - SC)
-            }) as u32
+        // (flags, barriers: nothing to resolve)
+        let nacc = if hop.lo == hop.hi {
+            0
+        } else {
+            self.queue_accesses(c, p, kind, alt, hop, issue)
         };
-        let (lo, hi) = (hop.lo, hop.hi);
-        let mmad_l1 = kind == Kind::Stage || kind == Kind::MacroM;
-        // the instruction's loop variables, one snapshot its accesses share (taken at the
-        // first one)
-        let mut vid: Option<u32> = None;
-        let mut nacc = 0u32;
-        for h in &part.hot[lo as usize..hi as usize] {
-            // an mmad_l1's MTE1 part reads a and b, its M part the rest
-            if mmad_l1 && h.stage != (kind == Kind::Stage) {
-                continue;
-            }
-            let loop_vars = &part.plans.ops[op].loop_vars;
-            if h.general {
-                let queue = &mut self.cores[c].accs[p];
-                let before = queue.len();
-                let acc = &part.plans.accs[h.plan as usize];
-                general(
-                    &mut self.regions,
-                    queue,
-                    part,
-                    acc,
-                    table_of(h.mem),
-                    alt,
-                    issue,
-                );
-                let added = queue.len() - before;
-                if added == 0 {
-                    continue;
-                }
-                let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
-                for i in before..queue.len() {
-                    if i > before {
-                        self.vars.share(v);
-                    }
-                    queue.get_mut(i).vars = v;
-                }
-                nacc += added as u32;
-                continue;
-            }
-            let (blo, bhi) = if h.fixed {
-                (h.blo, h.bhi)
-            } else {
-                let acc = &part.plans.accs[h.plan as usize];
-                let Some((elo, ehi)) = acc.elems.eval(issue.vars) else {
-                    continue;
-                };
-                ((elo * acc.bits) / 8, (ehi * acc.bits).div_ceil(8))
-            };
-            let base = if h.root == GM_ROOT {
-                0
-            } else {
-                let slot = issue.slots.get(h.k as usize).copied().unwrap_or(0) as usize;
-                let b = h.root as usize;
-                let Some(&base) = part.offsets.get(b).and_then(|o| o.get(slot)) else {
-                    continue; // not placed
-                };
-                debug_assert!(
-                    part.slot_bytes.get(b).is_none_or(|&s| bhi <= s),
-                    "an operand of {} ends past its slot",
-                    part.program.op(issue.op).path
-                );
-                base
-            };
-            let v = snapshot(&mut vid, &mut self.vars, loop_vars, issue.vars);
-            self.cores[c].accs[p].push_back(Acc {
-                table: table_of(h.mem),
-                lo: base + blo,
-                hi: base + bhi,
-                write: h.write,
-                alt,
-                vars: v,
-                shape: Shape::RANGE,
-            });
-            nacc += 1;
-        }
         let core = &mut self.cores[c];
         core.issued[p] += 1;
         // S's ops are complete before S sends anything after them: `s_clock[S]` counts them,
