@@ -1003,9 +1003,23 @@ impl Critical {
                     }
                     k = r.prev;
                 }
-                let head = found?;
-                self.waited(sums, w, Wait::QueueFull(pipe), waited);
-                Some(At::Start(head))
+                if let Some(head) = found {
+                    self.waited(sums, w, Wait::QueueFull(pipe), waited);
+                    return Some(At::Start(head));
+                }
+                // an mmad_l1 part holds its queue slot until its last chunk starts: the part
+                // under way at t, its chunks up to t its work
+                let mut k = w.prev;
+                for _ in 0..=self.queue_depth {
+                    let r = *self.rec(k)?;
+                    if self.class_of(&r) == Class::Macro && r.start < t && t <= r.work_end {
+                        self.waited(sums, w, Wait::QueueFull(pipe), waited);
+                        self.seg(sums, r.start, r.core, r.pipe(), Cause::Work, Some(r.op));
+                        return Some(At::Start(k));
+                    }
+                    k = r.prev;
+                }
+                None
             }
             Stall::WaitFlag { .. } => {
                 let set = self.rec(w.link).filter(|r| r.start != NONE)?;
