@@ -511,6 +511,11 @@ pub struct ViewArgs {
     /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
     #[arg(long)]
     pub profile: bool,
+    /// Add the run's critical path to the report (docs/critical-path.md): back from the last
+    /// cycle through what each step waited for, its cycles by pipe, core and cause, the ops on
+    /// it and the waits it ran through, and a "paced by" line in the summary.
+    #[arg(long)]
+    pub critical_path: bool,
     /// Also write the report as one self-contained HTML page to FILE: stall bars, the pipe
     /// timeline, the memory maps, the profile with --profile (written only if the program ran).
     #[arg(long, value_name = "FILE")]

@@ -1,5 +1,5 @@
 //! `npusim diff A B`: what changed from A to B. Each side is a run document (`run --format
-//! json`) or a program run on the spot with `--profile`'s observer; either way it becomes a
+//! json`) or a program run on the spot with `--profile`'s and `--critical-path`'s observers; either way it becomes a
 //! run document and `reports::diff` compares the two documents, so a document written last
 //! week and a run made now are compared by the same code.
 
@@ -82,7 +82,8 @@ impl Options<'_> {
     }
 }
 
-/// Runs the program of `src` and gives its run document with the profile, and the problems
+/// Runs the program of `src` and gives its run document with the profile and the critical
+/// path, and the problems
 /// its run found (printed on stderr, prefixed with the side).
 fn run_program(
     src: &input::Source,
@@ -99,12 +100,19 @@ fn run_program(
     // the profile names the ops of the programs that run, which the run consumes: copies
     let ran: Vec<sim::Program> = prepared.parts.iter().map(|p| p.program.clone()).collect();
     let parts: Vec<&sim::Program> = ran.iter().collect();
-    let mut profiler = Some(reports::Profiler::for_launch(&parts, &config));
-    let sim = pipeline::run_prepared(prepared, &config, &opts, &mut profiler)
+    let mut observers = (
+        reports::Profiler::for_launch(&parts, &config),
+        sim::critical::Critical::for_launch(&parts, &config),
+    );
+    let sim = pipeline::run_prepared(prepared, &config, &opts, &mut observers)
         .map_err(|f| crate::failed(&f, kernel.first(), &config, src, &format!("{side}: ")))?;
-    let rows = profiler.map(|p| p.rows(&parts));
+    let (profiler, critical) = observers;
+    let rows = profiler.rows(&parts);
+    // the critical path too, so that two programs' diff compares their paths
+    let critical = critical.finish(&sim.result);
     let mut report: reports::Run = (&sim).into();
-    report.profile = rows.as_deref();
+    report.profile = Some(&rows);
+    report.critical = Some(&critical);
     let doc = reports::read_run_document(&reports::run_json(&config, &report)).map_err(|p| {
         // the document was written by this npusim: not reading it back is a bug
         err_line!(

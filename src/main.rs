@@ -802,10 +802,12 @@ fn run_loaded(
         );
     }
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched = views.trace.is_none() && !views.profile && views.html.is_none();
+    let unwatched =
+        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
     let plain = Views {
         args: views,
         timeline: None,
+        critical: None,
     };
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(&kernel, &config, &opts, &src)?;
@@ -852,7 +854,10 @@ fn run_loaded(
         .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&[&ran], &config, spec));
-    let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
+    let critical = views
+        .critical_path
+        .then(|| sim::critical::Critical::for_launch(&[&ran], &config));
+    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let part = reports::TracePart {
@@ -865,9 +870,9 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, progress)));
+        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, progress))) = observers;
+        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -875,14 +880,16 @@ fn run_loaded(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline)
+        (sim, written, profiler, timeline, critical)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&[&ran]));
+    let critical = critical.map(|c| c.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
+        critical: critical.as_ref(),
     };
     report_run(
         &config,
@@ -1045,10 +1052,12 @@ fn run_launch(
     src: &input::Source,
 ) -> Result<(), Exit> {
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched = views.trace.is_none() && !views.profile && views.html.is_none();
+    let unwatched =
+        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
     let plain = Views {
         args: views,
         timeline: None,
+        critical: None,
     };
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(kernel, config, &opts, src)?;
@@ -1102,7 +1111,10 @@ fn run_launch(
         .then(|| reports::Profiler::for_launch(&ran_parts, config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&ran_parts, config, spec));
-    let (sim, written, profiler, timeline) = std::thread::scope(|scope| {
+    let critical = views
+        .critical_path
+        .then(|| sim::critical::Critical::for_launch(&ran_parts, config));
+    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1121,9 +1133,9 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, progress)));
+        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, progress))) = observers;
+        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1131,14 +1143,16 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline)
+        (sim, written, profiler, timeline, critical)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran_parts));
+    let critical = critical.map(|c| c.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
+        critical: critical.as_ref(),
     };
     report_launch(
         config,
@@ -1171,6 +1185,7 @@ fn report_launch(
     report.core = core;
     report.best = best;
     report.profile = profile;
+    report.critical = views.critical;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())
@@ -1241,6 +1256,8 @@ fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Resu
 struct Views<'a> {
     args: &'a ViewArgs,
     timeline: Option<&'a reports::Timeline>,
+    /// `--critical-path`'s, walked after the run.
+    critical: Option<&'a sim::critical::CriticalPath>,
 }
 
 /// Prints a run's report (with the profile rows, if any), writes its HTML page when asked,
@@ -1259,6 +1276,7 @@ fn report_run(
     let mut report: reports::Run = sim.into();
     report.best = best;
     report.profile = profile;
+    report.critical = views.critical;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())

@@ -3,8 +3,8 @@
 //! from a run made on the spot, so one code path compares them: the totals, each core type,
 //! each pipe and cause (summed over a type's cores), each op of the profile (keyed by its YAML
 //! path) and the plan (each buffer's scope, size, offsets, level and the buffers it shares
-//! bytes with). The critical path is not compared: npusim does not compute one yet, and the
-//! JSON says so with `"critical_path": null`.
+//! bytes with), and the critical path (its cycles by cause) when both sides have one
+//! (`run --critical-path`).
 
 use crate::table::{Align, Table};
 use serde_json::{json, Map, Value};
@@ -33,6 +33,18 @@ pub struct RunDoc {
     pub profile: Option<Vec<OpDoc>>,
     /// The plan of every part (a mixed kernel's, from `launch.parts`; else the one `plan`).
     pub plans: Vec<PlanDoc>,
+    /// The critical path; `None` when the run had no `--critical-path` (or the document is
+    /// older than it). Boxed: most documents have none.
+    pub critical: Option<Box<CriticalDoc>>,
+}
+
+/// A run document's critical path, as a diff reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CriticalDoc {
+    /// Its cycles by cause, in the document's order.
+    pub by_cause: Vec<(String, u64)>,
+    /// Its `paced by` line.
+    pub summary: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +204,27 @@ pub fn read_run_document(v: &Value) -> Result<RunDoc, Vec<String>> {
                 .collect(),
         ),
     };
+    let critical = match v.get("critical_path") {
+        Some(Value::Null) | None => None,
+        Some(c) => {
+            let by_cause = match r.object(c, "/critical_path", "by_cause") {
+                Some(m) => m
+                    .keys()
+                    .map(|k| {
+                        (
+                            k.clone(),
+                            r.uint(&c["by_cause"], "/critical_path/by_cause", k),
+                        )
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            Some(Box::new(CriticalDoc {
+                by_cause,
+                summary: r.string(c, "/critical_path", "summary"),
+            }))
+        }
+    };
     let mut plans = Vec::new();
     match v.pointer("/launch/parts") {
         Some(Value::Null) | None => {
@@ -226,6 +259,7 @@ pub fn read_run_document(v: &Value) -> Result<RunDoc, Vec<String>> {
         cores,
         profile,
         plans,
+        critical,
     })
 }
 
@@ -526,6 +560,37 @@ pub struct Diff {
     /// Scopes whose used bytes differ: (part, scope, figure).
     pub scopes: Vec<(Option<String>, String, Figure)>,
     pub buffers: Vec<BufferChange>,
+    /// The critical path's cycles by cause (every cause either side has, A's order then B's
+    /// others) and the two summaries; `None` when a side has no critical path.
+    pub critical: Option<CriticalChange>,
+}
+
+/// The critical paths of the two sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CriticalChange {
+    pub by_cause: Vec<(String, Figure)>,
+    pub summaries: (String, String),
+}
+
+/// The critical paths' change, when both sides have one.
+fn diff_critical(a: &RunDoc, b: &RunDoc) -> Option<CriticalChange> {
+    let (a, b) = (a.critical.as_ref()?, b.critical.as_ref()?);
+    let (ca, sa, cb, sb) = (&a.by_cause, &a.summary, &b.by_cause, &b.summary);
+    let mut causes: Vec<&String> = ca.iter().map(|c| &c.0).collect();
+    for (c, _) in cb {
+        if !causes.contains(&c) {
+            causes.push(c);
+        }
+    }
+    let of =
+        |v: &[(String, u64)], c: &String| Some(v.iter().find(|e| &e.0 == c).map_or(0, |e| e.1));
+    Some(CriticalChange {
+        by_cause: causes
+            .into_iter()
+            .map(|c| (c.clone(), Figure::new(of(ca, c), of(cb, c))))
+            .collect(),
+        summaries: (sa.clone(), sb.clone()),
+    })
 }
 
 impl Diff {
@@ -533,7 +598,11 @@ impl Diff {
     /// (per op only when both sides have a profile).
     pub fn same_what(&self, total: &str) -> String {
         let op = if self.ops.is_some() { " per op," } else { "" };
-        format!("{total}, per core type, per pipe and cause,{op} and plan")
+        if self.critical.is_some() {
+            format!("{total}, per core type, per pipe and cause,{op} plan and critical path")
+        } else {
+            format!("{total}, per core type, per pipe and cause,{op} and plan")
+        }
     }
 
     /// Nothing the two documents both hold differs.
@@ -549,6 +618,10 @@ impl Diff {
             && self.ops.as_ref().is_none_or(Vec::is_empty)
             && self.scopes.is_empty()
             && self.buffers.is_empty()
+            && self
+                .critical
+                .as_ref()
+                .is_none_or(|c| c.by_cause.iter().all(|(_, f)| !f.changed()))
     }
 }
 
@@ -632,6 +705,7 @@ pub fn diff(a: &RunDoc, b: &RunDoc) -> Diff {
         ops_total,
         scopes,
         buffers,
+        critical: diff_critical(a, b),
     }
 }
 
@@ -1007,7 +1081,28 @@ pub const OPS_SHOWN: usize = 10;
 
 /// Why the critical path is not compared (the JSON's `critical_path` is `null`).
 pub const NO_CRITICAL_PATH: &str =
-    "critical path: not compared: npusim does not compute a critical path yet";
+    "critical path: not compared: a side has none (run both with --critical-path)";
+
+/// The critical paths' section of the text: by cause, then both summaries.
+fn critical_text(c: &CriticalChange) -> String {
+    let mut t = Table::new(vec![
+        ("critical path by cause".to_string(), Align::Left),
+        ("A".to_string(), Align::Right),
+        ("B".to_string(), Align::Right),
+        ("delta".to_string(), Align::Right),
+    ]);
+    for (cause, f) in &c.by_cause {
+        t.row(vec![cause.clone(), cell(f.a), cell(f.b), delta_cell(f)]);
+    }
+    let mut out = t.render("");
+    out.push_str(&format!(
+        "A {}
+B {}
+",
+        c.summaries.0, c.summaries.1
+    ));
+    out
+}
 
 fn cell(v: Option<u64>) -> String {
     v.map_or("-".into(), |v| v.to_string())
@@ -1074,7 +1169,9 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         out.push_str(&format!("note: {n}\n"));
     }
     if d.same() {
-        out.push_str(&format!("{NO_CRITICAL_PATH}\n"));
+        if d.critical.is_none() {
+            out.push_str(&format!("{NO_CRITICAL_PATH}\n"));
+        }
         return out;
     }
     if !d.notes.is_empty() {
@@ -1227,7 +1324,13 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         }
         out.push_str(&t.render("  "));
     }
-    out.push_str(&format!("\n{NO_CRITICAL_PATH}\n"));
+    match &d.critical {
+        Some(c) => {
+            out.push('\n');
+            out.push_str(&critical_text(c));
+        }
+        None => out.push_str(&format!("\n{NO_CRITICAL_PATH}\n")),
+    }
     out
 }
 
@@ -1322,7 +1425,14 @@ pub fn diff_json(a: &DiffSide, b: &DiffSide, d: &Diff) -> Value {
                 "b": buffer_json(&c.b),
             })).collect::<Vec<_>>(),
         },
-        "critical_path": Value::Null,
+        "critical_path": d.critical.as_ref().map_or(Value::Null, |c| json!({
+            "by_cause": c.by_cause.iter().map(|(cause, f)| {
+                let mut v = figure_json(f);
+                v["cause"] = json!(cause);
+                v
+            }).collect::<Vec<_>>(),
+            "summary": {"a": c.summaries.0, "b": c.summaries.1},
+        })),
     })
 }
 
@@ -1395,6 +1505,51 @@ mod tests {
         assert_eq!(json["same"], true);
         assert_eq!(json["critical_path"], Value::Null);
         assert_eq!(json["totals"]["total_cycles"]["delta"], 0);
+    }
+
+    #[test]
+    fn critical_paths_are_compared_by_cause_when_both_sides_have_one() {
+        let path = |work: u64, flag: Option<u64>, summary: &str| {
+            let mut v = doc_json();
+            let mut by_cause = serde_json::Map::new();
+            by_cause.insert("work".into(), json!(work));
+            if let Some(f) = flag {
+                by_cause.insert("flag".into(), json!(f));
+            }
+            v["critical_path"] = json!({"by_cause": by_cause, "summary": summary});
+            read(&v)
+        };
+        let (a, b) = (
+            path(900, Some(100), "paced by: V"),
+            path(1000, None, "paced by: MTE2"),
+        );
+        let d = diff(&a, &b);
+        // A's causes first, then B's others; a cause a side lacks counts 0 there
+        let c = d.critical.as_ref().expect("both have a path");
+        assert_eq!(
+            c.by_cause,
+            vec![
+                ("work".to_string(), Figure::new(Some(900), Some(1000))),
+                ("flag".to_string(), Figure::new(Some(100), Some(0))),
+            ]
+        );
+        assert!(!d.same());
+        let (sa, sb) = sides(&a, &b);
+        let text = diff_text(&sa, &sb, &d);
+        assert!(text.contains("A paced by: V\nB paced by: MTE2\n"), "{text}");
+        let j = diff_json(&sa, &sb, &d);
+        assert_eq!(j["critical_path"]["by_cause"][1]["delta"], -100);
+        // one side without a path: not compared, and said so
+        let none = read(&doc_json());
+        assert_eq!(diff(&a, &none).critical, None);
+        // a mistyped cause is named by its pointer
+        let mut bad = doc_json();
+        bad["critical_path"] = json!({"by_cause": {"work": "x"}, "summary": "s"});
+        let e = read_run_document(&bad).unwrap_err();
+        assert!(
+            e.iter().any(|p| p.contains("/critical_path/by_cause/work")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -1672,6 +1827,7 @@ mod tests {
                             scopes: vec![("ub".into(), 128)],
                             buffers: bufs,
                         }],
+                        critical: None,
                     }
                 })
         }

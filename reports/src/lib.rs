@@ -39,6 +39,7 @@
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
 //! | `warnings` | [{`kind`, `tensor`, `range`, `message`}]: `unwritten` and `unread_rows` (work the run dropped in gm tensor `tensor`, its first missing `range` {`elements`, `bytes`, `rows`, `from`, `to`}; `sim::coverage`), `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
 //! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]) |
+//! | `critical_path` | `null`, or with `--critical-path` the run's critical path ([`critical_json`]): {`total_cycles`, `summary`, `steps`, `by_pipe`, `by_cause`, `by_core`, `ops`, `waits`} |
 //! | `plan` | the plan document ([`plan_json`]) |
 //! | `launch` | the launch ([`launch_json`]): `blocks`, `parts` (a mixed kernel's `{core, plan}` per part, else `null`), `by_type` (per core type: `cores`, `end_cycle` and per pipe `busy`/`stalled` as {`min`, `max`, `mean`}), `cores` (every core: `name`, `block`, `type`, `index`, `end_cycle`, `pipes`, `overlap_cycles`, `bank_conflict_cycles`) |
 //!
@@ -64,6 +65,7 @@ mod background;
 mod calibrate;
 mod check_doc;
 mod compare;
+mod critical;
 mod diff;
 mod explain;
 mod html;
@@ -88,10 +90,11 @@ pub use compare::{
     compare_entry, compare_json, compare_levels, compare_text, kernel_compare_text, reused_buffers,
     CompareLevel, CompareOutcome,
 };
+pub use critical::{critical_html, critical_json, critical_summary, critical_text, pace_setter};
 pub use diff::{
     diff, diff_json, diff_text, read_run_document, BufferChange, BufferDoc, BufferState, CoreDoc,
-    Diff, DiffSide, Figure, OpChange, OpDoc, OpFigures, PipeChange, PipeDoc, PlanDoc, RunDoc,
-    Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
+    CriticalChange, CriticalDoc, Diff, DiffSide, Figure, OpChange, OpDoc, OpFigures, PipeChange,
+    PipeDoc, PlanDoc, RunDoc, Total, TypeChange, NO_CRITICAL_PATH, OPS_SHOWN, REUSE_PAIRS,
 };
 pub use explain::plan_explain;
 pub use html::{

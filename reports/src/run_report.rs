@@ -48,6 +48,8 @@ pub struct Run<'a> {
     pub best: Option<&'a BestLevel>,
     /// With `--profile`: the per-op profile, most expensive first.
     pub profile: Option<&'a [crate::ProfileRow]>,
+    /// With `--critical-path`: the run's critical path (docs/critical-path.md).
+    pub critical: Option<&'a sim::critical::CriticalPath>,
     /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
@@ -174,6 +176,7 @@ impl<'a> Run<'a> {
             hazards: Some(&[]),
             best: None,
             profile: None,
+            critical: None,
             handoffs: &[],
             core: None,
             dropped: &[],
@@ -189,6 +192,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             hazards: s.hazards.as_deref(),
             best: None,
             profile: None,
+            critical: None,
             handoffs: &s.handoffs,
             core: None,
             dropped: &s.dropped,
@@ -620,6 +624,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push_str(&memory_line(m));
         out.push_str(&bandwidth_line(config, mc, m, total));
     }
+    if let Some(path) = run.critical {
+        out.push_str(&crate::critical_summary(config, run, path));
+        out.push('\n');
+    }
     out.push('\n');
 
     if detail {
@@ -665,6 +673,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
     if let Some(rows) = run.profile {
         out.push('\n');
         out.push_str(&crate::profile_text(rows, total, launch.cores.len(), 0));
+    }
+    if let Some(path) = run.critical {
+        out.push('\n');
+        out.push_str(&crate::critical_text(config, run, path));
     }
     out
 }
@@ -850,6 +862,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "best_level": run.best.map_or(Value::Null, BestLevel::json),
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
+        "critical_path": run.critical.map_or(Value::Null, |p| crate::critical_json(config, run, p)),
         "plan": crate::plan_json(program, plan),
         "launch": crate::launch_json(config, result, program.launch.blocks, parts),
     });
@@ -861,7 +874,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 25] = [
+pub const RUN_KEYS: [&str; 26] = [
     "kernel",
     "config",
     "sync",
@@ -885,6 +898,7 @@ pub const RUN_KEYS: [&str; 25] = [
     "best_level",
     "warnings",
     "profile",
+    "critical_path",
     "plan",
     "launch",
 ];
@@ -1607,6 +1621,7 @@ mod tests {
                 "best_level",
                 "warnings",
                 "profile",
+                "critical_path",
                 "plan",
                 "launch",
             ]

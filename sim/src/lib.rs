@@ -12,6 +12,7 @@ pub mod addresses;
 pub mod builtin;
 pub mod config;
 pub mod coverage;
+pub mod critical;
 pub mod diag;
 pub mod engine;
 pub mod expr;

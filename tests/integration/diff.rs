@@ -64,7 +64,13 @@ fn a_program_against_itself_is_no_change() {
     assert_eq!(v["same"], true);
     assert_eq!(v["by_op"], Value::Array(vec![]));
     assert_eq!(v["plan"]["buffers"], Value::Array(vec![]));
-    assert_eq!(v["critical_path"], Value::Null);
+    // two programs' paths are compared: the same path, cause by cause
+    let causes = v["critical_path"]["by_cause"].as_array().unwrap();
+    assert!(!causes.is_empty());
+    assert!(
+        causes.iter().all(|c| c["delta"] == 0 && c["a"] == c["b"]),
+        "{causes:?}"
+    );
 }
 
 #[test]
@@ -103,8 +109,19 @@ fn without_sources(mut v: Value) -> Value {
 #[test]
 fn documents_diff_as_the_runs_made_on_the_spot() {
     let dir = scratch("diff/documents");
-    let a = document(&dir, "a.json", REUSE, &["--level", "2", "--profile"]);
-    let b = document(&dir, "b.json", REUSE, &["--level", "0", "--profile"]);
+    // a program side runs with --profile's and --critical-path's observers
+    let a = document(
+        &dir,
+        "a.json",
+        REUSE,
+        &["--level", "2", "--profile", "--critical-path"],
+    );
+    let b = document(
+        &dir,
+        "b.json",
+        REUSE,
+        &["--level", "0", "--profile", "--critical-path"],
+    );
     let from_files = npusim(&["diff", &a, &b, "--format", "json"]);
     assert_eq!(from_files.status.code(), Some(0), "{}", stderr(&from_files));
     let spot = npusim(&[

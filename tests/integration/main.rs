@@ -8,6 +8,7 @@ mod cli;
 mod compare_cli;
 mod compiled_kernels;
 mod conformance_script;
+mod critical_cli;
 mod diff;
 mod docs;
 mod double_buffers;

@@ -224,9 +224,29 @@ pub fn diff_html(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         body.push_str("</table>\n");
     }
     body.push_str("</section>\n");
-    body.push_str(&format!(
-        "<section id=\"critical-path\">\n<h2>Critical path</h2>\n<p class=\"note\">{}</p>\n</section>\n</main>\n",
-        esc(NO_CRITICAL_PATH.trim_start_matches("critical path: "))
-    ));
+    match &d.critical {
+        None => body.push_str(&format!(
+            "<section id=\"critical-path\">\n<h2>Critical path</h2>\n<p class=\"note\">{}</p>\n</section>\n</main>\n",
+            esc(NO_CRITICAL_PATH.trim_start_matches("critical path: "))
+        )),
+        Some(c) => {
+            // the two paths by cause, then their summaries
+            body.push_str("<section id=\"critical-path\">\n<h2>Critical path</h2>\n<table>\n<tr><th>cause</th><th>A</th><th>B</th></tr>\n");
+            for (cause, f) in &c.by_cause {
+                let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+                body.push_str(&format!(
+                    "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+                    esc(cause),
+                    n(f.a),
+                    n(f.b)
+                ));
+            }
+            body.push_str(&format!(
+                "</table>\n<p>A {}</p>\n<p>B {}</p>\n</section>\n</main>\n",
+                esc(&c.summaries.0),
+                esc(&c.summaries.1)
+            ));
+        }
+    }
     page(&format!("npusim diff: {}", b.doc.kernel), &body)
 }

@@ -172,6 +172,10 @@ pub fn run_html(
     body.push_str("</section>\n");
 
     body.push_str(&profile_section(profile));
+    // `run --critical-path`: its section, only when asked for
+    if let Some(path) = run.critical {
+        body.push_str(&crate::critical_html(config, run, path));
+    }
 
     body.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n");
     body.push_str(&findings_html(config, run));

@@ -377,7 +377,7 @@ fn builtin(name: &str) -> Config {
 
 /// The refinements of docs/timing.md the shipped ascend910b config has, switched per run.
 #[derive(Clone, Copy, Debug)]
-struct Knobs {
+pub(crate) struct Knobs {
     /// `vector.block_bytes` and `ub_banks`.
     banks: bool,
     /// The gm memory system.
@@ -391,7 +391,7 @@ struct Knobs {
     cross_latency: u32,
 }
 
-fn knobs() -> impl Strategy<Value = Knobs> {
+pub(crate) fn knobs() -> impl Strategy<Value = Knobs> {
     (
         any::<bool>(),
         any::<bool>(),
@@ -418,7 +418,7 @@ fn knobs() -> impl Strategy<Value = Knobs> {
 
 /// ascend910b with `k` applied (the values engine_throughput's `--refinements on` uses where
 /// the shipped config has none).
-fn config_with(k: Knobs) -> Config {
+pub(crate) fn config_with(k: Knobs) -> Config {
     let mut c = builtin("ascend910b");
     if k.banks {
         c.vector.block_bytes.get_or_insert(32);
@@ -513,7 +513,7 @@ fn addresses(program: &Program, config: &Config, place: &Place) -> Addresses {
 /// flags (double sets, unpaired sets and deadlocks), scalar gm accesses (`scalar.gm_latency`)
 /// and cross-core flags (launches).
 #[derive(Clone, Debug)]
-enum Item {
+pub(crate) enum Item {
     Load {
         tensor: usize,
         buf: usize,
@@ -588,7 +588,7 @@ enum Item {
     },
 }
 
-const BUFS: usize = 4;
+pub(crate) const BUFS: usize = 4;
 const TENSORS: usize = 2;
 const ROWS: u32 = 64;
 const FLAG_PIPES: [Pipe; 4] = [Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3];
@@ -644,7 +644,7 @@ fn leaf(cross: bool) -> impl Strategy<Value = Item> {
     }
 }
 
-fn items(cross: bool) -> impl Strategy<Value = Vec<Item>> {
+pub(crate) fn items(cross: bool) -> impl Strategy<Value = Vec<Item>> {
     let item = leaf(cross).prop_recursive(3, 48, 6, |inner| {
         prop_oneof![
             (1u32..5, prop::collection::vec(inner.clone(), 1..6))
@@ -661,7 +661,7 @@ fn items(cross: bool) -> impl Strategy<Value = Vec<Item>> {
 }
 
 /// The program of `items` on rows (and buffers) of `cols` f16.
-fn render(items: &[Item], multi: &[u32], cols: u32) -> String {
+pub(crate) fn render(items: &[Item], multi: &[u32], cols: u32) -> String {
     let mut s = String::from("kernel: random\ncore: aiv\nsync: manual\ngm:\n");
     for t in 0..TENSORS {
         s += &format!("  g{t}: {{ shape: [{ROWS}, {cols}], dtype: f16 }}\n");
@@ -858,7 +858,7 @@ proptest! {
 /// a mode-2 cross_set; every `every` tiles it waits for the vector cores' reverse flag. The
 /// vector cores may also meet at a mode-0 or mode-1 barrier each tile.
 #[derive(Clone, Debug)]
-struct Mixed {
+pub(crate) struct Mixed {
     blocks: u32,
     tiles: u32,
     tm: u32,
@@ -884,7 +884,7 @@ struct Mixed {
     slow: u32,
 }
 
-fn mixed() -> impl Strategy<Value = Mixed> {
+pub(crate) fn mixed() -> impl Strategy<Value = Mixed> {
     (
         (
             1u32..=6,
@@ -935,7 +935,7 @@ fn mixed() -> impl Strategy<Value = Mixed> {
         )
 }
 
-fn render_mixed(m: &Mixed) -> String {
+pub(crate) fn render_mixed(m: &Mixed) -> String {
     let Mixed {
         blocks,
         tiles,

@@ -163,7 +163,7 @@ mod bandwidth;
 mod banks;
 mod code;
 #[cfg(test)]
-mod compare;
+pub(crate) mod compare;
 mod compile;
 mod compile_costs;
 mod compile_opnds;
