@@ -826,15 +826,7 @@ impl Critical {
         if let Some((when, from, cause, op, next, wait)) = cond {
             if when == t && from <= t {
                 self.waited(sums, r, wait, t - ready.min(t));
-                let (core, pipe) = match cause {
-                    // a drain's wait is the drained op's startup, on its pipe
-                    Cause::Startup => {
-                        let d = self.recs[r.link as usize];
-                        (d.core, d.pipe())
-                    }
-                    _ => (r.core, r.pipe()),
-                };
-                self.seg(sums, from, core, pipe, cause, op);
+                self.cond_seg(sums, r, from, cause, op);
                 return Some(next);
             }
         }
@@ -863,14 +855,7 @@ impl Critical {
             0 => Some(At::WorkEnd(r.prev)),
             1 => {
                 let (_, from, cause, op, next, _) = cond?;
-                let (core, pipe) = match cause {
-                    Cause::Startup => {
-                        let d = self.recs[r.link as usize];
-                        (d.core, d.pipe())
-                    }
-                    _ => (r.core, r.pipe()),
-                };
-                self.seg(sums, from, core, pipe, cause, op);
+                self.cond_seg(sums, r, from, cause, op);
                 Some(next)
             }
             _ => {
@@ -1056,6 +1041,19 @@ impl Critical {
 
     /// Adds the segment `[from, sums.t)` (of `op` of the part `core` runs) and moves the walk
     /// to `from`.
+    /// The segment of what `r` waited for, from `from`: on `r`'s own pipe, except a drain's,
+    /// which is the drained op's startup, on that op's pipe.
+    fn cond_seg(&self, sums: &mut Sums, r: &Rec, from: u64, cause: Cause, op: Option<u32>) {
+        let (core, pipe) = match cause {
+            Cause::Startup => {
+                let d = self.recs[r.link as usize];
+                (d.core, d.pipe())
+            }
+            _ => (r.core, r.pipe()),
+        };
+        self.seg(sums, from, core, pipe, cause, op);
+    }
+
     fn seg(
         &self,
         sums: &mut Sums,
