@@ -802,13 +802,8 @@ fn run_loaded(
         );
     }
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched =
-        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
-    let plain = Views {
-        args: views,
-        timeline: None,
-        critical: None,
-    };
+    let unwatched = Views::unwatched(views);
+    let plain = Views::plain(views);
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(&kernel, &config, &opts, &src)?;
         if unwatched {
@@ -1052,13 +1047,8 @@ fn run_launch(
     src: &input::Source,
 ) -> Result<(), Exit> {
     let mut opts = args.pipeline(run_args, VALIDATE);
-    let unwatched =
-        views.trace.is_none() && !views.profile && views.html.is_none() && !views.critical_path;
-    let plain = Views {
-        args: views,
-        timeline: None,
-        critical: None,
-    };
+    let unwatched = Views::unwatched(views);
+    let plain = Views::plain(views);
     let best = if args.level == LevelArg::Best {
         let (sim, best) = best_level(kernel, config, &opts, src)?;
         if unwatched {
@@ -1258,6 +1248,23 @@ struct Views<'a> {
     timeline: Option<&'a reports::Timeline>,
     /// `--critical-path`'s, walked after the run.
     critical: Option<&'a sim::critical::CriticalPath>,
+}
+
+impl<'a> Views<'a> {
+    /// Whether nothing but the report watches the run (no trace, profile, page or critical
+    /// path): then the run pays for no observer.
+    fn unwatched(args: &ViewArgs) -> bool {
+        args.trace.is_none() && !args.profile && args.html.is_none() && !args.critical_path
+    }
+
+    /// The views of a run nothing watched.
+    fn plain(args: &'a ViewArgs) -> Views<'a> {
+        Views {
+            args,
+            timeline: None,
+            critical: None,
+        }
+    }
 }
 
 /// Prints a run's report (with the profile rows, if any), writes its HTML page when asked,
