@@ -152,44 +152,16 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
         path.steps
     );
     out.push_str(&format!("  {}\n", critical_summary(config, run, path)));
-    let mut t = Table::new(vec![
-        col("by pipe", Align::Left),
-        col("cycles", Align::Right),
-        col("%", Align::Right),
-    ]);
-    for p in Pipe::ALL {
-        let c = path.by_pipe[p.index()];
-        if c > 0 {
-            t.row(vec![
-                p.report_name().into(),
-                c.to_string(),
-                crate::percent(c, total),
-            ]);
-        }
-    }
-    out.push_str(&t.render("  "));
-    let mut t = Table::new(vec![
-        col("by cause", Align::Left),
-        col("cycles", Align::Right),
-        col("%", Align::Right),
-    ]);
-    for (k, c) in Cause::ALL.iter().enumerate() {
-        let n = path.by_cause[k];
-        if n > 0 {
-            t.row(vec![
-                c.name().into(),
-                n.to_string(),
-                crate::percent(n, total),
-            ]);
-        }
-    }
-    out.push_str(&t.render("  "));
+    let by_pipe = Pipe::ALL
+        .iter()
+        .map(|p| (p.report_name().to_string(), path.by_pipe[p.index()]));
+    out.push_str(&shares("by pipe", by_pipe, total).render("  "));
+    let by_cause = Cause::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, c)| (c.name().to_string(), path.by_cause[k]));
+    out.push_str(&shares("by cause", by_cause, total).render("  "));
     if run.result.cores.len() > 1 {
-        let mut t = Table::new(vec![
-            col("by core", Align::Left),
-            col("cycles", Align::Right),
-            col("%", Align::Right),
-        ]);
         let mut cores: Vec<(usize, u64)> = path
             .by_core
             .iter()
@@ -198,16 +170,11 @@ pub fn critical_text(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
             .filter(|(_, c)| *c > 0)
             .collect();
         cores.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        for (k, c) in cores.iter().take(TEXT_ROWS) {
-            if let Some(core) = run.result.cores.get(*k) {
-                t.row(vec![
-                    crate::core_name(config, core),
-                    c.to_string(),
-                    crate::percent(*c, total),
-                ]);
-            }
-        }
-        out.push_str(&t.render("  "));
+        let by_core = cores.iter().take(TEXT_ROWS).filter_map(|&(k, c)| {
+            let core = run.result.cores.get(k)?;
+            Some((crate::core_name(config, core), c))
+        });
+        out.push_str(&shares("by core", by_core, total).render("  "));
         if cores.len() > TEXT_ROWS {
             out.push_str(&format!("  ... {} more cores\n", cores.len() - TEXT_ROWS));
         }
@@ -396,4 +363,18 @@ pub fn critical_html(config: &Config, run: &Run<'_>, path: &CriticalPath) -> Str
     }
     out.push_str("</tbody></table>\n</section>\n");
     out
+}
+
+/// A table of the path's cycles by `what` (its non-zero rows, in the order given) and their
+/// share of the run.
+fn shares(what: &str, rows: impl Iterator<Item = (String, u64)>, total: u64) -> Table {
+    let mut t = Table::new(vec![
+        (what.to_string(), Align::Left),
+        ("cycles".to_string(), Align::Right),
+        ("%".to_string(), Align::Right),
+    ]);
+    for (name, c) in rows.filter(|&(_, c)| c > 0) {
+        t.row(vec![name, c.to_string(), crate::percent(c, total)]);
+    }
+    t
 }
