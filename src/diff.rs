@@ -109,10 +109,12 @@ fn run_program(
     let (profiler, critical) = observers;
     let rows = profiler.rows(&parts);
     // the critical path too, so that two programs' diff compares their paths
-    let critical = critical.finish(&sim.result);
+    let critical = critical
+        .finish(&sim.result)
+        .expect("a walker without a budget always walks");
     let mut report: reports::Run = (&sim).into();
     report.profile = Some(&rows);
-    report.critical = Some(&critical);
+    report.critical = reports::PathView::Full(&critical);
     let doc = reports::read_run_document(&reports::run_json(&config, &report)).map_err(|p| {
         // the document was written by this npusim: not reading it back is a bug
         err_line!(

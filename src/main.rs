@@ -849,9 +849,7 @@ fn run_loaded(
         .then(|| reports::Profiler::for_launch(&[&ran], &config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&[&ran], &config, spec));
-    let critical = views
-        .critical_path
-        .then(|| sim::critical::Critical::for_launch(&[&ran], &config));
+    let critical = walker(views, &[&ran], &config);
     let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
@@ -884,7 +882,7 @@ fn run_loaded(
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
-        critical: critical.as_ref(),
+        critical: path_view(views, &critical),
     };
     report_run(
         &config,
@@ -1101,9 +1099,7 @@ fn run_launch(
         .then(|| reports::Profiler::for_launch(&ran_parts, config));
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&ran_parts, config, spec));
-    let critical = views
-        .critical_path
-        .then(|| sim::critical::Critical::for_launch(&ran_parts, config));
+    let critical = walker(views, &ran_parts, config);
     let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
@@ -1142,7 +1138,7 @@ fn run_launch(
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
-        critical: critical.as_ref(),
+        critical: path_view(views, &critical),
     };
     report_launch(
         config,
@@ -1246,15 +1242,16 @@ fn problems_exit(config: &Config, sim: &Simulation, src: &input::Source) -> Resu
 struct Views<'a> {
     args: &'a ViewArgs,
     timeline: Option<&'a reports::Timeline>,
-    /// `--critical-path`'s, walked after the run.
-    critical: Option<&'a sim::critical::CriticalPath>,
+    /// The critical path walked after the run: its "paced by" line, or with
+    /// `--critical-path` all of it.
+    critical: reports::PathView<'a>,
 }
 
 impl<'a> Views<'a> {
     /// Whether nothing but the report watches the run (no trace, profile, page or critical
-    /// path): then the run pays for no observer.
+    /// path, not even its "paced by" line): then the run pays for no observer.
     fn unwatched(args: &ViewArgs) -> bool {
-        args.trace.is_none() && !args.profile && args.html.is_none() && !args.critical_path
+        args.trace.is_none() && !args.profile && args.html.is_none() && args.no_critical_path
     }
 
     /// The views of a run nothing watched.
@@ -1262,8 +1259,39 @@ impl<'a> Views<'a> {
         Views {
             args,
             timeline: None,
-            critical: None,
+            critical: reports::PathView::Off,
         }
+    }
+}
+
+/// The records the default walker keeps (at most about 150 MB): the "paced by" line of a run
+/// without `--critical-path`, which past them says the path was not followed
+/// (docs/decisions.md, "The paced-by line by default").
+const PACED_BY_BUDGET: u64 = 2_000_000;
+
+/// The critical path's walker of a run of `parts`: unbounded with `--critical-path`, on
+/// [`PACED_BY_BUDGET`] for the default "paced by" line, none with `--no-critical-path`.
+fn walker(args: &ViewArgs, parts: &[&Program], config: &Config) -> Option<sim::critical::Critical> {
+    let c = sim::critical::Critical::for_launch(parts, config);
+    if args.critical_path {
+        Some(c)
+    } else if args.no_critical_path {
+        None
+    } else {
+        Some(c.with_budget(PACED_BY_BUDGET))
+    }
+}
+
+/// What the report shows of the path `walked` ([`walker`]; `Some(None)`: it gave up).
+fn path_view<'a>(
+    args: &ViewArgs,
+    walked: &'a Option<Option<sim::critical::CriticalPath>>,
+) -> reports::PathView<'a> {
+    match walked {
+        None => reports::PathView::Off,
+        Some(None) => reports::PathView::TooLong(PACED_BY_BUDGET),
+        Some(Some(p)) if args.critical_path => reports::PathView::Full(p),
+        Some(Some(p)) => reports::PathView::Line(p),
     }
 }
 

@@ -39,6 +39,7 @@
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
 //! | `warnings` | [{`kind`, `tensor`, `range`, `message`}]: `unwritten` and `unread_rows` (work the run dropped in gm tensor `tensor`, its first missing `range` {`elements`, `bytes`, `rows`, `from`, `to`}; `sim::coverage`), `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
 //! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]) |
+//! | `paced_by` | the summary's "paced by" line (a string), or `null` with `--no-critical-path` |
 //! | `critical_path` | `null`, or with `--critical-path` the run's critical path ([`critical_json`]): {`total_cycles`, `summary`, `steps`, `by_pipe`, `by_cause`, `by_core`, `ops`, `waits`} |
 //! | `plan` | the plan document ([`plan_json`]) |
 //! | `launch` | the launch ([`launch_json`]): `blocks`, `parts` (a mixed kernel's `{core, plan}` per part, else `null`), `by_type` (per core type: `cores`, `end_cycle` and per pipe `busy`/`stalled` as {`min`, `max`, `mean`}), `cores` (every core: `name`, `block`, `type`, `index`, `end_cycle`, `pipes`, `overlap_cycles`, `bank_conflict_cycles`) |
@@ -109,9 +110,9 @@ pub use plan_doc::{
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
-    deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
-    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, Run, Warning,
-    RUN_KEYS,
+    deadlock_text, finding_text, hazard_json, op_ref, paced_by, run_json, run_text, syncs_json,
+    syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, PathView, Run,
+    Warning, RUN_KEYS,
 };
 pub use sweep::{short_name, sweep_summary_text, Best, PipeCycles, Pivot, SweepTable, SweepView};
 pub use trace::{live_bytes, Trace, TraceCut, TracePart, TraceWindow, DEFAULT_TRACE_MAX_BYTES};

@@ -34,6 +34,39 @@ impl<'a> From<&'a pipeline::Prepared> for RunPart<'a> {
     }
 }
 
+/// What a run report shows of the run's critical path.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum PathView<'a> {
+    /// Nothing (`--no-critical-path`, or a report of a run nothing walked).
+    #[default]
+    Off,
+    /// The default: the "paced by" line of the summary ([`crate::critical_summary`]).
+    Line(&'a sim::critical::CriticalPath),
+    /// `--critical-path`: the line, the path's section and its JSON object.
+    Full(&'a sim::critical::CriticalPath),
+    /// The default walker gave up: the run kept more than this many records
+    /// ([`sim::critical::Critical::with_budget`]).
+    TooLong(u64),
+}
+
+impl<'a> PathView<'a> {
+    /// The path, when it was walked.
+    pub fn path(self) -> Option<&'a sim::critical::CriticalPath> {
+        match self {
+            PathView::Line(p) | PathView::Full(p) => Some(p),
+            PathView::Off | PathView::TooLong(_) => None,
+        }
+    }
+
+    /// The path, when its whole section is shown (`--critical-path`).
+    pub fn full(self) -> Option<&'a sim::critical::CriticalPath> {
+        match self {
+            PathView::Full(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 /// One plan → sync → run of every part of a kernel, as the reports read it.
 #[derive(Clone, Debug)]
 pub struct Run<'a> {
@@ -48,8 +81,9 @@ pub struct Run<'a> {
     pub best: Option<&'a BestLevel>,
     /// With `--profile`: the per-op profile, most expensive first.
     pub profile: Option<&'a [crate::ProfileRow]>,
-    /// With `--critical-path`: the run's critical path (docs/critical-path.md).
-    pub critical: Option<&'a sim::critical::CriticalPath>,
+    /// What the report says of the run's critical path (docs/critical-path.md): by default
+    /// its "paced by" line, with `--critical-path` its section too.
+    pub critical: PathView<'a>,
     /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
@@ -176,7 +210,7 @@ impl<'a> Run<'a> {
             hazards: Some(&[]),
             best: None,
             profile: None,
-            critical: None,
+            critical: PathView::Off,
             handoffs: &[],
             core: None,
             dropped: &[],
@@ -192,7 +226,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             hazards: s.hazards.as_deref(),
             best: None,
             profile: None,
-            critical: None,
+            critical: PathView::Off,
             handoffs: &s.handoffs,
             core: None,
             dropped: &s.dropped,
@@ -624,8 +658,8 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push_str(&memory_line(m));
         out.push_str(&bandwidth_line(config, mc, m, total));
     }
-    if let Some(path) = run.critical {
-        out.push_str(&crate::critical_summary(config, run, path));
+    if let Some(line) = paced_by(config, run) {
+        out.push_str(&line);
         out.push('\n');
     }
     out.push('\n');
@@ -674,11 +708,23 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&crate::profile_text(rows, total, launch.cores.len(), 0));
     }
-    if let Some(path) = run.critical {
+    if let Some(path) = run.critical.full() {
         out.push('\n');
         out.push_str(&crate::critical_text(config, run, path));
     }
     out
+}
+
+/// The summary's "paced by" line, when the critical path was followed (or gave up).
+pub fn paced_by(config: &Config, run: &Run<'_>) -> Option<String> {
+    match run.critical {
+        PathView::Off => None,
+        PathView::Line(p) | PathView::Full(p) => Some(crate::critical_summary(config, run, p)),
+        PathView::TooLong(records) => Some(format!(
+            "paced by: not followed (the run kept more than {records} instructions and scalar spans; \
+             run --critical-path follows a run of any length)"
+        )),
+    }
 }
 
 /// The per-core rows of the summary: overlap, pipe bound, efficiency, bank conflicts.
@@ -862,7 +908,8 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "best_level": run.best.map_or(Value::Null, BestLevel::json),
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
-        "critical_path": run.critical.map_or(Value::Null, |p| crate::critical_json(config, run, p)),
+        "paced_by": paced_by(config, run).map_or(Value::Null, Value::from),
+        "critical_path": run.critical.full().map_or(Value::Null, |p| crate::critical_json(config, run, p)),
         "plan": crate::plan_json(program, plan),
         "launch": crate::launch_json(config, result, program.launch.blocks, parts),
     });
@@ -874,7 +921,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 26] = [
+pub const RUN_KEYS: [&str; 27] = [
     "kernel",
     "config",
     "sync",
@@ -898,6 +945,7 @@ pub const RUN_KEYS: [&str; 26] = [
     "best_level",
     "warnings",
     "profile",
+    "paced_by",
     "critical_path",
     "plan",
     "launch",
@@ -1496,6 +1544,28 @@ mod tests {
     use sim::Pipe;
 
     #[test]
+    fn a_walker_that_gave_up_says_so_in_the_line_and_the_json() {
+        let (program, plan, r) = (program_db(), plan_db(), result_clean());
+        let run = Run {
+            critical: PathView::TooLong(5),
+            ..Run::new(&program, &plan, &r)
+        };
+        let line = "paced by: not followed (the run kept more than 5 instructions and scalar \
+                    spans; run --critical-path follows a run of any length)";
+        // under the summary, and no section
+        let text = run_text(&config(), &run);
+        assert!(text.contains(&format!("\n{line}\n")), "{text}");
+        assert!(!text.contains("critical path"), "{text}");
+        let j = run_json(&config(), &run);
+        assert_eq!(j["paced_by"], line);
+        assert_eq!(j["critical_path"], Value::Null);
+        // nothing walked: no line, `null`
+        let off = Run::new(&program, &plan, &r);
+        assert!(!run_text(&config(), &off).contains("paced by"));
+        assert_eq!(run_json(&config(), &off)["paced_by"], Value::Null);
+    }
+
+    #[test]
     fn text_report_of_a_clean_run() {
         let text = run_text_of(&result_clean(), Some(&[]), None);
         insta::assert_snapshot!(text);
@@ -1621,6 +1691,7 @@ mod tests {
                 "best_level",
                 "warnings",
                 "profile",
+                "paced_by",
                 "critical_path",
                 "plan",
                 "launch",

@@ -82,13 +82,31 @@ fn the_worked_example_s_path_is_its_load_add_and_store_through_both_flags() {
 }
 
 #[test]
-fn the_text_report_has_the_summary_line_and_the_section_only_when_asked() {
+fn the_text_report_has_the_summary_line_by_default_and_the_section_only_when_asked() {
     let mut args = vec!["run"];
     args.extend_from_slice(&GOLDEN);
+    let mut off = args.clone();
+    off.push("--no-critical-path");
+    let off = npusim(&off);
+    assert_eq!(off.status.code(), Some(0), "{}", stderr(&off));
+    assert!(!stdout(&off).contains("paced by"));
     let plain = npusim(&args);
     assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
-    assert!(!stdout(&plain).contains("paced by"));
+    // the default report has the line (the one the section's summary has, below) and not
+    // the section
+    assert!(
+        stdout(&plain).contains("\npaced by: MTE3, waiting on"),
+        "{}",
+        stdout(&plain)
+    );
     assert!(!stdout(&plain).contains("critical path"));
+    // and without it, the report is the default one less that line
+    let without: String = stdout(&plain)
+        .lines()
+        .filter(|l| !l.starts_with("paced by: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without, stdout(&off));
     args.push("--critical-path");
     let o = npusim(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -485,7 +485,8 @@ fn jsonl_carries_the_run_document_of_each_point() {
         (Some(2), Some("ok"))
     );
     assert_eq!(p["capacities"], serde_json::json!({ "ub": 131072 }));
-    // the run document `npusim run` writes for the same inputs
+    // the run document `npusim run` writes for the same inputs (a sweep does not follow the
+    // critical path: no "paced by")
     let run = crate::json_of(
         "run",
         &[
@@ -496,6 +497,7 @@ fn jsonl_carries_the_run_document_of_each_point() {
             "2",
             "--capacity",
             "ub=128KiB",
+            "--no-critical-path",
         ],
     );
     assert_eq!(p["run"], run);

@@ -127,6 +127,11 @@ pub fn run_html(
             ));
         }
     }
+    // the text report's "paced by" line, which the critical path's section (when asked for)
+    // explains
+    if let Some(line) = crate::run_report::paced_by(config, run) {
+        body.push_str(&format!("<p class=\"note paced\">{}</p>\n", esc(&line)));
+    }
     body.push_str("</header>\n<main>\n");
 
     body.push_str("<section id=\"stalls\">\n<h2>Where the cycles went</h2>\n");
@@ -173,7 +178,7 @@ pub fn run_html(
 
     body.push_str(&profile_section(profile));
     // `run --critical-path`: its section, only when asked for
-    if let Some(path) = run.critical {
+    if let Some(path) = run.critical.full() {
         body.push_str(&crate::critical_html(config, run, path));
     }
 

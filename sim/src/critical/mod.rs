@@ -318,6 +318,13 @@ pub struct Critical {
     /// just before S's instruction is numbered): (seq, link).
     early: Option<(u64, u64)>,
     keep: bool,
+    /// The most records (instructions and S's spans) it keeps before it gives up
+    /// ([`Critical::with_budget`]); `u64::MAX`: no budget.
+    budget: u64,
+    /// Records kept so far.
+    kept: u64,
+    /// Whether it gave up (the run went past the budget): it then keeps nothing more.
+    gave_up: bool,
 }
 
 impl Critical {
@@ -380,7 +387,35 @@ impl Critical {
             pending: BTreeMap::new(),
             early: None,
             keep: false,
+            budget: u64::MAX,
+            kept: 0,
+            gave_up: false,
         }
+    }
+
+    /// A walker that keeps at most `records` records (dynamic instructions and S's spans,
+    /// about 72 and 32 bytes each) and gives up past them: the default run's "paced by" line,
+    /// whose memory must not grow with the run ([`Critical::finish`] then has no path).
+    pub fn with_budget(mut self, records: u64) -> Critical {
+        self.budget = records;
+        self
+    }
+
+    /// Counts one more record; past the budget, frees what was kept and stops keeping.
+    #[inline]
+    fn spend(&mut self) -> bool {
+        self.kept += 1;
+        if self.kept > self.budget {
+            self.gave_up = true;
+            self.recs = Pages::new(self.recs.fill());
+            self.s_spans = Vec::new();
+            self.sent = Vec::new();
+            self.signals = Vec::new();
+            self.signal_sets = Vec::new();
+            self.pending = BTreeMap::new();
+            return false;
+        }
+        true
     }
 
     /// Keeps the path's segments in [`CriticalPath::segments`] (tests, small runs).
@@ -451,6 +486,9 @@ impl Observer for Critical {
 
     #[inline]
     fn on_issue(&mut self, issue: &Issue<'_>) {
+        if self.gave_up || !self.spend() {
+            return;
+        }
         let Ok(i) = usize::try_from(issue.seq) else {
             return;
         };
@@ -501,6 +539,9 @@ impl Observer for Critical {
 
     #[inline]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
+        if self.gave_up {
+            return;
+        }
         let Some(r) = self.rec(seq).copied() else {
             return;
         };
@@ -530,6 +571,9 @@ impl Observer for Critical {
 
     #[inline]
     fn on_span(&mut self, span: &Span) {
+        if self.gave_up {
+            return;
+        }
         let what = match span.what {
             Activity::Work => {
                 if let Some(seq) = span.seq {
@@ -554,7 +598,7 @@ impl Observer for Critical {
             Activity::Loop | Activity::Branch => SWhat::Control,
             Activity::Stall(s) => SWhat::Stall(s),
         };
-        if span.pipe != Pipe::S {
+        if span.pipe != Pipe::S || !self.spend() {
             return;
         }
         let key = match (what, span.seq) {
@@ -571,10 +615,16 @@ impl Observer for Critical {
 
     #[inline]
     fn on_release(&mut self, release: &Release) {
+        if self.gave_up {
+            return;
+        }
         self.link(release.wait_seq, release.set_seq);
     }
 
     fn on_cross(&mut self, event: &CrossEvent<'_>) {
+        if self.gave_up {
+            return;
+        }
         match *event {
             CrossEvent::Signal {
                 core,
@@ -637,8 +687,12 @@ struct Sums {
 impl Critical {
     /// Walks the critical path of the run that gave `result`, back from its last cycle. The
     /// walk reads what this observer kept; a run stopped at a limit or deadlocked has a path
-    /// up to its last cycle too (the instruction or S that ended last).
-    pub fn finish(mut self, result: &RunResult) -> CriticalPath {
+    /// up to its last cycle too (the instruction or S that ended last). `None` when it gave up
+    /// ([`Critical::with_budget`]).
+    pub fn finish(mut self, result: &RunResult) -> Option<CriticalPath> {
+        if self.gave_up {
+            return None;
+        }
         let cores = self.s_spans.len().max(result.cores.len());
         self.spans_of(cores.saturating_sub(1) as u32);
         for v in &mut self.s_spans {
@@ -723,7 +777,7 @@ impl Critical {
             };
             self.seg(&mut sums, 0, core, Pipe::S, Cause::Unexplained, None);
         }
-        self.sum_up(sums, total)
+        Some(self.sum_up(sums, total))
     }
 
     /// One step back from `at`; the next place, or `None` at cycle 0.

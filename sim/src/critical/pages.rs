@@ -25,6 +25,11 @@ impl<T: Copy> Pages<T> {
         }
     }
 
+    /// What new pages are filled with.
+    pub(super) fn fill(&self) -> T {
+        self.fill
+    }
+
     pub(super) fn len(&self) -> usize {
         self.len
     }

@@ -48,7 +48,7 @@ fn walk_with(
         crate::engine::run_launch(&parts, config, limits, &mut c)
     }
     .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let path = c.finish(&r);
+    let path = c.finish(&r).expect("no budget: a path");
     (kernel, r, path)
 }
 
@@ -125,6 +125,27 @@ fn the_flag_chain_golden_is_its_load_its_add_and_its_store_through_both_flags() 
     );
     // the store (op 6) is the top op: 32 of work and 5 of startup
     assert_eq!((p.ops[0].op, p.ops[0].cycles), (OpId(6), 37));
+}
+
+#[test]
+fn a_walker_on_a_budget_gives_up_past_it_and_walks_the_same_path_within_it() {
+    // the flag chain issues 7 instructions (load, set, wait, vadd, set, wait, store): a
+    // budget of 6 records runs out at the store; 100 is more than its 7 and S's few spans
+    let config = crate::load_config(TEST_CONFIG, "test_config.yaml").unwrap();
+    let (kernel, r, unbudgeted) = walk(&config, FLAG_CHAIN);
+    let none = Addresses::default();
+    let programs: Vec<&Program> = kernel.parts.iter().collect();
+    let parts: Vec<(&Program, &Addresses)> = programs.iter().map(|&p| (p, &none)).collect();
+    let budgeted = |records: u64| {
+        let mut c = Critical::for_launch(&programs, &config)
+            .keep_segments()
+            .with_budget(records);
+        let again = crate::engine::run_launch(&parts, &config, Limits::default(), &mut c).unwrap();
+        assert_eq!(again.total_cycles, r.total_cycles);
+        c.finish(&again)
+    };
+    assert_eq!(budgeted(6), None);
+    assert_eq!(budgeted(100), Some(unbudgeted));
 }
 
 #[test]
