@@ -18,10 +18,14 @@ pub const TEXT_ROWS: usize = 10;
 pub const JSON_ROWS: usize = 50;
 
 /// What each cause means, for the text's legend and the HTML section.
-const LEGEND: [(Cause, &str); 8] = [
+const LEGEND: [(Cause, &str); 9] = [
     (
         Cause::Work,
-        "a pipe's instruction at work (a gm move's includes its share of the chip's bandwidth)",
+        "a pipe's instruction at work (a gm move: what it takes alone on the chip)",
+    ),
+    (
+        Cause::Bandwidth,
+        "a gm move waiting for its share of HBM and the L2's rate, which other moves hold",
     ),
     (
         Cause::Scalar,

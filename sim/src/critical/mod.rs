@@ -77,9 +77,12 @@ struct Rec {
     core: u32,
     op: u32,
     /// An `mmad_l1` part's work (its chunks'), the rest of its segment being waits between
-    /// chunks; saturates (then all of it counts as work).
+    /// chunks; saturates (then all of it counts as work). A gm move under a `memory` config
+    /// (`alone`): its work alone on the chip ([`Observer::on_bandwidth`]).
     busy: u32,
     pipe: u8,
+    /// Whether `busy` is a gm move's work alone.
+    alone: bool,
 }
 
 /// A span of S (a loop, a branch, S's own work, a stall; its sends are the instructions'
@@ -112,9 +115,12 @@ struct Signal {
 /// Why a segment of the path is there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cause {
-    /// A pipe's instruction doing its work (an `mmad_l1` part: its chunks' work). The work of a gm move under
-    /// a `memory` config includes its share of the chip's bandwidth (not separated).
+    /// A pipe's instruction doing its work (an `mmad_l1` part: its chunks' work; a gm move
+    /// under a `memory` config: what it would take alone on the chip).
     Work,
+    /// A gm move under a `memory` config waiting for its share of HBM and the L2's rate while
+    /// other moves hold them: its work span beyond its work alone.
+    Bandwidth,
     /// S's own cycles: loops, branches, `scalar`, `sload`, `sstore`.
     Scalar,
     /// S sending the instruction (`issue_cycles`).
@@ -136,8 +142,9 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause, in report order.
-    pub const ALL: [Cause; 8] = [
+    pub const ALL: [Cause; 9] = [
         Cause::Work,
+        Cause::Bandwidth,
         Cause::Scalar,
         Cause::Issue,
         Cause::Startup,
@@ -151,6 +158,7 @@ impl Cause {
     pub fn name(self) -> &'static str {
         match self {
             Cause::Work => "work",
+            Cause::Bandwidth => "bandwidth",
             Cause::Scalar => "scalar",
             Cause::Issue => "issue",
             Cause::Startup => "startup",
@@ -243,7 +251,7 @@ pub struct CriticalPath {
     /// The path's cycles per core of the launch (an index into [`RunResult::cores`]).
     pub by_core: Vec<u64>,
     /// The path's cycles per cause ([`Cause::ALL`] order).
-    pub by_cause: [u64; 8],
+    pub by_cause: [u64; 9],
     /// Every op with cycles on the path, most first (ties: part, then program order).
     pub ops: Vec<OpShare>,
     /// Every op that waited on the path, longest first (ties: part, program order, wait).
@@ -376,6 +384,7 @@ impl Critical {
                 op: 0,
                 busy: 0,
                 pipe: 0,
+                alone: false,
             }),
             s_spans: vec![Vec::new(); cores],
             sent: vec![Vec::new(); cores],
@@ -521,6 +530,7 @@ impl Observer for Critical {
             op: issue.op.0,
             busy: 0,
             pipe: p as u8,
+            alone: false,
         };
         // sequence numbers are dense; a gap (never seen) is filled with empty records
         if i >= self.recs.len() {
@@ -614,6 +624,22 @@ impl Observer for Critical {
     }
 
     #[inline]
+    fn watches_bandwidth(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn on_bandwidth(&mut self, seq: u64, alone: u64) {
+        if self.gave_up {
+            return;
+        }
+        if let Some(r) = self.rec_mut(seq) {
+            r.busy = u32::try_from(alone).unwrap_or(u32::MAX);
+            r.alone = true;
+        }
+    }
+
+    #[inline]
     fn on_release(&mut self, release: &Release) {
         if self.gave_up {
             return;
@@ -673,7 +699,7 @@ enum At {
 struct Sums {
     by_pipe: [u64; 7],
     by_core: Vec<u64>,
-    by_cause: [u64; 8],
+    by_cause: [u64; 9],
     /// (dense op index, cause) -> cycles
     ops: BTreeMap<(usize, Cause), u64>,
     /// (dense op index, wait) -> (cycles, count)
@@ -713,7 +739,7 @@ impl Critical {
         let mut sums = Sums {
             by_pipe: [0; 7],
             by_core: vec![0; cores],
-            by_cause: [0; 8],
+            by_cause: [0; 9],
             ops: BTreeMap::new(),
             waits: BTreeMap::new(),
             steps: 0,
@@ -790,7 +816,28 @@ impl Critical {
                 } else {
                     Cause::Work
                 };
-                if self.class_of(&r) == Class::Macro && r.busy < u32::MAX {
+                if r.alone {
+                    // its work alone, then what it waited for its bandwidth share (the
+                    // share slows it throughout: the split is by length, not by position)
+                    let len = r.work_end - r.start;
+                    let alone = u64::from(r.busy).min(len);
+                    self.seg(
+                        sums,
+                        r.work_end - alone,
+                        r.core,
+                        r.pipe(),
+                        cause,
+                        Some(r.op),
+                    );
+                    self.seg(
+                        sums,
+                        r.start,
+                        r.core,
+                        r.pipe(),
+                        Cause::Bandwidth,
+                        Some(r.op),
+                    );
+                } else if self.class_of(&r) == Class::Macro && r.busy < u32::MAX {
                     // the part's chunks' work, then the waits between them (staging)
                     let len = r.work_end - r.start;
                     let busy = u64::from(r.busy).min(len);

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 const TEST_CONFIG: &str = include_str!("../../tests/golden/test_config.yaml");
 const TWO_BLOCK: &str = include_str!("../../tests/golden/two_block_config.yaml");
 const FLAG_CHAIN: &str = include_str!("../../tests/golden/flag_chain.yaml");
+const MEMORY_CONFIG: &str = include_str!("../../tests/golden/memory_config.yaml");
 
 /// Runs `text` as a launch on `config` and walks its critical path, segments kept.
 fn walk(config: &Config, text: &str) -> (crate::Kernel, RunResult, CriticalPath) {
@@ -108,8 +109,9 @@ fn the_flag_chain_golden_is_its_load_its_add_and_its_store_through_both_flags() 
     );
     // by pipe: S 1, V 2 + 4 + 3 = 9, MTE2 16 + 10 = 26, MTE3 2 + 32 + 5 = 39
     assert_eq!(p.by_pipe, [1, 9, 0, 0, 26, 39, 0]);
-    // by cause: work 16 + 4 + 32 = 52, issue 1, startup 10 + 3 + 5 = 18, flag 2 + 2 = 4
-    assert_eq!(p.by_cause, [52, 0, 1, 18, 4, 0, 0, 0]);
+    // by cause: work 16 + 4 + 32 = 52, issue 1, startup 10 + 3 + 5 = 18, flag 2 + 2 = 4 (no
+    // memory config: no bandwidth share)
+    assert_eq!(p.by_cause, [52, 0, 0, 1, 18, 4, 0, 0, 0]);
     // the waits the path went through, from when each was otherwise ready: V's wait_flag
     // joined at 3 and started at 29 (26); MTE2's set_flag was free at 17, started at 27 (10);
     // MTE3's wait joined at 31, started at 38 (7); V's set_flag free at 33, started at 36 (3)
@@ -146,6 +148,60 @@ fn a_walker_on_a_budget_gives_up_past_it_and_walks_the_same_path_within_it() {
     };
     assert_eq!(budgeted(6), None);
     assert_eq!(budgeted(100), Some(unbudgeted));
+}
+
+#[test]
+fn a_move_waiting_for_its_share_of_hbm_is_bandwidth_on_the_path() {
+    // sim/tests/integration/memory.rs's `two_missing_loads_share_hbm` (memory_config.yaml,
+    // cold L2): load x is sent at [0, 1) and starts on MTE2 at 1, its 2 missing lines holding
+    // all of HBM (64 a cycle) over [1, 9); load y is sent at [1, 2) and starts on MTE1 at 2,
+    // gets nothing of HBM until 9, then [9, 17): its work span is [2, 17), 15 cycles, of which
+    // alone it would take 512 / 64 = 8; it completes at 2 + 110 + 15 = 127, the total. Back
+    // from 127: y's startup [17, 127), its work alone [9, 17), its bandwidth share [2, 9), its
+    // send [1, 2), x's send [0, 1).
+    let config = crate::load_config(MEMORY_CONFIG, "memory_config.yaml").unwrap();
+    let text = r#"
+kernel: two_misses
+core: t
+sync: manual
+gm:
+  x: { shape: [256], dtype: f16 }
+  y: { shape: [256], dtype: f16 }
+buffers:
+  xb: { scope: ub, shape: [256], dtype: f16 }
+  yb: { scope: l1, shape: [256], dtype: f16 }
+body:
+  - load: { src: x, dst: xb }
+  - load: { src: y, dst: yb }
+"#;
+    let (_, r, p) = walk(&config, text);
+    assert_eq!(r.total_cycles, 127);
+    assert_tiles(&p);
+    use Cause::*;
+    assert_eq!(
+        chain(&p),
+        vec![
+            (0, 1, Pipe::S, Issue),
+            (1, 2, Pipe::S, Issue),
+            (2, 9, Pipe::Mte1, Bandwidth),
+            (9, 17, Pipe::Mte1, Work),
+            (17, 127, Pipe::Mte1, Startup),
+        ]
+    );
+    assert_eq!(p.cause(Bandwidth), 7);
+    // of x only its send is on the path: its move, alone on HBM, is not; y's is, by cause
+    let ops: Vec<(u32, Vec<(Cause, u64)>)> =
+        p.ops.iter().map(|o| (o.op.0, o.causes.clone())).collect();
+    assert_eq!(
+        ops,
+        vec![
+            (
+                1,
+                vec![(Work, 8), (Bandwidth, 7), (Issue, 1), (Startup, 110)]
+            ),
+            (0, vec![(Issue, 1)]),
+        ]
+    );
 }
 
 #[test]

@@ -147,6 +147,35 @@ impl L2 {
     /// the write into the L2 and through to HBM at up to min(P, l2 write). The extra startup
     /// is a read's: `hbm_read_latency` with a miss, else `l2_latency` (a write's `l2_latency`
     /// is in its path's startup).
+    /// The work of the same move as [`L2::move_cost`]'s alone on the chip: each phase at
+    /// its rate capped by the whole of the channels it takes (HBM's, and the L2's rate when
+    /// that can bind), as `move_cost` gives it when nothing else holds them (a test checks).
+    pub fn move_alone(&self, bpc: u64, read: Option<&Lookup>, write: u64) -> u64 {
+        let hbm = self.cfg.hbm_bytes_per_cycle;
+        let l2 = if self.l2_binds {
+            self.cfg.l2_chip_bytes_per_cycle
+        } else {
+            u64::MAX
+        };
+        let phase = |bytes: u64, rate: u64| bytes.div_ceil(rate.max(1));
+        let mut work = 0;
+        if let Some(l) = read {
+            if l.hit_bytes > 0 {
+                let cap = bpc.min(self.cfg.l2_read_bytes_per_cycle);
+                work += phase(l.hit_bytes, cap.min(l2));
+            }
+            if l.miss_lines > 0 {
+                let fill = l.miss_lines * self.cfg.line_bytes;
+                work += phase(fill, pace(bpc, fill, l.miss_bytes).min(hbm));
+            }
+        }
+        if write > 0 {
+            let cap = bpc.min(self.cfg.l2_write_bytes_per_cycle);
+            work += phase(write, cap.min(hbm).min(l2));
+        }
+        work
+    }
+
     pub fn move_cost(&mut self, t: u64, bpc: u64, read: Option<&Lookup>, write: u64) -> (u64, u64) {
         self.hbm.forget(t);
         self.planned.clear();
@@ -169,13 +198,7 @@ impl L2 {
             }
             if l.miss_lines > 0 {
                 let fill = l.miss_lines * self.cfg.line_bytes;
-                // the line bytes per cycle that bring the move's own bytes in at P
-                let pace = if fill == l.miss_bytes {
-                    bpc
-                } else {
-                    (u128::from(bpc) * u128::from(fill) / u128::from(l.miss_bytes.max(1)))
-                        .clamp(1, u128::from(u64::MAX)) as u64
-                };
+                let pace = pace(bpc, fill, l.miss_bytes);
                 at = plan_phase(Some(&mut *hbm), None, at, fill, pace, out);
                 extra = self.cfg.hbm_read_latency;
             } else {
@@ -264,6 +287,17 @@ impl L2 {
             self.stats.write_bytes += bytes;
             self.touch_line(t, line);
         });
+    }
+}
+
+/// The line bytes per cycle that bring a move's own `miss` bytes of `fill` line bytes in at
+/// its path's `bpc` (the lines it misses are whole; the move wants only part of them).
+fn pace(bpc: u64, fill: u64, miss: u64) -> u64 {
+    if fill == miss {
+        bpc
+    } else {
+        (u128::from(bpc) * u128::from(fill) / u128::from(miss.max(1)))
+            .clamp(1, u128::from(u64::MAX)) as u64
     }
 }
 
@@ -453,6 +487,51 @@ mod tests {
             hbm_bytes_per_cycle: 64,
             hbm_read_latency: 100,
         }
+    }
+
+    proptest! {
+        /// Alone on the chip, a move's planned work is what `move_alone` says.
+        #[test]
+        fn a_move_alone_takes_what_move_alone_says(
+            bpc in 1u64..300,
+            hbm in 1u64..200,
+            chip in 1u64..200,
+            read_rate in 1u64..100,
+            write_rate in 1u64..100,
+            hits in 0u64..4,
+            misses in 0u64..4,
+            part in 1u64..=256,
+            write in 0u64..3000,
+            is_read in any::<bool>(),
+        ) {
+            let cfg = MemoryConfig {
+                hbm_bytes_per_cycle: hbm,
+                l2_chip_bytes_per_cycle: chip,
+                l2_read_bytes_per_cycle: read_rate,
+                l2_write_bytes_per_cycle: write_rate,
+                ..cfg(8)
+            };
+            let mut l2 = L2::new(cfg, 16, &[]);
+            // a read's misses want `part` bytes of each missing line
+            let read = lookup((hits * 256, hits), (misses * part, misses));
+            let read = is_read.then_some(&read);
+            let write = if is_read { 0 } else { write };
+            let (work, _) = l2.move_cost(5, bpc, read, write);
+            prop_assert_eq!(work, l2.move_alone(bpc, read, write));
+        }
+    }
+
+    #[test]
+    fn a_move_that_shares_hbm_takes_longer_than_alone() {
+        // sim/tests/integration/memory.rs, `two_missing_loads_share_hbm`: x's 2 missing lines
+        // hold all of HBM (64 a cycle) over [1, 9); y's 2 lines then get nothing until 9 and
+        // take [9, 17) from 2: 15 cycles, where alone they take 512 / 64 = 8
+        let mut l2 = L2::new(cfg(8), 16, &[]);
+        let miss = lookup((0, 0), (512, 2));
+        assert_eq!(l2.move_cost(1, 64, Some(&miss), 0).0, 8);
+        l2.reserve();
+        assert_eq!(l2.move_cost(2, 64, Some(&miss), 0).0, 15);
+        assert_eq!(l2.move_alone(64, Some(&miss), 0), 8);
     }
 
     #[test]

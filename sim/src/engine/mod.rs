@@ -245,6 +245,23 @@ pub trait Observer {
         let _ = (seq, start, complete);
     }
 
+    /// Whether `on_bandwidth` does anything. When it does not, the engine skips working out
+    /// what a gm move would take alone (false unless overridden).
+    #[inline(always)]
+    fn watches_bandwidth(&self) -> bool {
+        false
+    }
+
+    /// Under a `memory` config, the gm move `seq` (about to start) would take `alone` cycles
+    /// of work alone on the chip, every phase at its path's rate with the whole of HBM and the
+    /// L2's rate; its work span is longer by what it waits for its share of them while other
+    /// moves hold them (docs/timing.md, "The memory system"). Called only when
+    /// [`Observer::watches_bandwidth`].
+    #[inline(always)]
+    fn on_bandwidth(&mut self, seq: u64, alone: u64) {
+        let _ = (seq, alone);
+    }
+
     /// A span of one pipe's time as the engine accounts it: the spans of a pipe never overlap,
     /// and its `Work`/`Issue`/`Loop`/`Branch` spans add up to its `busy`, its `Stall` spans to
     /// its stalls, reason by reason ([`crate::RunResult`]). Starved and idle time get none.
@@ -369,6 +386,17 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
 
     #[inline(always)]
+    fn watches_bandwidth(&self) -> bool {
+        self.0.watches_bandwidth() || self.1.watches_bandwidth()
+    }
+
+    #[inline(always)]
+    fn on_bandwidth(&mut self, seq: u64, alone: u64) {
+        self.0.on_bandwidth(seq, alone);
+        self.1.on_bandwidth(seq, alone);
+    }
+
+    #[inline(always)]
     fn on_start(&mut self, seq: u64, start: u64, complete: u64) {
         self.0.on_start(seq, start, complete);
         self.1.on_start(seq, start, complete);
@@ -415,6 +443,18 @@ impl<O: Observer> Observer for Option<O> {
     #[inline(always)]
     fn ordered(&self) -> bool {
         self.as_ref().is_some_and(|o| o.ordered())
+    }
+
+    #[inline(always)]
+    fn watches_bandwidth(&self) -> bool {
+        self.as_ref().is_some_and(|o| o.watches_bandwidth())
+    }
+
+    #[inline(always)]
+    fn on_bandwidth(&mut self, seq: u64, alone: u64) {
+        if let Some(o) = self {
+            o.on_bandwidth(seq, alone);
+        }
     }
 
     #[inline(always)]
@@ -466,6 +506,16 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     #[inline(always)]
     fn ordered(&self) -> bool {
         (**self).ordered()
+    }
+
+    #[inline(always)]
+    fn watches_bandwidth(&self) -> bool {
+        (**self).watches_bandwidth()
+    }
+
+    #[inline(always)]
+    fn on_bandwidth(&mut self, seq: u64, alone: u64) {
+        (**self).on_bandwidth(seq, alone);
     }
 
     #[inline(always)]

@@ -119,6 +119,9 @@ impl<'p, 'c> Core<'p, 'c> {
         }
         let mut startup = head.startup;
         let mut lookup = None;
+        // what the move would take alone on the chip, when an observer asks
+        let mut alone = None;
+        let watch = gm.is_some() && cx.obs.watches_bandwidth();
         if let (Some((mem, rl, wl)), Some(l2)) = (gm, &mut cx.l2) {
             // a gm move (one chunk): its cost is known once the L2 is looked up and the
             // chip's HBM and L2 rates are shared out at its start
@@ -128,10 +131,13 @@ impl<'p, 'c> Core<'p, 'c> {
                 self.side_runs(w, wl).iter().map(|&(a, b)| b - a).sum()
             });
             let (w, extra) = l2.move_cost(t, spec.bpc, l.as_ref(), written);
+            let a = watch.then(|| l2.move_alone(spec.bpc, l.as_ref(), written));
             if l.is_some() {
                 (work, startup) = (w, spec.startup + extra);
+                alone = a;
             } else {
                 // a write's path work (its read side, the L2 write rate) is the least it takes
+                alone = a.map(|a| work.max(a));
                 work = work.max(w);
             }
             lookup = l;
@@ -143,6 +149,9 @@ impl<'p, 'c> Core<'p, 'c> {
         cx.now = t;
         if let Some(gm) = gm {
             self.commit_mem(t, gm, lookup, cx);
+        }
+        if let Some(a) = alone {
+            cx.obs.on_bandwidth(head.seq, a);
         }
         self.sweep_overlap(t);
         let events = self.events;
