@@ -107,7 +107,7 @@ pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
 };
-pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
+pub use profile::{profile_html, profile_json, profile_text, OpGroup, ProfileRow, Profiler};
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, paced_by, run_json, run_text, syncs_json,
