@@ -458,7 +458,7 @@ fn legend_lines(of: &str) -> Vec<(&'static str, String)> {
         ),
         (
             "subtotal",
-            "a group's figures added up over all its ops, shown or not".into(),
+            "a group's figures added up over all its ops, shown or not (its % can pass 100: the pipes work at once)".into(),
         ),
     ]
 }
