@@ -711,7 +711,13 @@ body:
 
     /// The profile's rows of `body` (ops under [`HEAD`]) run on [`CONFIG`], and the run.
     fn profile(body: &str) -> (Vec<ProfileRow>, RunResult) {
-        let config = sim::load_config(CONFIG, "golden.yaml").unwrap();
+        profile_at(body, 2)
+    }
+
+    /// [`profile`] with [`CONFIG`]'s `queue_depth` set to `depth`.
+    fn profile_at(body: &str, depth: u32) -> (Vec<ProfileRow>, RunResult) {
+        let text = CONFIG.replace("queue_depth: 2", &format!("queue_depth: {depth}"));
+        let config = sim::load_config(&text, "golden.yaml").unwrap();
         let program = sim::load_program(&format!("{HEAD}{body}"), "k.yaml", &config, &[]).unwrap();
         let mut p = Profiler::for_launch(&[&program], &config);
         let result = sim::engine::run_observed(&program, &config, &mut p).unwrap();
@@ -1014,5 +1020,51 @@ body:
         // one plain <tr> per op and the header's
         assert_eq!(html.matches("<tr>").count(), rows.len() + 1);
         assert_eq!(html.matches("<tr class=\"subtotal\">").count(), 1);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// Whatever the queue depth and however the ops mix, the rows add up to the
+            /// pipes (busy, stalls cause by cause, S's stalls), and a vector op never carries
+            /// a stall of V's that is S's wait to send it: V starts each as soon as the one
+            /// before it is done.
+            #[test]
+            fn the_split_adds_up_and_s_holds_only_what_it_sends(
+                depth in 1u32..5,
+                ops in proptest::collection::vec(0u8..4, 1..14),
+                barrier in any::<bool>(),
+            ) {
+                let mut body = String::from("  - vdup: { out: xb, scalar: 1 }\n");
+                for k in &ops {
+                    body.push_str(match k {
+                        0 => "  - vadd: { ins: [xb, xb], out: zb }\n",
+                        1 => "  - vmul: { ins: [xb, xb], out: zb }\n",
+                        2 => "  - barrier: v\n",
+                        _ => "  - scalar: { cycles: 3 }\n",
+                    });
+                }
+                if barrier {
+                    body.push_str("  - barrier: all\n");
+                }
+                let (rows, result) = profile_at(&body, depth);
+                reconciles(&rows, &result);
+                for r in &rows {
+                    if r.pipe == Pipe::V && r.group == OpGroup::Compute {
+                        prop_assert!(r.pipe_stalls.is_empty(), "{r:?}");
+                    }
+                    for (s, _) in &r.s_stalls {
+                        prop_assert_eq!(*s, Stall::QueueFull(Pipe::V));
+                    }
+                    if r.pipe == Pipe::S {
+                        prop_assert!(r.s_stalls.is_empty());
+                    }
+                }
+            }
+        }
     }
 }
