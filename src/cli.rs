@@ -507,8 +507,9 @@ pub struct ViewArgs {
     /// trace of the cycles before; --trace-window then picks the part to see.
     #[arg(long, value_name = "N", requires = "trace", value_parser = parse_max_bytes)]
     pub trace_max_bytes: Option<u64>,
-    /// Add the per-op profile to the report: for every op, how often it ran, its busy cycles
-    /// and the stall cycles with it at the head of its pipe, by cause, most expensive first.
+    /// Add the per-op profile to the report: for every op, how often it ran, its busy cycles,
+    /// the stall cycles of its pipe with it at the head and, apart, the cycles S waited to
+    /// send it (S held), by cause; compute and sync ops apart, each most expensive first.
     #[arg(long)]
     pub profile: bool,
     /// Add the run's critical path to the report (docs/critical-path.md): back from the last

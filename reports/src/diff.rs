@@ -82,7 +82,11 @@ pub struct OpFigures {
     pub cost: u64,
     pub busy: u64,
     pub issue: u64,
+    /// Every stall with the op: its pipe's and S's (`s_held`).
     pub stalled: u64,
+    /// The part of `stalled` that S waited to send the op (a `queue_full P`); `None` for a
+    /// document written before the profile kept it apart.
+    pub s_held: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,6 +202,13 @@ pub fn read_run_document(v: &Value) -> Result<RunDoc, Vec<String>> {
                             busy: f(&mut r, "busy"),
                             issue: f(&mut r, "issue"),
                             stalled: f(&mut r, "stalled"),
+                            // optional: documents before it have S's waits only in `stalled`
+                            s_held: row.get("s_held").map(|v| {
+                                v.as_u64().unwrap_or_else(|| {
+                                    r.wrong(&at, "s_held", v, "a whole number");
+                                    0
+                                })
+                            }),
                         },
                     }
                 })
@@ -519,6 +530,11 @@ pub struct OpChange {
 impl OpChange {
     pub fn cost(&self) -> Figure {
         Figure::new(self.a.map(|f| f.cost), self.b.map(|f| f.cost))
+    }
+
+    /// The part of the cost that S waited to send the op, on each side.
+    pub fn s_held(&self) -> Figure {
+        Figure::new(self.a.and_then(|f| f.s_held), self.b.and_then(|f| f.s_held))
     }
 }
 
@@ -1255,7 +1271,7 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
     if let Some(ops) = &d.ops {
         let shown = ops.len().min(OPS_SHOWN);
         out.push_str(&format!(
-            "\nby op (the profile's cost: busy + issue + stalled; {} of {} ops changed{}):\n",
+            "\nby op (the profile's cost: busy + issue + stalled, S held the part of it S waited to send the op; {} of {} ops changed{}):\n",
             ops.len(),
             d.ops_total,
             if ops.len() > shown {
@@ -1267,12 +1283,17 @@ pub fn diff_text(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         if !ops.is_empty() {
             let mut t = Table::new({
                 let mut c = figure_columns(&["op"]);
+                c.push(("S held A".into(), Align::Right));
+                c.push(("S held B".into(), Align::Right));
                 c.push(("name".into(), Align::Left));
                 c
             });
             for o in &ops[..shown] {
                 let mut row = vec![o.op.clone()];
                 row.extend(figure_cells(&o.cost()));
+                let held = o.s_held();
+                row.push(cell(held.a));
+                row.push(cell(held.b));
                 row.push(o.name.clone());
                 t.row(row);
             }
@@ -1352,6 +1373,7 @@ fn op_figures_json(f: &Option<OpFigures>) -> Value {
             "busy": f.busy,
             "issue": f.issue,
             "stalled": f.stalled,
+            "s_held": f.s_held,
         }),
     }
 }
@@ -1631,8 +1653,70 @@ mod tests {
                 busy: cost,
                 issue: 0,
                 stalled: 0,
+                s_held: Some(0),
             },
         }
+    }
+
+    #[test]
+    fn an_ops_s_held_cycles_are_read_and_shown_beside_its_cost() {
+        // a profile row as `run --profile` writes it: S's wait to send the op is part of
+        // `stalled`, and `s_held` says how much
+        let row = |stalled: u64, s_held: Option<u64>| {
+            let mut r = json!({
+                "op": "body[4]", "name": "k.yaml:15:5 set_flag V->MTE3", "line": 15,
+                "column": 5, "kind": "set_flag", "pipe": "V", "count": 1,
+                "cost": 1 + stalled, "busy": 0, "issue": 1, "stalled": stalled,
+            });
+            if let Some(h) = s_held {
+                r["s_held"] = json!(h);
+            }
+            r
+        };
+        let with = |r: Value| {
+            let mut v = doc_json();
+            v["profile"] = json!([r]);
+            read(&v)
+        };
+        // A: written before the split (no s_held); B: 3 of the pipe's, 25 of S's
+        let (a, b) = (with(row(20, None)), with(row(28, Some(25))));
+        assert_eq!(a.profile.as_ref().unwrap()[0].figures.s_held, None);
+        assert_eq!(b.profile.as_ref().unwrap()[0].figures.s_held, Some(25));
+        let d = diff(&a, &b);
+        let ops = d.ops.as_ref().unwrap();
+        assert_eq!(ops[0].cost().delta(), Some(8), "S held is in the cost once");
+        assert_eq!(ops[0].s_held(), Figure::new(None, Some(25)));
+        let (sa, sb) = sides(&a, &b);
+        let text = diff_text(&sa, &sb, &d);
+        let head = text
+            .lines()
+            .find(|l| l.contains("S held A"))
+            .expect("S held columns");
+        assert!(head.contains("B/A  S held A  S held B  name"), "{head}");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("body[4]"))
+            .unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            words[..7],
+            ["body[4]", "21", "29", "+8", "1.381x", "-", "25"],
+            "{line}"
+        );
+        let j = diff_json(&sa, &sb, &d);
+        assert_eq!(j["by_op"][0]["a"]["s_held"], Value::Null);
+        assert_eq!(j["by_op"][0]["b"]["s_held"], 25);
+        // a value that is not a count is a located problem
+        let mut bad = doc_json();
+        bad["profile"] = json!([row(5, None)]);
+        bad["profile"][0]["s_held"] = json!("many");
+        let problems = read_run_document(&bad).unwrap_err();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("/profile/0/s_held: ")),
+            "{problems:?}"
+        );
     }
 
     #[test]

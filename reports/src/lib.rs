@@ -38,7 +38,7 @@
 //! | `cross_sync` | the cross-core hand-offs `sync: auto` inserted in a mixed kernel ([`planner::Handoff`]): [{`tensor`, `producer` and `consumer` {`core`, `ops`}, `flag`, `reverse` (`null` or {`flag`, `depth`}), `count`}]; `[]` when it inserted none |
 //! | `best_level` | `null`, or with `run --level best` {`level` (the one reported), `levels`: [{`level`, `total_cycles`, `overflow`}]} |
 //! | `warnings` | [{`kind`, `tensor`, `range`, `message`}]: `unwritten` and `unread_rows` (work the run dropped in gm tensor `tensor`, its first missing `range` {`elements`, `bytes`, `rows`, `from`, `to`}; `sim::coverage`), `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
-//! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]) |
+//! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]): `op`, `name`, `line`, `column`, `kind`, `pipe`, `count`, `cost`, `busy`, `issue`, `stalled`, `stalls` (every stall with the op), `group`, `pipe_stalled`, `pipe_stalls` (its pipe's), `s_held`, `s_stalls` (S's waits to send it) |
 //! | `paced_by` | the summary's "paced by" line (a string), or `null` with `--no-critical-path` |
 //! | `critical_path` | `null`, or with `--critical-path` the run's critical path ([`critical_json`]): {`total_cycles`, `summary`, `steps`, `by_pipe`, `by_cause`, `by_core`, `ops`, `waits`} |
 //! | `plan` | the plan document ([`plan_json`]) |
@@ -107,7 +107,7 @@ pub use mlir::{hivm_space, kernel_mlir, MlirPart};
 pub use plan_doc::{
     kernel_plan_json, kernel_plan_text, kernel_plan_yaml, plan_json, plan_text, plan_yaml, PlanPart,
 };
-pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
+pub use profile::{profile_html, profile_json, profile_text, OpGroup, ProfileRow, Profiler};
 pub use program_yaml::{kernel_yaml, program_yaml};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, paced_by, run_json, run_text, syncs_json,

@@ -469,7 +469,56 @@ fn the_profile_adds_up_to_the_report() {
         for r in rows {
             let parts = u(&r["busy"]) + u(&r["issue"]) + u(&r["stalled"]);
             assert_eq!(u(&r["cost"]), parts, "{name}: {r}");
+            // `stalled` splits into the op's pipe's and S's waits to send it, cause by cause
+            let (own, held) = (u(&r["pipe_stalled"]), u(&r["s_held"]));
+            assert_eq!(own + held, u(&r["stalled"]), "{name}: {r}");
+            let mut split: BTreeMap<String, u64> = BTreeMap::new();
+            for key in ["pipe_stalls", "s_stalls"] {
+                for (cause, c) in r[key].as_object().unwrap() {
+                    *split.entry(cause.clone()).or_default() += u(c);
+                }
+            }
+            let whole: BTreeMap<String, u64> = r["stalls"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), u(v)))
+                .collect();
+            assert_eq!(split, whole, "{name}: {r}");
+            let sums = |key: &str| -> u64 { r[key].as_object().unwrap().values().map(u).sum() };
+            assert_eq!(sums("pipe_stalls"), own, "{name}: {r}");
+            assert_eq!(sums("s_stalls"), held, "{name}: {r}");
+            // S waits to send an op of another pipe: an op S runs has none
+            if r["pipe"] == "S" {
+                assert_eq!(held, 0, "{name}: {r}");
+            }
+            let sync = [
+                "set_flag",
+                "wait_flag",
+                "barrier",
+                "cross_set",
+                "cross_wait",
+            ]
+            .contains(&r["kind"].as_str().unwrap());
+            assert_eq!(
+                r["group"],
+                if sync { "sync" } else { "compute" },
+                "{name}: {r}"
+            );
         }
+        // S's stalls are the S held cycles and the waits of the ops S runs itself
+        let s_pipes: u64 = cores(&report)
+            .iter()
+            .filter_map(|c| c["pipes"].get("S"))
+            .flat_map(|p| p["stalls"].as_object().unwrap().values().map(u))
+            .sum();
+        let held: u64 = rows.iter().map(|r| u(&r["s_held"])).sum();
+        let on_s: u64 = rows
+            .iter()
+            .filter(|r| r["pipe"] == "S")
+            .map(|r| u(&r["pipe_stalled"]))
+            .sum();
+        assert_eq!(held + on_s, s_pipes, "{name}: S's stalls");
     }
     // without --profile the key is there, null
     let out = npusim(&["run", "programs/matmul.yaml", "--format", "json"]);

@@ -164,19 +164,22 @@ pub fn diff_html(a: &DiffSide, b: &DiffSide, d: &Diff) -> String {
         Some(ops) => {
             let shown = ops.len().min(OPS_ON_PAGE.max(OPS_SHOWN));
             body.push_str(&format!(
-                "<p class=\"note\">The profile's cost (busy + issue + stalled) of each op whose row changed, the largest change first: {shown} of {} changed ops (of {}).</p>\n",
+                "<p class=\"note\">The profile's cost (busy + issue + stalled; S held: the part of it S waited to send the op) of each op whose row changed, the largest change first: {shown} of {} changed ops (of {}).</p>\n",
                 ops.len(),
                 d.ops_total
             ));
             if shown > 0 {
                 body.push_str("<table class=\"summary\">\n<tr><th>op</th>");
                 body.push_str(FIGURE_HEAD);
-                body.push_str("<th>name</th></tr>\n");
+                body.push_str("<th>S held A</th><th>S held B</th><th>name</th></tr>\n");
                 for o in &ops[..shown] {
+                    let held = o.s_held();
                     body.push_str(&format!(
-                        "<tr><td class=\"mono\">{}</td>{}<td class=\"text mono\">{}</td></tr>\n",
+                        "<tr><td class=\"mono\">{}</td>{}<td>{}</td><td>{}</td><td class=\"text mono\">{}</td></tr>\n",
                         esc(&o.op),
                         figure_cells(&o.cost(), true),
+                        num(held.a),
+                        num(held.b),
                         esc(&o.name)
                     ));
                 }

@@ -234,6 +234,8 @@ ul.findings li{margin:2px 0}
 #profile table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 #profile th,#profile td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
 #profile td.n{text-align:right}
+#profile tr.group th{padding-top:12px;background:#f6f8fa}
+#profile tr.subtotal td{font-weight:600}
 .plot{margin:0 0 22px}
 svg.sweep{display:block;height:auto}
 svg.sweep polyline.line{fill:none;stroke-width:2}
