@@ -40,6 +40,7 @@
 //! | `warnings` | [{`kind`, `tensor`, `range`, `message`}]: `unwritten` and `unread_rows` (work the run dropped in gm tensor `tensor`, its first missing `range` {`elements`, `bytes`, `rows`, `from`, `to`}; `sim::coverage`), `plan` (the planner's warnings), `serialised` (a multi-buffer the sync pass serialised), `dominant_wait` (the busiest pipe waits ≥ 20 % of the run on one flag, more than on everything else), `slower_level` (`--level best`) |
 //! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]) |
 //! | `critical_path` | `null`, or with `--critical-path` the run's critical path ([`critical_json`]): {`total_cycles`, `summary`, `steps`, `by_pipe`, `by_cause`, `by_core`, `ops`, `waits`} |
+//! | `roofline` | `null`, or with `--roofline` the run against its config's bounds ([`roofline_json`]): {`total_cycles`, `nearest`, `rows`: [{`resource`, `unit`, `core_type`, `cores`, `work`, `achieved_per_cycle`, `peak_per_cycle`, `utilisation`, `min_cycles`, `busiest_core_utilisation`}]} |
 //! | `plan` | the plan document ([`plan_json`]) |
 //! | `launch` | the launch ([`launch_json`]): `blocks`, `parts` (a mixed kernel's `{core, plan}` per part, else `null`), `by_type` (per core type: `cores`, `end_cycle` and per pipe `busy`/`stalled` as {`min`, `max`, `mean`}), `cores` (every core: `name`, `block`, `type`, `index`, `end_cycle`, `pipes`, `overlap_cycles`, `bank_conflict_cycles`) |
 //!
@@ -74,6 +75,7 @@ mod mlir;
 mod plan_doc;
 mod profile;
 mod program_yaml;
+mod roofline;
 mod run_report;
 mod sweep;
 pub mod table;
@@ -108,6 +110,7 @@ pub use plan_doc::{
 };
 pub use profile::{profile_html, profile_json, profile_text, ProfileRow, Profiler};
 pub use program_yaml::{kernel_yaml, program_yaml};
+pub use roofline::{roofline_json, roofline_text, Bound, Roofline, RooflineReport, RooflineRow};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, Run, Warning,

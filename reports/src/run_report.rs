@@ -50,6 +50,8 @@ pub struct Run<'a> {
     pub profile: Option<&'a [crate::ProfileRow]>,
     /// With `--critical-path`: the run's critical path (docs/critical-path.md).
     pub critical: Option<&'a sim::critical::CriticalPath>,
+    /// With `--roofline`: the run against its config's bounds (docs/roofline.md).
+    pub roofline: Option<&'a crate::RooflineReport>,
     /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
@@ -177,6 +179,7 @@ impl<'a> Run<'a> {
             best: None,
             profile: None,
             critical: None,
+            roofline: None,
             handoffs: &[],
             core: None,
             dropped: &[],
@@ -193,6 +196,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             best: None,
             profile: None,
             critical: None,
+            roofline: None,
             handoffs: &s.handoffs,
             core: None,
             dropped: &s.dropped,
@@ -678,6 +682,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&crate::critical_text(config, run, path));
     }
+    if let Some(r) = run.roofline {
+        out.push('\n');
+        out.push_str(&crate::roofline_text(r));
+    }
     out
 }
 
@@ -863,6 +871,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "warnings": warnings_json(&warnings(run)),
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
         "critical_path": run.critical.map_or(Value::Null, |p| crate::critical_json(config, run, p)),
+        "roofline": run.roofline.map_or(Value::Null, crate::roofline_json),
         "plan": crate::plan_json(program, plan),
         "launch": crate::launch_json(config, result, program.launch.blocks, parts),
     });
@@ -874,7 +883,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 26] = [
+pub const RUN_KEYS: [&str; 27] = [
     "kernel",
     "config",
     "sync",
@@ -899,6 +908,7 @@ pub const RUN_KEYS: [&str; 26] = [
     "warnings",
     "profile",
     "critical_path",
+    "roofline",
     "plan",
     "launch",
 ];
@@ -1622,6 +1632,7 @@ mod tests {
                 "warnings",
                 "profile",
                 "critical_path",
+                "roofline",
                 "plan",
                 "launch",
             ]

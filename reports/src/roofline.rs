@@ -1,0 +1,456 @@
+//! `run --roofline` (docs/roofline.md): the run placed against the bounds its config implies.
+//! [`Roofline`] watches the run and counts, per core, the work every started instruction did
+//! on the cube (MACs), the vector unit (repeats) and each data path (bytes), with the cycles
+//! that work needs at the config's rates ([`sim::engine::work_of`], the engine's own rules);
+//! [`Roofline::finish`] adds HBM and the L2 from the run's memory statistics and makes the rows:
+//! per core type and resource, and the chip's shared rates.
+//!
+//! For each row: achieved = work / the run's cycles; the bound (peak) = work / the cycles the
+//! work needs on one core × the cores sharing it, which is the config's rate for the row's mix
+//! of work (dtypes, vector ops, per-instruction rounding); utilisation = achieved / peak;
+//! the minimum cycles = the cycles the work needs at that peak. The nearest bound is the row
+//! of the highest utilisation.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use sim::config::Config;
+use sim::engine::{work_of, Issue, Observer, Resource, RunResult, Work};
+use sim::{Program, Space};
+
+use crate::table::{Align, Table};
+
+/// What a roofline row bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bound {
+    /// A resource of each core of a core type.
+    Core(Resource),
+    /// The chip's HBM rate (`memory.hbm_bytes_per_cycle`), shared by every core.
+    Hbm,
+    /// The chip's L2 rate (`memory.l2_chip_bytes_per_cycle`), shared by every core.
+    L2,
+}
+
+impl Bound {
+    /// `cube`, `vector`, `gm->ub`, `hbm`, `l2`.
+    pub fn name(self) -> String {
+        match self {
+            Bound::Core(Resource::Cube) => "cube".into(),
+            Bound::Core(Resource::Vector) => "vector".into(),
+            Bound::Core(Resource::Path(from, to)) => format!("{}->{}", space(from), space(to)),
+            Bound::Hbm => "hbm".into(),
+            Bound::L2 => "l2".into(),
+        }
+    }
+
+    /// What the work counts.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Bound::Core(Resource::Cube) => "MACs",
+            Bound::Core(Resource::Vector) => "repeats",
+            _ => "bytes",
+        }
+    }
+}
+
+/// A space as the config's `paths` name it.
+fn space(s: Space) -> String {
+    s.report_name().to_ascii_lowercase()
+}
+
+/// One row: a resource of a core type, summed over its cores, or a chip-wide rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RooflineRow {
+    pub bound: Bound,
+    /// The core type, `None` for the chip's rates.
+    pub core_type: Option<String>,
+    /// The cores sharing the row's work (the core type's in the launch; 1 for the chip).
+    pub cores: u64,
+    /// MACs, repeats or bytes.
+    pub work: u64,
+    /// Σ over the cores of the cycles their work needs at one core's rate.
+    pub needs: u64,
+    /// The most any one of the cores needs.
+    pub busiest: u64,
+}
+
+impl RooflineRow {
+    /// Work per cycle of the run.
+    pub fn achieved(&self, cycles: u64) -> f64 {
+        ratio(self.work, cycles)
+    }
+
+    /// The bound: work per cycle at the config's rate, on all of the row's cores (`None` when
+    /// the work needs no cycles, a rate of 0 cycles per repeat).
+    pub fn peak(&self) -> Option<f64> {
+        (self.needs > 0).then(|| self.work as f64 * self.cores as f64 / self.needs as f64)
+    }
+
+    /// achieved / peak: the share of the run the row's cores must spend on the work.
+    pub fn utilisation(&self, cycles: u64) -> f64 {
+        ratio(self.needs, self.cores.saturating_mul(cycles))
+    }
+
+    /// The cycles the work needs at the peak, spread evenly over the cores, rounded up.
+    pub fn min_cycles(&self) -> u64 {
+        self.needs.div_ceil(self.cores.max(1))
+    }
+
+    /// The busiest core's share of the run.
+    pub fn busiest_utilisation(&self, cycles: u64) -> f64 {
+        ratio(self.busiest, cycles)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The roofline of a run: its cycles and rows, core types in launch order (resources in
+/// [`Resource`] order), then HBM and L2; rows without work are left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RooflineReport {
+    pub cycles: u64,
+    /// Cores in the launch (1 for a one-core run).
+    pub launch_cores: usize,
+    pub rows: Vec<RooflineRow>,
+}
+
+impl RooflineReport {
+    /// The row of the highest utilisation (the first of equals), `None` when nothing worked.
+    pub fn nearest(&self) -> Option<&RooflineRow> {
+        let mut best: Option<&RooflineRow> = None;
+        for r in &self.rows {
+            // needs / (cores × cycles), compared without rounding
+            let better = best.is_none_or(|b| {
+                r.needs as u128 * b.cores as u128 > b.needs as u128 * r.cores as u128
+            });
+            if better {
+                best = Some(r);
+            }
+        }
+        best
+    }
+}
+
+/// Counts the work of a run's started instructions, core by core.
+#[derive(Debug)]
+pub struct Roofline<'a> {
+    config: &'a Config,
+    parts: Vec<&'a Program>,
+    /// Per core of the launch: its part.
+    part_of: Vec<u32>,
+    /// Issued instructions with work that have not started yet, by sequence number.
+    pending: BTreeMap<u64, (u32, [Option<Work>; 2])>,
+    /// Per core: (resource, work, cycles needed).
+    done: Vec<Vec<(Resource, u64, u64)>>,
+}
+
+impl<'a> Roofline<'a> {
+    /// The roofline of the launch of `parts` (one program, or a mixed kernel's `aic` and `aiv`
+    /// parts, in order), the cores as [`sim::launch::slots`] numbers them.
+    pub fn for_launch(parts: &[&'a Program], config: &'a Config) -> Roofline<'a> {
+        let part_of: Vec<u32> = sim::launch::slots(parts, config)
+            .iter()
+            .map(|s| s.part)
+            .collect();
+        Roofline {
+            config,
+            parts: parts.to_vec(),
+            done: vec![Vec::new(); part_of.len()],
+            part_of,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// The rows, once `result` is the run this watched.
+    pub fn finish(self, result: &RunResult) -> RooflineReport {
+        let cycles = result.total_cycles;
+        let mut rows: Vec<RooflineRow> = Vec::new();
+        // core types in the order the launch's cores first show them
+        let mut types = Vec::new();
+        for c in &result.cores {
+            if !types.contains(&c.core) {
+                types.push(c.core);
+            }
+        }
+        for ty in types {
+            let cores: Vec<usize> = (0..result.cores.len())
+                .filter(|&i| result.cores[i].core == ty)
+                .collect();
+            let mut by: BTreeMap<Resource, RooflineRow> = BTreeMap::new();
+            for &i in &cores {
+                for &(resource, work, needs) in self.done.get(i).map_or(&[][..], |v| v) {
+                    let row = by.entry(resource).or_insert_with(|| RooflineRow {
+                        bound: Bound::Core(resource),
+                        core_type: Some(self.config.core(ty).name.clone()),
+                        cores: cores.len() as u64,
+                        work: 0,
+                        needs: 0,
+                        busiest: 0,
+                    });
+                    row.work = row.work.saturating_add(work);
+                    row.needs = row.needs.saturating_add(needs);
+                    row.busiest = row.busiest.max(needs);
+                }
+            }
+            rows.extend(by.into_values().filter(|r| r.work > 0));
+        }
+        if let (Some(m), Some(mc)) = (&result.memory, &self.config.memory) {
+            for (bound, bytes, rate) in [
+                (Bound::Hbm, m.hbm_traffic(), mc.hbm_bytes_per_cycle),
+                (Bound::L2, m.l2_traffic(), mc.l2_chip_bytes_per_cycle),
+            ] {
+                if bytes > 0 {
+                    let needs = bytes.div_ceil(rate.max(1));
+                    rows.push(RooflineRow {
+                        bound,
+                        core_type: None,
+                        cores: 1,
+                        work: bytes,
+                        needs,
+                        busiest: needs,
+                    });
+                }
+            }
+        }
+        RooflineReport {
+            cycles,
+            launch_cores: result.cores.len(),
+            rows,
+        }
+    }
+}
+
+impl Observer for Roofline<'_> {
+    fn on_issue(&mut self, issue: &Issue<'_>) {
+        let part = self.part_of.get(issue.core as usize).copied().unwrap_or(0) as usize;
+        let Some(program) = self.parts.get(part) else {
+            return;
+        };
+        let work = work_of(self.config, program, issue.op, issue.pipe, issue.vars);
+        if work.iter().any(Option::is_some) {
+            self.pending.insert(issue.seq, (issue.core, work));
+        }
+    }
+
+    fn watches_slots(&self) -> bool {
+        false
+    }
+
+    fn ordered(&self) -> bool {
+        false
+    }
+
+    /// Work counts once its instruction starts: a run stopped at a limit never does what had
+    /// not started.
+    fn on_start(&mut self, seq: u64, _start: u64, _complete: u64) {
+        let Some((core, work)) = self.pending.remove(&seq) else {
+            return;
+        };
+        let Some(done) = self.done.get_mut(core as usize) else {
+            return;
+        };
+        for w in work.into_iter().flatten() {
+            match done.iter_mut().find(|d| d.0 == w.resource) {
+                Some(d) => {
+                    d.1 = d.1.saturating_add(w.amount);
+                    d.2 = d.2.saturating_add(w.cycles);
+                }
+                None => done.push((w.resource, w.amount, w.cycles)),
+            }
+        }
+    }
+}
+
+/// Where a row's work ran: `aiv x2`, `chip`.
+fn where_(r: &RooflineRow) -> String {
+    match &r.core_type {
+        Some(t) => format!("{t} x{}", r.cores),
+        None => "chip".into(),
+    }
+}
+
+/// A rate per cycle for text: two decimals.
+fn rate(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", x * 100.0)
+}
+
+/// The nearest bound in words: `vector on aiv cores (61.4 % of peak)`.
+fn nearest_words(report: &RooflineReport) -> String {
+    match report.nearest() {
+        None => "none (no work on a bounded resource)".into(),
+        Some(r) => {
+            let on = match &r.core_type {
+                Some(t) if report.launch_cores > 1 => format!(" on {t} cores"),
+                Some(_) => String::new(),
+                None => " (chip)".into(),
+            };
+            format!(
+                "{}{on} ({} % of peak)",
+                r.bound.name(),
+                pct(r.utilisation(report.cycles))
+            )
+        }
+    }
+}
+
+/// The text report's `roofline` section.
+pub fn roofline_text(report: &RooflineReport) -> String {
+    let launch = report.launch_cores > 1;
+    let mut out = format!(
+        "roofline ({}{} cycles): nearest bound: {}\n",
+        if launch { "launch, " } else { "" },
+        report.cycles,
+        nearest_words(report)
+    );
+    if report.rows.is_empty() {
+        return out;
+    }
+    let mut columns = vec![
+        ("resource".to_string(), Align::Left),
+        ("cores".to_string(), Align::Left),
+        ("work".to_string(), Align::Right),
+        (String::new(), Align::Left),
+        ("achieved/cycle".to_string(), Align::Right),
+        ("peak/cycle".to_string(), Align::Right),
+        ("util %".to_string(), Align::Right),
+        ("min cycles".to_string(), Align::Right),
+    ];
+    if launch {
+        columns.push(("busiest core %".to_string(), Align::Right));
+    }
+    let mut table = Table::new(columns);
+    for r in &report.rows {
+        let mut row = vec![
+            r.bound.name(),
+            where_(r),
+            r.work.to_string(),
+            r.bound.unit().to_string(),
+            rate(r.achieved(report.cycles)),
+            r.peak().map_or("-".into(), rate),
+            pct(r.utilisation(report.cycles)),
+            r.min_cycles().to_string(),
+        ];
+        if launch {
+            row.push(pct(r.busiest_utilisation(report.cycles)));
+        }
+        table.row(row);
+    }
+    out.push_str(&table.render("  "));
+    out
+}
+
+/// The run document's `roofline` (docs/json.md).
+pub fn roofline_json(report: &RooflineReport) -> Value {
+    let cycles = report.cycles;
+    let row = |r: &RooflineRow| {
+        json!({
+            "resource": r.bound.name(),
+            "unit": r.bound.unit(),
+            "core_type": r.core_type,
+            "cores": r.cores,
+            "work": r.work,
+            "achieved_per_cycle": crate::round4(r.achieved(cycles)),
+            "peak_per_cycle": r.peak().map(crate::round4),
+            "utilisation": crate::round4(r.utilisation(cycles)),
+            "min_cycles": r.min_cycles(),
+            "busiest_core_utilisation": crate::round4(r.busiest_utilisation(cycles)),
+        })
+    };
+    json!({
+        "total_cycles": cycles,
+        "nearest": report.nearest().map(row),
+        "rows": report.rows.iter().map(row).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(bound: Bound, cores: u64, work: u64, needs: u64, busiest: u64) -> RooflineRow {
+        RooflineRow {
+            bound,
+            core_type: Some("aiv".into()),
+            cores,
+            work,
+            needs,
+            busiest,
+        }
+    }
+
+    #[test]
+    fn a_rows_figures_follow_from_its_work_and_needs() {
+        // 2 cores moved 65536 B on gm->ub, needing 300 + 296 cycles at one core's rate, over
+        // a run of 1000 cycles: 65.536 B/cycle achieved; the peak, 2 × 65536 / 596 =
+        // 219.92 B/cycle (two cores at about 110); 596 / 2000 = 29.8 % of it; 298 cycles at it
+        // on both cores; the busier core needs 300 of the 1000, 30 %.
+        let r = row(Bound::Core(Resource::Path(Space::Gm, Space::Ub)), 2, 65536, 596, 300);
+        assert_eq!(r.achieved(1000), 65.536);
+        assert_eq!(rate(r.peak().unwrap()), "219.92");
+        assert_eq!(r.utilisation(1000), 0.298);
+        assert_eq!(r.min_cycles(), 298);
+        assert_eq!(r.busiest_utilisation(1000), 0.3);
+        // an odd split rounds the even share up
+        assert_eq!(row(Bound::Hbm, 2, 1, 3, 3).min_cycles(), 2);
+        // work that needs no cycles (a rate of 0 cycles a repeat) has no peak, and no share
+        let free = row(Bound::Core(Resource::Vector), 1, 8, 0, 0);
+        assert_eq!(free.peak(), None);
+        assert_eq!(free.utilisation(10), 0.0);
+        // a run of no cycles: nothing achieved, nothing used
+        assert_eq!(r.achieved(0), 0.0);
+        assert_eq!(r.utilisation(0), 0.0);
+    }
+
+    #[test]
+    fn the_nearest_bound_is_the_highest_utilisation_first_of_equals() {
+        let cube = row(Bound::Core(Resource::Cube), 2, 100, 60, 30);
+        let vector = row(Bound::Core(Resource::Vector), 4, 100, 120, 30);
+        let hbm = row(Bound::Hbm, 1, 100, 30, 30);
+        let report = RooflineReport {
+            cycles: 100,
+            launch_cores: 6,
+            // 60 / 200 = 30 %, 120 / 400 = 30 %, 30 / 100 = 30 %: all equal, the first wins
+            rows: vec![cube.clone(), vector.clone(), hbm.clone()],
+        };
+        assert_eq!(report.nearest(), Some(&cube));
+        // 122 / 400 = 30.5 % beats them
+        let mut busier = vector;
+        busier.needs = 122;
+        let report = RooflineReport {
+            rows: vec![cube, busier.clone(), hbm],
+            ..report
+        };
+        assert_eq!(report.nearest(), Some(&busier));
+        assert!(nearest_words(&report).starts_with("vector on aiv cores (30.5 % of peak)"));
+        let empty = RooflineReport {
+            cycles: 5,
+            launch_cores: 1,
+            rows: vec![],
+        };
+        assert_eq!(empty.nearest(), None);
+        assert_eq!(
+            roofline_text(&empty),
+            "roofline (5 cycles): nearest bound: none (no work on a bounded resource)\n"
+        );
+    }
+
+    #[test]
+    fn bounds_are_named_as_the_config_names_them() {
+        let gm_l1 = Bound::Core(Resource::Path(Space::Gm, Space::L1));
+        assert_eq!(gm_l1.name(), "gm->l1");
+        assert_eq!(gm_l1.unit(), "bytes");
+        assert_eq!(Bound::Core(Resource::Cube).unit(), "MACs");
+        assert_eq!(Bound::Core(Resource::Vector).unit(), "repeats");
+        assert_eq!(Bound::L2.name(), "l2");
+    }
+}
