@@ -852,7 +852,10 @@ fn run_loaded(
     let critical = views
         .critical_path
         .then(|| sim::critical::Critical::for_launch(&[&ran], &config));
-    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
+    let roofline = views
+        .roofline
+        .then(|| reports::Roofline::for_launch(&[&ran], &config));
+    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let part = reports::TracePart {
@@ -865,9 +868,9 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
+        let mut observers = (trace, (profiler, (timeline, (critical, (roofline, progress)))));
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
+        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -875,16 +878,18 @@ fn run_loaded(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical)
+        (sim, written, profiler, timeline, critical, roofline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&[&ran]));
     let critical = critical.map(|c| c.finish(&sim.result));
+    let roofline = roofline.map(|r| r.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
         critical: critical.as_ref(),
+        roofline: roofline.as_ref(),
     };
     report_run(
         &config,
@@ -1104,7 +1109,10 @@ fn run_launch(
     let critical = views
         .critical_path
         .then(|| sim::critical::Critical::for_launch(&ran_parts, config));
-    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
+    let roofline = views
+        .roofline
+        .then(|| reports::Roofline::for_launch(&ran_parts, config));
+    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1123,9 +1131,9 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
+        let mut observers = (trace, (profiler, (timeline, (critical, (roofline, progress)))));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
+        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1133,16 +1141,18 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical)
+        (sim, written, profiler, timeline, critical, roofline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran_parts));
     let critical = critical.map(|c| c.finish(&sim.result));
+    let roofline = roofline.map(|r| r.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
         critical: critical.as_ref(),
+        roofline: roofline.as_ref(),
     };
     report_launch(
         config,
@@ -1176,6 +1186,7 @@ fn report_launch(
     report.best = best;
     report.profile = profile;
     report.critical = views.critical;
+    report.roofline = views.roofline;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())
@@ -1248,13 +1259,19 @@ struct Views<'a> {
     timeline: Option<&'a reports::Timeline>,
     /// `--critical-path`'s, walked after the run.
     critical: Option<&'a sim::critical::CriticalPath>,
+    /// `--roofline`'s, counted during the run.
+    roofline: Option<&'a reports::RooflineReport>,
 }
 
 impl<'a> Views<'a> {
-    /// Whether nothing but the report watches the run (no trace, profile, page or critical
-    /// path): then the run pays for no observer.
+    /// Whether nothing but the report watches the run (no trace, profile, page, critical
+    /// path or roofline): then the run pays for no observer.
     fn unwatched(args: &ViewArgs) -> bool {
-        args.trace.is_none() && !args.profile && args.html.is_none() && !args.critical_path
+        args.trace.is_none()
+            && !args.profile
+            && args.html.is_none()
+            && !args.critical_path
+            && !args.roofline
     }
 
     /// The views of a run nothing watched.
@@ -1263,6 +1280,7 @@ impl<'a> Views<'a> {
             args,
             timeline: None,
             critical: None,
+            roofline: None,
         }
     }
 }
@@ -1284,6 +1302,7 @@ fn report_run(
     report.best = best;
     report.profile = profile;
     report.critical = views.critical;
+    report.roofline = views.roofline;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())

@@ -5,11 +5,11 @@
 //! [`Roofline::finish`] adds HBM and the L2 from the run's memory statistics and makes the rows:
 //! per core type and resource, and the chip's shared rates.
 //!
-//! For each row: achieved = work / the run's cycles; the bound (peak) = work / the cycles the
-//! work needs on one core × the cores sharing it, which is the config's rate for the row's mix
-//! of work (dtypes, vector ops, per-instruction rounding); utilisation = achieved / peak;
-//! the minimum cycles = the cycles the work needs at that peak. The nearest bound is the row
-//! of the highest utilisation.
+//! For each row: achieved = work / the run's cycles; the bound (peak) = the config's rate × the
+//! cores sharing it (for a mix of rates, dtypes or vector ops: work / Σ each part's work / its
+//! rate); utilisation = achieved / peak; the minimum cycles = work / peak. These are exact,
+//! without the engine's rounding to whole cycles per instruction (which a pipe's busy cycles
+//! have). The nearest bound is the row of the highest utilisation.
 
 use std::collections::BTreeMap;
 
@@ -68,45 +68,45 @@ pub struct RooflineRow {
     pub cores: u64,
     /// MACs, repeats or bytes.
     pub work: u64,
-    /// Σ over the cores of the cycles their work needs at one core's rate.
-    pub needs: u64,
+    /// Σ over the cores of the cycles their work needs at one core's rate, unrounded.
+    pub needs: f64,
     /// The most any one of the cores needs.
-    pub busiest: u64,
+    pub busiest: f64,
 }
 
 impl RooflineRow {
     /// Work per cycle of the run.
     pub fn achieved(&self, cycles: u64) -> f64 {
-        ratio(self.work, cycles)
+        ratio(self.work as f64, cycles as f64)
     }
 
     /// The bound: work per cycle at the config's rate, on all of the row's cores (`None` when
     /// the work needs no cycles, a rate of 0 cycles per repeat).
     pub fn peak(&self) -> Option<f64> {
-        (self.needs > 0).then(|| self.work as f64 * self.cores as f64 / self.needs as f64)
+        (self.needs > 0.0).then(|| self.work as f64 * self.cores as f64 / self.needs)
     }
 
     /// achieved / peak: the share of the run the row's cores must spend on the work.
     pub fn utilisation(&self, cycles: u64) -> f64 {
-        ratio(self.needs, self.cores.saturating_mul(cycles))
+        ratio(self.needs, self.cores as f64 * cycles as f64)
     }
 
-    /// The cycles the work needs at the peak, spread evenly over the cores, rounded up.
+    /// The cycles the work needs at the peak (spread evenly over the cores), rounded up.
     pub fn min_cycles(&self) -> u64 {
-        self.needs.div_ceil(self.cores.max(1))
+        (self.needs / self.cores.max(1) as f64).ceil() as u64
     }
 
     /// The busiest core's share of the run.
     pub fn busiest_utilisation(&self, cycles: u64) -> f64 {
-        ratio(self.busiest, cycles)
+        ratio(self.busiest, cycles as f64)
     }
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
         0.0
     } else {
-        a as f64 / b as f64
+        a / b
     }
 }
 
@@ -125,9 +125,8 @@ impl RooflineReport {
     pub fn nearest(&self) -> Option<&RooflineRow> {
         let mut best: Option<&RooflineRow> = None;
         for r in &self.rows {
-            // needs / (cores × cycles), compared without rounding
             let better = best.is_none_or(|b| {
-                r.needs as u128 * b.cores as u128 > b.needs as u128 * r.cores as u128
+                r.utilisation(self.cycles) > b.utilisation(self.cycles)
             });
             if better {
                 best = Some(r);
@@ -146,8 +145,8 @@ pub struct Roofline<'a> {
     part_of: Vec<u32>,
     /// Issued instructions with work that have not started yet, by sequence number.
     pending: BTreeMap<u64, (u32, [Option<Work>; 2])>,
-    /// Per core: (resource, work, cycles needed).
-    done: Vec<Vec<(Resource, u64, u64)>>,
+    /// Per core: (resource, work, cycles needed unrounded).
+    done: Vec<Vec<(Resource, u64, f64)>>,
 }
 
 impl<'a> Roofline<'a> {
@@ -190,11 +189,11 @@ impl<'a> Roofline<'a> {
                         core_type: Some(self.config.core(ty).name.clone()),
                         cores: cores.len() as u64,
                         work: 0,
-                        needs: 0,
-                        busiest: 0,
+                        needs: 0.0,
+                        busiest: 0.0,
                     });
                     row.work = row.work.saturating_add(work);
-                    row.needs = row.needs.saturating_add(needs);
+                    row.needs += needs;
                     row.busiest = row.busiest.max(needs);
                 }
             }
@@ -206,7 +205,7 @@ impl<'a> Roofline<'a> {
                 (Bound::L2, m.l2_traffic(), mc.l2_chip_bytes_per_cycle),
             ] {
                 if bytes > 0 {
-                    let needs = bytes.div_ceil(rate.max(1));
+                    let needs = bytes as f64 / rate.max(1) as f64;
                     rows.push(RooflineRow {
                         bound,
                         core_type: None,
@@ -259,9 +258,9 @@ impl Observer for Roofline<'_> {
             match done.iter_mut().find(|d| d.0 == w.resource) {
                 Some(d) => {
                     d.1 = d.1.saturating_add(w.amount);
-                    d.2 = d.2.saturating_add(w.cycles);
+                    d.2 += w.ideal;
                 }
-                None => done.push((w.resource, w.amount, w.cycles)),
+                None => done.push((w.resource, w.amount, w.ideal)),
             }
         }
     }
@@ -377,7 +376,7 @@ pub fn roofline_json(report: &RooflineReport) -> Value {
 mod tests {
     use super::*;
 
-    fn row(bound: Bound, cores: u64, work: u64, needs: u64, busiest: u64) -> RooflineRow {
+    fn row(bound: Bound, cores: u64, work: u64, needs: f64, busiest: f64) -> RooflineRow {
         RooflineRow {
             bound,
             core_type: Some("aiv".into()),
@@ -390,20 +389,20 @@ mod tests {
 
     #[test]
     fn a_rows_figures_follow_from_its_work_and_needs() {
-        // 2 cores moved 65536 B on gm->ub, needing 300 + 296 cycles at one core's rate, over
-        // a run of 1000 cycles: 65.536 B/cycle achieved; the peak, 2 × 65536 / 596 =
-        // 219.92 B/cycle (two cores at about 110); 596 / 2000 = 29.8 % of it; 298 cycles at it
-        // on both cores; the busier core needs 300 of the 1000, 30 %.
-        let r = row(Bound::Core(Resource::Path(Space::Gm, Space::Ub)), 2, 65536, 596, 300);
+        // 2 cores moved 38400 + 27136 = 65536 B on a path of 128 B/cycle, needing 300 + 212
+        // cycles, over a run of 1000 cycles: 65.536 B/cycle achieved; the peak 2 × 128; 512 /
+        // 2000 = 25.6 % of it; 256 cycles at it; the busier core needs 300 of the 1000, 30 %.
+        let gm_ub = Bound::Core(Resource::Path(Space::Gm, Space::Ub));
+        let r = row(gm_ub, 2, 65536, 512.0, 300.0);
         assert_eq!(r.achieved(1000), 65.536);
-        assert_eq!(rate(r.peak().unwrap()), "219.92");
-        assert_eq!(r.utilisation(1000), 0.298);
-        assert_eq!(r.min_cycles(), 298);
+        assert_eq!(r.peak(), Some(256.0));
+        assert_eq!(r.utilisation(1000), 0.256);
+        assert_eq!(r.min_cycles(), 256);
         assert_eq!(r.busiest_utilisation(1000), 0.3);
-        // an odd split rounds the even share up
-        assert_eq!(row(Bound::Hbm, 2, 1, 3, 3).min_cycles(), 2);
+        // an odd split rounds the even share up: 3 / 2
+        assert_eq!(row(Bound::Hbm, 2, 1, 3.0, 3.0).min_cycles(), 2);
         // work that needs no cycles (a rate of 0 cycles a repeat) has no peak, and no share
-        let free = row(Bound::Core(Resource::Vector), 1, 8, 0, 0);
+        let free = row(Bound::Core(Resource::Vector), 1, 8, 0.0, 0.0);
         assert_eq!(free.peak(), None);
         assert_eq!(free.utilisation(10), 0.0);
         // a run of no cycles: nothing achieved, nothing used
@@ -413,9 +412,9 @@ mod tests {
 
     #[test]
     fn the_nearest_bound_is_the_highest_utilisation_first_of_equals() {
-        let cube = row(Bound::Core(Resource::Cube), 2, 100, 60, 30);
-        let vector = row(Bound::Core(Resource::Vector), 4, 100, 120, 30);
-        let hbm = row(Bound::Hbm, 1, 100, 30, 30);
+        let cube = row(Bound::Core(Resource::Cube), 2, 100, 60.0, 30.0);
+        let vector = row(Bound::Core(Resource::Vector), 4, 100, 120.0, 30.0);
+        let hbm = row(Bound::Hbm, 1, 100, 30.0, 30.0);
         let report = RooflineReport {
             cycles: 100,
             launch_cores: 6,
@@ -425,7 +424,7 @@ mod tests {
         assert_eq!(report.nearest(), Some(&cube));
         // 122 / 400 = 30.5 % beats them
         let mut busier = vector;
-        busier.needs = 122;
+        busier.needs = 122.0;
         let report = RooflineReport {
             rows: vec![cube, busier.clone(), hbm],
             ..report

@@ -1,6 +1,7 @@
 //! What one dynamic instruction asks of the resources a roofline bounds (docs/timing.md,
 //! "Costs"): the MACs of an mmad, the repeats of a vector op, the bytes of a move on its path,
-//! each with the cycles that work needs at the config's rate, rounded as the engine rounds it.
+//! each with the cycles that work needs at the config's rate, rounded as the engine rounds it
+//! and exactly.
 //! Computed from the op and the loop variables of an [`super::Issue`] by the engine's own
 //! rules ([`mmad_work`], [`chunking`], [`banks::repeats`], [`PathConfig::move_work`]), for an
 //! observer: the engine never calls it, so a run that does not ask pays nothing.
@@ -30,12 +31,28 @@ pub enum Resource {
 }
 
 /// Work on one resource: `amount` (MACs, repeats or bytes) that needs `cycles` at the config's
-/// rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// rate as the engine rounds it (whole cycles per instruction, per chunk, whole fractals),
+/// `ideal` without the rounding: amount / the config's rate for it.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Work {
     pub resource: Resource,
     pub amount: u64,
     pub cycles: u64,
+    pub ideal: f64,
+}
+
+/// The cycles a move of `src` bytes read and `dst` written needs on `path` without rounding:
+/// [`PathConfig::move_work`] before its ceilings.
+fn move_ideal(path: &PathConfig, src: u64, dst: u64, nz: bool) -> f64 {
+    let write = match path.nz_bytes_per_cycle {
+        Some(r) if nz => r,
+        _ => path.bytes_per_cycle,
+    };
+    let w = dst as f64 / write.max(1) as f64;
+    match path.read_bytes_per_cycle {
+        Some(r) => w.max(src as f64 / r.max(1) as f64),
+        None => w,
+    }
 }
 
 /// The work of the instruction S issued for `op` on `pipe` with the loop variables `vars` (an
@@ -80,6 +97,7 @@ pub fn work_of(
                     resource: Resource::Path(src.space, dst.space),
                     amount: d,
                     cycles: path.move_work(s, d, nz),
+                    ideal: move_ideal(path, s, d, nz),
                 }),
                 None,
             ]
@@ -105,6 +123,7 @@ pub fn work_of(
                     resource: Resource::Vector,
                     amount: repeats,
                     cycles: repeats * cpr,
+                    ideal: (repeats * cpr) as f64,
                 }),
                 None,
             ]
@@ -136,6 +155,7 @@ pub fn work_of(
                     amount: bytes,
                     cycles: (chunks - 1) * path.move_work(c, c, false)
                         + path.move_work(l, l, false),
+                    ideal: move_ideal(path, bytes, bytes, false),
                 }
             };
             [
@@ -163,9 +183,11 @@ pub fn cube_shape(config: &Config, m: &Mmad) -> (u64, u64, u64) {
 /// An mmad of `[m, n, k]`: m × n × k MACs in the engine's fractal steps.
 fn macs(config: &Config, mm: &Mmad, [m, n, k]: [u64; 3]) -> Work {
     let (fm, fnn, kf) = cube_shape(config, mm);
+    let amount = m.saturating_mul(n).saturating_mul(k);
     Work {
         resource: Resource::Cube,
-        amount: m.saturating_mul(n).saturating_mul(k),
+        amount,
         cycles: mmad_work(m, n, k, fm, fnn, kf),
+        ideal: amount as f64 / (fm * fnn * kf) as f64,
     }
 }

@@ -13,6 +13,7 @@ struct Counted<'a> {
     program: Option<&'a Program>,
     needs: BTreeMap<u64, u64>,
     amounts: BTreeMap<Resource, u64>,
+    ideal: BTreeMap<Resource, f64>,
     charged: BTreeMap<u64, u64>,
 }
 
@@ -20,8 +21,11 @@ impl Observer for Counted<'_> {
     fn on_issue(&mut self, i: &Issue<'_>) {
         let (config, program) = (self.config.unwrap(), self.program.unwrap());
         for w in work_of(config, program, i.op, i.pipe, i.vars).into_iter().flatten() {
+            // the rounding only adds: less than a cycle per move, chunk or fractal dimension
+            assert!(w.ideal <= w.cycles as f64, "{w:?}");
             *self.needs.entry(i.seq).or_default() += w.cycles;
             *self.amounts.entry(w.resource).or_default() += w.amount;
+            *self.ideal.entry(w.resource).or_default() += w.ideal;
         }
     }
 
@@ -95,6 +99,11 @@ fn work_needs_the_cycles_the_engine_charged() {
     assert_eq!(amount(Resource::Path(Space::Ub, Space::Gm)), 4 * 1024);
     assert_eq!(amount(Resource::Path(Space::L1, Space::L0a)), 4 * 4096);
     assert_eq!(amount(Resource::Path(Space::L1, Space::L0b)), 4 * 4096);
+    // without the rounding: 16 × 16 × 16 MACs a cycle, 128 B a cycle to L0A, 64 to L0B and UB
+    assert_eq!(c.ideal[&Resource::Cube], (16 * 16 * 32 * 10) as f64 / 4096.0);
+    assert_eq!(c.ideal[&Resource::Path(Space::L1, Space::L0a)], 128.0);
+    assert_eq!(c.ideal[&Resource::Path(Space::L1, Space::L0b)], 256.0);
+    assert_eq!(c.ideal[&Resource::Path(Space::Gm, Space::Ub)], 64.0);
 }
 
 #[test]
