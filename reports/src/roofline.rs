@@ -136,6 +136,25 @@ impl RooflineReport {
     }
 }
 
+/// The work of one core on one resource: its amount, and the cycles it needs without
+/// rounding as Σ numerator / denominator, the numerators summed per denominator (a rate), so
+/// that work at one rate adds up exactly.
+#[derive(Clone, Debug)]
+struct Done {
+    resource: Resource,
+    work: u64,
+    /// denominator -> Σ numerators
+    exact: BTreeMap<u64, u128>,
+}
+
+/// Σ n / d over `exact`, in increasing d.
+fn cycles_of(exact: &BTreeMap<u64, u128>) -> f64 {
+    exact
+        .iter()
+        .map(|(&d, &n)| n as f64 / d.max(1) as f64)
+        .sum()
+}
+
 /// Counts the work of a run's started instructions, core by core.
 #[derive(Debug)]
 pub struct Roofline<'a> {
@@ -145,8 +164,8 @@ pub struct Roofline<'a> {
     part_of: Vec<u32>,
     /// Issued instructions with work that have not started yet, by sequence number.
     pending: BTreeMap<u64, (u32, [Option<Work>; 2])>,
-    /// Per core: (resource, work, cycles needed unrounded).
-    done: Vec<Vec<(Resource, u64, f64)>>,
+    /// Per core: what its started instructions did, resource by resource.
+    done: Vec<Vec<Done>>,
 }
 
 impl<'a> Roofline<'a> {
@@ -181,23 +200,37 @@ impl<'a> Roofline<'a> {
             let cores: Vec<usize> = (0..result.cores.len())
                 .filter(|&i| result.cores[i].core == ty)
                 .collect();
-            let mut by: BTreeMap<Resource, RooflineRow> = BTreeMap::new();
+            // per resource: the row, and its cores' exact cycles summed per rate
+            let mut by: BTreeMap<Resource, (RooflineRow, BTreeMap<u64, u128>)> = BTreeMap::new();
             for &i in &cores {
-                for &(resource, work, needs) in self.done.get(i).map_or(&[][..], |v| v) {
-                    let row = by.entry(resource).or_insert_with(|| RooflineRow {
-                        bound: Bound::Core(resource),
-                        core_type: Some(self.config.core(ty).name.clone()),
-                        cores: cores.len() as u64,
-                        work: 0,
-                        needs: 0.0,
-                        busiest: 0.0,
+                for d in self.done.get(i).map_or(&[][..], |v| v) {
+                    let (row, exact) = by.entry(d.resource).or_insert_with(|| {
+                        let row = RooflineRow {
+                            bound: Bound::Core(d.resource),
+                            core_type: Some(self.config.core(ty).name.clone()),
+                            cores: cores.len() as u64,
+                            work: 0,
+                            needs: 0.0,
+                            busiest: 0.0,
+                        };
+                        (row, BTreeMap::new())
                     });
-                    row.work = row.work.saturating_add(work);
-                    row.needs += needs;
-                    row.busiest = row.busiest.max(needs);
+                    row.work = row.work.saturating_add(d.work);
+                    row.busiest = row.busiest.max(cycles_of(&d.exact));
+                    for (&den, &num) in &d.exact {
+                        let e = exact.entry(den).or_default();
+                        *e = e.saturating_add(num);
+                    }
                 }
             }
-            rows.extend(by.into_values().filter(|r| r.work > 0));
+            rows.extend(
+                by.into_values()
+                    .map(|(row, exact)| RooflineRow {
+                        needs: cycles_of(&exact),
+                        ..row
+                    })
+                    .filter(|r| r.work > 0),
+            );
         }
         if let (Some(m), Some(mc)) = (&result.memory, &self.config.memory) {
             for (bound, bytes, rate) in [
@@ -255,13 +288,22 @@ impl Observer for Roofline<'_> {
             return;
         };
         for w in work.into_iter().flatten() {
-            match done.iter_mut().find(|d| d.0 == w.resource) {
-                Some(d) => {
-                    d.1 = d.1.saturating_add(w.amount);
-                    d.2 += w.ideal;
+            let k = match done.iter().position(|d| d.resource == w.resource) {
+                Some(k) => k,
+                None => {
+                    done.push(Done {
+                        resource: w.resource,
+                        work: 0,
+                        exact: BTreeMap::new(),
+                    });
+                    done.len() - 1
                 }
-                None => done.push((w.resource, w.amount, w.ideal)),
-            }
+            };
+            let d = &mut done[k];
+            d.work = d.work.saturating_add(w.amount);
+            let (num, den) = w.exact;
+            let e = d.exact.entry(den).or_default();
+            *e = e.saturating_add(num as u128);
         }
     }
 }
@@ -283,23 +325,26 @@ fn pct(x: f64) -> String {
     format!("{:.1}", x * 100.0)
 }
 
-/// The nearest bound in words: `vector on aiv cores (61.4 % of peak)`.
+/// The nearest bound in words: `vector on aiv cores (61.4 % of peak)`; rows exactly as near
+/// follow it (`cube = gm->l1 (47.0 % of peak)`).
 fn nearest_words(report: &RooflineReport) -> String {
-    match report.nearest() {
-        None => "none (no work on a bounded resource)".into(),
-        Some(r) => {
+    let Some(first) = report.nearest() else {
+        return "none (no work on a bounded resource)".into();
+    };
+    let u = first.utilisation(report.cycles);
+    let named: Vec<String> = report
+        .rows
+        .iter()
+        .filter(|r| r.utilisation(report.cycles) == u)
+        .map(|r| {
             let on = match &r.core_type {
                 Some(t) if report.launch_cores > 1 => format!(" on {t} cores"),
-                Some(_) => String::new(),
-                None => " (chip)".into(),
+                _ => String::new(),
             };
-            format!(
-                "{}{on} ({} % of peak)",
-                r.bound.name(),
-                pct(r.utilisation(report.cycles))
-            )
-        }
-    }
+            format!("{}{on}", r.bound.name())
+        })
+        .collect();
+    format!("{} ({} % of peak)", named.join(" = "), pct(u))
 }
 
 /// The text report's `roofline` section.
@@ -379,7 +424,7 @@ mod tests {
     fn row(bound: Bound, cores: u64, work: u64, needs: f64, busiest: f64) -> RooflineRow {
         RooflineRow {
             bound,
-            core_type: Some("aiv".into()),
+            core_type: matches!(bound, Bound::Core(_)).then(|| "aiv".into()),
             cores,
             work,
             needs,
@@ -422,6 +467,10 @@ mod tests {
             rows: vec![cube.clone(), vector.clone(), hbm.clone()],
         };
         assert_eq!(report.nearest(), Some(&cube));
+        assert_eq!(
+            nearest_words(&report),
+            "cube on aiv cores = vector on aiv cores = hbm (30.0 % of peak)"
+        );
         // 122 / 400 = 30.5 % beats them
         let mut busier = vector;
         busier.needs = 122.0;
@@ -430,7 +479,7 @@ mod tests {
             ..report
         };
         assert_eq!(report.nearest(), Some(&busier));
-        assert!(nearest_words(&report).starts_with("vector on aiv cores (30.5 % of peak)"));
+        assert_eq!(nearest_words(&report), "vector on aiv cores (30.5 % of peak)");
         let empty = RooflineReport {
             cycles: 5,
             launch_cores: 1,

@@ -31,27 +31,33 @@ pub enum Resource {
 }
 
 /// Work on one resource: `amount` (MACs, repeats or bytes) that needs `cycles` at the config's
-/// rate as the engine rounds it (whole cycles per instruction, per chunk, whole fractals),
-/// `ideal` without the rounding: amount / the config's rate for it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// rate as the engine rounds it (whole cycles per instruction, per chunk, whole fractals), and
+/// `exact.0 / exact.1` cycles without the rounding: bytes over bytes per cycle, MACs over MACs
+/// per cycle, repeats × cycles per repeat over 1. Kept as a fraction so that work at one rate
+/// adds up exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Work {
     pub resource: Resource,
     pub amount: u64,
     pub cycles: u64,
-    pub ideal: f64,
+    pub exact: (u64, u64),
 }
 
-/// The cycles a move of `src` bytes read and `dst` written needs on `path` without rounding:
-/// [`PathConfig::move_work`] before its ceilings.
-fn move_ideal(path: &PathConfig, src: u64, dst: u64, nz: bool) -> f64 {
+/// The cycles a move of `src` bytes read and `dst` written needs on `path` without rounding,
+/// as a fraction: [`PathConfig::move_work`] before its ceilings (the slower side's bytes over
+/// its rate).
+fn move_exact(path: &PathConfig, src: u64, dst: u64, nz: bool) -> (u64, u64) {
     let write = match path.nz_bytes_per_cycle {
         Some(r) if nz => r,
         _ => path.bytes_per_cycle,
-    };
-    let w = dst as f64 / write.max(1) as f64;
+    }
+    .max(1) as u64;
     match path.read_bytes_per_cycle {
-        Some(r) => w.max(src as f64 / r.max(1) as f64),
-        None => w,
+        // src / read > dst / write
+        Some(r) if src as u128 * write as u128 > dst as u128 * r.max(1) as u128 => {
+            (src, r.max(1) as u64)
+        }
+        _ => (dst, write),
     }
 }
 
@@ -97,7 +103,7 @@ pub fn work_of(
                     resource: Resource::Path(src.space, dst.space),
                     amount: d,
                     cycles: path.move_work(s, d, nz),
-                    ideal: move_ideal(path, s, d, nz),
+                    exact: move_exact(path, s, d, nz),
                 }),
                 None,
             ]
@@ -123,7 +129,7 @@ pub fn work_of(
                     resource: Resource::Vector,
                     amount: repeats,
                     cycles: repeats * cpr,
-                    ideal: (repeats * cpr) as f64,
+                    exact: (repeats * cpr, 1),
                 }),
                 None,
             ]
@@ -155,7 +161,7 @@ pub fn work_of(
                     amount: bytes,
                     cycles: (chunks - 1) * path.move_work(c, c, false)
                         + path.move_work(l, l, false),
-                    ideal: move_ideal(path, bytes, bytes, false),
+                    exact: move_exact(path, bytes, bytes, false),
                 }
             };
             [
@@ -188,6 +194,6 @@ fn macs(config: &Config, mm: &Mmad, [m, n, k]: [u64; 3]) -> Work {
         resource: Resource::Cube,
         amount,
         cycles: mmad_work(m, n, k, fm, fnn, kf),
-        ideal: amount as f64 / (fm * fnn * kf) as f64,
+        exact: (amount, fm * fnn * kf),
     }
 }

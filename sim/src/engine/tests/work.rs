@@ -22,10 +22,11 @@ impl Observer for Counted<'_> {
         let (config, program) = (self.config.unwrap(), self.program.unwrap());
         for w in work_of(config, program, i.op, i.pipe, i.vars).into_iter().flatten() {
             // the rounding only adds: less than a cycle per move, chunk or fractal dimension
-            assert!(w.ideal <= w.cycles as f64, "{w:?}");
+            let (n, d) = w.exact;
+            assert!(n <= w.cycles * d, "{w:?}");
             *self.needs.entry(i.seq).or_default() += w.cycles;
             *self.amounts.entry(w.resource).or_default() += w.amount;
-            *self.ideal.entry(w.resource).or_default() += w.ideal;
+            *self.ideal.entry(w.resource).or_default() += n as f64 / d as f64;
         }
     }
 
