@@ -417,6 +417,94 @@ pub fn roofline_json(report: &RooflineReport) -> Value {
     })
 }
 
+/// The HTML page's roofline section: the nearest bound, one bar per row of its share of the
+/// bound (0 to 100 %, the nearest in red), and the rows' figures. Bars rather than the
+/// classic log-log roofline (intensity against rate): the rows count MACs, repeats and bytes
+/// on rates orders of magnitude apart, on several paths and two core types, which one chart
+/// of one compute peak and one bandwidth cannot place; a share of each bound can.
+pub fn roofline_html(report: &RooflineReport) -> String {
+    use crate::html::esc;
+    let cycles = report.cycles;
+    let mut out = format!(
+        "<section id=\"roofline\">\n<h2>Roofline</h2>\n<p>nearest bound: {} over {} cycles{}</p>\n",
+        esc(&nearest_words(report)),
+        cycles,
+        if report.launch_cores > 1 { " of the launch" } else { "" }
+    );
+    out.push_str("<p class=\"note\">Each bar is a resource's work over the run as a share of what its config rate allows in that time (its cores together; HBM and the L2 are the chip's). The longest is the nearest bound. Hover a bar for its figures.</p>\n");
+    if report.rows.is_empty() {
+        return out + "</section>\n";
+    }
+    // label column, bar area, row height
+    let (label, width, row) = (170.0, 520.0, 22.0);
+    let height = row * report.rows.len() as f64 + 24.0;
+    out.push_str(&format!(
+        "<svg class=\"roofline\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"utilisation of each bound\">\n",
+        label + width + 60.0
+    ));
+    for q in 0..=4 {
+        let x = label + width * q as f64 / 4.0;
+        out.push_str(&format!(
+            "<line class=\"grid\" x1=\"{x}\" y1=\"0\" x2=\"{x}\" y2=\"{}\"/><text class=\"dim\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{} %</text>\n",
+            height - 20.0,
+            height - 6.0,
+            q * 25
+        ));
+    }
+    let nearest = report.nearest();
+    for (k, r) in report.rows.iter().enumerate() {
+        let y = row * k as f64;
+        let u = r.utilisation(cycles);
+        let class = if nearest.is_some_and(|n| std::ptr::eq(n, r)) {
+            "bar nearest"
+        } else {
+            "bar"
+        };
+        let title = format!(
+            "{} on {}: {} {} in {} cycles, {} a cycle of a peak {}; {} % of it; at least {} cycles",
+            r.bound.name(),
+            where_(r),
+            r.work,
+            r.bound.unit(),
+            cycles,
+            rate(r.achieved(cycles)),
+            r.peak().map_or("-".into(), rate),
+            pct(u),
+            r.min_cycles()
+        );
+        out.push_str(&format!(
+            "<text x=\"0\" y=\"{}\">{}</text><rect class=\"{class}\" x=\"{label}\" y=\"{}\" width=\"{:.1}\" height=\"{}\"><title>{}</title></rect><text class=\"dim\" x=\"{:.1}\" y=\"{}\">{} %</text>\n",
+            y + 15.0,
+            esc(&format!("{} · {}", r.bound.name(), where_(r))),
+            y + 4.0,
+            width * u.clamp(0.0, 1.0),
+            row - 8.0,
+            esc(&title),
+            label + width * u.clamp(0.0, 1.0) + 4.0,
+            y + 15.0,
+            pct(u)
+        ));
+    }
+    out.push_str("</svg>\n");
+    out.push_str("<table class=\"summary\"><thead><tr><th>resource</th><th>cores</th><th>work</th><th class=\"text\">unit</th><th>achieved/cycle</th><th>peak/cycle</th><th>util %</th><th>min cycles</th><th>busiest core %</th></tr></thead><tbody>\n");
+    for r in &report.rows {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&r.bound.name()),
+            esc(&where_(r)),
+            r.work,
+            r.bound.unit(),
+            rate(r.achieved(cycles)),
+            r.peak().map_or("-".into(), rate),
+            pct(r.utilisation(cycles)),
+            r.min_cycles(),
+            pct(r.busiest_utilisation(cycles))
+        ));
+    }
+    out.push_str("</tbody></table>\n</section>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +578,34 @@ mod tests {
             roofline_text(&empty),
             "roofline (5 cycles): nearest bound: none (no work on a bounded resource)\n"
         );
+    }
+
+    #[test]
+    fn the_page_draws_a_bar_per_row_the_nearest_apart() {
+        // 50 % and 25 % of a 520 px bar area: 260 and 130 px wide
+        let report = RooflineReport {
+            cycles: 100,
+            launch_cores: 2,
+            rows: vec![
+                row(Bound::Core(Resource::Vector), 2, 100, 100.0, 60.0),
+                row(Bound::Hbm, 1, 2500, 25.0, 25.0),
+            ],
+        };
+        let html = roofline_html(&report);
+        assert_eq!(html.matches("<rect class=\"bar").count(), 2);
+        assert_eq!(html.matches("<rect class=\"bar nearest\"").count(), 1);
+        assert!(html.contains("class=\"bar nearest\" x=\"170\" y=\"4\" width=\"260.0\""));
+        assert!(html.contains("class=\"bar\" x=\"170\" y=\"26\" width=\"130.0\""));
+        assert!(html.contains("<td>vector</td><td>aiv x2</td><td>100</td>"));
+        assert!(html.contains("<td>hbm</td><td>chip</td><td>2500</td>"));
+        assert!(html.contains("nearest bound: vector on aiv cores (50.0 % of peak)"));
+        // names are escaped
+        let path = Bound::Core(Resource::Path(Space::Gm, Space::Ub));
+        let one = RooflineReport {
+            rows: vec![row(path, 1, 1, 1.0, 1.0)],
+            ..report
+        };
+        assert!(roofline_html(&one).contains("gm-&gt;ub"));
     }
 
     #[test]

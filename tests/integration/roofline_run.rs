@@ -239,3 +239,23 @@ fn the_flash_attention_launch_has_rows_per_core_type() {
     assert!(text.contains("\nroofline (launch, "), "{text}");
     assert!(text.contains("busiest core %"), "{text}");
 }
+
+#[test]
+fn the_page_has_a_roofline_section_when_asked() {
+    let dir = crate::scratch("roofline_page");
+    let page = |extra: &[&str]| {
+        let file = dir.join("p.html");
+        let f = file.to_str().unwrap();
+        let mut args = vec!["run", "programs/matmul.yaml", "--html", f];
+        args.extend_from_slice(extra);
+        let o = npusim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read_to_string(&file).unwrap()
+    };
+    let with = page(&["--roofline"]);
+    assert!(with.contains("<section id=\"roofline\">"));
+    // the cube and the loads tie: one bar is the nearest, the cube's (the first)
+    assert_eq!(with.matches("class=\"bar nearest\"").count(), 1);
+    assert!(with.contains("nearest bound: cube = gm-&gt;l1 ("));
+    assert!(!page(&[]).contains("id=\"roofline\""));
+}
