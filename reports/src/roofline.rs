@@ -418,7 +418,7 @@ pub fn roofline_json(report: &RooflineReport) -> Value {
 }
 
 /// The HTML page's roofline section: the nearest bound, one bar per row of its share of the
-/// bound (0 to 100 %, the nearest in red), and the rows' figures. Bars rather than the
+/// bound (0 to 100 %, the nearest in red, with any as near), and the rows' figures. Bars rather than the
 /// classic log-log roofline (intensity against rate): the rows count MACs, repeats and bytes
 /// on rates orders of magnitude apart, on several paths and two core types, which one chart
 /// of one compute peak and one bandwidth cannot place; a share of each bound can.
@@ -439,7 +439,7 @@ pub fn roofline_html(report: &RooflineReport) -> String {
     let (label, width, row) = (170.0, 520.0, 22.0);
     let height = row * report.rows.len() as f64 + 24.0;
     out.push_str(&format!(
-        "<svg class=\"roofline\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"utilisation of each bound\">\n",
+        "<svg class=\"roofline\" style=\"display:block;margin:6px 0\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"utilisation of each bound\">\n",
         label + width + 60.0
     ));
     for q in 0..=4 {
@@ -451,14 +451,16 @@ pub fn roofline_html(report: &RooflineReport) -> String {
             q * 25
         ));
     }
-    let nearest = report.nearest();
+    // the nearest, and any row exactly as near
+    let most = report.nearest().map(|n| n.utilisation(cycles));
     for (k, r) in report.rows.iter().enumerate() {
         let y = row * k as f64;
         let u = r.utilisation(cycles);
-        let class = if nearest.is_some_and(|n| std::ptr::eq(n, r)) {
-            "bar nearest"
+        // colours as attributes: the page's stylesheet stays that of a page without the section
+        let (class, fill) = if most == Some(u) {
+            ("bar nearest", "#cf222e")
         } else {
-            "bar"
+            ("bar", "#54aeff")
         };
         let title = format!(
             "{} on {}: {} {} in {} cycles, {} a cycle of a peak {}; {} % of it; at least {} cycles",
@@ -473,7 +475,7 @@ pub fn roofline_html(report: &RooflineReport) -> String {
             r.min_cycles()
         );
         out.push_str(&format!(
-            "<text x=\"0\" y=\"{}\">{}</text><rect class=\"{class}\" x=\"{label}\" y=\"{}\" width=\"{:.1}\" height=\"{}\"><title>{}</title></rect><text class=\"dim\" x=\"{:.1}\" y=\"{}\">{} %</text>\n",
+            "<text x=\"0\" y=\"{}\">{}</text><rect class=\"{class}\" fill=\"{fill}\" x=\"{label}\" y=\"{}\" width=\"{:.1}\" height=\"{}\"><title>{}</title></rect><text class=\"dim\" x=\"{:.1}\" y=\"{}\">{} %</text>\n",
             y + 15.0,
             esc(&format!("{} · {}", r.bound.name(), where_(r))),
             y + 4.0,
@@ -594,8 +596,8 @@ mod tests {
         let html = roofline_html(&report);
         assert_eq!(html.matches("<rect class=\"bar").count(), 2);
         assert_eq!(html.matches("<rect class=\"bar nearest\"").count(), 1);
-        assert!(html.contains("class=\"bar nearest\" x=\"170\" y=\"4\" width=\"260.0\""));
-        assert!(html.contains("class=\"bar\" x=\"170\" y=\"26\" width=\"130.0\""));
+        assert!(html.contains("class=\"bar nearest\" fill=\"#cf222e\" x=\"170\" y=\"4\" width=\"260.0\""));
+        assert!(html.contains("class=\"bar\" fill=\"#54aeff\" x=\"170\" y=\"26\" width=\"130.0\""));
         assert!(html.contains("<td>vector</td><td>aiv x2</td><td>100</td>"));
         assert!(html.contains("<td>hbm</td><td>chip</td><td>2500</td>"));
         assert!(html.contains("nearest bound: vector on aiv cores (50.0 % of peak)"));

@@ -236,9 +236,6 @@ ul.findings li{margin:2px 0}
 #profile td.n{text-align:right}
 .plot{margin:0 0 22px}
 svg.sweep{display:block;height:auto}
-svg.roofline{display:block;margin:6px 0}
-svg.roofline rect.bar{fill:#54aeff}
-svg.roofline rect.bar.nearest{fill:#cf222e}
 svg.sweep polyline.line{fill:none;stroke-width:2}
 svg.sweep .point{fill-opacity:.35;stroke-width:1.5;cursor:help}
 svg.sweep .point:hover{fill-opacity:1}
