@@ -868,7 +868,10 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, (roofline, progress)))));
+        let mut observers = (
+            trace,
+            (profiler, (timeline, (critical, (roofline, progress)))),
+        );
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
         let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written
@@ -1131,7 +1134,10 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, (roofline, progress)))));
+        let mut observers = (
+            trace,
+            (profiler, (timeline, (critical, (roofline, progress)))),
+        );
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
         let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written

@@ -125,9 +125,8 @@ impl RooflineReport {
     pub fn nearest(&self) -> Option<&RooflineRow> {
         let mut best: Option<&RooflineRow> = None;
         for r in &self.rows {
-            let better = best.is_none_or(|b| {
-                r.utilisation(self.cycles) > b.utilisation(self.cycles)
-            });
+            let better =
+                best.is_none_or(|b| r.utilisation(self.cycles) > b.utilisation(self.cycles));
             if better {
                 best = Some(r);
             }
@@ -425,7 +424,8 @@ pub fn roofline_json(report: &RooflineReport) -> Value {
 pub fn roofline_html(report: &RooflineReport) -> String {
     use crate::html::esc;
     let cycles = report.cycles;
-    let mut out = format!(
+    let mut out =
+        format!(
         "<section id=\"roofline\">\n<h2>Roofline</h2>\n<p>nearest bound: {} over {} cycles{}</p>\n",
         esc(&nearest_words(report)),
         cycles,
@@ -569,7 +569,10 @@ mod tests {
             ..report
         };
         assert_eq!(report.nearest(), Some(&busier));
-        assert_eq!(nearest_words(&report), "vector on aiv cores (30.5 % of peak)");
+        assert_eq!(
+            nearest_words(&report),
+            "vector on aiv cores (30.5 % of peak)"
+        );
         let empty = RooflineReport {
             cycles: 5,
             launch_cores: 1,
@@ -596,7 +599,8 @@ mod tests {
         let html = roofline_html(&report);
         assert_eq!(html.matches("<rect class=\"bar").count(), 2);
         assert_eq!(html.matches("<rect class=\"bar nearest\"").count(), 1);
-        assert!(html.contains("class=\"bar nearest\" fill=\"#cf222e\" x=\"170\" y=\"4\" width=\"260.0\""));
+        assert!(html
+            .contains("class=\"bar nearest\" fill=\"#cf222e\" x=\"170\" y=\"4\" width=\"260.0\""));
         assert!(html.contains("class=\"bar\" fill=\"#54aeff\" x=\"170\" y=\"26\" width=\"130.0\""));
         assert!(html.contains("<td>vector</td><td>aiv x2</td><td>100</td>"));
         assert!(html.contains("<td>hbm</td><td>chip</td><td>2500</td>"));

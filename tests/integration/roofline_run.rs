@@ -143,12 +143,21 @@ fn the_vector_add_is_nearest_its_loads_bound() {
     assert_eq!(load["min_cycles"], 76_261);
     assert_eq!(f(&load["achieved_per_cycle"]), r4(8388608.0 / total));
     let store = row(&d, "ub->gm", Some("aiv"));
-    assert_eq!((&store["work"], &store["min_cycles"]), (&(4 << 20).into(), &65_536.into()));
+    assert_eq!(
+        (&store["work"], &store["min_cycles"]),
+        (&(4 << 20).into(), &65_536.into())
+    );
     let add = row(&d, "vector", Some("aiv"));
     assert_eq!(add["unit"], "repeats");
-    assert_eq!((&add["work"], &add["min_cycles"]), (&16_384.into(), &16_384.into()));
+    assert_eq!(
+        (&add["work"], &add["min_cycles"]),
+        (&16_384.into(), &16_384.into())
+    );
     let hbm = row(&d, "hbm", None);
-    assert_eq!((&hbm["work"], &hbm["min_cycles"]), (&(12 << 20).into(), &16_384.into()));
+    assert_eq!(
+        (&hbm["work"], &hbm["min_cycles"]),
+        (&(12 << 20).into(), &16_384.into())
+    );
     assert_eq!(hbm["cores"], 1);
     assert_eq!(row(&d, "l2", None)["min_cycles"], 1_079);
     // no cube work on a vector core: no row
@@ -158,7 +167,10 @@ fn the_vector_add_is_nearest_its_loads_bound() {
     let o = npusim(&["run", "programs/vec_add_db.yaml", "--roofline"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let section = text.split_once("\nroofline (").expect("a roofline section").1;
+    let section = text
+        .split_once("\nroofline (")
+        .expect("a roofline section")
+        .1;
     assert!(
         section.contains("cycles): nearest bound: gm->ub ("),
         "{section}"
@@ -229,13 +241,23 @@ fn the_flash_attention_launch_has_rows_per_core_type() {
     assert_eq!(row(&d, "hbm", None)["peak_per_cycle"], 768.0);
     // the nearest bound is the row of the highest utilisation
     let rows = d["roofline"]["rows"].as_array().unwrap();
-    let most = rows.iter().map(|r| f(&r["utilisation"])).fold(0.0, f64::max);
+    let most = rows
+        .iter()
+        .map(|r| f(&r["utilisation"]))
+        .fold(0.0, f64::max);
     assert_eq!(f(&d["roofline"]["nearest"]["utilisation"]), most);
     for r in rows {
         // one core's share at most: a core type's busiest core needs at least the mean
-        assert!(f(&r["busiest_core_utilisation"]) >= f(&r["utilisation"]), "{r}");
+        assert!(
+            f(&r["busiest_core_utilisation"]) >= f(&r["utilisation"]),
+            "{r}"
+        );
     }
-    let text = stdout(&npusim(&["run", "programs/flash_attention.yaml", "--roofline"]));
+    let text = stdout(&npusim(&[
+        "run",
+        "programs/flash_attention.yaml",
+        "--roofline",
+    ]));
     assert!(text.contains("\nroofline (launch, "), "{text}");
     assert!(text.contains("busiest core %"), "{text}");
 }

@@ -134,7 +134,10 @@ pub fn work_of(
                 None,
             ]
         }
-        OpKind::Mmad(m) => [Some(macs(config, m, [dim(&m.m), dim(&m.n), dim(&m.k)])), None],
+        OpKind::Mmad(m) => [
+            Some(macs(config, m, [dim(&m.m), dim(&m.n), dim(&m.k)])),
+            None,
+        ],
         OpKind::MmadL1(m) => {
             let dims = [dim(&m.m), dim(&m.n), dim(&m.k)];
             if pipe == Pipe::M {

@@ -20,7 +20,10 @@ struct Counted<'a> {
 impl Observer for Counted<'_> {
     fn on_issue(&mut self, i: &Issue<'_>) {
         let (config, program) = (self.config.unwrap(), self.program.unwrap());
-        for w in work_of(config, program, i.op, i.pipe, i.vars).into_iter().flatten() {
+        for w in work_of(config, program, i.op, i.pipe, i.vars)
+            .into_iter()
+            .flatten()
+        {
             // the rounding only adds: less than a cycle per move, chunk or fractal dimension
             let (n, d) = w.exact;
             assert!(n <= w.cycles * d, "{w:?}");
@@ -101,7 +104,10 @@ fn work_needs_the_cycles_the_engine_charged() {
     assert_eq!(amount(Resource::Path(Space::L1, Space::L0a)), 4 * 4096);
     assert_eq!(amount(Resource::Path(Space::L1, Space::L0b)), 4 * 4096);
     // without the rounding: 16 × 16 × 16 MACs a cycle, 128 B a cycle to L0A, 64 to L0B and UB
-    assert_eq!(c.ideal[&Resource::Cube], (16 * 16 * 32 * 10) as f64 / 4096.0);
+    assert_eq!(
+        c.ideal[&Resource::Cube],
+        (16 * 16 * 32 * 10) as f64 / 4096.0
+    );
     assert_eq!(c.ideal[&Resource::Path(Space::L1, Space::L0a)], 128.0);
     assert_eq!(c.ideal[&Resource::Path(Space::L1, Space::L0b)], 256.0);
     assert_eq!(c.ideal[&Resource::Path(Space::Gm, Space::Ub)], 64.0);
