@@ -281,3 +281,37 @@ fn the_page_has_a_roofline_section_when_asked() {
     assert!(with.contains("nearest bound: cube = gm-&gt;l1 ("));
     assert!(!page(&[]).contains("id=\"roofline\""));
 }
+
+#[test]
+fn a_mix_of_vector_ops_is_bounded_at_their_cycles_per_repeat() {
+    // The flash attention's vector cores run ops of 1 and 2 cycles a repeat (vexp ...). On the
+    // ideal config (no blocks, no banks) each keeps V busy exactly its repeats × cycles per
+    // repeat, and the aiv cores move nothing on V, so their V busy cycles together are what
+    // the row's work needs at its rates: the minimum is that over the 4 cores, the peak the
+    // repeats over it, × 4.
+    let d = json_of(
+        "run",
+        &[
+            "programs/flash_attention.yaml",
+            "--config",
+            crate::IDEAL_CONFIG,
+            "--roofline",
+        ],
+    );
+    let busy: u64 = d["launch"]["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "aiv")
+        .map(|c| c["pipes"]["V"]["busy"].as_u64().unwrap())
+        .sum();
+    let vector = row(&d, "vector", Some("aiv"));
+    assert_eq!(vector["min_cycles"], busy.div_ceil(4));
+    let repeats = vector["work"].as_u64().unwrap() as f64;
+    assert_eq!(
+        f(&vector["peak_per_cycle"]),
+        r4(repeats * 4.0 / busy as f64)
+    );
+    // a mix: below the 4 repeats a cycle of four cores at one cycle a repeat
+    assert!(f(&vector["peak_per_cycle"]) < 4.0);
+}
