@@ -522,6 +522,11 @@ pub struct ViewArgs {
     /// and scalar spans).
     #[arg(long, conflicts_with = "critical_path")]
     pub no_critical_path: bool,
+    /// Add the roofline to the report (docs/roofline.md): the work the run did on the cube
+    /// (MACs), the vector unit (repeats), each data path, HBM and the L2 (bytes), against the
+    /// rates its config gives them, per core type and for the chip, and the nearest bound.
+    #[arg(long)]
+    pub roofline: bool,
     /// Also write the report as one self-contained HTML page to FILE: stall bars, the pipe
     /// timeline, the memory maps, the profile with --profile (written only if the program ran).
     #[arg(long, value_name = "FILE")]

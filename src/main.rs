@@ -850,7 +850,10 @@ fn run_loaded(
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&[&ran], &config, spec));
     let critical = walker(views, &[&ran], &config);
-    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
+    let roofline = views
+        .roofline
+        .then(|| reports::Roofline::for_launch(&[&ran], &config));
+    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let part = reports::TracePart {
@@ -863,9 +866,12 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
+        let mut observers = (
+            trace,
+            (profiler, (timeline, (critical, (roofline, progress)))),
+        );
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
+        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -873,16 +879,18 @@ fn run_loaded(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical)
+        (sim, written, profiler, timeline, critical, roofline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&[&ran]));
     let critical = critical.map(|c| c.finish(&sim.result));
+    let roofline = roofline.map(|r| r.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
         critical: path_view(views, &critical),
+        roofline: roofline.as_ref(),
     };
     report_run(
         &config,
@@ -1100,7 +1108,10 @@ fn run_launch(
     // the HTML page's timeline watches the run; its memory is bounded
     let timeline = spec.map(|spec| reports::Timeline::for_launch(&ran_parts, config, spec));
     let critical = walker(views, &ran_parts, config);
-    let (sim, written, profiler, timeline, critical) = std::thread::scope(|scope| {
+    let roofline = views
+        .roofline
+        .then(|| reports::Roofline::for_launch(&ran_parts, config));
+    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1119,9 +1130,12 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (trace, (profiler, (timeline, (critical, progress))));
+        let mut observers = (
+            trace,
+            (profiler, (timeline, (critical, (roofline, progress)))),
+        );
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, progress)))) = observers;
+        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1129,16 +1143,18 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical)
+        (sim, written, profiler, timeline, critical, roofline)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
     let rows = profiler.map(|p| p.rows(&ran_parts));
     let critical = critical.map(|c| c.finish(&sim.result));
+    let roofline = roofline.map(|r| r.finish(&sim.result));
     let views = Views {
         args: views,
         timeline: timeline.as_ref(),
         critical: path_view(views, &critical),
+        roofline: roofline.as_ref(),
     };
     report_launch(
         config,
@@ -1172,6 +1188,7 @@ fn report_launch(
     report.best = best;
     report.profile = profile;
     report.critical = views.critical;
+    report.roofline = views.roofline;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())
@@ -1245,13 +1262,19 @@ struct Views<'a> {
     /// The critical path walked after the run: its "paced by" line, or with
     /// `--critical-path` all of it.
     critical: reports::PathView<'a>,
+    /// `--roofline`'s, counted during the run.
+    roofline: Option<&'a reports::RooflineReport>,
 }
 
 impl<'a> Views<'a> {
-    /// Whether nothing but the report watches the run (no trace, profile, page or critical
-    /// path, not even its "paced by" line): then the run pays for no observer.
+    /// Whether nothing but the report watches the run (no trace, profile, page, roofline or
+    /// critical path, not even its "paced by" line): then the run pays for no observer.
     fn unwatched(args: &ViewArgs) -> bool {
-        args.trace.is_none() && !args.profile && args.html.is_none() && args.no_critical_path
+        args.trace.is_none()
+            && !args.profile
+            && args.html.is_none()
+            && !args.roofline
+            && args.no_critical_path
     }
 
     /// The views of a run nothing watched.
@@ -1260,6 +1283,7 @@ impl<'a> Views<'a> {
             args,
             timeline: None,
             critical: reports::PathView::Off,
+            roofline: None,
         }
     }
 }
@@ -1312,6 +1336,7 @@ fn report_run(
     report.best = best;
     report.profile = profile;
     report.critical = views.critical;
+    report.roofline = views.roofline;
     let page = views.args.html.as_ref().map(|_| {
         let table = profile.map(reports::profile_html);
         reports::run_html(config, &report, views.timeline, table.as_deref())

@@ -41,6 +41,7 @@
 //! | `profile` | `null`, or with `--profile` the per-op rows ([`profile_json`]): `op`, `name`, `line`, `column`, `kind`, `pipe`, `count`, `cost`, `busy`, `issue`, `stalled`, `stalls` (every stall with the op), `group`, `pipe_stalled`, `pipe_stalls` (its pipe's), `s_held`, `s_stalls` (S's waits to send it) |
 //! | `paced_by` | the summary's "paced by" line (a string), or `null` with `--no-critical-path` |
 //! | `critical_path` | `null`, or with `--critical-path` the run's critical path ([`critical_json`]): {`total_cycles`, `summary`, `steps`, `by_pipe`, `by_cause`, `by_core`, `ops`, `waits`} |
+//! | `roofline` | `null`, or with `--roofline` the run against its config's bounds ([`roofline_json`]): {`total_cycles`, `nearest`, `rows`: [{`resource`, `unit`, `core_type`, `cores`, `work`, `achieved_per_cycle`, `peak_per_cycle`, `utilisation`, `min_cycles`, `busiest_core_utilisation`}]} |
 //! | `plan` | the plan document ([`plan_json`]) |
 //! | `launch` | the launch ([`launch_json`]): `blocks`, `parts` (a mixed kernel's `{core, plan}` per part, else `null`), `by_type` (per core type: `cores`, `end_cycle` and per pipe `busy`/`stalled` as {`min`, `max`, `mean`}), `cores` (every core: `name`, `block`, `type`, `index`, `end_cycle`, `pipes`, `overlap_cycles`, `bank_conflict_cycles`) |
 //!
@@ -75,6 +76,7 @@ mod mlir;
 mod plan_doc;
 mod profile;
 mod program_yaml;
+mod roofline;
 mod run_report;
 mod sweep;
 pub mod table;
@@ -109,6 +111,7 @@ pub use plan_doc::{
 };
 pub use profile::{profile_html, profile_json, profile_text, OpGroup, ProfileRow, Profiler};
 pub use program_yaml::{kernel_yaml, program_yaml};
+pub use roofline::{roofline_json, roofline_text, Bound, Roofline, RooflineReport, RooflineRow};
 pub use run_report::{
     deadlock_text, finding_text, hazard_json, op_ref, paced_by, run_json, run_text, syncs_json,
     syncs_summary, warnings, warnings_json, warnings_text, BestLevel, GapRange, PathView, Run,

@@ -84,6 +84,8 @@ pub struct Run<'a> {
     /// What the report says of the run's critical path (docs/critical-path.md): by default
     /// its "paced by" line, with `--critical-path` its section too.
     pub critical: PathView<'a>,
+    /// With `--roofline`: the run against its config's bounds (docs/roofline.md).
+    pub roofline: Option<&'a crate::RooflineReport>,
     /// The cross-core hand-offs `sync: auto` synchronised in a mixed kernel (empty otherwise).
     pub handoffs: &'a [planner::Handoff],
     /// `--core`: the launch core whose detail the text report shows.
@@ -211,6 +213,7 @@ impl<'a> Run<'a> {
             best: None,
             profile: None,
             critical: PathView::Off,
+            roofline: None,
             handoffs: &[],
             core: None,
             dropped: &[],
@@ -227,6 +230,7 @@ impl<'a> From<&'a pipeline::Simulation> for Run<'a> {
             best: None,
             profile: None,
             critical: PathView::Off,
+            roofline: None,
             handoffs: &s.handoffs,
             core: None,
             dropped: &s.dropped,
@@ -712,6 +716,10 @@ pub fn run_text(config: &Config, run: &Run) -> String {
         out.push('\n');
         out.push_str(&crate::critical_text(config, run, path));
     }
+    if let Some(r) = run.roofline {
+        out.push('\n');
+        out.push_str(&crate::roofline_text(r));
+    }
     out
 }
 
@@ -910,6 +918,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
         "profile": run.profile.map_or(Value::Null, crate::profile_json),
         "paced_by": paced_by(config, run).map_or(Value::Null, Value::from),
         "critical_path": run.critical.full().map_or(Value::Null, |p| crate::critical_json(config, run, p)),
+        "roofline": run.roofline.map_or(Value::Null, crate::roofline_json),
         "plan": crate::plan_json(program, plan),
         "launch": crate::launch_json(config, result, program.launch.blocks, parts),
     });
@@ -921,7 +930,7 @@ pub fn run_json(config: &Config, run: &Run) -> Value {
 
 /// The keys of the run document after `schema`, in order. A `compare --format json` entry has
 /// these keys whether its level ran or overflowed ([`crate::compare_entry`]).
-pub const RUN_KEYS: [&str; 27] = [
+pub const RUN_KEYS: [&str; 28] = [
     "kernel",
     "config",
     "sync",
@@ -947,6 +956,7 @@ pub const RUN_KEYS: [&str; 27] = [
     "profile",
     "paced_by",
     "critical_path",
+    "roofline",
     "plan",
     "launch",
 ];
@@ -1693,6 +1703,7 @@ mod tests {
                 "profile",
                 "paced_by",
                 "critical_path",
+                "roofline",
                 "plan",
                 "launch",
             ]

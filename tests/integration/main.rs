@@ -31,6 +31,7 @@ mod plans;
 mod programs;
 mod race_cli;
 mod roofline;
+mod roofline_run;
 mod shipped_configs;
 mod speedup;
 mod sweep_cli;

@@ -181,6 +181,10 @@ pub fn run_html(
     if let Some(path) = run.critical.full() {
         body.push_str(&crate::critical_html(config, run, path));
     }
+    // `run --roofline`: its section, only when asked for
+    if let Some(r) = run.roofline {
+        body.push_str(&crate::roofline::roofline_html(r));
+    }
 
     body.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n");
     body.push_str(&findings_html(config, run));

@@ -7,6 +7,7 @@
 use super::code::Opnd;
 use crate::config::UbBanks;
 use crate::footprint::{self, EvalFailure};
+use crate::program::Operand;
 
 /// The blocks of one operand: run `r` starts at UB byte `base + starts[lo + r]`, and block `q`
 /// of a run at `q × block` bytes after its start.
@@ -191,8 +192,19 @@ pub(super) fn op_blocks<'p>(
     vars: &[i64],
     block: u64,
 ) -> Result<u64, EvalFailure<'p>> {
-    let runs = footprint::runs_at(o.operand, o.shape, vars)?;
-    Ok(runs.count * runs.run_bytes(o.operand.dtype.bits()).div_ceil(block))
+    blocks(o.operand, o.shape, vars, block)
+}
+
+/// [`op_blocks`] of operand `o` on a base of `shape`.
+#[inline]
+pub(super) fn blocks<'p>(
+    o: &'p Operand,
+    shape: &[u64],
+    vars: &[i64],
+    block: u64,
+) -> Result<u64, EvalFailure<'p>> {
+    let runs = footprint::runs_at(o, shape, vars)?;
+    Ok(runs.count * runs.run_bytes(o.dtype.bits()).div_ceil(block))
 }
 
 /// Fills `s` with the blocks of `opnds` (the first `nin` inputs, the rest outputs) at slots

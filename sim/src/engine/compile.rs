@@ -400,7 +400,7 @@ impl<'p> Compiler<'p, '_> {
                 let pa = *self.path(id, m.a.space, Space::L0a)?;
                 let pb = *self.path(id, m.b.space, Space::L0b)?;
                 let cube = &self.config.cube;
-                let db = (m.a.dtype.bits() / 8).max(1);
+                let (fm, fnn, kf) = super::work::cube_shape(self.config, m);
                 let core = self.config.core(self.program.core);
                 let half = |s: Space| core.scope(s).map_or(u64::MAX, |c| c.bytes / 2);
                 let mc = self.out.macros.len() as u32;
@@ -408,9 +408,9 @@ impl<'p> Compiler<'p, '_> {
                     m: Val::new(&m.m),
                     n: Val::new(&m.n),
                     k: Val::new(&m.k),
-                    kf: (cube.fractal_k_bytes as u64 / db).max(1),
-                    fm: cube.fractal_m.max(1) as u64,
-                    fnn: cube.fractal_n.max(1) as u64,
+                    kf,
+                    fm,
+                    fnn,
                     a: lo,
                     b: lo + 1,
                     pa,

@@ -130,11 +130,8 @@ impl<'p> Compiler<'p, '_> {
     }
 
     pub(super) fn mmad_cost(&self, m: &'p Mmad, lo: u32) -> Cost<'p> {
-        let cube = &self.config.cube;
-        let db = (m.a.dtype.bits() / 8).max(1);
-        let kf = (cube.fractal_k_bytes as u64 / db).max(1);
-        let (fm, fnn) = (cube.fractal_m.max(1) as u64, cube.fractal_n.max(1) as u64);
-        let startup = cube.startup as u64;
+        let (fm, fnn, kf) = super::work::cube_shape(self.config, m);
+        let startup = self.config.cube.startup as u64;
         // constant sizes over constant operands the loader has checked against each other;
         // anything else is checked when it runs
         let sized = [Some(&m.a), Some(&m.b), Some(&m.c), m.bias.as_ref()]

@@ -165,10 +165,12 @@ mod state;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod work;
 
 pub use compile_opnds::operands;
 pub use ledger::Ledger;
 pub use result::*;
+pub use work::{cube_shape, work_of, Resource, Work};
 
 use crate::addresses::Addresses;
 use crate::config::Config;

@@ -18,6 +18,7 @@ mod mmad;
 mod observers;
 mod sync;
 mod timing;
+mod work;
 
 // ----- a small config ------------------------------------------------------------------------
 
