@@ -10,6 +10,7 @@ const TEST_CONFIG: &str = include_str!("../../tests/golden/test_config.yaml");
 const TWO_BLOCK: &str = include_str!("../../tests/golden/two_block_config.yaml");
 const FLAG_CHAIN: &str = include_str!("../../tests/golden/flag_chain.yaml");
 const MEMORY_CONFIG: &str = include_str!("../../tests/golden/memory_config.yaml");
+const TWO_MISSES: &str = include_str!("../../tests/golden/two_misses.yaml");
 
 /// Runs `text` as a launch on `config` and walks its critical path, segments kept.
 fn walk(config: &Config, text: &str) -> (crate::Kernel, RunResult, CriticalPath) {
@@ -160,21 +161,7 @@ fn a_move_waiting_for_its_share_of_hbm_is_bandwidth_on_the_path() {
     // from 127: y's startup [17, 127), its work alone [9, 17), its bandwidth share [2, 9), its
     // send [1, 2), x's send [0, 1).
     let config = crate::load_config(MEMORY_CONFIG, "memory_config.yaml").unwrap();
-    let text = r#"
-kernel: two_misses
-core: t
-sync: manual
-gm:
-  x: { shape: [256], dtype: f16 }
-  y: { shape: [256], dtype: f16 }
-buffers:
-  xb: { scope: ub, shape: [256], dtype: f16 }
-  yb: { scope: l1, shape: [256], dtype: f16 }
-body:
-  - load: { src: x, dst: xb }
-  - load: { src: y, dst: yb }
-"#;
-    let (_, r, p) = walk(&config, text);
+    let (_, r, p) = walk(&config, TWO_MISSES);
     assert_eq!(r.total_cycles, 127);
     assert_tiles(&p);
     use Cause::*;

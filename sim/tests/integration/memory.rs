@@ -123,20 +123,7 @@ body:
 
 #[test]
 fn two_missing_loads_share_hbm() {
-    let text = r#"
-kernel: two_misses
-core: t
-sync: manual
-gm:
-  x: { shape: [256], dtype: f16 }
-  y: { shape: [256], dtype: f16 }
-buffers:
-  xb: { scope: ub, shape: [256], dtype: f16 }
-  yb: { scope: l1, shape: [256], dtype: f16 }
-body:
-  - load: { src: x, dst: xb }
-  - load: { src: y, dst: yb }
-"#;
+    let text = include_str!("../golden/two_misses.yaml");
     let r = run_with(text, L2Start::Cold);
     // load x: sent 0, starts on MTE2 at 1; HBM is free: 2 lines = 512 B at min(P 64, 64) =
     // 64 a cycle, work 8, holding all of HBM over [1, 9); complete 1 + 110 + 8 = 119.
