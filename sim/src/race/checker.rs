@@ -1,7 +1,12 @@
 //! The race checker as an engine [`Observer`]: clocks at issue and start, accesses checked and
 //! recorded at start (see the model in [`super`]).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+/// Hash maps of lookups only (never iterated, so their order cannot reach an output), with a
+/// fast fixed-seed hasher: SipHash cost a checked launch 6 % of its instructions.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 use super::clock::{max_of, min_of, Clock, Global};
 use super::fix::{self, End, Ids};
@@ -27,8 +32,8 @@ const SC: usize = Space::COUNT;
 /// The most increments a cross-core counter's queue keeps apart; more are merged into the
 /// newest entry, which then knows what all of them know (conservative).
 const COUNTER_CAP: usize = 64;
-/// Entries of [`RaceChecker::pipe_of`]: more than the instructions a core has pending at once
-/// in any but a pathological run.
+/// Entries of [`RaceChecker::pipe_of`] per core of the launch (a power of two): more than the
+/// instructions a core has pending at once in any but a pathological run.
 const PIPE_OF: usize = 256;
 
 /// What an instruction does to the clocks when it starts.
@@ -521,12 +526,12 @@ pub struct RaceChecker<'p> {
     found: Vec<Rec>,
     records: usize,
     peak_records: usize,
-    /// With more than one core: the core and pipe of each instruction issued and not started.
-    at: HashMap<u64, (u32, u8)>,
-    /// With one core: `seq << 3 | pipe` of the last instruction issued at each `seq %
-    /// PIPE_OF` (a later one may take an entry before its instruction starts; the pipes'
-    /// queues then tell).
-    pipe_of: Vec<u64>,
+    /// `(seq, core << 3 | pipe)` of the last instruction issued at each `seq % len` (a power
+    /// of two, [`PIPE_OF`] per core): a later one may take an entry before its instruction
+    /// starts; the heads of the pipes' queues then tell (a starting instruction is its pipe's
+    /// oldest pending one). Dense and tiny against a hash map's insert and remove per
+    /// instruction of a launch.
+    pipe_of: Vec<(u64, u32)>,
     /// The published clock of each `cross_set` started whose signal has not been delivered.
     sets: HashMap<u64, Global>,
     /// Per (core, counter id): what each outstanding increment carries, oldest first (with
@@ -663,14 +668,13 @@ impl<'p> RaceChecker<'p> {
             regions: Regions::default(),
             ids: Ids::default(),
             hazards: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashSet::default(),
             found: Vec::new(),
             records: 0,
             peak_records: 0,
-            at: HashMap::new(),
-            pipe_of: vec![u64::MAX; PIPE_OF],
-            sets: HashMap::new(),
-            counters: HashMap::new(),
+            pipe_of: vec![(u64::MAX, 0); (ncores * PIPE_OF).next_power_of_two()],
+            sets: HashMap::default(),
+            counters: HashMap::default(),
             oldest: None,
             last_sets: Vec::new(),
             last_signal: None,
@@ -813,7 +817,7 @@ impl<'p> RaceChecker<'p> {
             // The same bytes: the same hull. Of one op, that is the same runs too: an op's
             // selection has a fixed shape, and its first and last element fix where each
             // dimension's slice starts and how long it is (row-major, inside its base).
-            let mut newest: HashMap<SameBytes, u64> = HashMap::new();
+            let mut newest: HashMap<SameBytes, u64> = HashMap::default();
             for i in 0..self.tables[t].len() {
                 let r = self.tables[t].get(i);
                 if settled(r) {
@@ -1494,29 +1498,22 @@ impl Observer for RaceChecker<'_> {
             op: issue.op.0,
             nacc,
         });
-        if self.cores.len() > 1 {
-            self.at.insert(issue.seq, (c as u32, p as u8));
-        } else {
-            self.pipe_of[issue.seq as usize % PIPE_OF] = issue.seq << 3 | p as u64;
-        }
+        let mask = self.pipe_of.len() - 1;
+        self.pipe_of[issue.seq as usize & mask] = (issue.seq, (c as u32) << 3 | p as u32);
     }
 
     fn on_start(&mut self, seq: u64, _start: u64, _complete: u64) {
         // pipes start in issue order: the instruction is the head of its pipe's queue
-        let found = if self.cores.len() == 1 {
-            let e = self.pipe_of[seq as usize % PIPE_OF];
-            // (an entry never written says pipe 7, which is none)
-            if e >> 3 == seq && (e & 7) < NP as u64 {
-                Some((0, (e & 7) as usize))
-            } else {
-                // its entry was taken by a later instruction: the head of one pipe's queue
-                let q = &self.cores[0].pending;
-                (0..NP)
-                    .find(|&p| q[p].front().is_some_and(|pd| pd.seq == seq))
-                    .map(|p| (0, p))
-            }
+        let (key, at) = self.pipe_of[seq as usize & (self.pipe_of.len() - 1)];
+        let found = if key == seq {
+            Some(((at >> 3) as usize, (at & 7) as usize))
         } else {
-            self.at.remove(&seq).map(|(c, p)| (c as usize, p as usize))
+            // its entry was taken by a later instruction: the head of one pipe's queue
+            self.cores.iter().enumerate().find_map(|(c, core)| {
+                (0..NP)
+                    .find(|&p| core.pending[p].front().is_some_and(|pd| pd.seq == seq))
+                    .map(|p| (c, p))
+            })
         };
         let Some((c, p)) = found else {
             debug_assert!(false, "race checker: start of an instruction never issued");
