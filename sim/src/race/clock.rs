@@ -128,11 +128,16 @@ fn join_remote(a: &mut Option<Global>, b: &Global) {
     if Arc::ptr_eq(x, b) {
         return;
     }
-    let (mut x_ge, mut b_ge) = (true, true);
+    // Which one dominates, without a branch or a compare per component (SSE2 has no 64-bit
+    // compare): components count instructions, far below 2^63, so `u < v` is the top bit of
+    // `u - v`, and OR-ing the differences tells whether any component is below.
+    let (mut x_below, mut b_below) = (0u64, 0u64);
     for (u, v) in x.iter().zip(b.iter()) {
-        x_ge &= u >= v;
-        b_ge &= v >= u;
+        debug_assert!(*u < 1 << 63 && *v < 1 << 63);
+        x_below |= u.wrapping_sub(*v);
+        b_below |= v.wrapping_sub(*u);
     }
+    let (x_ge, b_ge) = (x_below >> 63 == 0, b_below >> 63 == 0);
     if x_ge {
         return;
     }
