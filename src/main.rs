@@ -844,16 +844,8 @@ fn run_loaded(
         .unwrap_or(reports::DEFAULT_TRACE_MAX_BYTES);
     // the views name the ops of the program that runs, which the run consumes: a copy
     let ran = prepared.program.clone();
-    let profiler = views
-        .profile
-        .then(|| reports::Profiler::for_launch(&[&ran], &config));
-    // the HTML page's timeline watches the run; its memory is bounded
-    let timeline = spec.map(|spec| reports::Timeline::for_launch(&[&ran], &config, spec));
-    let critical = walker(views, &[&ran], &config);
-    let roofline = views
-        .roofline
-        .then(|| reports::Roofline::for_launch(&[&ran], &config));
-    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
+    let watch = watch(views, &[&ran], &config, spec);
+    let (sim, written, watch) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let part = reports::TracePart {
@@ -866,12 +858,9 @@ fn run_loaded(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (
-            trace,
-            (profiler, (timeline, (critical, (roofline, progress)))),
-        );
+        let mut observers = (trace, (watch, progress));
         let sim = pipeline::run_prepared(prepared.into(), &config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
+        let (trace, (watch, progress)) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -879,25 +868,17 @@ fn run_loaded(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical, roofline)
+        (sim, written, watch)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows(&[&ran]));
-    let critical = critical.map(|c| c.finish(&sim.result));
-    let roofline = roofline.map(|r| r.finish(&sim.result));
-    let views = Views {
-        args: views,
-        timeline: timeline.as_ref(),
-        critical: path_view(views, &critical),
-        roofline: roofline.as_ref(),
-    };
+    let watched = Watched::of(watch, &[&ran], &sim.result);
     report_run(
         &config,
         &sim,
         best.as_ref(),
-        rows.as_deref(),
-        views,
+        watched.rows.as_deref(),
+        watched.views(views),
         format,
         out,
         &src,
@@ -1102,16 +1083,8 @@ fn run_launch(
     // the views name the ops of the programs that run, which the run consumes: copies
     let ran: Vec<Program> = prepared.parts.iter().map(|p| p.program.clone()).collect();
     let ran_parts: Vec<&Program> = ran.iter().collect();
-    let profiler = views
-        .profile
-        .then(|| reports::Profiler::for_launch(&ran_parts, config));
-    // the HTML page's timeline watches the run; its memory is bounded
-    let timeline = spec.map(|spec| reports::Timeline::for_launch(&ran_parts, config, spec));
-    let critical = walker(views, &ran_parts, config);
-    let roofline = views
-        .roofline
-        .then(|| reports::Roofline::for_launch(&ran_parts, config));
-    let (sim, written, profiler, timeline, critical, roofline) = std::thread::scope(|scope| {
+    let watch = watch(views, &ran_parts, config, spec);
+    let (sim, written, watch) = std::thread::scope(|scope| {
         // the trace is formatted and written on a thread of its own, beside the run
         let trace = file.as_mut().map(|f| {
             let parts: Vec<reports::TracePart> = kernel
@@ -1130,12 +1103,9 @@ fn run_launch(
             reports::Background::spawn(scope, t)
         });
         let progress = progress::RunProgress::on_terminal("run", opts.limits.max_instructions);
-        let mut observers = (
-            trace,
-            (profiler, (timeline, (critical, (roofline, progress)))),
-        );
+        let mut observers = (trace, (watch, progress));
         let sim = pipeline::run_prepared(prepared, config, &opts, &mut observers);
-        let (trace, (profiler, (timeline, (critical, (roofline, progress))))) = observers;
+        let (trace, (watch, progress)) = observers;
         // its line cleared before the report is written
         drop(progress);
         let written = trace.map(|bg| {
@@ -1143,26 +1113,18 @@ fn run_launch(
             let cut = t.stopped_at();
             t.finish().map(|_| cut)
         });
-        (sim, written, profiler, timeline, critical, roofline)
+        (sim, written, watch)
     });
     let sim = sim.map_err(|f| failed(&f))?;
     commit_trace(written, file, views)?;
-    let rows = profiler.map(|p| p.rows(&ran_parts));
-    let critical = critical.map(|c| c.finish(&sim.result));
-    let roofline = roofline.map(|r| r.finish(&sim.result));
-    let views = Views {
-        args: views,
-        timeline: timeline.as_ref(),
-        critical: path_view(views, &critical),
-        roofline: roofline.as_ref(),
-    };
+    let watched = Watched::of(watch, &ran_parts, &sim.result);
     report_launch(
         config,
         &sim,
         core,
         best.as_ref(),
-        rows.as_deref(),
-        views,
+        watched.rows.as_deref(),
+        watched.views(views),
         format,
         out,
         src,
@@ -1284,6 +1246,69 @@ impl<'a> Views<'a> {
             timeline: None,
             critical: reports::PathView::Off,
             roofline: None,
+        }
+    }
+}
+
+/// The observers `run`'s views ask for, beside the trace and the progress line: the profile,
+/// the HTML page's timeline (its memory bounded), the critical path's walker and the roofline,
+/// called in that order.
+type Watch<'a> = (
+    Option<reports::Profiler>,
+    (
+        Option<reports::Timeline>,
+        (
+            Option<sim::critical::Critical>,
+            Option<reports::Roofline<'a>>,
+        ),
+    ),
+);
+
+/// The [`Watch`] of a run of `parts` (the programs that run, whose ops the views name).
+fn watch<'a>(
+    views: &ViewArgs,
+    parts: &[&'a Program],
+    config: &'a Config,
+    spec: Option<reports::TimelineSpec>,
+) -> Watch<'a> {
+    let profiler = views
+        .profile
+        .then(|| reports::Profiler::for_launch(parts, config));
+    let timeline = spec.map(|spec| reports::Timeline::for_launch(parts, config, spec));
+    let critical = walker(views, parts, config);
+    let roofline = views
+        .roofline
+        .then(|| reports::Roofline::for_launch(parts, config));
+    (profiler, (timeline, (critical, roofline)))
+}
+
+/// What a [`Watch`] saw, once the run ended.
+struct Watched {
+    rows: Option<Vec<reports::ProfileRow>>,
+    timeline: Option<reports::Timeline>,
+    /// The walker's path ([`path_view`]).
+    critical: Option<Option<sim::critical::CriticalPath>>,
+    roofline: Option<reports::RooflineReport>,
+}
+
+impl Watched {
+    fn of(watch: Watch<'_>, parts: &[&Program], result: &sim::engine::RunResult) -> Watched {
+        let (profiler, (timeline, (critical, roofline))) = watch;
+        Watched {
+            rows: profiler.map(|p| p.rows(parts)),
+            timeline,
+            critical: critical.map(|c| c.finish(result)),
+            roofline: roofline.map(|r| r.finish(result)),
+        }
+    }
+
+    /// The views of the report, `args` being the command line's.
+    fn views<'a>(&'a self, args: &'a ViewArgs) -> Views<'a> {
+        Views {
+            args,
+            timeline: self.timeline.as_ref(),
+            critical: path_view(args, &self.critical),
+            roofline: self.roofline.as_ref(),
         }
     }
 }

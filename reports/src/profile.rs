@@ -669,32 +669,10 @@ mod tests {
     use super::*;
     use sim::engine::RunResult;
 
-    /// A round-number core (sim/tests/golden/test_config.yaml's numbers): `issue_cycles` 1,
-    /// `queue_depth` 2 (so S's queue to V fills after two unstarted sends), `flag_latency` 2;
-    /// `gm → ub` 64 B/cycle, startup 10; `ub → gm` 32 B/cycle, startup 5; `vadd` 1 cycle a
-    /// 256-byte repeat, startup 3.
-    const CONFIG: &str = "\
-name: golden
-description: round numbers for hand-derived profiles
-clock_mhz: 1000
-cores:
-  t:
-    scopes:
-      ub: { bytes: 65536, align: 32 }
-    pipes: [s, v, mte2, mte3]
-queue_depth: 2
-scalar: { issue_cycles: 1, loop_cycles: 2, branch_cycles: 1 }
-sync: { event_ids: 4, flag_latency: 2 }
-paths:
-  - { from: gm, to: ub, pipe: mte2, bytes_per_cycle: 64, startup: 10 }
-  - { from: ub, to: gm, pipe: mte3, bytes_per_cycle: 32, startup: 5 }
-vector:
-  repeat_bytes: 256
-  default: { cycles_per_repeat: 2, startup: 4 }
-  ops:
-    vadd: { cycles_per_repeat: 1, startup: 3 }
-cube: { fractal_m: 16, fractal_n: 16, fractal_k_bytes: 32, startup: 5 }
-";
+    /// The engine's round-number golden core: `issue_cycles` 1, `queue_depth` 2 (so S's queue
+    /// to V fills after two unstarted sends), `flag_latency` 2; `gm → ub` 64 B/cycle, startup
+    /// 10; `ub → gm` 32 B/cycle, startup 5; `vadd` 1 cycle a 256-byte repeat, startup 3.
+    const CONFIG: &str = include_str!("../../sim/tests/golden/test_config.yaml");
 
     const HEAD: &str = "\
 kernel: k

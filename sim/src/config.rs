@@ -129,16 +129,23 @@ pub struct PathConfig {
 }
 
 impl PathConfig {
+    /// The bytes a cycle the path writes (its `nz` rate for an nd -> nz move that has one), at
+    /// least 1.
+    #[inline]
+    pub fn write_rate(&self, nz: bool) -> u64 {
+        match self.nz_bytes_per_cycle {
+            Some(r) if nz => r,
+            _ => self.bytes_per_cycle,
+        }
+        .max(1) as u64
+    }
+
     /// Busy cycles of a move that reads `src` bytes and writes `dst` bytes on this path
     /// (`nz`: a `layout: nz` load): max(ceil(src / read rate), ceil(dst / write rate)), the
     /// write rate being `nz_bytes_per_cycle` for an nz load when given, else `bytes_per_cycle`.
     #[inline]
     pub fn move_work(&self, src: u64, dst: u64, nz: bool) -> u64 {
-        let write = match self.nz_bytes_per_cycle {
-            Some(r) if nz => r,
-            _ => self.bytes_per_cycle,
-        };
-        let w = dst.div_ceil(write.max(1) as u64);
+        let w = dst.div_ceil(self.write_rate(nz));
         match self.read_bytes_per_cycle {
             Some(r) => w.max(src.div_ceil(r.max(1) as u64)),
             None => w,

@@ -47,11 +47,7 @@ pub struct Work {
 /// as a fraction: [`PathConfig::move_work`] before its ceilings (the slower side's bytes over
 /// its rate).
 fn move_exact(path: &PathConfig, src: u64, dst: u64, nz: bool) -> (u64, u64) {
-    let write = match path.nz_bytes_per_cycle {
-        Some(r) if nz => r,
-        _ => path.bytes_per_cycle,
-    }
-    .max(1) as u64;
+    let write = path.write_rate(nz);
     match path.read_bytes_per_cycle {
         // src / read > dst / write
         Some(r) if src as u128 * write as u128 > dst as u128 * r.max(1) as u128 => {
